@@ -1,0 +1,168 @@
+/**
+ * Error classes shared by conduit's layers. Every error conduit throws on purpose is a
+ * {@linkcode ConduitError}, so `err instanceof ConduitError` tells conduit's own failures from
+ * bugs; subclasses name the condition a caller may want to handle.
+ *
+ * @example Telling a framing error apart
+ * ```ts
+ * import { ConduitError, FrameTooLargeError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new FrameTooLargeError(70_000_000, 67_108_864);
+ * assert.ok(err instanceof ConduitError);
+ * assert.equal(err.message, "Frame of 70000000 bytes exceeds maxFrameBytes (67108864)");
+ * ```
+ *
+ * @module
+ */
+
+/**
+ * Base class of every error conduit raises on purpose.
+ *
+ * @example
+ * ```ts
+ * import { ConduitError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new ConduitError("something went wrong");
+ * assert.equal(err.name, "ConduitError");
+ * ```
+ */
+export class ConduitError extends Error {
+  /**
+   * Creates an error whose `name` is the class name.
+   *
+   * @param message What went wrong.
+   * @param options Standard error options (`cause`).
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The byte stream does not hold valid frames: the base of the framing errors.
+ *
+ * @example
+ * ```ts
+ * import { FramingError, TruncatedFrameError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(new TruncatedFrameError(10) instanceof FramingError);
+ * ```
+ */
+export class FramingError extends ConduitError {}
+
+/**
+ * A frame's header announces more bytes than `maxFrameBytes` allows. Raised from the header,
+ * before any of the frame is buffered.
+ *
+ * @example
+ * ```ts
+ * import { FrameTooLargeError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new FrameTooLargeError(2048, 1024);
+ * assert.equal(err.size, 2048);
+ * assert.equal(err.limit, 1024);
+ * ```
+ */
+export class FrameTooLargeError extends FramingError {
+  /** The size the frame announced, in bytes. */
+  readonly size: number;
+  /** The limit it exceeded, in bytes. */
+  readonly limit: number;
+
+  /**
+   * @param size The size the frame announced, in bytes.
+   * @param limit The `maxFrameBytes` in force.
+   */
+  constructor(size: number, limit: number) {
+    super(`Frame of ${size} bytes exceeds maxFrameBytes (${limit})`);
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+/**
+ * The stream ended in the middle of a frame.
+ *
+ * @example
+ * ```ts
+ * import { TruncatedFrameError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new TruncatedFrameError(3).missing, 3);
+ * ```
+ */
+export class TruncatedFrameError extends FramingError {
+  /** How many more bytes the unfinished frame needed (at least; a header may be cut too). */
+  readonly missing: number;
+
+  /** @param missing How many bytes were missing when the stream ended. */
+  constructor(missing: number) {
+    super(`Stream ended mid-frame: ${missing} more byte(s) were expected`);
+    this.missing = missing;
+  }
+}
+
+/**
+ * The bytes are not valid for the framing in use (for example a line that is not JSON, or a
+ * malformed Content-Length header).
+ *
+ * @example
+ * ```ts
+ * import { FrameSyntaxError, FramingError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(new FrameSyntaxError("bad header") instanceof FramingError);
+ * ```
+ */
+export class FrameSyntaxError extends FramingError {}
+
+/**
+ * A transport was used after it closed, or its peer went away.
+ *
+ * @example
+ * ```ts
+ * import { ConduitError, TransportClosedError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(new TransportClosedError("closed") instanceof ConduitError);
+ * ```
+ */
+export class TransportClosedError extends ConduitError {}
+
+/**
+ * A codec could not encode or decode a value. Names the codec and wraps the underlying cause.
+ *
+ * @example
+ * ```ts
+ * import { CodecError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new CodecError("json", "decode", new SyntaxError("Unexpected token"));
+ * assert.equal(err.codec, "json");
+ * assert.equal(err.operation, "decode");
+ * assert.match(err.message, /json codec could not decode: Unexpected token/);
+ * ```
+ */
+export class CodecError extends ConduitError {
+  /** The `name` of the codec that failed. */
+  readonly codec: string;
+  /** Whether encoding or decoding failed. */
+  readonly operation: "encode" | "decode";
+
+  /**
+   * @param codec The codec's `name`.
+   * @param operation `"encode"` or `"decode"`.
+   * @param cause The underlying error.
+   */
+  constructor(codec: string, operation: "encode" | "decode", cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(`${codec} codec could not ${operation}: ${detail}`, { cause });
+    this.codec = codec;
+    this.operation = operation;
+  }
+}
