@@ -1,0 +1,150 @@
+"""The Python side of the interop test: a conduit peer with handlers the TypeScript test calls.
+
+    python3 demo_server.py --stdio [--codec json|msgpack]
+    python3 demo_server.py --unix /path/to/socket [--codec json|msgpack]
+
+On start it calls `ts.echo` on the other side and sends the notification `py.started` with
+what came back. It then serves until the other side says GOODBYE, and exits 0 only if every
+check it made on its own side passed (exit 1 otherwise, with the reason on stderr).
+
+Handlers:
+  add({a, b})          -> a + b
+  fail()               -> an error with name, code, data and a cause
+  count({n, size?})    -> server stream of {i, pad} for i in 0..n-1 (pad: `size` spaces)
+  sum(stream)          -> client stream: the sum of the numbers sent
+  slow()               -> waits until cancelled; then notifies py.cancelled {method, reason}
+  ticks()              -> endless server stream; on cancel notifies py.cancelled {method, sent}
+  callBack({x})        -> calls ts.double(x) while serving this call; returns its result
+  notifications()      -> the notifications received so far, as [[method, param], ...]
+  wasCancelled()       -> {method: reason} of the handlers that saw a CANCEL
+On a notification `ts.poke` it answers with the notification `py.poked` carrying the param.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any, AsyncIterator
+
+from conduit_peer import (CallContext, Peer, PeerOptions, RemoteError, stdio_streams,
+                          unix_streams)
+
+
+class DemoState:
+    """What the demo saw, for the handlers that report it back."""
+
+    def __init__(self) -> None:
+        self.notifications: list[list[Any]] = []
+        self.cancelled: dict[str, Any] = {}
+        self.problems: list[str] = []
+        self.peer: Peer | None = None
+
+
+def build_handlers(state: DemoState) -> dict[str, Any]:
+    async def add(param: Any, ctx: CallContext) -> Any:
+        return param["a"] + param["b"]
+
+    async def fail(param: Any, ctx: CallContext) -> Any:
+        cause = RemoteError("disk on fire", name="IOError", code="EIO")
+        raise RemoteError("python handler failed", name="DemoError", code="demo_failure",
+                          data={"answer": 42, "list": [1, "two"]}, cause=cause)
+
+    async def count(param: Any, ctx: CallContext) -> AsyncIterator[Any]:
+        pad = " " * int(param.get("size", 0))
+        for i in range(int(param["n"])):
+            yield {"i": i, "pad": pad}
+
+    async def sum_(stream: Any, ctx: CallContext) -> Any:
+        total = 0
+        async for item in stream:
+            total += item
+        return total
+
+    async def slow(param: Any, ctx: CallContext) -> Any:
+        try:
+            await asyncio.Event().wait()  # only a CANCEL (or deadline) ends this
+        except asyncio.CancelledError:
+            state.cancelled["slow"] = ctx.cancel_reason
+            await _notify(state, "py.cancelled", {"method": "slow", "reason": ctx.cancel_reason})
+            raise
+
+    async def ticks(param: Any, ctx: CallContext) -> AsyncIterator[Any]:
+        sent = 0
+        try:
+            while True:
+                yield sent
+                sent += 1
+                await asyncio.sleep(0.001)
+        except (asyncio.CancelledError, GeneratorExit):
+            state.cancelled["ticks"] = sent
+            await _notify(state, "py.cancelled", {"method": "ticks", "sent": sent})
+            raise
+
+    async def call_back(param: Any, ctx: CallContext) -> Any:
+        return await ctx.peer.call("ts.double", param["x"])
+
+    async def notifications(param: Any, ctx: CallContext) -> Any:
+        return state.notifications
+
+    async def was_cancelled(param: Any, ctx: CallContext) -> Any:
+        return state.cancelled
+
+    return {
+        "add": add, "fail": fail, "count": count, "sum": sum_, "slow": slow, "ticks": ticks,
+        "callBack": call_back, "notifications": notifications, "wasCancelled": was_cancelled,
+    }
+
+
+async def _notify(state: DemoState, method: str, param: Any) -> None:
+    """Notifies from a cancelled handler; the connection may be closing by then."""
+    if state.peer is not None:
+        try:
+            await state.peer.notify(method, param)
+        except Exception as err:  # closing: the report is best effort
+            print(f"demo: could not notify {method}: {err}", file=sys.stderr)
+
+
+def build_on_notify(state: DemoState):
+    async def on_notify(method: str, param: Any) -> None:
+        state.notifications.append([method, param])
+        if method == "ts.poke" and state.peer is not None:
+            await state.peer.notify("py.poked", param)
+    return on_notify
+
+
+async def greet(peer: Peer, state: DemoState) -> None:
+    """The calls the Python side starts on its own: ts.echo, then a notification."""
+    sent = {"from": "python", "n": 7, "nested": {"ok": True, "text": "héllo ✓"}}
+    echoed = await peer.call("ts.echo", sent, timeout=10)
+    if echoed != sent:
+        state.problems.append(f"ts.echo returned {echoed!r}, expected {sent!r}")
+    await peer.notify("py.started", {"echoed": echoed})
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stdio", action="store_true", help="talk over stdin/stdout")
+    where.add_argument("--unix", metavar="PATH", help="connect to this Unix socket")
+    parser.add_argument("--codec", default="json", choices=["json", "msgpack"])
+    args = parser.parse_args()
+
+    reader, writer = await (stdio_streams() if args.stdio else unix_streams(args.unix))
+    state = DemoState()
+    peer = Peer(reader, writer, build_handlers(state), build_on_notify(state),
+                PeerOptions(codec=args.codec), name="py-demo")
+    state.peer = peer
+    await peer.start()
+    try:
+        await greet(peer, state)
+    except Exception as err:
+        state.problems.append(f"greeting failed: {err!r}")
+    await peer.serve_until_goodbye()
+    for problem in state.problems:
+        print(f"demo_server: {problem}", file=sys.stderr)
+    return 1 if state.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
