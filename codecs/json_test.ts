@@ -1,0 +1,146 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { CodecError } from "../errors.ts";
+import { codecConformance } from "./_conformance.ts";
+import { jsonCodec } from "./json.ts";
+
+const codec = jsonCodec();
+const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+codecConformance<unknown>({
+  codec,
+  samples: [
+    { name: "object", value: { id: 1, name: "conduit", ok: true, none: null, pi: 3.14159 } },
+    { name: "array", value: [1, "two", [3, { four: 4 }], false] },
+    { name: "string", value: "hello" },
+    { name: "true", value: true },
+    { name: "null", value: null },
+    // `12` cut to `1` is valid JSON: a bare number may only fail to round trip.
+    { name: "bare number", value: 1234.5, truncated: "differs" },
+    { name: "unicode keys", value: { "ключ": "值", "😀": ["\u0000"] } },
+  ],
+  empty: ["", [], {}],
+  nested: (depth) => {
+    let value: unknown = 0;
+    for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value] : { v: value };
+    return value;
+  },
+  unicode: (text) => ({ text }),
+  loneSurrogates: true,
+  large: () => {
+    const line = "conduit ✓ 𝄞 ".repeat(64).slice(0, 1000);
+    return { lines: Array.from({ length: 16 * 1024 }, (_, i) => `${i}:${line}`) };
+  },
+  arbitrary: fc.jsonValue({ stringUnit: "binary" }).map(withoutNegativeZero),
+  unencodable: [
+    { name: "bigint", value: 1n },
+    { name: "nested bigint", value: { a: [2n] } },
+    { name: "cycle", value: cyclic() },
+    { name: "top-level undefined", value: undefined },
+    { name: "top-level function", value: () => 1 },
+    { name: "top-level symbol", value: Symbol("s") },
+  ],
+  undecodable: [
+    { name: "empty input", bytes: new Uint8Array(0) },
+    { name: "whitespace only", bytes: utf8(" \n") },
+    { name: "invalid UTF-8 byte", bytes: new Uint8Array([0x22, 0xff, 0x22]) },
+    { name: "UTF-8 encoded surrogate", bytes: new Uint8Array([0x22, 0xed, 0xa0, 0x80, 0x22]) },
+    { name: "overlong UTF-8", bytes: new Uint8Array([0x22, 0xc0, 0xaf, 0x22]) },
+    { name: "two values", bytes: utf8("1 2") },
+    { name: "trailing garbage", bytes: utf8("{}x") },
+    { name: "trailing comma", bytes: utf8("[1,]") },
+    { name: "single quotes", bytes: utf8("'a'") },
+    { name: "NaN literal", bytes: utf8("NaN") },
+  ],
+});
+
+Deno.test("codec/json: what JSON cannot say comes back as documented", () => {
+  const date = new Date("2024-01-02T03:04:05.678Z");
+  const value = {
+    date,
+    map: new Map([["a", 1]]),
+    set: new Set([1]),
+    bytes: new Uint8Array([7, 8]),
+    nan: NaN,
+    inf: -Infinity,
+    negZero: -0,
+    undef: undefined,
+    list: [undefined, () => 1],
+  };
+  assert.deepStrictEqual(codec.decode(codec.encode(value)), {
+    date: "2024-01-02T03:04:05.678Z",
+    map: {},
+    set: {},
+    bytes: { "0": 7, "1": 8 },
+    nan: null,
+    inf: null,
+    negZero: 0,
+    list: [null, null],
+  });
+});
+
+Deno.test("codec/json: a __proto__ key stays an own data property", () => {
+  const decoded = codec.decode(utf8('{"__proto__":{"polluted":true},"a":1}')) as Record<
+    string,
+    unknown
+  >;
+  assert.equal(Object.getPrototypeOf(decoded), Object.prototype);
+  assert.deepStrictEqual(Object.getOwnPropertyDescriptor(decoded, "__proto__")?.value, {
+    polluted: true,
+  });
+  assert.equal((decoded as { polluted?: boolean }).polluted, undefined);
+  assert.equal(({} as { polluted?: boolean }).polluted, undefined);
+  assert.deepStrictEqual(codec.decode(codec.encode(decoded)), decoded);
+});
+
+Deno.test("codec/json: errors name the codec, the operation and the cause", () => {
+  const err = thrown(() => codec.decode(utf8("{")));
+  assert.ok(err instanceof CodecError);
+  assert.equal(err.codec, "json");
+  assert.equal(err.operation, "decode");
+  assert.ok(err.cause instanceof SyntaxError);
+  const bad = new Uint8Array([0x22, 0xff, 0x22]);
+  const utfErr = thrown(() => codec.decode(bad));
+  assert.ok(utfErr instanceof CodecError && utfErr.cause instanceof TypeError);
+  const encErr = thrown(() => codec.encode(cyclic()));
+  assert.ok(encErr instanceof CodecError);
+  assert.equal(encErr.operation, "encode");
+});
+
+Deno.test("codec/json: a leading byte order mark is ignored", () => {
+  assert.deepStrictEqual(codec.decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x5b, 0x5d])), []);
+});
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  assert.fail("expected a throw");
+}
+
+function cyclic(): unknown {
+  const node: { self?: unknown } = {};
+  node.self = node;
+  return node;
+}
+
+/** JSON writes -0 as 0, so the generated values use 0 instead. */
+function withoutNegativeZero(value: unknown): unknown {
+  if (Object.is(value, -0)) return 0;
+  if (Array.isArray(value)) return value.map(withoutNegativeZero);
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      Object.defineProperty(out, k, {
+        value: withoutNegativeZero(v),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return out;
+  }
+  return value;
+}
