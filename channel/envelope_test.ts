@@ -1,0 +1,175 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { FrameDecoder } from "../framing/frame_decoder.ts";
+import { decodeEnvelope, encodeEnvelope, type Envelope } from "./envelope.ts";
+import { ProtocolError } from "./errors.ts";
+import { readVarint, varintEnd, varintSize, writeVarint } from "./_varint.ts";
+
+interface Vector {
+  name: string;
+  hex: string;
+  frame: Record<string, unknown> & { bodyHex?: string; body?: unknown };
+}
+interface Vectors {
+  protocolVersion: number;
+  valid: Vector[];
+  invalid: Array<{ name: string; error: string; hex: string }>;
+}
+
+const vectors: Vectors = JSON.parse(
+  await Deno.readTextFile(new URL("../testdata/protocol/vectors.json", import.meta.url)),
+);
+
+const fromHex = (hex: string) =>
+  new Uint8Array(hex.match(/../g)?.map((byte) => parseInt(byte, 16)) ?? []);
+const toHex = (bytes: Uint8Array) =>
+  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The payload of the single frame `hex` holds, through the real frame decoder. */
+function payloadOf(hex: string): Uint8Array {
+  const decoder = new FrameDecoder();
+  decoder.push(fromHex(hex));
+  const payload = decoder.next();
+  assert.ok(payload, "the vector holds a whole frame");
+  assert.equal(decoder.next(), undefined, "the vector holds one frame");
+  return payload;
+}
+
+function envelopeOf(vector: Vector): Envelope {
+  const { bodyHex, body: _meaning, ...fields } = vector.frame;
+  return (bodyHex === undefined ? fields : { ...fields, body: fromHex(bodyHex) }) as Envelope;
+}
+
+Deno.test("golden vectors cover every frame kind and R value", () => {
+  const seen = new Set(
+    vectors.valid.map(({ frame }) => `${frame.kind}/${frame.receiverId ?? "-"}`),
+  );
+  for (
+    const key of [
+      "hello/-",
+      "goodbye/-",
+      "ping/-",
+      "pong/-",
+      "call/-",
+      "notify/-",
+      "result/-",
+      "error/true",
+      "error/false",
+      "cancel/true",
+      "cancel/false",
+      "data/true",
+      "data/false",
+      "end/true",
+      "end/false",
+      "credit/true",
+      "credit/false",
+    ]
+  ) {
+    assert.ok(seen.has(key), `a vector for ${key}`);
+  }
+  assert.equal(vectors.protocolVersion, 1);
+});
+
+for (const vector of vectors.valid) {
+  Deno.test(`golden vector ${vector.name}: encodes to its bytes and decodes to its fields`, () => {
+    const envelope = envelopeOf(vector);
+    const payload = encodeEnvelope(envelope);
+    assert.equal(toHex(payload), toHex(payloadOf(vector.hex)));
+    assert.deepEqual(decodeEnvelope(payloadOf(vector.hex)), envelope);
+    if (vector.frame.body !== undefined) {
+      const text = new TextDecoder().decode(fromHex(vector.frame.bodyHex ?? ""));
+      assert.deepEqual(JSON.parse(text), vector.frame.body);
+    }
+  });
+}
+
+for (const vector of vectors.invalid) {
+  Deno.test(`golden invalid vector ${vector.name}: rejected as a protocol error`, () => {
+    const hex = vector.hex;
+    const payload = hex === "00000000" ? new Uint8Array(0) : payloadOf(hex);
+    assert.throws(() => decodeEnvelope(payload), ProtocolError);
+  });
+}
+
+Deno.test("the worked examples of docs/protocol.md match the encoder", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/protocol.md", import.meta.url));
+  const lines = doc.split("\n").filter((line) => /^(caller|handler) → /.test(line));
+  assert.ok(lines.length >= 7);
+  for (const line of lines) {
+    const hex = line.replace(/^.*?→ \w+\s+/, "").split(/\s{2,}/).slice(0, 2).join("").replace(
+      / /g,
+      "",
+    );
+    const payload = payloadOf(hex);
+    assert.equal(toHex(encodeEnvelope(decodeEnvelope(payload))), toHex(payload), line);
+  }
+});
+
+Deno.test("varints round-trip, take the documented size, and are minimal", () => {
+  fc.assert(fc.property(fc.maxSafeNat(), (value) => {
+    const bytes = new Uint8Array(8);
+    const end = writeVarint(bytes, 0, value);
+    assert.equal(end, varintSize(value));
+    assert.equal(readVarint(bytes.subarray(0, end), 0), value);
+    assert.equal(varintEnd, end);
+  }));
+  const cases: Array<[number, string]> = [
+    [0, "00"],
+    [127, "7f"],
+    [128, "8001"],
+    [300, "ac02"],
+    [16384, "808001"],
+    [2 ** 31, "8080808008"],
+    [Number.MAX_SAFE_INTEGER, "ffffffffffffff0f"],
+  ];
+  for (const [value, hex] of cases) {
+    const bytes = new Uint8Array(8);
+    assert.equal(toHex(bytes.subarray(0, writeVarint(bytes, 0, value))), hex);
+  }
+});
+
+Deno.test("every envelope round-trips through encode and decode", () => {
+  const id = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
+  const body = fc.uint8Array({ maxLength: 40 });
+  const method = fc.string({ minLength: 1, maxLength: 30, unit: "grapheme" }).filter((s) =>
+    new TextEncoder().encode(s).length <= 1024
+  );
+  const envelope: fc.Arbitrary<Envelope> = fc.oneof(
+    fc.record({ kind: fc.constant("hello" as const), body }),
+    fc.record({ kind: fc.constant("ping" as const), nonce: fc.maxSafeNat() }),
+    fc.record({
+      kind: fc.constant("call" as const),
+      id,
+      flags: fc.constant(0),
+      timeoutMs: fc.maxSafeNat(),
+      method,
+      body,
+    }),
+    fc.record({ kind: fc.constant("notify" as const), method, body }),
+    fc.record({ kind: fc.constant("result" as const), id, body }),
+    fc.record({ kind: fc.constant("data" as const), id, receiverId: fc.boolean(), body }),
+    fc.record({ kind: fc.constant("end" as const), id, receiverId: fc.boolean() }),
+    fc.record({
+      kind: fc.constant("credit" as const),
+      id,
+      receiverId: fc.boolean(),
+      bytes: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+    }),
+  );
+  fc.assert(fc.property(envelope, (value) => {
+    assert.deepEqual(decodeEnvelope(encodeEnvelope(value)), { ...value });
+  }));
+});
+
+Deno.test("decodeEnvelope never throws anything but ProtocolError on random bytes", () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 24 }), (bytes) => {
+      try {
+        decodeEnvelope(bytes);
+      } catch (error) {
+        assert.ok(error instanceof ProtocolError, String(error));
+      }
+    }),
+    { numRuns: 5000 },
+  );
+});

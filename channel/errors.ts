@@ -1,0 +1,219 @@
+/**
+ * The errors a channel raises. Each names one condition a caller may want to tell apart:
+ * the connection went away, the peer's handler threw, the method does not exist, the deadline
+ * passed, the handshake failed, or the peer broke the protocol.
+ *
+ * @example
+ * ```ts
+ * import { ConnectionClosedError, ProtocolError } from "@conduit/ipc/channel";
+ * import { ConduitError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new ConnectionClosedError("Connection closed", {
+ *   cause: new ProtocolError("unknown frame kind 0x7f"),
+ * });
+ * assert.ok(err instanceof ConduitError);
+ * assert.ok(err.cause instanceof ProtocolError);
+ * ```
+ *
+ * @module
+ */
+
+import { ConduitError } from "../errors.ts";
+
+/**
+ * The connection ended (closed, aborted, the peer went away, or a protocol error) while a call
+ * or stream was pending. `cause` says why: the transport error, a {@linkcode ProtocolError},
+ * the peer's GOODBYE, or the reason given to `abort()`.
+ *
+ * @example
+ * ```ts
+ * import { ConnectionClosedError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new ConnectionClosedError("Peer closed the connection");
+ * assert.equal(err.name, "ConnectionClosedError");
+ * ```
+ */
+export class ConnectionClosedError extends ConduitError {}
+
+/** The fields of an error as they cross the wire (docs/protocol.md §8). */
+export interface RemoteErrorFields {
+  /** The remote error's class name, e.g. `"TypeError"`. */
+  name: string;
+  /** Its message. */
+  message: string;
+  /** A machine-readable code, when the remote error had one. */
+  code?: string;
+  /** Application data attached to the remote error (any JSON value). */
+  data?: unknown;
+  /** The remote stack trace, only sent by a peer that trusts this one. */
+  stack?: string;
+}
+
+/**
+ * An error thrown by the peer's handler, revived on this side. `name`, `message`, `code` and
+ * `data` are the remote error's; `remoteStack` is its stack when the peer trusts us; `cause`
+ * is the remote cause chain, revived the same way.
+ *
+ * @example
+ * ```ts
+ * import { RemoteError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new RemoteError({ name: "TypeError", message: "bad", code: "E_BAD", data: { n: 1 } });
+ * assert.equal(err.name, "TypeError");
+ * assert.equal(err.code, "E_BAD");
+ * assert.deepEqual(err.data, { n: 1 });
+ * ```
+ */
+export class RemoteError extends ConduitError {
+  /** The remote error's code, if any. */
+  readonly code: string | undefined;
+  /** The remote error's attached data, if any. */
+  readonly data: unknown;
+  /** The remote stack trace, present only when the peer trusts this side. */
+  readonly remoteStack: string | undefined;
+
+  /**
+   * @param fields The error's fields as received.
+   * @param options Standard error options: `cause` is the revived remote cause.
+   */
+  constructor(fields: RemoteErrorFields, options?: ErrorOptions) {
+    super(fields.message, options);
+    this.name = fields.name;
+    this.code = fields.code;
+    this.data = fields.data;
+    this.remoteStack = fields.stack;
+  }
+}
+
+/**
+ * The peer serves no method of that name (error code `method_not_found`).
+ *
+ * @example
+ * ```ts
+ * import { MethodNotFoundError, RemoteError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new MethodNotFoundError("nope");
+ * assert.ok(err instanceof RemoteError);
+ * assert.equal(err.method, "nope");
+ * assert.equal(err.code, "method_not_found");
+ * ```
+ */
+export class MethodNotFoundError extends RemoteError {
+  /** The method that was not found. */
+  readonly method: string;
+
+  /**
+   * @param method The method name that was called.
+   * @param message The message, defaulting to one that names the method.
+   */
+  constructor(method: string, message = `No method named "${method}"`) {
+    super({ name: "MethodNotFoundError", message, code: "method_not_found" });
+    this.method = method;
+  }
+}
+
+/**
+ * A call's deadline passed before it finished: its `timeout` (or the channel's
+ * `defaultTimeout`) elapsed. The handler's signal fires with this error too.
+ *
+ * @example
+ * ```ts
+ * import { DeadlineExceededError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new DeadlineExceededError("slow", 50);
+ * assert.equal(err.message, 'Call to "slow" exceeded its deadline of 50 ms');
+ * ```
+ */
+export class DeadlineExceededError extends ConduitError {
+  /** The method whose deadline passed. */
+  readonly method: string;
+  /** The deadline, in milliseconds from the call's start (or from receipt, for a handler). */
+  readonly timeoutMs: number;
+
+  /**
+   * @param method The method called.
+   * @param timeoutMs The deadline in milliseconds.
+   */
+  constructor(method: string, timeoutMs: number) {
+    super(`Call to "${method}" exceeded its deadline of ${timeoutMs} ms`);
+    this.method = method;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The caller cancelled the call: the reason a handler's `ctx.signal` fires with when the peer
+ * sends CANCEL (the caller aborted, or stopped reading the stream early).
+ *
+ * @example
+ * ```ts
+ * import { CallCancelledError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new CallCancelledError("work", "user pressed stop");
+ * assert.equal(err.message, 'The caller cancelled "work": user pressed stop');
+ * ```
+ */
+export class CallCancelledError extends ConduitError {
+  /** The cancelled method. */
+  readonly method: string;
+
+  /**
+   * @param method The cancelled method.
+   * @param reason The caller's reason, if it sent one.
+   */
+  constructor(method: string, reason?: string) {
+    super(`The caller cancelled "${method}"${reason ? `: ${reason}` : ""}`);
+    this.method = method;
+  }
+}
+
+/**
+ * The handshake failed: the peers speak different protocol versions or codecs, the peer's
+ * HELLO was invalid, or none arrived in time. `code` is the GOODBYE code
+ * (`version_mismatch`, `codec_mismatch`, `protocol_mismatch`, `invalid_hello`, `timeout`,
+ * `closed`).
+ *
+ * @example
+ * ```ts
+ * import { HandshakeError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new HandshakeError("codec_mismatch", 'Codec mismatch: this side speaks "json", the peer "msgpack"');
+ * assert.equal(err.code, "codec_mismatch");
+ * ```
+ */
+export class HandshakeError extends ConduitError {
+  /** What went wrong, as a GOODBYE code. */
+  readonly code: string;
+
+  /**
+   * @param code The GOODBYE code naming the failure.
+   * @param message What differed, with both values.
+   * @param options Standard error options (`cause`).
+   */
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/**
+ * The peer sent something the protocol forbids (a malformed or unknown frame, an id it never
+ * issued, a result twice, a stream item after its end, a frame too large). The connection is
+ * closed; pending calls fail with a {@linkcode ConnectionClosedError} whose `cause` is this.
+ *
+ * @example
+ * ```ts
+ * import { ProtocolError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new ProtocolError("unknown frame kind 0x7f").name, "ProtocolError");
+ * ```
+ */
+export class ProtocolError extends ConduitError {}

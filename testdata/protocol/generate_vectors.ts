@@ -1,0 +1,146 @@
+// Regenerates vectors.json from the reference encoder: `deno run -A testdata/protocol/generate_vectors.ts`.
+// Review the diff by hand: the vectors are the contract other implementations test against.
+
+import { encodeEnvelope, type Envelope } from "../../channel/envelope.ts";
+import { encodeFrame } from "../../framing/frame_decoder.ts";
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+const hello = {
+  protocol: "conduit",
+  version: 1,
+  codec: "json",
+  maxFrameBytes: 67108864,
+  maxInFlight: 1024,
+  streamWindowBytes: 262144,
+  features: [],
+};
+
+const valid: Array<[string, string, Envelope]> = [
+  ["hello", "HELLO with the json codec and conduit's default limits", { kind: "hello", body: json(hello) }],
+  ["goodbye-empty", "GOODBYE with an empty body: a normal close", { kind: "goodbye", body: new Uint8Array(0) }],
+  ["goodbye-normal", "GOODBYE with an empty JSON object: a normal close", { kind: "goodbye", body: json({}) }],
+  ["goodbye-protocol-error", "GOODBYE after a protocol error", {
+    kind: "goodbye",
+    body: json({ code: "protocol_error", reason: "Unknown frame kind 0x7f" }),
+  }],
+  ["ping", "PING nonce 1", { kind: "ping", nonce: 1 }],
+  ["pong", "PONG answering PING nonce 1", { kind: "pong", nonce: 1 }],
+  ["ping-large-nonce", "PING nonce 2^53-1: the longest varint", { kind: "ping", nonce: Number.MAX_SAFE_INTEGER }],
+  ["call-unary", "CALL id 1 add({a:1,b:2}), no deadline", {
+    kind: "call", id: 1, flags: 0, timeoutMs: 0, method: "add", body: json({ a: 1, b: 2 }),
+  }],
+  ["call-deadline", "CALL id 2 count(2) with a 5000 ms deadline (two-byte varint)", {
+    kind: "call", id: 2, flags: 0, timeoutMs: 5000, method: "count", body: json(2),
+  }],
+  ["call-no-param", "CALL id 3 now() without a param: empty body", {
+    kind: "call", id: 3, flags: 0, timeoutMs: 30000, method: "now", body: new Uint8Array(0),
+  }],
+  ["call-stream-param", "CALL id 4 sum(stream) with STREAM_PARAM: empty body, items follow as DATA(R=0)", {
+    kind: "call", id: 4, flags: 1, timeoutMs: 0, method: "sum", body: new Uint8Array(0),
+  }],
+  ["call-utf8-method", "CALL id 300 (varint ac 02) to a method with a non-ASCII name", {
+    kind: "call", id: 300, flags: 0, timeoutMs: 0, method: "grüße", body: json("hi"),
+  }],
+  ["notify", "NOTIFY log({level:'info',msg:'hi'})", {
+    kind: "notify", method: "log", body: json({ level: "info", msg: "hi" }),
+  }],
+  ["result", "RESULT(R=1) for call 1: 3", { kind: "result", id: 1, body: json(3) }],
+  ["result-no-value", "RESULT(R=1) for call 3 with no value (empty body)", {
+    kind: "result", id: 3, body: new Uint8Array(0),
+  }],
+  ["error-method-not-found", "ERROR(R=1) for call 5: the method does not exist", {
+    kind: "error", id: 5, receiverId: true,
+    body: json({ name: "MethodNotFoundError", message: 'No method named "nope"', code: "method_not_found" }),
+  }],
+  ["error-with-cause", "ERROR(R=1) for call 6 with code, data and a cause", {
+    kind: "error", id: 6, receiverId: true,
+    body: json({
+      name: "ValidationError",
+      message: "bad input",
+      code: "E_INPUT",
+      data: { field: "age" },
+      cause: { name: "RangeError", message: "age must be >= 0" },
+    }),
+  }],
+  ["error-cancelled", "ERROR(R=1) for call 7: the reply to the caller's CANCEL", {
+    kind: "error", id: 7, receiverId: true,
+    body: json({ name: "CallCancelledError", message: 'The caller cancelled "slow"', code: "cancelled" }),
+  }],
+  ["error-param-stream", "ERROR(R=0) for the caller's own call 4: its param stream failed", {
+    kind: "error", id: 4, receiverId: false, body: json({ name: "Error", message: "source failed" }),
+  }],
+  ["cancel-call", "CANCEL(R=0): the caller cancels its call 7, with a reason", {
+    kind: "cancel", id: 7, receiverId: false, body: json({ reason: "user pressed stop" }),
+  }],
+  ["cancel-call-empty", "CANCEL(R=0) for call 8 without a body", {
+    kind: "cancel", id: 8, receiverId: false, body: new Uint8Array(0),
+  }],
+  ["cancel-param-stream", "CANCEL(R=1): the handler stops consuming call 4's param stream", {
+    kind: "cancel", id: 4, receiverId: true, body: new Uint8Array(0),
+  }],
+  ["data-result-stream", "DATA(R=1): item 0 of call 2's result stream", {
+    kind: "data", id: 2, receiverId: true, body: json(0),
+  }],
+  ["data-param-stream", "DATA(R=0): item {x:1} of call 4's param stream", {
+    kind: "data", id: 4, receiverId: false, body: json({ x: 1 }),
+  }],
+  ["end-result-stream", "END(R=1): call 2's result stream finished (terminal)", {
+    kind: "end", id: 2, receiverId: true,
+  }],
+  ["end-param-stream", "END(R=0): call 4's param stream finished", { kind: "end", id: 4, receiverId: false }],
+  ["credit-result-stream", "CREDIT(R=0): the caller grants 131072 bytes for its call 2's result stream", {
+    kind: "credit", id: 2, receiverId: false, bytes: 131072,
+  }],
+  ["credit-param-stream", "CREDIT(R=1): the handler grants 3 bytes for call 4's param stream", {
+    kind: "credit", id: 4, receiverId: true, bytes: 3,
+  }],
+];
+
+const invalid: Array<[string, string, string]> = [
+  ["empty-frame", "A zero-length frame: no type byte", ""],
+  ["unknown-kind", "Kind 0x7f is not defined", "7f"],
+  ["reserved-kind", "Kind 0x05 is reserved for extensions", "05"],
+  ["ping-with-r", "PING does not allow the R flag", "8301"],
+  ["result-without-r", "RESULT must have the R flag", "120133"],
+  ["call-with-r", "CALL must not have the R flag", "900100000161"],
+  ["call-unknown-flags", "CALL flag bit 1 is not defined in version 1", "1001020001617b7d"],
+  ["call-stream-param-with-body", "CALL with STREAM_PARAM must have an empty body", "100101000161" + "31"],
+  ["call-empty-method", "CALL with a method of 0 bytes", "1001000000"],
+  ["call-method-overrun", "CALL whose methodLength runs past the end of the frame", "10010000056164"],
+  ["call-method-invalid-utf8", "CALL whose method is not valid UTF-8", "1001000002c328"],
+  ["call-method-too-long", "CALL with a 1025-byte method", "100100008108" + "61".repeat(1025)],
+  ["id-zero", "RESULT for id 0", "920033"],
+  ["varint-truncated", "The frame ends inside the id varint", "9280"],
+  ["varint-not-minimal", "The id 1 encoded as 81 00 (not minimal)", "928100"],
+  ["varint-too-long", "A 9-byte varint", "a2" + "ff".repeat(8) + "01" + "01"],
+  ["varint-too-big", "A varint above 2^53-1 (2^56-1)", "a3" + "ff".repeat(7) + "7f"],
+  ["end-with-body", "END has no body", "a10200"],
+  ["credit-zero", "CREDIT granting 0 bytes", "220200"],
+  ["credit-missing-bytes", "CREDIT without its bytes field", "2202"],
+  ["ping-trailing", "PING with a byte after its nonce", "030100"],
+];
+
+const frameHeader = (payloadHex: string) =>
+  (payloadHex.length / 2).toString(16).padStart(8, "0") + payloadHex;
+
+const out = {
+  description:
+    "Golden vectors for the conduit wire protocol (docs/protocol.md). `hex` is the whole frame: the 4-byte big-endian length, then the payload. " +
+    "`frame` lists the decoded fields; `bodyHex` is the body's bytes and `body` its meaning as JSON (every body here is UTF-8 JSON). " +
+    "Every `invalid` payload must be rejected as a protocol error; `error` says why.",
+  protocolVersion: 1,
+  valid: valid.map(([name, description, envelope]) => {
+    const frame: Record<string, unknown> = { ...envelope };
+    if ("body" in envelope) {
+      frame.bodyHex = hex(envelope.body);
+      delete frame.body;
+      if (envelope.body.length > 0) frame.body = JSON.parse(new TextDecoder().decode(envelope.body));
+    }
+    return { name, description, hex: hex(encodeFrame(encodeEnvelope(envelope))), frame };
+  }),
+  invalid: invalid.map(([name, error, payloadHex]) => ({ name, error, hex: frameHeader(payloadHex) })),
+};
+
+await Deno.writeTextFile(new URL("./vectors.json", import.meta.url), JSON.stringify(out, null, 2) + "\n");
