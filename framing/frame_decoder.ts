@@ -4,8 +4,8 @@
  * @module
  */
 
-import { FrameTooLargeError, TruncatedFrameError } from "../errors.ts";
-import { FRAME_HEADER_BYTES, readLength, writeLength } from "./_header.ts";
+import { FrameTooLargeError, type FramingError, TruncatedFrameError } from "../errors.ts";
+import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, readLength, writeLength } from "./_header.ts";
 
 export { FRAME_HEADER_BYTES };
 
@@ -33,6 +33,9 @@ const EMPTY = new Uint8Array(0);
  * no copy; only a frame that spans chunks is copied, once, into a buffer of its exact size.
  * The work is linear in the bytes pushed whatever the chunking.
  *
+ * Once it has thrown a `FramingError` the decoder has lost its place in the stream (there is
+ * no way to find the next header), so every later call throws the same error.
+ *
  * @example
  * ```ts
  * import { FrameDecoder, encodeFrame } from "@conduit/ipc/framing";
@@ -59,12 +62,20 @@ export class FrameDecoder {
   #partial: Uint8Array | undefined;
   #partialFill = 0;
   #bytesCopied = 0;
+  #error: FramingError | undefined;
 
-  /** @param options Limits; see {@linkcode FrameDecoderOptions}. */
+  /**
+   * Creates a decoder waiting for the first header.
+   *
+   * @param options Limits; see {@linkcode FrameDecoderOptions}.
+   * @throws {RangeError} When `maxFrameBytes` is not an integer from 0 to 2^32 - 1.
+   */
   constructor(options: FrameDecoderOptions = {}) {
     const max = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-    if (!Number.isInteger(max) || max < 0 || max > 0xffff_ffff) {
-      throw new RangeError(`maxFrameBytes must be an integer from 0 to 4294967295, got ${max}`);
+    if (!Number.isInteger(max) || max < 0 || max > MAX_HEADER_LENGTH) {
+      throw new RangeError(
+        `maxFrameBytes must be an integer from 0 to ${MAX_HEADER_LENGTH}, got ${max}`,
+      );
     }
     this.maxFrameBytes = max;
   }
@@ -89,8 +100,10 @@ export class FrameDecoder {
    *
    * @param chunk The next bytes. Frames returned as views keep referring to it, so it must
    * not be modified afterwards.
+   * @throws {FramingError} The error an earlier call threw, if any.
    */
   push(chunk: Uint8Array): void {
+    if (this.#error !== undefined) throw this.#error;
     if (this.#offset < this.#chunk.length) {
       throw new Error("FrameDecoder.push() called before next() drained the previous chunk");
     }
@@ -101,9 +114,11 @@ export class FrameDecoder {
   /**
    * Returns the next whole frame's payload, or `undefined` when more bytes are needed.
    *
-   * @throws {FrameTooLargeError} When a header announces more than `maxFrameBytes`.
+   * @throws {FrameTooLargeError} When a header announces more than `maxFrameBytes`; the
+   * header alone is enough, none of the payload is buffered.
    */
   next(): Uint8Array | undefined {
+    if (this.#error !== undefined) throw this.#error;
     const chunk = this.#chunk;
     const size = chunk.length;
     let offset = this.#offset;
@@ -137,7 +152,7 @@ export class FrameDecoder {
 
     if (length > this.maxFrameBytes) {
       this.#offset = size;
-      throw new FrameTooLargeError(length, this.maxFrameBytes);
+      throw this.#error = new FrameTooLargeError(length, this.maxFrameBytes);
     }
     if (size - offset >= length) {
       this.#offset = offset + length;
@@ -159,11 +174,12 @@ export class FrameDecoder {
    * were missing.
    */
   end(): void {
+    if (this.#error !== undefined) throw this.#error;
     if (this.#partial !== undefined) {
-      throw new TruncatedFrameError(this.#partial.length - this.#partialFill);
+      throw this.#error = new TruncatedFrameError(this.#partial.length - this.#partialFill);
     }
     if (this.#headerFill > 0) {
-      throw new TruncatedFrameError(FRAME_HEADER_BYTES - this.#headerFill);
+      throw this.#error = new TruncatedFrameError(FRAME_HEADER_BYTES - this.#headerFill);
     }
   }
 }

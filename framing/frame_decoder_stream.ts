@@ -26,7 +26,12 @@ export type { FrameDecoderOptions };
  * ```
  */
 export class FrameDecoderStream extends TransformStream<Uint8Array, Uint8Array> {
-  /** @param options Limits; see {@linkcode FrameDecoderOptions}. */
+  /**
+   * Creates a decoder stream.
+   *
+   * @param options Limits; see {@linkcode FrameDecoderOptions}.
+   * @throws {RangeError} When `maxFrameBytes` is out of range.
+   */
   constructor(options: FrameDecoderOptions = {}) {
     const decoder = new FrameDecoder(options);
     super({

@@ -4,7 +4,8 @@
  * @module
  */
 
-import { DEFAULT_MAX_BATCH_BYTES, FramePacker } from "./_packer.ts";
+import { coalescingPair } from "./_coalescing_pair.ts";
+import { DEFAULT_MAX_BATCH_BYTES, LengthPrefixPacker } from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 
 export { DEFAULT_MAX_BATCH_BYTES };
@@ -12,8 +13,8 @@ export { DEFAULT_MAX_BATCH_BYTES };
 /** Options for {@linkcode FrameEncoderStream} and `FrameWriter`. */
 export interface FrameEncoderOptions {
   /**
-   * The largest chunk small frames are coalesced into, in bytes. A payload larger than this
-   * is passed on as its own chunk without being copied.
+   * The largest chunk small frames are coalesced into, in bytes. A frame whose header and
+   * payload together exceed it is passed on as its own chunk, its payload not copied.
    *
    * @default {DEFAULT_MAX_BATCH_BYTES} (64 KiB)
    */
@@ -31,11 +32,16 @@ export interface FrameEncoderOptions {
  * Encodes frame payloads as length-prefixed bytes: a 4-byte big-endian length, then the
  * payload.
  *
- * Frames that queue up while the consumer is busy are coalesced into one chunk of at most
- * `maxBatchBytes`, so a fast producer makes few large writes; a frame written while the
- * consumer waits goes out at once, never delayed to wait for company. A payload larger than
- * `maxBatchBytes` is passed on as its own chunk without copying. The stream takes ownership
- * of the payloads written to it: do not modify one after writing it.
+ * Frames written in the same turn are coalesced into one chunk of at most `maxBatchBytes`,
+ * and so are frames that queue up while the consumer is busy, so a fast producer makes few
+ * large writes. A frame written while the consumer waits goes out at the end of the
+ * microtask turn, never delayed by a timer to wait for company. A frame larger than
+ * `maxBatchBytes` is passed on as its own chunk without copying its payload. The stream takes
+ * ownership of the payloads written to it: do not modify one after writing it.
+ *
+ * Errors travel both ways: a payload over `maxFrameBytes` errors both sides with
+ * `FrameTooLargeError`, aborting the writable errors the readable, and cancelling the
+ * readable errors the writable, each with the same reason.
  *
  * @example
  * ```ts
@@ -57,63 +63,20 @@ export class FrameEncoderStream implements ReadableWritablePair<Uint8Array, Uint
   /** Frame payloads to encode. */
   readonly writable: WritableStream<Uint8Array>;
 
-  /** @param options Batch and frame size limits; see {@linkcode FrameEncoderOptions}. */
+  /**
+   * Creates an encoder stream pair.
+   *
+   * @param options Batch and frame size limits; see {@linkcode FrameEncoderOptions}.
+   * @throws {RangeError} When an option is out of range.
+   */
   constructor(options: FrameEncoderOptions = {}) {
-    const packer = new FramePacker(
-      options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
-      options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+    const { readable, writable } = coalescingPair(
+      new LengthPrefixPacker(
+        options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
+        options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      ),
     );
-    // A pull waiting for the next frame, and a write waiting for the batch to drain.
-    let wakePull: (() => void) | undefined;
-    let wakeWrite: (() => void) | undefined;
-    let writableClosed = false;
-    let readableError: { reason: unknown } | undefined;
-    let readableController!: ReadableStreamDefaultController<Uint8Array>;
-
-    this.readable = new ReadableStream<Uint8Array>({
-      start(controller) {
-        readableController = controller;
-      },
-      async pull(controller) {
-        if (packer.empty && !writableClosed) {
-          await new Promise<void>((resolve) => wakePull = resolve);
-        }
-        if (packer.empty) {
-          if (writableClosed) controller.close();
-          return;
-        }
-        for (const chunk of packer.take()) controller.enqueue(chunk);
-        const wake = wakeWrite;
-        wakeWrite = undefined;
-        wake?.();
-      },
-      cancel(reason) {
-        readableError = { reason };
-        wakeWrite?.();
-      },
-    }, { highWaterMark: 0 });
-
-    this.writable = new WritableStream<Uint8Array>({
-      write(payload): void | Promise<void> {
-        if (readableError) throw readableError.reason;
-        packer.add(payload);
-        const wake = wakePull;
-        wakePull = undefined;
-        wake?.();
-        if (packer.pendingBytes >= packer.maxBatchBytes) {
-          return new Promise<void>((resolve) => wakeWrite = resolve).then(() => {
-            if (readableError) throw readableError.reason;
-          });
-        }
-        return undefined;
-      },
-      close() {
-        writableClosed = true;
-        wakePull?.();
-      },
-      abort(reason) {
-        readableController.error(reason);
-      },
-    });
+    this.readable = readable;
+    this.writable = writable;
   }
 }

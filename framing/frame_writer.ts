@@ -6,7 +6,7 @@
  */
 
 import { TransportClosedError } from "../errors.ts";
-import { DEFAULT_MAX_BATCH_BYTES, FramePacker } from "./_packer.ts";
+import { DEFAULT_MAX_BATCH_BYTES, LengthPrefixPacker } from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 import type { FrameEncoderOptions } from "./frame_encoder_stream.ts";
 
@@ -48,34 +48,47 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
  */
 export class FrameWriter {
   readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
-  readonly #packer: FramePacker;
+  readonly #packer: LengthPrefixPacker;
   readonly #highWaterMark: number;
   #scheduled = false;
-  #pumping: Promise<void> | undefined;
-  #failure: { error: unknown } | undefined;
-  #closing = false;
+  #pumping = false;
+  #failure: TransportClosedError | undefined;
+  #closed = false;
+  #closing: Promise<void> | undefined;
   #inFlightBytes = 0;
   #readyWaiters: Array<() => void> = [];
   #idleWaiters: Array<() => void> = [];
 
   /**
-   * @param writable The byte stream to write to; the writer holds its lock until
-   * {@linkcode close} or {@linkcode abort}.
+   * Creates a writer that takes the lock of `writable`.
+   *
+   * @param writable The byte stream to write to; the writer holds its lock from now on.
    * @param options Batch, frame and queue limits; see {@linkcode FrameWriterOptions}.
+   * @throws {RangeError} When an option is out of range.
+   * @throws {TypeError} When `writable` is already locked.
    */
   constructor(writable: WritableStream<Uint8Array>, options: FrameWriterOptions = {}) {
-    this.#writer = writable.getWriter();
-    this.#packer = new FramePacker(
+    const highWaterMark = options.highWaterMark ?? DEFAULT_WRITER_HIGH_WATER_MARK;
+    if (!(highWaterMark >= 0)) {
+      throw new RangeError(`highWaterMark must be a number of at least 0, got ${highWaterMark}`);
+    }
+    this.#packer = new LengthPrefixPacker(
       options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
       options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
     );
-    this.#highWaterMark = options.highWaterMark ?? DEFAULT_WRITER_HIGH_WATER_MARK;
-    // A failed write is reported through write()/ready/flush(); keep it from being unhandled.
-    this.#writer.closed.catch(() => {});
+    this.#highWaterMark = highWaterMark;
+    this.#writer = writable.getWriter();
+    // The stream can fail while we are idle (the peer went away): learn it now, so the next
+    // write() throws instead of queueing frames that can never be sent.
+    this.#writer.closed.catch((error) => this.#fail(failedError(error)));
   }
 
-  /** Bytes that may still be queued before reaching the high-water mark (negative past it). */
+  /**
+   * Bytes that may still be queued before reaching the high-water mark: negative past it,
+   * 0 once the writer is closed or failed.
+   */
   get desiredSize(): number {
+    if (this.#closed || this.#failure !== undefined) return 0;
     return this.#highWaterMark - this.#packer.pendingBytes - this.#inFlightBytes;
   }
 
@@ -84,108 +97,129 @@ export class FrameWriter {
    * to respect backpressure.
    *
    * @param payload The frame's payload; owned by the writer from now on (do not modify it).
-   * @throws {TransportClosedError} After `close()`/`abort()`, or once a write has failed
-   * (the failure is its `cause`).
-   * @throws {FrameTooLargeError} When the payload exceeds `maxFrameBytes`.
+   * @throws {TransportClosedError} After `close()`/`abort()`, or once the byte stream has
+   * failed (the failure is its `cause`).
+   * @throws {FrameTooLargeError} When the payload exceeds `maxFrameBytes`; nothing is queued.
    */
   write(payload: Uint8Array): void {
-    this.#assertOpen();
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#closed) throw new TransportClosedError("FrameWriter is closed");
     this.#packer.add(payload);
-    if (!this.#scheduled && this.#pumping === undefined) {
+    if (!this.#scheduled && !this.#pumping) {
       this.#scheduled = true;
-      queueMicrotask(() => this.#startPump());
+      queueMicrotask(this.#startPump);
     }
   }
 
-  /** Resolves when the queue is below the high-water mark; rejects once writing failed. */
+  /**
+   * Resolves when the queue is below the high-water mark (or empty); rejects with
+   * `TransportClosedError` once the byte stream has failed.
+   */
   get ready(): Promise<void> {
-    if (this.#failure) return Promise.reject(this.#closedError());
-    if (this.desiredSize > 0) return Promise.resolve();
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#belowMark()) return Promise.resolve();
     return this.#wait(this.#readyWaiters);
   }
 
-  /** Resolves once every frame queued so far has been handed to the byte stream. */
+  /**
+   * Resolves once every frame queued so far has been accepted by the byte stream; rejects
+   * with `TransportClosedError` if it fails first.
+   */
   flush(): Promise<void> {
-    if (this.#failure) return Promise.reject(this.#closedError());
-    if (this.#packer.empty && this.#pumping === undefined && !this.#scheduled) {
-      return Promise.resolve();
-    }
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#idle()) return Promise.resolve();
     return this.#wait(this.#idleWaiters);
   }
 
-  /** Flushes, then closes the byte stream. Idempotent. */
-  async close(): Promise<void> {
-    if (this.#closing) return;
-    try {
-      await this.flush();
-    } finally {
-      this.#closing = true;
-    }
-    await this.#writer.close();
+  /**
+   * Refuses further writes, flushes the queued frames, then closes the byte stream. Calling
+   * it again returns the same promise.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
   }
 
-  /** Drops queued frames and aborts the byte stream. */
+  /**
+   * Drops the queued frames and aborts the byte stream; later calls fail with a
+   * `TransportClosedError` whose `cause` is `reason`.
+   */
   async abort(reason?: unknown): Promise<void> {
-    this.#closing = true;
-    this.#packer.take();
-    this.#fail(reason ?? new TransportClosedError("FrameWriter aborted"));
+    this.#closed = true;
+    this.#packer.clear();
+    this.#fail(new TransportClosedError("FrameWriter was aborted", { cause: reason }));
     await this.#writer.abort(reason).catch(() => {});
   }
 
-  #assertOpen(): void {
-    if (this.#failure) throw this.#closedError();
-    if (this.#closing) throw new TransportClosedError("FrameWriter is closed");
+  async #close(): Promise<void> {
+    this.#closed = true;
+    await this.flush();
+    try {
+      await this.#writer.close();
+    } catch (error) {
+      this.#fail(failedError(error));
+      throw this.#failure;
+    }
   }
 
-  #closedError(): TransportClosedError {
-    const cause = this.#failure?.error;
-    if (cause instanceof TransportClosedError) return cause;
-    return new TransportClosedError("Write failed: the byte stream is closed or errored", {
-      cause,
-    });
+  #belowMark(): boolean {
+    return this.desiredSize > 0 || (this.#packer.empty && this.#inFlightBytes === 0);
+  }
+
+  #idle(): boolean {
+    return this.#packer.empty && !this.#pumping && !this.#scheduled;
   }
 
   #wait(waiters: Array<() => void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      waiters.push(() => this.#failure ? reject(this.#closedError()) : resolve());
+      waiters.push(() => this.#failure !== undefined ? reject(this.#failure) : resolve());
     });
   }
 
-  #startPump(): void {
+  readonly #startPump = (): void => {
     this.#scheduled = false;
-    if (this.#failure) return;
-    this.#pumping = this.#pump();
-  }
+    if (this.#failure !== undefined || this.#pumping || this.#packer.empty) return;
+    this.#pumping = true;
+    this.#pump();
+  };
 
   async #pump(): Promise<void> {
+    const packer = this.#packer;
     try {
-      while (!this.#packer.empty) {
-        this.#inFlightBytes = this.#packer.pendingBytes;
-        for (const chunk of this.#packer.take()) {
+      while (!packer.empty && this.#failure === undefined) {
+        this.#inFlightBytes = packer.pendingBytes;
+        for (const chunk of packer.take()) {
           await this.#writer.write(chunk);
           this.#inFlightBytes -= chunk.length;
-          if (this.#readyWaiters.length > 0 && this.desiredSize > 0) {
+          if (this.#readyWaiters.length > 0 && this.#belowMark()) {
             wakeAll(this.#readyWaiters.splice(0));
           }
         }
-        // Let frames queued by the continuations of this write join the next batch.
-        await Promise.resolve();
+        // Let the frames queued by the continuations of this write join the next batch.
+        await undefined;
       }
     } catch (error) {
-      this.#fail(error);
+      this.#fail(failedError(error));
     } finally {
-      this.#pumping = undefined;
+      this.#pumping = false;
       this.#inFlightBytes = 0;
     }
     wakeAll(this.#readyWaiters.splice(0));
     wakeAll(this.#idleWaiters.splice(0));
   }
 
-  #fail(error: unknown): void {
-    this.#failure ??= { error };
+  #fail(error: TransportClosedError): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    this.#packer.clear();
     wakeAll(this.#readyWaiters.splice(0));
     wakeAll(this.#idleWaiters.splice(0));
   }
+}
+
+function failedError(cause: unknown): TransportClosedError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return new TransportClosedError(`FrameWriter's byte stream failed: ${detail}`, { cause });
 }
 
 function wakeAll(waiters: Array<() => void>): void {

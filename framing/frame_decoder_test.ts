@@ -1,0 +1,233 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import {
+  FrameSyntaxError,
+  FrameTooLargeError,
+  FramingError,
+  TruncatedFrameError,
+} from "../errors.ts";
+import { chunkingArb, concat, payloadArb, thrown } from "./_test_util.ts";
+import { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FrameDecoder } from "./frame_decoder.ts";
+
+/** Pushes every chunk, draining between them, and returns every frame (copied). */
+function decodeAll(decoder: FrameDecoder, chunks: Iterable<Uint8Array>): Uint8Array[] {
+  const frames: Uint8Array[] = [];
+  for (const chunk of chunks) {
+    decoder.push(chunk);
+    for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
+      frames.push(frame.slice());
+    }
+  }
+  decoder.end();
+  return frames;
+}
+
+Deno.test("FrameDecoder: any frames, re-chunked at random, decode to the same frames", () => {
+  fc.assert(
+    fc.property(fc.array(payloadArb(), { maxLength: 30 }), chunkingArb(), (frames, rechunk) => {
+      const bytes = concat(frames.map(encodeFrame));
+      const decoder = new FrameDecoder();
+      assert.deepEqual(decodeAll(decoder, rechunk(bytes)), frames);
+      assert.equal(decoder.midFrame, false);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("FrameDecoder: frames larger than 64 KiB survive random chunking", () => {
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.oneof(payloadArb(), fc.integer({ min: 65_536, max: 200_000 }).map((n) => fill(n))),
+        { minLength: 1, maxLength: 5 },
+      ),
+      fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 20 }),
+      (frames, sizes) => {
+        const bytes = concat(frames.map(encodeFrame));
+        const chunks: Uint8Array[] = [];
+        for (let i = 0, k = 0; i < bytes.length; i += sizes[k++ % sizes.length]) {
+          chunks.push(bytes.subarray(i, i + sizes[k % sizes.length]));
+        }
+        assert.deepEqual(decodeAll(new FrameDecoder(), chunks), frames);
+      },
+    ),
+    { numRuns: 30 },
+  );
+});
+
+Deno.test("FrameDecoder: a header split at every offset, zero-length frames included", () => {
+  const frames = [new Uint8Array(0), new Uint8Array([1, 2, 3]), new Uint8Array(0), fill(300)];
+  const bytes = concat(frames.map(encodeFrame));
+  for (let a = 0; a <= bytes.length; a++) {
+    for (let b = a; b <= Math.min(bytes.length, a + 9); b++) {
+      const chunks = [bytes.subarray(0, a), bytes.subarray(a, b), bytes.subarray(b)];
+      assert.deepEqual(decodeAll(new FrameDecoder(), chunks), frames, `cuts at ${a}, ${b}`);
+    }
+  }
+});
+
+Deno.test("FrameDecoder: a frame inside one chunk is a view of it, not a copy", () => {
+  const chunk = concat([encodeFrame(new Uint8Array([1, 2])), encodeFrame(fill(1000))]);
+  const decoder = new FrameDecoder();
+  decoder.push(chunk);
+  const first = decoder.next()!;
+  const second = decoder.next()!;
+  assert.equal(decoder.next(), undefined);
+  assert.equal(first.buffer, chunk.buffer);
+  assert.equal(first.byteOffset, 4);
+  assert.equal(second.buffer, chunk.buffer);
+  assert.equal(second.byteOffset, 10);
+  assert.equal(decoder.bytesCopied, 0);
+});
+
+Deno.test("FrameDecoder: only a frame spanning chunks is copied, once", () => {
+  const bytes = concat([encodeFrame(fill(10)), encodeFrame(fill(20)), encodeFrame(fill(5))]);
+  const decoder = new FrameDecoder();
+  // The first frame fits in chunk 1; the second spans chunks 1 and 2; the third fits in 2.
+  const cut = 14 + 4 + 8;
+  decoder.push(bytes.subarray(0, cut));
+  const first = decoder.next()!;
+  assert.equal(first.buffer, bytes.buffer);
+  assert.equal(decoder.next(), undefined);
+  decoder.push(bytes.subarray(cut));
+  const second = decoder.next()!;
+  assert.notEqual(second.buffer, bytes.buffer);
+  assert.equal(second.buffer.byteLength, 20, "copied into a buffer of its exact size");
+  assert.deepEqual(second, fill(20));
+  const third = decoder.next()!;
+  assert.equal(third.buffer, bytes.buffer);
+  assert.equal(decoder.bytesCopied, 20);
+});
+
+Deno.test("FrameDecoder: a 64 MiB frame in 1 KiB chunks copies each byte exactly once", () => {
+  const size = 64 * 1024 * 1024;
+  const frame = encodeFrame(fill(size));
+  const decoder = new FrameDecoder();
+  let decoded: Uint8Array | undefined;
+  let chunks = 0;
+  for (let offset = 0; offset < frame.length; offset += 1024) {
+    decoder.push(frame.subarray(offset, offset + 1024));
+    chunks++;
+    for (let f = decoder.next(); f !== undefined; f = decoder.next()) decoded = f;
+  }
+  decoder.end();
+  assert.equal(chunks, 65_537);
+  assert.equal(decoded?.length, size);
+  assert.equal(decoded![size - 1], (size - 1) % 251);
+  // A decoder that concatenated its buffer with each chunk would copy ~N^2 / 2 KiB bytes
+  // (2 TiB here); a linear one copies the payload once.
+  assert.equal(decoder.bytesCopied, size);
+});
+
+Deno.test("FrameDecoder: the header alone raises FrameTooLargeError naming size and limit", () => {
+  const decoder = new FrameDecoder({ maxFrameBytes: 1000 });
+  decoder.push(new Uint8Array([0xff, 0xff, 0xff, 0xff]));
+  const err = thrown(() => decoder.next());
+  assert.ok(err instanceof FrameTooLargeError);
+  assert.equal(err.size, 0xffff_ffff);
+  assert.equal(err.limit, 1000);
+  assert.equal(err.message, "Frame of 4294967295 bytes exceeds maxFrameBytes (1000)");
+  assert.equal(decoder.bytesCopied, 0);
+});
+
+Deno.test("FrameDecoder: a header split byte by byte is checked before buffering", () => {
+  const decoder = new FrameDecoder();
+  const header = encodeFrame(new Uint8Array(0));
+  header[0] = 0x04; // 64 MiB + 4: just over the default
+  header[3] = 0x04;
+  for (let i = 0; i < 3; i++) {
+    decoder.push(header.subarray(i, i + 1));
+    assert.equal(decoder.next(), undefined);
+  }
+  decoder.push(header.subarray(3));
+  assert.throws(() => decoder.next(), {
+    name: "FrameTooLargeError",
+    message: `Frame of 67108868 bytes exceeds maxFrameBytes (${DEFAULT_MAX_FRAME_BYTES})`,
+  });
+});
+
+Deno.test("FrameDecoder: maxFrameBytes 0 accepts empty frames only", () => {
+  const decoder = new FrameDecoder({ maxFrameBytes: 0 });
+  decoder.push(concat([encodeFrame(new Uint8Array(0)), encodeFrame(new Uint8Array(1))]));
+  assert.deepEqual(decoder.next(), new Uint8Array(0));
+  assert.throws(() => decoder.next(), { name: "FrameTooLargeError", message: /1 bytes.*\(0\)/ });
+});
+
+Deno.test("FrameDecoder: after an error, every call throws the same error", () => {
+  const decoder = new FrameDecoder({ maxFrameBytes: 3 });
+  decoder.push(concat([encodeFrame(fill(4)), encodeFrame(fill(1))]));
+  const err = thrown(() => decoder.next());
+  assert.ok(err instanceof FrameTooLargeError);
+  assert.throws(() => decoder.next(), (e) => e === err);
+  assert.throws(() => decoder.push(encodeFrame(fill(1))), (e) => e === err);
+  assert.throws(() => decoder.end(), (e) => e === err);
+});
+
+Deno.test("FrameDecoder: end() mid-frame names the missing byte count", () => {
+  const bytes = encodeFrame(fill(100));
+  for (const [cut, missing] of [[1, 3], [3, 1], [4, 100], [5, 99], [103, 1]]) {
+    const decoder = new FrameDecoder();
+    decoder.push(bytes.subarray(0, cut));
+    assert.equal(decoder.next(), undefined);
+    assert.equal(decoder.midFrame, true);
+    const err = thrown(() => decoder.end());
+    assert.ok(err instanceof TruncatedFrameError);
+    assert.equal(err.missing, missing, `cut at ${cut}`);
+    assert.match(err.message, new RegExp(`${missing} more byte`));
+  }
+});
+
+Deno.test("FrameDecoder: end() between frames is fine, and end() is repeatable", () => {
+  const decoder = new FrameDecoder();
+  decoder.push(encodeFrame(fill(3)));
+  assert.deepEqual(decoder.next(), fill(3));
+  assert.equal(decoder.next(), undefined);
+  decoder.end();
+  decoder.end();
+});
+
+Deno.test("FrameDecoder: push() before draining the previous chunk is refused", () => {
+  const decoder = new FrameDecoder();
+  decoder.push(concat([encodeFrame(fill(1)), encodeFrame(fill(1))]));
+  decoder.next();
+  assert.throws(() => decoder.push(fill(1)), /drained/);
+});
+
+Deno.test("FrameDecoder: random garbage gives frames or a FramingError, never a crash", () => {
+  fc.assert(
+    fc.property(
+      fc.uint8Array({ maxLength: 2000 }),
+      chunkingArb(),
+      fc.integer({ min: 0, max: 5000 }),
+      (garbage, rechunk, maxFrameBytes) => {
+        try {
+          decodeAll(new FrameDecoder({ maxFrameBytes }), rechunk(garbage));
+        } catch (error) {
+          assert.ok(error instanceof FramingError, `unexpected ${error}`);
+          assert.ok(!(error instanceof FrameSyntaxError));
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("FrameDecoder: maxFrameBytes outside 0..2^32-1 is a RangeError", () => {
+  for (const maxFrameBytes of [-1, 1.5, 2 ** 32, NaN]) {
+    assert.throws(() => new FrameDecoder({ maxFrameBytes }), RangeError);
+  }
+});
+
+Deno.test("encodeFrame: writes a big-endian length before the payload", () => {
+  assert.deepEqual(
+    encodeFrame(fill(0x0102_03)).subarray(0, 4),
+    new Uint8Array([0x00, 0x01, 0x02, 0x03]),
+  );
+  assert.deepEqual(encodeFrame(new Uint8Array(0)), new Uint8Array(4));
+});
+
+function fill(length: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let i = 0; i < length; i++) bytes[i] = i % 251;
+  return bytes;
+}
