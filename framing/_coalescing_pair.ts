@@ -10,63 +10,82 @@ import type { BatchPacker } from "./_packer.ts";
 // read round trips ran at the same rate with 0 and 32 hops.
 const COALESCE_HOPS = 16;
 
-/** Builds a readable/writable pair that packs the payloads written into chunks. */
+/**
+ * Builds a readable/writable pair that packs the payloads written into chunks. The readable
+ * has no queue of its own (high-water mark 0): a chunk is packed only when its reader asks,
+ * so everything written while the reader is busy joins one batch.
+ */
 export function coalescingPair(
   packer: BatchPacker,
 ): ReadableWritablePair<Uint8Array, Uint8Array> {
-  // A pull waiting for the next frame, and a write waiting for the batch to drain.
+  // A pull waiting for a frame, and a write waiting for the batch to be taken.
   let wakePull: (() => void) | undefined;
   let wakeWrite: (() => void) | undefined;
   let closed = false;
+  let producerWasBlocked = false;
   let failure: { reason: unknown } | undefined;
   let readableController!: ReadableStreamDefaultController<Uint8Array>;
   let writableController!: WritableStreamDefaultController;
 
-  const wake = (): void => {
-    const pull = wakePull;
-    const write = wakeWrite;
-    wakePull = wakeWrite = undefined;
-    pull?.();
-    write?.();
+  const wakeReader = (): void => {
+    const wake = wakePull;
+    wakePull = undefined;
+    wake?.();
   };
-  // One side failed or was cancelled/aborted: the other side fails with the same reason, and
-  // nobody waits for a wake-up that will never come.
-  const fail = (reason: unknown): void => {
+  const wakeWriter = (): void => {
+    const wake = wakeWrite;
+    wakeWrite = undefined;
+    wake?.();
+  };
+  // Each side fails with the reason the other side failed with, and nobody is left waiting
+  // for a wake-up that will never come. The side that failed first is already erroring:
+  // erroring it again would, for an abort, turn the abort's own promise into a rejection.
+  const fail = (reason: unknown, origin: "readable" | "writable" | "both"): void => {
     if (failure !== undefined) return;
     failure = { reason };
     packer.clear();
-    readableController.error(reason);
-    writableController.error(reason);
-    wake();
+    if (origin !== "readable") readableController.error(reason);
+    if (origin !== "writable") writableController.error(reason);
+    wakeReader();
+    wakeWriter();
   };
+  const waitForTake = (): Promise<void> =>
+    new Promise<void>((resolve) => wakeWrite = resolve).then(() => {
+      if (failure !== undefined) throw failure.reason;
+    });
 
   const readable = new ReadableStream<Uint8Array>({
     start(controller) {
       readableController = controller;
     },
     async pull(controller) {
-      if (packer.empty && !closed) {
-        await new Promise<void>((resolve) => wakePull = resolve);
-        if (failure !== undefined) return;
-        const max = packer.maxBatchBytes;
+      const waited = packer.empty && !closed;
+      if (waited) await new Promise<void>((resolve) => wakePull = resolve);
+      // The first frame of a burst woke us, or the last take released a blocked producer
+      // that has put one frame back: gather what the rest of the turn writes, until the
+      // batch is full or a write waits. Frames that queued while the reader was busy are
+      // already a batch and go at once.
+      if (waited || producerWasBlocked) {
         let seen = -1;
-        while (packer.pendingBytes !== seen && packer.pendingBytes < max && !closed) {
+        while (
+          failure === undefined && !closed && wakeWrite === undefined &&
+          packer.pendingBytes !== seen && packer.pendingBytes < packer.maxBatchBytes
+        ) {
           seen = packer.pendingBytes;
           for (let hop = 0; hop < COALESCE_HOPS; hop++) await undefined;
-          if (failure !== undefined) return;
         }
       }
+      if (failure !== undefined) return;
       if (!packer.empty) {
         for (const chunk of packer.take()) controller.enqueue(chunk);
-        const write = wakeWrite;
-        wakeWrite = undefined;
-        write?.();
+        producerWasBlocked = wakeWrite !== undefined;
+        wakeWriter();
       } else if (closed) {
         controller.close();
       }
     },
     cancel(reason) {
-      fail(reason);
+      fail(reason, "readable");
     },
   }, { highWaterMark: 0 });
 
@@ -74,34 +93,34 @@ export function coalescingPair(
     start(controller) {
       writableController = controller;
       // An abort must not wait for a write that waits for a reader that may never come.
-      controller.signal.addEventListener("abort", () => fail(controller.signal.reason));
+      controller.signal.addEventListener("abort", () => fail(controller.signal.reason, "writable"));
     },
     write(payload): void | Promise<void> {
       if (failure !== undefined) throw failure.reason;
       try {
-        packer.add(payload);
+        if (packer.overflows(payload)) {
+          packer.check(payload);
+          return waitForTake().then(() => write(payload));
+        }
+        write(payload);
       } catch (error) {
-        fail(error);
+        fail(error, "both");
         throw error;
       }
-      const pull = wakePull;
-      wakePull = undefined;
-      pull?.();
-      if (packer.pendingBytes < packer.maxBatchBytes) return;
-      return new Promise<void>((resolve) => wakeWrite = resolve).then(() => {
-        if (failure !== undefined) throw failure.reason;
-      });
     },
     close() {
       closed = true;
-      const pull = wakePull;
-      wakePull = undefined;
-      pull?.();
+      wakeReader();
     },
     abort(reason) {
-      fail(reason);
+      fail(reason, "writable");
     },
   });
+
+  function write(payload: Uint8Array): void {
+    packer.add(payload);
+    wakeReader();
+  }
 
   return { readable, writable };
 }

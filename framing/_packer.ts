@@ -35,8 +35,10 @@ export abstract class BatchPacker {
   #bytes = 0;
 
   constructor(maxBatchBytes: number, maxFrameBytes: number) {
-    if (!Number.isInteger(maxBatchBytes) || maxBatchBytes < 1) {
-      throw new RangeError(`maxBatchBytes must be a positive integer, got ${maxBatchBytes}`);
+    // 64 bytes hold any header on its own, so no chunk but a passed-through payload ever
+    // exceeds the bound.
+    if (!Number.isInteger(maxBatchBytes) || maxBatchBytes < 64) {
+      throw new RangeError(`maxBatchBytes must be an integer of at least 64, got ${maxBatchBytes}`);
     }
     if (
       !Number.isInteger(maxFrameBytes) || maxFrameBytes < 0 || maxFrameBytes > MAX_HEADER_LENGTH
@@ -68,14 +70,32 @@ export abstract class BatchPacker {
   protected validate(_payload: Uint8Array): void {}
 
   /**
-   * Queues one frame. Throws `FrameTooLargeError` past `maxFrameBytes`, or the format's
-   * error for a payload it cannot carry; nothing is queued then.
+   * Throws `FrameTooLargeError` past `maxFrameBytes`, or the format's error for a payload it
+   * cannot carry.
    */
-  add(payload: Uint8Array): void {
+  check(payload: Uint8Array): void {
     if (payload.length > this.maxFrameBytes) {
       throw new FrameTooLargeError(payload.length, this.maxFrameBytes);
     }
     this.validate(payload);
+  }
+
+  /**
+   * Whether queuing `payload` would take a non-empty batch past `maxBatchBytes`. A frame too
+   * large for any batch counts only its header, since its payload is passed on uncopied.
+   */
+  overflows(payload: Uint8Array): boolean {
+    if (this.#bytes === 0) return false;
+    const length = payload.length;
+    const header = this.headerBytes(length);
+    const max = this.maxBatchBytes;
+    const need = header + length + this.trailer.length;
+    return this.#bytes + (need > max ? header : need) > max;
+  }
+
+  /** Queues one frame after {@linkcode check}ing it; nothing is queued if that throws. */
+  add(payload: Uint8Array): void {
+    this.check(payload);
     this.#frames.push(payload);
     this.#bytes += this.headerBytes(payload.length) + payload.length + this.trailer.length;
   }
