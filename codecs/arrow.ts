@@ -158,7 +158,7 @@ export function arrowRecordBatchCodec(options: ArrowCodecOptions = {}): Codec<Re
         if (batches.length > 1) {
           throw new RangeError(`expected one record batch, the stream holds ${batches.length}`);
         }
-        return batches[0] ?? new RecordBatch(schema);
+        return batches[0] ?? new RecordBatch(schema, undefined);
       } catch (cause) {
         throw asCodecError("decode", cause);
       }
@@ -431,7 +431,7 @@ export function tableFromColumns(
     const vector = values instanceof Vector
       ? values
       : type === undefined
-      ? vectorFromArray(values as readonly unknown[])
+      ? inferVector(values)
       : vectorFromArray(values as readonly unknown[], type);
     first ??= [name, vector.length];
     if (vector.length !== first[1]) {
@@ -479,6 +479,18 @@ export function tableFromRows(
     }
   }
   return tableFromColumns(Object.fromEntries(columns), options);
+}
+
+function inferVector(values: Exclude<ColumnValues, Vector>): Vector {
+  try {
+    return vectorFromArray(values as readonly unknown[]);
+  } catch (err) {
+    // apache-arrow's inference reads keys of every entry when it sees objects, nulls
+    // included; infer from the non-null entries instead, then build with nulls.
+    if (!Array.isArray(values) || !values.some((v) => v == null)) throw err;
+    const { type } = vectorFromArray(values.filter((v) => v != null));
+    return vectorFromArray(values, type);
+  }
 }
 
 function encodeStream(
