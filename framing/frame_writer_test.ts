@@ -1,0 +1,247 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { FrameTooLargeError, TransportClosedError } from "../errors.ts";
+import { payloadArb } from "./_test_util.ts";
+import { encodeFrame, FrameDecoder } from "./frame_decoder.ts";
+import { FrameWriter } from "./frame_writer.ts";
+
+/** A sink that records each write, and can be held so writes stay in flight. */
+class RecordingSink {
+  readonly writes: Uint8Array[] = [];
+  readonly writable: WritableStream<Uint8Array>;
+  aborted: unknown = "not aborted";
+  closed = false;
+  #held: PromiseWithResolvers<void> | undefined;
+
+  constructor(fail?: (chunk: Uint8Array) => Error | undefined) {
+    this.writable = new WritableStream<Uint8Array>({
+      write: (chunk) => {
+        this.writes.push(chunk);
+        const error = fail?.(chunk);
+        if (error) throw error;
+        return this.#held?.promise;
+      },
+      close: () => void (this.closed = true),
+      abort: (reason) => void (this.aborted = reason),
+    });
+  }
+
+  hold(): void {
+    this.#held = Promise.withResolvers();
+  }
+
+  release(): void {
+    this.#held?.resolve();
+    this.#held = undefined;
+  }
+
+  frames(): Uint8Array[] {
+    const decoder = new FrameDecoder();
+    const frames: Uint8Array[] = [];
+    for (const chunk of this.writes) {
+      decoder.push(chunk);
+      for (let f = decoder.next(); f !== undefined; f = decoder.next()) frames.push(f.slice());
+    }
+    decoder.end();
+    return frames;
+  }
+}
+
+async function microtasks(hops: number): Promise<void> {
+  for (let i = 0; i < hops; i++) await undefined;
+}
+
+Deno.test("FrameWriter: frames written in one synchronous run go out in one write", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  const frames = Array.from({ length: 200 }, (_, i) => new Uint8Array(i % 40).fill(i));
+  for (const frame of frames) writer.write(frame);
+  assert.equal(sink.writes.length, 0, "nothing is written synchronously");
+  await writer.flush();
+  assert.equal(sink.writes.length, 1);
+  assert.deepEqual(sink.frames(), frames);
+  await writer.close();
+  assert.equal(sink.closed, true);
+});
+
+Deno.test("FrameWriter: a lone frame is written within the same turn", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  writer.write(new Uint8Array([1]));
+  await microtasks(50);
+  assert.deepEqual(sink.writes, [encodeFrame(new Uint8Array([1]))]);
+  await writer.close();
+});
+
+Deno.test("FrameWriter: frames written while a write is in flight share the next write", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  sink.hold();
+  writer.write(new Uint8Array([1]));
+  await microtasks(20);
+  assert.equal(sink.writes.length, 1);
+  for (let i = 0; i < 50; i++) writer.write(new Uint8Array([2]));
+  await microtasks(20);
+  assert.equal(sink.writes.length, 1, "held while the first write is in flight");
+  sink.release();
+  await writer.flush();
+  assert.equal(sink.writes.length, 2);
+  assert.equal(sink.frames().length, 51);
+  await writer.close();
+});
+
+Deno.test("FrameWriter: batches stay within maxBatchBytes; large payloads are not copied", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable, { maxBatchBytes: 1024 });
+  const large = new Uint8Array(5000).fill(7);
+  const frames = [...Array.from({ length: 30 }, () => new Uint8Array(100)), large];
+  for (const frame of frames) writer.write(frame);
+  await writer.close();
+  for (const chunk of sink.writes) assert.ok(chunk.length <= 1024 || chunk === large);
+  assert.ok(sink.writes.includes(large), "the very payload written");
+  assert.deepEqual(sink.frames(), frames);
+});
+
+Deno.test("FrameWriter: ready and desiredSize apply backpressure", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable, { highWaterMark: 1000 });
+  assert.equal(writer.desiredSize, 1000);
+  await writer.ready;
+  sink.hold();
+  for (let i = 0; i < 6; i++) writer.write(new Uint8Array(196));
+  assert.equal(writer.desiredSize, -200);
+  let ready = false;
+  const readyPromise = writer.ready.then(() => ready = true);
+  await microtasks(50);
+  assert.equal(ready, false, "over the mark while the sink holds the write");
+  assert.ok(writer.desiredSize <= 0);
+  sink.release();
+  await readyPromise;
+  assert.equal(writer.desiredSize, 1000);
+  await writer.close();
+});
+
+Deno.test("FrameWriter: with highWaterMark 0, ready resolves once the queue is empty", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable, { highWaterMark: 0 });
+  await writer.ready;
+  writer.write(new Uint8Array(10));
+  await writer.ready;
+  assert.equal(sink.writes.length, 1);
+  await writer.close();
+});
+
+Deno.test("FrameWriter: write after close throws TransportClosedError; close is idempotent", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  writer.write(new Uint8Array([1]));
+  const closing = writer.close();
+  assert.equal(writer.close(), closing);
+  assert.throws(() => writer.write(new Uint8Array([2])), TransportClosedError);
+  await closing;
+  assert.deepEqual(sink.frames(), [new Uint8Array([1])], "queued frames are flushed first");
+  assert.equal(sink.closed, true);
+  assert.throws(() => writer.write(new Uint8Array([3])), TransportClosedError);
+});
+
+Deno.test("FrameWriter: a failing sink rejects later writes and flushes with the cause", async () => {
+  const cause = new Error("disk on fire");
+  const sink = new RecordingSink(() => cause);
+  const writer = new FrameWriter(sink.writable);
+  writer.write(new Uint8Array([1]));
+  await assert.rejects(writer.flush(), (error) => {
+    assert.ok(error instanceof TransportClosedError);
+    assert.equal(error.cause, cause);
+    assert.match(error.message, /disk on fire/);
+    return true;
+  });
+  assert.throws(() => writer.write(new Uint8Array([2])), (error) => {
+    assert.ok(error instanceof TransportClosedError);
+    return error.cause === cause;
+  });
+  await assert.rejects(writer.ready, TransportClosedError);
+  await assert.rejects(writer.close(), TransportClosedError);
+});
+
+Deno.test("FrameWriter: a stream that fails while idle is noticed before the next write", async () => {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = new FrameWriter(writable);
+  const cause = new Error("peer went away");
+  await readable.cancel(cause);
+  await microtasks(10);
+  assert.throws(() => writer.write(new Uint8Array([1])), (error) => {
+    assert.ok(error instanceof TransportClosedError);
+    return error.cause === cause;
+  });
+});
+
+Deno.test("FrameWriter: waiting ready and flush reject when the sink fails", async () => {
+  const cause = new Error("broken pipe");
+  let failNext = false;
+  const sink = new RecordingSink(() => failNext ? cause : undefined);
+  const writer = new FrameWriter(sink.writable, { highWaterMark: 10 });
+  sink.hold();
+  writer.write(new Uint8Array(100));
+  await microtasks(20);
+  writer.write(new Uint8Array(100));
+  const ready = assert.rejects(writer.ready, TransportClosedError);
+  const flushed = assert.rejects(writer.flush(), TransportClosedError);
+  failNext = true;
+  sink.release();
+  await ready;
+  await flushed;
+});
+
+Deno.test("FrameWriter: a payload over maxFrameBytes is refused; the writer stays usable", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable, { maxFrameBytes: 4 });
+  assert.throws(() => writer.write(new Uint8Array(5)), (error) => {
+    assert.ok(error instanceof FrameTooLargeError);
+    return error.size === 5 && error.limit === 4;
+  });
+  writer.write(new Uint8Array(4));
+  await writer.close();
+  assert.deepEqual(sink.frames(), [new Uint8Array(4)]);
+});
+
+Deno.test("FrameWriter: abort drops queued frames and aborts the stream", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  writer.write(new Uint8Array([1]));
+  const reason = new Error("shutting down");
+  await writer.abort(reason);
+  assert.equal(sink.writes.length, 0);
+  assert.equal(sink.aborted, reason);
+  assert.throws(() => writer.write(new Uint8Array([2])), (error) => {
+    assert.ok(error instanceof TransportClosedError);
+    return error.cause === reason;
+  });
+  await assert.rejects(writer.flush(), TransportClosedError);
+});
+
+Deno.test("FrameWriter: any frames in random bursts arrive in order", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.array(payloadArb(), { maxLength: 20 }), { maxLength: 10 }),
+      fc.integer({ min: 64, max: 512 }),
+      async (bursts, maxBatchBytes) => {
+        const sink = new RecordingSink();
+        const writer = new FrameWriter(sink.writable, { maxBatchBytes });
+        for (const burst of bursts) {
+          for (const frame of burst) writer.write(frame);
+          await writer.ready;
+        }
+        await writer.close();
+        assert.deepEqual(sink.frames(), bursts.flat());
+      },
+    ),
+    { numRuns: 100 },
+  );
+});
+
+Deno.test("FrameWriter: options out of range are a RangeError", () => {
+  const { writable } = new TransformStream<Uint8Array, Uint8Array>();
+  assert.throws(() => new FrameWriter(writable, { highWaterMark: -1 }), RangeError);
+  assert.throws(() => new FrameWriter(writable, { maxBatchBytes: 10 }), RangeError);
+  assert.equal(writable.locked, false, "no lock taken when the options are refused");
+});
