@@ -75,14 +75,38 @@ export class FrameTooLargeError extends FramingError {
   readonly limit: number;
 
   /**
+   * Creates the error; the message names the size, the limit and the option that set it.
+   *
    * @param size The size the frame announced, in bytes.
-   * @param limit The `maxFrameBytes` in force.
+   * @param limit The limit in force.
+   * @param options The limit's name; see {@linkcode FrameTooLargeErrorOptions}.
    */
-  constructor(size: number, limit: number) {
-    super(`Frame of ${size} bytes exceeds maxFrameBytes (${limit})`);
+  constructor(size: number, limit: number, options: FrameTooLargeErrorOptions = {}) {
+    super(`Frame of ${size} bytes exceeds ${options.limitName ?? "maxFrameBytes"} (${limit})`);
     this.size = size;
     this.limit = limit;
   }
+}
+
+/**
+ * Options for {@linkcode FrameTooLargeError}.
+ *
+ * @example
+ * ```ts
+ * import { FrameTooLargeError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new FrameTooLargeError(20, 16, { limitName: "maxLineBytes" });
+ * assert.equal(err.message, "Frame of 20 bytes exceeds maxLineBytes (16)");
+ * ```
+ */
+export interface FrameTooLargeErrorOptions {
+  /**
+   * The name of the option that set the limit, for the message.
+   *
+   * @default {"maxFrameBytes"}
+   */
+  limitName?: string;
 }
 
 /**
