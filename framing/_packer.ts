@@ -44,7 +44,7 @@ export abstract class BatchPacker {
       !Number.isInteger(maxFrameBytes) || maxFrameBytes < 0 || maxFrameBytes > MAX_HEADER_LENGTH
     ) {
       throw new RangeError(
-        `maxFrameBytes must be an integer from 0 to ${MAX_HEADER_LENGTH}, got ${maxFrameBytes}`,
+        `${this.limitName} must be an integer from 0 to ${MAX_HEADER_LENGTH}, got ${maxFrameBytes}`,
       );
     }
     this.maxBatchBytes = maxBatchBytes;
@@ -60,6 +60,10 @@ export abstract class BatchPacker {
     return this.#frames.length === 0;
   }
 
+  /** The name of the option that sets `maxFrameBytes`, for error messages. */
+  protected get limitName(): string {
+    return "maxFrameBytes";
+  }
   /** Header bytes the format puts before a payload of `length` bytes. */
   protected abstract headerBytes(length: number): number;
   /** Writes the header of a payload of `length` bytes at `offset`. */
@@ -75,7 +79,9 @@ export abstract class BatchPacker {
    */
   check(payload: Uint8Array): void {
     if (payload.length > this.maxFrameBytes) {
-      throw new FrameTooLargeError(payload.length, this.maxFrameBytes);
+      throw new FrameTooLargeError(payload.length, this.maxFrameBytes, {
+        limitName: this.limitName,
+      });
     }
     this.validate(payload);
   }
@@ -208,6 +214,9 @@ const LINE_TRAILER = new Uint8Array([NEWLINE]);
 /** Newline-delimited frames: the payload, then `\n`. A payload holding `\n` is refused. */
 export class LinePacker extends BatchPacker {
   protected readonly trailer: Uint8Array = LINE_TRAILER;
+  protected override get limitName(): string {
+    return "maxLineBytes";
+  }
   protected headerBytes(): number {
     return 0;
   }

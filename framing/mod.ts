@@ -26,3 +26,5 @@ export * from "./frame_decoder.ts";
 export * from "./frame_decoder_stream.ts";
 export * from "./frame_encoder_stream.ts";
 export * from "./frame_writer.ts";
+export * from "./ndjson_decoder_stream.ts";
+export * from "./ndjson_encoder_stream.ts";
