@@ -450,6 +450,7 @@ export function tableFromColumns(
  * values as in {@linkcode tableFromColumns} (numbers become Float64, strings dictionary-encoded
  * Utf8), unless given in `options.types`.
  *
+ * @typeParam R The row type (any object; its own enumerable keys become columns).
  * @param rows The rows.
  * @param options Explicit column types.
  * @returns A table with one record batch.
@@ -463,8 +464,8 @@ export function tableFromColumns(
  * assert.deepEqual(table.getChild("b")?.toArray(), ["x", null]);
  * ```
  */
-export function tableFromRows(
-  rows: ReadonlyArray<Readonly<Record<string, unknown>>>,
+export function tableFromRows<R extends object>(
+  rows: readonly R[],
   options: TableFromColumnsOptions = {},
 ): Table {
   const columns = new Map<string, unknown[]>();
@@ -475,7 +476,7 @@ export function tableFromRows(
         column = new Array(rows.length).fill(null);
         columns.set(key, column);
       }
-      column[i] = row[key] ?? null;
+      column[i] = (row as Record<string, unknown>)[key] ?? null;
     }
   }
   return tableFromColumns(Object.fromEntries(columns), options);
