@@ -26,5 +26,7 @@ export * from "./frame_decoder.ts";
 export * from "./frame_decoder_stream.ts";
 export * from "./frame_encoder_stream.ts";
 export * from "./frame_writer.ts";
+export * from "./content_length_decoder_stream.ts";
+export * from "./content_length_encoder_stream.ts";
 export * from "./ndjson_decoder_stream.ts";
 export * from "./ndjson_encoder_stream.ts";

@@ -1,0 +1,266 @@
+/**
+ * A `TransformStream` from bytes to frames in the Language Server Protocol's framing:
+ * `Content-Length: N\r\n\r\n` and N bytes.
+ *
+ * @module
+ */
+
+import { FrameSyntaxError, FrameTooLargeError, TruncatedFrameError } from "../errors.ts";
+import { MAX_HEADER_LENGTH } from "./_header.ts";
+import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
+
+/**
+ * The default `maxHeaderBytes`: 8 KiB for a whole header section.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_HEADER_BYTES } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(DEFAULT_MAX_HEADER_BYTES, 8192);
+ * ```
+ */
+export const DEFAULT_MAX_HEADER_BYTES: number = 8 * 1024;
+
+/**
+ * Options for {@linkcode ContentLengthDecoderStream}.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   ContentLengthDecoderStream,
+ *   type ContentLengthDecoderOptions,
+ * } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * const options: ContentLengthDecoderOptions = { maxFrameBytes: 100 };
+ * const frames = ReadableStream.from([new TextEncoder().encode("Content-Length: 101\r\n\r\n")])
+ *   .pipeThrough(new ContentLengthDecoderStream(options));
+ * await assert.rejects(Array.fromAsync(frames), { name: "FrameTooLargeError", size: 101 });
+ * ```
+ */
+export interface ContentLengthDecoderOptions {
+  /**
+   * The largest body accepted, in bytes. A `Content-Length` announcing more raises
+   * `FrameTooLargeError` before any of the body is buffered.
+   *
+   * @default {DEFAULT_MAX_FRAME_BYTES} (64 MiB)
+   */
+  maxFrameBytes?: number;
+  /**
+   * The largest header section accepted, in bytes, its final `\r\n\r\n` included. A header
+   * section that grows past it without ending raises `FrameSyntaxError`.
+   *
+   * @default {DEFAULT_MAX_HEADER_BYTES} (8 KiB)
+   */
+  maxHeaderBytes?: number;
+}
+
+/**
+ * Decodes LSP-style framing: a header section of `Name: value` lines, each ending in `\r\n`,
+ * closed by an empty line, then a body of exactly `Content-Length` bytes. Headers other than
+ * `Content-Length` (such as `Content-Type`) are accepted and ignored; names are matched
+ * without regard to case.
+ *
+ * Errors the stream with `FrameSyntaxError` for a malformed header section (a line without
+ * `:`, a missing, repeated or non-numeric `Content-Length`, or a section past
+ * `maxHeaderBytes`), `FrameTooLargeError` for a `Content-Length` over `maxFrameBytes`
+ * (checked before the body is buffered), and `TruncatedFrameError` when the input ends inside
+ * a frame. As with {@linkcode FrameDecoderStream}, a body inside one chunk comes out as a
+ * view of it and a body spanning chunks is copied once.
+ *
+ * @example
+ * ```ts
+ * import { ContentLengthDecoderStream } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * const input = 'Content-Length: 2\r\n\r\n{}Content-Type: x\r\ncontent-length: 4\r\n\r\nnull';
+ * const frames = await Array.fromAsync(
+ *   ReadableStream.from([input])
+ *     .pipeThrough(new TextEncoderStream())
+ *     .pipeThrough(new ContentLengthDecoderStream()),
+ * );
+ * assert.deepEqual(frames.map((f) => new TextDecoder().decode(f)), ["{}", "null"]);
+ * ```
+ */
+export class ContentLengthDecoderStream extends TransformStream<Uint8Array, Uint8Array> {
+  /**
+   * Creates a decoder stream.
+   *
+   * @param options Limits; see {@linkcode ContentLengthDecoderOptions}.
+   * @throws {RangeError} When a limit is out of range.
+   */
+  constructor(options: ContentLengthDecoderOptions = {}) {
+    const decoder = new ContentLengthDecoder(options);
+    super({
+      transform(chunk, controller) {
+        decoder.push(chunk, controller);
+      },
+      flush() {
+        decoder.end();
+      },
+    });
+  }
+}
+
+const CR = 0x0d;
+const LF = 0x0a;
+
+class ContentLengthDecoder {
+  readonly #maxFrameBytes: number;
+  readonly #header: Uint8Array;
+  #headerFill = 0;
+  // The body being read: its length, or -1 while reading a header section.
+  #bodyLength = -1;
+  #partial: Uint8Array | undefined;
+  #partialFill = 0;
+
+  constructor(options: ContentLengthDecoderOptions) {
+    const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+    if (
+      !Number.isInteger(maxFrameBytes) || maxFrameBytes < 0 || maxFrameBytes > MAX_HEADER_LENGTH
+    ) {
+      throw new RangeError(
+        `maxFrameBytes must be an integer from 0 to ${MAX_HEADER_LENGTH}, got ${maxFrameBytes}`,
+      );
+    }
+    if (!Number.isInteger(maxHeaderBytes) || maxHeaderBytes < 4 || maxHeaderBytes > 1 << 24) {
+      throw new RangeError(
+        `maxHeaderBytes must be an integer from 4 to ${1 << 24}, got ${maxHeaderBytes}`,
+      );
+    }
+    this.#maxFrameBytes = maxFrameBytes;
+    this.#header = new Uint8Array(maxHeaderBytes);
+  }
+
+  push(chunk: Uint8Array, out: TransformStreamDefaultController<Uint8Array>): void {
+    const size = chunk.length;
+    let offset = 0;
+    while (offset < size) {
+      if (this.#bodyLength < 0) {
+        offset = this.#readHeader(chunk, offset);
+        if (this.#bodyLength < 0) return;
+      }
+      const length = this.#bodyLength;
+      const partial = this.#partial;
+      if (partial !== undefined) {
+        const take = Math.min(length - this.#partialFill, size - offset);
+        partial.set(chunk.subarray(offset, offset + take), this.#partialFill);
+        this.#partialFill += take;
+        offset += take;
+        if (this.#partialFill < length) return;
+        this.#partial = undefined;
+        this.#bodyLength = -1;
+        out.enqueue(partial);
+      } else if (size - offset >= length) {
+        this.#bodyLength = -1;
+        out.enqueue(chunk.subarray(offset, offset + length));
+        offset += length;
+      } else {
+        const body = new Uint8Array(length);
+        body.set(chunk.subarray(offset));
+        this.#partial = body;
+        this.#partialFill = size - offset;
+        return;
+      }
+    }
+    // A header announcing an empty body may end exactly at the end of the chunk.
+    if (this.#bodyLength === 0) {
+      this.#bodyLength = -1;
+      out.enqueue(new Uint8Array(0));
+    }
+  }
+
+  end(): void {
+    if (this.#bodyLength > 0) {
+      const have = this.#partial === undefined ? 0 : this.#partialFill;
+      throw new TruncatedFrameError(this.#bodyLength - have);
+    }
+    if (this.#headerFill > 0) {
+      // At least the rest of the blank line that closes the section is missing.
+      throw new TruncatedFrameError(4 - terminatorSuffix(this.#header, this.#headerFill));
+    }
+  }
+
+  /** Copies header bytes until the section's blank line; returns the offset after them. */
+  #readHeader(chunk: Uint8Array, offset: number): number {
+    const header = this.#header;
+    const max = header.length;
+    const size = chunk.length;
+    let fill = this.#headerFill;
+    while (offset < size) {
+      if (fill === max) {
+        throw new FrameSyntaxError(
+          `Content-Length header section exceeds maxHeaderBytes (${max}) without ending`,
+        );
+      }
+      const byte = chunk[offset++];
+      header[fill++] = byte;
+      if (
+        byte === LF && fill >= 4 && header[fill - 2] === CR && header[fill - 3] === LF &&
+        header[fill - 4] === CR
+      ) {
+        this.#headerFill = 0;
+        this.#bodyLength = this.#parseHeader(fill - 4);
+        return offset;
+      }
+    }
+    this.#headerFill = fill;
+    return offset;
+  }
+
+  #parseHeader(end: number): number {
+    const text = latin1(this.#header, end);
+    let length = -1;
+    for (const line of text === "" ? [] : text.split("\r\n")) {
+      const colon = line.indexOf(":");
+      if (colon <= 0) {
+        throw new FrameSyntaxError(`Malformed header line ${quote(line)}: expected "Name: value"`);
+      }
+      if (line.slice(0, colon).trim().toLowerCase() !== "content-length") continue;
+      const value = line.slice(colon + 1).trim();
+      if (!/^[0-9]{1,15}$/.test(value)) {
+        throw new FrameSyntaxError(`Invalid Content-Length ${quote(value)}: expected a byte count`);
+      }
+      if (length !== -1) {
+        throw new FrameSyntaxError(`Content-Length given twice (${length} and ${value})`);
+      }
+      length = Number(value);
+    }
+    if (length === -1) {
+      throw new FrameSyntaxError(`Header section without Content-Length: ${quote(text)}`);
+    }
+    if (length > this.#maxFrameBytes) {
+      throw new FrameTooLargeError(length, this.#maxFrameBytes);
+    }
+    return length;
+  }
+}
+
+const TERMINATOR = [CR, LF, CR, LF];
+
+/** How many bytes of `\r\n\r\n` the first `fill` bytes of `header` end with (0 to 3). */
+function terminatorSuffix(header: Uint8Array, fill: number): number {
+  for (let n = Math.min(3, fill); n > 0; n--) {
+    let match = true;
+    for (let i = 0; i < n; i++) {
+      if (header[fill - n + i] !== TERMINATOR[i]) match = false;
+    }
+    if (match) return n;
+  }
+  return 0;
+}
+
+function latin1(bytes: Uint8Array, end: number): string {
+  let text = "";
+  for (let i = 0; i < end; i += 4096) {
+    text += String.fromCharCode(...bytes.subarray(i, Math.min(end, i + 4096)));
+  }
+  return text;
+}
+
+/** Quotes untrusted header text for an error message, shortened. */
+function quote(text: string): string {
+  return JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text);
+}
