@@ -1,0 +1,147 @@
+/**
+ * Deterministic JSON-like payloads for the codec benchmarks, the Protobuf schema that
+ * describes the same data, and the codecs compared. Every codec encodes the very same objects.
+ *
+ * @module
+ */
+
+import { jsonCodec } from "../codecs/json.ts";
+import { msgpackCodec } from "../codecs/msgpack.ts";
+import { protobufCodec } from "../codecs/protobuf.ts";
+import type { Codec } from "../codecs/types.ts";
+
+/** One record: a little of everything JSON-like data holds. */
+export interface BenchRecord {
+  id: number;
+  name: string;
+  email: string;
+  active: boolean;
+  score: number;
+  tags: string[];
+  location: { lat: number; lon: number; city: string };
+}
+
+/** A small RPC-like message. */
+export interface BenchCall {
+  id: number;
+  method: string;
+  params: { userId: number; fields: string[] };
+  deadline: number;
+}
+
+/** Many records. */
+export interface BenchBatch {
+  records: BenchRecord[];
+}
+
+/** A named payload and the Protobuf message type that holds it. */
+export interface BenchPayload {
+  /** `small`, `1KB`, `10KB`, `100KB` or `1MB`. */
+  name: string;
+  value: BenchCall | BenchBatch;
+  protoType: "bench.Call" | "bench.Batch";
+  /** Its size as compact JSON, in bytes: the basis of the MB/s figures. */
+  jsonBytes: number;
+}
+
+/** The Protobuf schema equivalent to {@linkcode BenchCall} and {@linkcode BenchBatch}. */
+export const BENCH_PROTO = `
+syntax = "proto3";
+package bench;
+message Params { uint32 user_id = 1; repeated string fields = 2; }
+message Call { uint32 id = 1; string method = 2; Params params = 3; double deadline = 4; }
+message Location { double lat = 1; double lon = 2; string city = 3; }
+message Record {
+  uint32 id = 1;
+  string name = 2;
+  string email = 3;
+  bool active = 4;
+  double score = 5;
+  repeated string tags = 6;
+  Location location = 7;
+}
+message Batch { repeated Record records = 1; }
+`;
+
+const FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia"];
+const LAST = ["Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson"];
+const CITIES = ["London", "Zürich", "São Paulo", "Kraków", "Tokyo", "Montréal", "Nairobi"];
+const TAGS = ["admin", "beta", "ops", "staff", "trial", "eu", "us", "apac", "vip", "legacy"];
+
+/** Builds the record with this index; the same index always gives the same record. */
+export function benchRecord(index: number): BenchRecord {
+  let seed = (index + 1) * 0x9e3779b1;
+  const next = (): number => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 2 ** 32;
+  };
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)];
+  const first = pick(FIRST);
+  const last = pick(LAST);
+  return {
+    id: index + 1,
+    name: `${first} ${last}`,
+    email: `${first.toLowerCase()}.${last.toLowerCase()}${index}@example.com`,
+    active: next() < 0.7,
+    score: Math.round(next() * 1e6) / 100,
+    tags: Array.from({ length: 1 + Math.floor(next() * 3) }, () => pick(TAGS)),
+    location: {
+      lat: Math.round((next() * 180 - 90) * 1e5) / 1e5,
+      lon: Math.round((next() * 360 - 180) * 1e5) / 1e5,
+      city: pick(CITIES),
+    },
+  };
+}
+
+const utf8 = new TextEncoder();
+
+/** A batch of records whose compact JSON is as close to `bytes` as whole records allow. */
+export function benchBatch(bytes: number): BenchBatch {
+  const records: BenchRecord[] = [];
+  let size = utf8.encode('{"records":[]}').length;
+  while (true) {
+    const record = benchRecord(records.length);
+    const grown = size + utf8.encode(JSON.stringify(record)).length + (records.length ? 1 : 0);
+    if (records.length > 0 && Math.abs(grown - bytes) > Math.abs(size - bytes)) break;
+    records.push(record);
+    size = grown;
+  }
+  return { records };
+}
+
+/** The five benchmark payloads, smallest first. */
+export function benchPayloads(): BenchPayload[] {
+  const make = (name: string, value: BenchCall | BenchBatch): BenchPayload => ({
+    name,
+    value,
+    protoType: "records" in value ? "bench.Batch" : "bench.Call",
+    jsonBytes: utf8.encode(JSON.stringify(value)).length,
+  });
+  return [
+    make("small", {
+      id: 42,
+      method: "users.get",
+      params: { userId: 1234567, fields: ["name", "email"] },
+      deadline: 1_700_000_000_123,
+    }),
+    make("1KB", benchBatch(1_000)),
+    make("10KB", benchBatch(10_000)),
+    make("100KB", benchBatch(100_000)),
+    make("1MB", benchBatch(1_000_000)),
+  ];
+}
+
+/** The codecs compared on one payload, JSON (the baseline) first. */
+export function benchCodecs(payload: BenchPayload): Array<[string, Codec<unknown>]> {
+  return [
+    ["json", jsonCodec()],
+    ["msgpack", msgpackCodec()],
+    ["protobuf", protobufCodec({ proto: BENCH_PROTO, type: payload.protoType })],
+    [
+      "protobuf-noverify",
+      protobufCodec({ proto: BENCH_PROTO, type: payload.protoType, verify: false }),
+    ],
+  ];
+}
