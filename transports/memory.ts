@@ -5,22 +5,27 @@
  */
 
 import { TransportClosedError } from "../errors.ts";
+import { type ByteChannel, ByteChannelTransport } from "./_byte_channel_transport.ts";
 import type { Transport } from "./types.ts";
+
+/** The default {@linkcode MemoryPairOptions.highWaterMark}: 1 MiB per direction. */
+export const DEFAULT_MEMORY_HIGH_WATER_MARK: number = 1024 * 1024;
 
 /** Options for {@linkcode memoryPair}. */
 export interface MemoryPairOptions {
   /**
    * Bytes each direction buffers before a writer waits for the reader.
    *
-   * @default {1048576} (1 MiB)
+   * @default {DEFAULT_MEMORY_HIGH_WATER_MARK} (1 MiB)
    */
   highWaterMark?: number;
 }
 
 /**
  * Creates two connected in-memory transports: bytes written to one are read from the other.
- * Chunks pass by reference, with no copy; like every transport, the pair applies
- * backpressure and follows the close semantics of `Transport`.
+ * Chunks pass by reference, with no copy, so a writer must not modify a chunk after writing
+ * it. Like every transport the pair applies backpressure and follows the close semantics of
+ * `Transport`; `abort()` errors the peer's `readable` with `TransportClosedError`.
  *
  * @param options Buffer size; see {@linkcode MemoryPairOptions}.
  * @returns The two ends.
@@ -30,24 +35,27 @@ export interface MemoryPairOptions {
  * import { memoryPair } from "@conduit/ipc/transports/memory";
  * import assert from "node:assert/strict";
  *
- * await using pair = asyncDisposableStack(memoryPair());
- * const [a, b] = pair.ends;
+ * const [a, b] = memoryPair();
  * const writer = a.writable.getWriter();
  * await writer.write(new TextEncoder().encode("ping"));
  * const { value } = await b.readable.getReader().read();
  * assert.equal(new TextDecoder().decode(value), "ping");
  * writer.releaseLock();
- *
- * function asyncDisposableStack<T extends AsyncDisposable>(ends: T[]) {
- *   return { ends, [Symbol.asyncDispose]: () => Promise.all(ends.map((e) => e[Symbol.asyncDispose]())).then(() => {}) };
- * }
+ * await a.close();
+ * await b.close();
  * ```
  */
 export function memoryPair(options: MemoryPairOptions = {}): [Transport, Transport] {
-  const highWaterMark = options.highWaterMark ?? 1024 * 1024;
+  const highWaterMark = options.highWaterMark ?? DEFAULT_MEMORY_HIGH_WATER_MARK;
+  if (!(highWaterMark >= 0)) {
+    throw new RangeError(`highWaterMark must be a number of bytes >= 0, got ${highWaterMark}`);
+  }
   const aToB = new Pipe(highWaterMark);
   const bToA = new Pipe(highWaterMark);
-  return [new MemoryTransport(bToA, aToB), new MemoryTransport(aToB, bToA)];
+  return [
+    new ByteChannelTransport(new MemoryChannel(bToA, aToB)),
+    new ByteChannelTransport(new MemoryChannel(aToB, bToA)),
+  ];
 }
 
 /** One direction: an identity stream whose queue is bounded by bytes. */
@@ -57,23 +65,13 @@ class Pipe {
   #controller!: TransformStreamDefaultController<Uint8Array>;
 
   constructor(highWaterMark: number) {
-    const strategy = { highWaterMark, size: (chunk: Uint8Array) => chunk.byteLength };
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>(
       { start: (controller) => void (this.#controller = controller) },
-      strategy,
-      strategy,
+      undefined,
+      { highWaterMark, size: (chunk) => chunk.byteLength },
     );
     this.readable = readable;
     this.writable = writable;
-  }
-
-  /** The reading end stops: its reader sees the end, the writing end's writes fail. */
-  terminate(): void {
-    try {
-      this.#controller.terminate();
-    } catch {
-      // Already closed or errored.
-    }
   }
 
   /** Both ends fail with `reason`. */
@@ -86,54 +84,44 @@ class Pipe {
   }
 }
 
-class MemoryTransport implements Transport {
-  readonly readable: ReadableStream<Uint8Array>;
-  readonly writable: WritableStream<Uint8Array>;
+class MemoryChannel implements ByteChannel {
+  readonly label = "memory transport";
   readonly #incoming: Pipe;
   readonly #outgoing: Pipe;
-  readonly #sink: WritableStreamDefaultWriter<Uint8Array>;
-  #closing: Promise<void> | undefined;
-  #open = true;
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
 
   constructor(incoming: Pipe, outgoing: Pipe) {
     this.#incoming = incoming;
     this.#outgoing = outgoing;
-    this.readable = incoming.readable;
-    const sink = this.#sink = outgoing.writable.getWriter();
-    sink.closed.catch(() => {});
-    this.writable = new WritableStream<Uint8Array>({
-      write: async (chunk) => {
-        if (!this.#open) throw new TransportClosedError("Memory transport is closed");
-        try {
-          await sink.write(chunk);
-        } catch (cause) {
-          throw new TransportClosedError("Memory transport peer is closed", { cause });
-        }
-      },
-      close: () => this.close(),
-      abort: (reason) => this.abort(reason),
-    });
+    this.#reader = incoming.readable.getReader();
+    this.#writer = outgoing.writable.getWriter();
+    this.#writer.closed.catch(() => {});
+    this.#reader.closed.catch(() => {});
   }
 
-  close(): Promise<void> {
-    return this.#closing ??= this.#close();
+  async read(): Promise<Uint8Array | null> {
+    const { done, value } = await this.#reader.read();
+    return done ? null : value;
   }
 
-  async #close(): Promise<void> {
-    this.#open = false;
-    await this.#sink.close().catch(() => {});
-    this.#incoming.terminate();
+  write(chunk: Uint8Array): Promise<void> {
+    return this.#writer.write(chunk);
   }
 
-  abort(reason?: unknown): Promise<void> {
-    this.#open = false;
-    const error = reason ?? new TransportClosedError("Memory transport aborted");
-    this.#outgoing.error(error);
-    this.#incoming.error(error);
-    return this.#closing ??= Promise.resolve();
+  closeWrite(): Promise<void> {
+    return this.#writer.close();
   }
 
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close();
+  async close(abortive: boolean): Promise<void> {
+    if (abortive) {
+      const error = new TransportClosedError("The memory transport's peer aborted");
+      this.#outgoing.error(error);
+      this.#incoming.error(error);
+      return;
+    }
+    // The peer reads what is queued, then the end; its writes to us fail from now on.
+    await this.#writer.close().catch(() => {});
+    await this.#reader.cancel().catch(() => {});
   }
 }

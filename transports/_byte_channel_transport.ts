@@ -1,0 +1,290 @@
+// The one implementation of the Transport contract. Each transport (memory, Unix socket, TCP,
+// TLS, stdio on either side) only supplies a ByteChannel: how to read, write, half-close and
+// release its OS object. Close semantics, flushing and error mapping live here, once.
+
+import { TransportClosedError } from "../errors.ts";
+import type { Transport } from "./types.ts";
+
+/** What a transport needs from the object under it. */
+export interface ByteChannel {
+  /** Names the channel in error messages, e.g. `Unix socket /tmp/app.sock`. */
+  readonly label: string;
+  /**
+   * Resolves with the next bytes, as a chunk the reader may keep (never written to again), or
+   * `null` at the end of the stream. Called again only after the previous call settled.
+   */
+  read(): Promise<Uint8Array | null>;
+  /**
+   * Writes all of `chunk`. Returns `undefined` when the bytes were written synchronously,
+   * which spares a promise per chunk. Called again only after the previous call settled.
+   */
+  write(chunk: Uint8Array): Promise<void> | undefined;
+  /** Ends the outgoing direction: the peer's reads end once they have every byte. */
+  closeWrite(): Promise<void>;
+  /**
+   * Releases everything. A pending `read` settles (with `null` or an error). Graceful unless
+   * `abortive`; called once.
+   */
+  close(abortive: boolean): Promise<void>;
+}
+
+/** The most bytes the writable queues before `writer.ready` waits: 64 KiB. */
+const WRITE_HIGH_WATER_MARK = 64 * 1024;
+
+/**
+ * A Transport over a ByteChannel.
+ *
+ * Writes accepted by `writable` before `close()` are flushed, even when nobody awaited them:
+ * the writable's size function counts chunks as they enter its queue, so `close()` knows how
+ * many to let through before refusing the rest with TransportClosedError.
+ */
+export class ByteChannelTransport implements Transport {
+  readonly readable: ReadableStream<Uint8Array>;
+  readonly writable: WritableStream<Uint8Array>;
+  readonly #channel: ByteChannel;
+  #readController!: ReadableStreamDefaultController<Uint8Array>;
+  /** The channel read in flight, awaited on release so no op outlives the transport. */
+  #reading: Promise<unknown> | undefined;
+  /** The readable has ended, errored or been cancelled. */
+  #readDone = false;
+  /** The writable was closed by its owner, or a write failed. */
+  #writeDone = false;
+  #writing = false;
+  /** Chunks that entered the writable's queue and have not reached the sink yet. */
+  #queued = 0;
+  /** After `close()`: how many queued chunks may still be written. -1 before `close()`. */
+  #flushBudget = -1;
+  #flushWaiters: Array<() => void> = [];
+  #aborted: { reason: unknown } | undefined;
+  #released = false;
+  #closing: Promise<void> | undefined;
+  #releasing: Promise<void> | undefined;
+
+  constructor(channel: ByteChannel) {
+    this.#channel = channel;
+    this.readable = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.#readController = controller;
+      },
+      pull: () => this.#pull(),
+      cancel: () => {
+        this.#readDone = true;
+        this.#releaseIfDone();
+      },
+    });
+    this.writable = new WritableStream<Uint8Array>({
+      write: (chunk) => this.#write(chunk),
+      close: () => this.#closeWrite(),
+      abort: (reason) => this.abort(reason),
+    }, {
+      highWaterMark: WRITE_HIGH_WATER_MARK,
+      size: (chunk) => {
+        this.#queued++;
+        return chunk instanceof Uint8Array ? chunk.byteLength : 0;
+      },
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#closing ??= this.#close();
+  }
+
+  abort(reason?: unknown): Promise<void> {
+    if (!this.#released) {
+      this.#aborted = { reason };
+      this.#failRead(undefined);
+      this.#wakeFlush();
+    }
+    return this.#release(true);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #close(): Promise<void> {
+    this.#flushBudget = Math.max(0, this.#queued);
+    if (!this.#flushSettled()) {
+      await new Promise<void>((resolve) => this.#flushWaiters.push(resolve));
+    }
+    await this.#release(false);
+  }
+
+  async #pull(): Promise<void> {
+    while (!this.#readDone) {
+      if (this.#released) return this.#endRead();
+      let chunk: Uint8Array | null;
+      try {
+        chunk = await (this.#reading = this.#channel.read());
+      } catch (error) {
+        return this.#failRead(error);
+      } finally {
+        this.#reading = undefined;
+      }
+      // close() or cancel() ended the readable while the read was in flight.
+      if (this.#readDone) return;
+      if (chunk === null) {
+        this.#endRead();
+        this.#releaseIfDone();
+        return;
+      }
+      if (chunk.length > 0) return this.#readController.enqueue(chunk);
+    }
+  }
+
+  #endRead(): void {
+    if (this.#readDone) return;
+    this.#readDone = true;
+    this.#readController.close();
+  }
+
+  /** Errors the readable, unless the failure is only the echo of our own graceful release. */
+  #failRead(error: unknown): void {
+    if (this.#readDone) return;
+    if (this.#released && !this.#aborted) return this.#endRead();
+    this.#readDone = true;
+    this.#readController.error(
+      this.#aborted ? this.#closedError() : new TransportClosedError(
+        `Read from ${this.#channel.label} failed: ${messageOf(error)}`,
+        { cause: error },
+      ),
+    );
+  }
+
+  #write(chunk: Uint8Array): Promise<void> | undefined {
+    this.#queued--;
+    if (this.#flushBudget === 0) throw this.#closedError();
+    if (this.#flushBudget > 0) this.#flushBudget--;
+    if (this.#released) throw this.#closedError();
+    if (!(chunk instanceof Uint8Array)) {
+      throw new TypeError(`${this.#channel.label} accepts Uint8Array chunks, got ${typeOf(chunk)}`);
+    }
+    let pending: Promise<void> | undefined;
+    try {
+      pending = this.#channel.write(chunk);
+    } catch (error) {
+      throw this.#writeFailed(error);
+    }
+    if (pending === undefined) {
+      if (this.#flushBudget === 0) this.#wakeFlush();
+      return undefined;
+    }
+    this.#writing = true;
+    return pending.then(() => {
+      this.#writing = false;
+      if (this.#flushBudget === 0) this.#wakeFlush();
+    }, (error) => {
+      this.#writing = false;
+      throw this.#writeFailed(error);
+    });
+  }
+
+  #writeFailed(error: unknown): TransportClosedError {
+    this.#writeDone = true;
+    this.#wakeFlush();
+    if (this.#aborted || this.#released) return this.#closedError();
+    if (error instanceof TransportClosedError) return error;
+    return new TransportClosedError(
+      `Write to ${this.#channel.label} failed: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+
+  /** The owner closed `writable`: half-close, keep reading. */
+  async #closeWrite(): Promise<void> {
+    if (!this.#released) {
+      try {
+        await this.#channel.closeWrite();
+      } catch {
+        // The peer is gone already: there is no direction left to end.
+      }
+    }
+    this.#writeDone = true;
+    this.#wakeFlush();
+    this.#releaseIfDone();
+  }
+
+  #closedError(): TransportClosedError {
+    const label = this.#channel.label;
+    if (this.#aborted) {
+      return new TransportClosedError(`${label} was aborted`, { cause: this.#aborted.reason });
+    }
+    return new TransportClosedError(`${label} is closed`);
+  }
+
+  #flushSettled(): boolean {
+    return this.#writeDone || this.#released || (this.#flushBudget === 0 && !this.#writing);
+  }
+
+  #wakeFlush(): void {
+    if (this.#flushWaiters.length === 0 || !this.#flushSettled()) return;
+    for (const wake of this.#flushWaiters.splice(0)) wake();
+  }
+
+  /** Both directions finished on their own: nothing can happen on the channel any more. */
+  #releaseIfDone(): void {
+    if (this.#readDone && this.#writeDone) void this.#release(false);
+  }
+
+  #release(abortive: boolean): Promise<void> {
+    if (this.#releasing) return this.#releasing;
+    this.#released = true;
+    this.#wakeFlush();
+    if (!abortive) this.#endRead();
+    return this.#releasing = this.#doRelease(abortive);
+  }
+
+  async #doRelease(abortive: boolean): Promise<void> {
+    try {
+      await this.#channel.close(abortive);
+    } catch {
+      // Releasing is best effort: the OS object may be gone with its peer already.
+    }
+    await this.#reading?.catch(() => {});
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function typeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value !== "object") return typeof value;
+  return value.constructor?.name ?? "object";
+}
+
+/** The first read buffer: small, so thousands of idle connections cost little. */
+const MIN_READ_BUFFER_BYTES = 16 * 1024;
+/** Reads stop growing here: 256 KiB beat 64 KiB and 1 MiB on one-way throughput. */
+const MAX_READ_BUFFER_BYTES = 256 * 1024;
+
+/**
+ * The read buffer of a channel, and the rule that turns bytes read into a chunk that can be
+ * handed out and kept: a read that filled at least half the buffer hands the buffer itself
+ * out (no copy) and a new one is allocated, twice as large when the read filled it; a
+ * smaller read is copied out at its exact size and the buffer is reused. Either way no chunk
+ * is ever overwritten, and a 64-byte message does not pin a 256 KiB buffer.
+ */
+export class ReadBuffer {
+  /** Where the next read goes. */
+  buffer: Uint8Array = new Uint8Array(MIN_READ_BUFFER_BYTES);
+
+  /**
+   * Returns the bytes just read as a chunk the caller owns.
+   *
+   * @param view The bytes read: the start of `buffer`, or of the ArrayBuffer a BYOB read
+   * transferred `buffer` to.
+   */
+  take(view: Uint8Array): Uint8Array {
+    const size = this.buffer.length;
+    if (view.length >= size >>> 1) {
+      const grow = view.length === size && size < MAX_READ_BUFFER_BYTES;
+      this.buffer = new Uint8Array(grow ? size * 2 : size);
+      return view;
+    }
+    const chunk = view.slice();
+    if (view.buffer !== this.buffer.buffer) this.buffer = new Uint8Array(view.buffer);
+    return chunk;
+  }
+}
