@@ -9,10 +9,37 @@ import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, readLength, writeLength } from "
 
 export { FRAME_HEADER_BYTES };
 
-/** The default `maxFrameBytes`: 64 MiB. */
+/**
+ * The default `maxFrameBytes` of the length-prefixed and Content-Length framings: 64 MiB.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_FRAME_BYTES, FrameDecoder } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new FrameDecoder().maxFrameBytes, DEFAULT_MAX_FRAME_BYTES);
+ * assert.equal(DEFAULT_MAX_FRAME_BYTES, 64 * 1024 * 1024);
+ * ```
+ */
 export const DEFAULT_MAX_FRAME_BYTES: number = 64 * 1024 * 1024;
 
-/** Options for {@linkcode FrameDecoder} and `FrameDecoderStream`. */
+/**
+ * Options for {@linkcode FrameDecoder} and `FrameDecoderStream`.
+ *
+ * @example
+ * ```ts
+ * import { FrameDecoder, type FrameDecoderOptions } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * const options: FrameDecoderOptions = { maxFrameBytes: 1024 };
+ * const decoder = new FrameDecoder(options);
+ * decoder.push(new Uint8Array([0, 0, 4, 1])); // a header announcing 1025 bytes
+ * assert.throws(() => decoder.next(), {
+ *   name: "FrameTooLargeError",
+ *   message: "Frame of 1025 bytes exceeds maxFrameBytes (1024)",
+ * });
+ * ```
+ */
 export interface FrameDecoderOptions {
   /**
    * The largest payload accepted, in bytes. A header announcing more raises
@@ -175,6 +202,9 @@ export class FrameDecoder {
    */
   end(): void {
     if (this.#error !== undefined) throw this.#error;
+    if (this.#offset < this.#chunk.length) {
+      throw new Error("FrameDecoder.end() called before next() drained the last chunk");
+    }
     if (this.#partial !== undefined) {
       throw this.#error = new TruncatedFrameError(this.#partial.length - this.#partialFill);
     }

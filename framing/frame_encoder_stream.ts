@@ -10,7 +10,23 @@ import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 
 export { DEFAULT_MAX_BATCH_BYTES };
 
-/** Options for {@linkcode FrameEncoderStream} and `FrameWriter`. */
+/**
+ * Options for {@linkcode FrameEncoderStream}, `ContentLengthEncoderStream` and `FrameWriter`.
+ *
+ * @example
+ * ```ts
+ * import { FrameEncoderStream, type FrameEncoderOptions } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * const options: FrameEncoderOptions = { maxBatchBytes: 1024, maxFrameBytes: 4096 };
+ * const { readable, writable } = new FrameEncoderStream(options);
+ * const writer = writable.getWriter();
+ * for (let i = 0; i < 100; i++) writer.write(new Uint8Array(96));
+ * writer.close();
+ * const chunks = await Array.fromAsync(readable);
+ * assert.equal(chunks.length, 10); // 100 frames of 100 bytes, 10 per 1 KiB chunk
+ * ```
+ */
 export interface FrameEncoderOptions {
   /**
    * The largest chunk small frames are coalesced into, in bytes. A frame whose header and

@@ -10,10 +10,38 @@ import { DEFAULT_MAX_BATCH_BYTES, LengthPrefixPacker } from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 import type { FrameEncoderOptions } from "./frame_encoder_stream.ts";
 
-/** The default {@linkcode FrameWriterOptions.highWaterMark}: 1 MiB queued. */
+/**
+ * The default {@linkcode FrameWriterOptions.highWaterMark}: 1 MiB queued.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_WRITER_HIGH_WATER_MARK, FrameWriter } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * const writer = new FrameWriter(new WritableStream());
+ * assert.equal(writer.desiredSize, DEFAULT_WRITER_HIGH_WATER_MARK);
+ * await writer.close();
+ * ```
+ */
 export const DEFAULT_WRITER_HIGH_WATER_MARK: number = 1024 * 1024;
 
-/** Options for {@linkcode FrameWriter}. */
+/**
+ * Options for {@linkcode FrameWriter}.
+ *
+ * @example
+ * ```ts
+ * import { FrameWriter, type FrameWriterOptions } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * const options: FrameWriterOptions = { highWaterMark: 100 };
+ * const writer = new FrameWriter(new WritableStream(), options);
+ * writer.write(new Uint8Array(196));
+ * assert.equal(writer.desiredSize, -100); // 4-byte header + 196, over the mark by 100
+ * await writer.ready; // resolves once the frame is written
+ * assert.equal(writer.desiredSize, 100);
+ * await writer.close();
+ * ```
+ */
 export interface FrameWriterOptions extends FrameEncoderOptions {
   /**
    * Queued bytes at which {@linkcode FrameWriter.desiredSize} reaches zero and
@@ -27,11 +55,17 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
 
 /**
  * Writes length-prefixed frames to a byte stream. {@linkcode write} queues a frame
- * synchronously; the frames queued in one turn go out together in one chunk at the end of
- * the microtask turn, and frames queued while a write is in flight are coalesced into the
- * next one. A payload larger than `maxBatchBytes` is written without copying.
+ * synchronously, with no promise per frame; the frames queued in one turn go out together in
+ * one write at the end of the microtask turn (a lone frame is never held back for a timer),
+ * and frames queued while a write is in flight are coalesced into the next one. Each write is
+ * at most `maxBatchBytes`, except that a frame larger than that is written without copying
+ * its payload.
  *
- * @example
+ * `write` never waits: a producer that can outrun the stream checks
+ * {@linkcode desiredSize} or awaits {@linkcode ready}. Once the byte stream fails, every
+ * later call throws or rejects with a `TransportClosedError` whose `cause` is the failure.
+ *
+ * @example Frames written together, decoded on the other side
  * ```ts
  * import { FrameDecoderStream, FrameWriter } from "@conduit/ipc/framing";
  * import assert from "node:assert/strict";
@@ -44,6 +78,22 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
  * const frames = await Array.fromAsync(readable.pipeThrough(new FrameDecoderStream()));
  * await closing;
  * assert.deepEqual(frames, [new Uint8Array([1]), new Uint8Array([2, 3])]);
+ * ```
+ *
+ * @example Respecting backpressure
+ * ```ts
+ * import { FrameWriter } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * let writes = 0;
+ * const sink = new WritableStream<Uint8Array>({ write: () => void writes++ });
+ * const writer = new FrameWriter(sink, { highWaterMark: 64 * 1024 });
+ * for (let i = 0; i < 10_000; i++) {
+ *   if (writer.desiredSize <= 0) await writer.ready;
+ *   writer.write(new Uint8Array(60));
+ * }
+ * await writer.close();
+ * assert.ok(writes < 20); // 640 KB in 64 KiB writes, not 10,000 writes
  * ```
  */
 export class FrameWriter {
