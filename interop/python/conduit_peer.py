@@ -1,17 +1,23 @@
 """A conduit wire protocol v1 peer in Python 3, standard library only.
 
-Written from docs/protocol.md to prove that the spec alone is enough to talk to conduit.
-It is an interop test peer, not a product: readable first, fast enough for tests.
+Written from docs/protocol.md (section numbers below refer to it) to prove that the spec alone
+is enough to talk to conduit. It is an interop test peer: readable first, fast enough for tests.
 
 Layers, bottom to top:
-  frames     4-byte big-endian length + payload            (read_frame / write_frame)
-  envelope   type byte (kind | R flag), varint fields, body  (Envelope.encode / decode_envelope)
-  body       codec bytes (JSON here; msgpack if installed) or UTF-8 JSON for control frames
-  Peer       handshake, calls both ways, notifications, streams with credit, cancel, goodbye
+  frames     4-byte big-endian length + payload              read_frame / frame_bytes    (§2)
+  varints    unsigned LEB128, minimal, <= 8 bytes, <= 2^53-1  encode_varint / decode_varint (§3)
+  envelope   type byte (kind | R flag), fields, body          Envelope / decode_envelope  (§4)
+  body       codec bytes (json; msgpack when installed), or UTF-8 JSON for control frames
+  Peer       handshake, calls both ways, notifications, streams with credit, cancellation,
+             deadlines, errors, goodbye, ping                                        (§5-§10)
 
-Handlers are plain async functions `async def h(param, ctx)`; an async generator function
-is a server-stream handler (each `yield` sends one DATA frame). A call whose CALL frame has
-the STREAM_PARAM flag gets an async iterator of the caller's items as `param`.
+Handlers are `async def handler(param, ctx)`. An async generator function is a result-stream
+handler: each `yield` sends one DATA frame. A call whose CALL has the STREAM_PARAM flag gets
+an async iterator of the caller's items as `param`. Raise RemoteError to control every field
+of the ERROR frame; any other exception is sent with its class name and message.
+
+Python has one "nothing" where JavaScript has two: None is sent as an empty body ("no value",
+§4), and an empty body decodes to None; JSON `null` also decodes to None.
 """
 
 from __future__ import annotations
@@ -22,41 +28,41 @@ import json
 import os
 import socket
 import sys
-from dataclasses import dataclass
-from typing import Any, AsyncIterable, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterable, AsyncIterator, Callable
 
 # --------------------------------------------------------------------------------------------
-# Constants from the spec
+# Constants (§4, §5)
 
 PROTOCOL = "conduit"
 VERSION = 1
 
-HELLO = 0x01
-GOODBYE = 0x02
-PING = 0x03
-PONG = 0x04
-CALL = 0x10
-NOTIFY = 0x11
-RESULT = 0x12
-ERROR = 0x13
-CANCEL = 0x14
-DATA = 0x20
-END = 0x21
-CREDIT = 0x22
+HELLO, GOODBYE, PING, PONG = 0x01, 0x02, 0x03, 0x04
+CALL, NOTIFY, RESULT, ERROR, CANCEL = 0x10, 0x11, 0x12, 0x13, 0x14
+DATA, END, CREDIT = 0x20, 0x21, 0x22
 
 KIND_NAMES = {
-    HELLO: "HELLO", GOODBYE: "GOODBYE", PING: "PING", PONG: "PONG", CALL: "CALL",
-    NOTIFY: "NOTIFY", RESULT: "RESULT", ERROR: "ERROR", CANCEL: "CANCEL", DATA: "DATA",
-    END: "END", CREDIT: "CREDIT",
+    HELLO: "hello", GOODBYE: "goodbye", PING: "ping", PONG: "pong", CALL: "call",
+    NOTIFY: "notify", RESULT: "result", ERROR: "error", CANCEL: "cancel", DATA: "data",
+    END: "end", CREDIT: "credit",
 }
+KINDS_BY_NAME = {name: kind for kind, name in KIND_NAMES.items()}
 
 R_FLAG = 0x80
 KIND_MASK = 0x7F
 FLAG_STREAM_PARAM = 0x01
 
+# Which R values each kind allows, and what follows the type byte.
+R_ZERO_ONLY = {HELLO, GOODBYE, PING, PONG, CALL, NOTIFY}
+R_ONE_ONLY = {RESULT}
+WITH_ID = {RESULT, ERROR, CANCEL, DATA, END, CREDIT}
+WITHOUT_BODY = {PING, PONG, END, CREDIT}
+
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_VARINT_BYTES = 8
+MAX_METHOD_BYTES = 1024
 MAX_CAUSE_DEPTH = 8
+MIN_MAX_FRAME_BYTES = 1024  # also the largest HELLO/GOODBYE a peer may send
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_IN_FLIGHT = 1024
@@ -66,58 +72,67 @@ DEFAULT_DRAIN_TIMEOUT = 5.0
 
 
 class ProtocolError(Exception):
-    """The peer broke the wire protocol (bad varint, unknown kind, frame for a dead id...)."""
+    """The peer broke the wire protocol (§9)."""
 
 
 class HandshakeError(Exception):
-    """HELLO was missing, malformed or incompatible."""
+    """HELLO was missing, malformed or incompatible (§5).
+
+    `code` is the GOODBYE code; `from_peer` says the peer sent it (so we do not answer).
+    """
+
+    def __init__(self, message: str, code: str | None = None, from_peer: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.from_peer = from_peer
 
 
 class ConnectionClosedError(Exception):
-    """The connection closed while something was pending."""
+    """The connection closed while something was pending (§10)."""
+
+
+class CallTimeoutError(asyncio.TimeoutError):
+    """Our own deadline for a call passed (we sent CANCEL and gave up waiting)."""
 
 
 # --------------------------------------------------------------------------------------------
-# Varint: unsigned LEB128
+# Varints (§3)
 
 def encode_varint(value: int) -> bytes:
-    """Encodes a non-negative integer as minimal unsigned LEB128."""
+    """Encodes 0..2^53-1 as minimal unsigned LEB128."""
     if not 0 <= value <= MAX_SAFE_INTEGER:
         raise ValueError(f"varint {value} is outside 0..{MAX_SAFE_INTEGER}")
     out = bytearray()
-    while True:
-        byte = value & 0x7F
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
         value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    out.append(value)
+    return bytes(out)
 
 
-def decode_varint(buf: bytes, pos: int) -> tuple[int, int]:
+def decode_varint(buf: bytes, pos: int, what: str = "varint") -> tuple[int, int]:
     """Reads a varint at `pos`; returns (value, next position). Raises ProtocolError."""
     value = 0
-    shift = 0
     for i in range(MAX_VARINT_BYTES):
         if pos + i >= len(buf):
-            raise ProtocolError(f"truncated varint at byte {pos}")
+            raise ProtocolError(f"the frame ends inside the {what} varint")
         byte = buf[pos + i]
-        value |= (byte & 0x7F) << shift
-        shift += 7
+        value |= (byte & 0x7F) << (7 * i)
         if not byte & 0x80:
+            if byte == 0 and i > 0:
+                raise ProtocolError(f"the {what} varint is not minimal (ends in 0x00)")
             if value > MAX_SAFE_INTEGER:
-                raise ProtocolError(f"varint {value} exceeds {MAX_SAFE_INTEGER}")
+                raise ProtocolError(f"the {what} varint {value} exceeds {MAX_SAFE_INTEGER}")
             return value, pos + i + 1
-    raise ProtocolError(f"varint at byte {pos} is longer than {MAX_VARINT_BYTES} bytes")
+    raise ProtocolError(f"the {what} varint is longer than {MAX_VARINT_BYTES} bytes")
 
 
 # --------------------------------------------------------------------------------------------
-# Envelope
+# Envelope (§4)
 
 @dataclass
 class Envelope:
-    """One decoded frame payload. `id` doubles as the nonce of PING/PONG."""
+    """One frame payload, decoded. `id` is the nonce for PING/PONG; `r` is the R flag."""
 
     kind: int
     r: bool = False
@@ -129,63 +144,75 @@ class Envelope:
     body: bytes = b""
 
     def encode(self) -> bytes:
-        """Encodes the envelope as one frame payload (without the length prefix)."""
+        """The frame payload (without the 4-byte length)."""
         out = bytearray([self.kind | (R_FLAG if self.r else 0)])
-        if self.kind in (PING, PONG, RESULT, ERROR, CANCEL, DATA, END):
+        if self.kind in (PING, PONG) or self.kind in WITH_ID:
             out += encode_varint(self.id)
-        elif self.kind == CALL:
-            method = self.method.encode("utf-8")
+        if self.kind == CALL:
             out += encode_varint(self.id) + encode_varint(self.flags)
-            out += encode_varint(self.timeout_ms) + encode_varint(len(method)) + method
-        elif self.kind == NOTIFY:
+            out += encode_varint(self.timeout_ms)
+        if self.kind in (CALL, NOTIFY):
             method = self.method.encode("utf-8")
             out += encode_varint(len(method)) + method
-        elif self.kind == CREDIT:
-            out += encode_varint(self.id) + encode_varint(self.credit)
+        if self.kind == CREDIT:
+            out += encode_varint(self.credit)
         out += self.body
         return bytes(out)
 
     def describe(self) -> str:
-        name = KIND_NAMES.get(self.kind, hex(self.kind))
-        return f"{name}{'(R)' if self.r else ''} id={self.id}"
+        name = KIND_NAMES.get(self.kind, f"0x{self.kind:02x}").upper()
+        return f"{name}(R={int(self.r)}) id={self.id}"
 
 
 def decode_envelope(payload: bytes) -> Envelope:
-    """Parses one frame payload into an Envelope. Raises ProtocolError on malformed input."""
+    """Parses and validates one frame payload. Raises ProtocolError for anything §9 lists."""
     if not payload:
-        raise ProtocolError("empty frame")
-    type_byte = payload[0]
-    kind = type_byte & KIND_MASK
-    env = Envelope(kind=kind, r=bool(type_byte & R_FLAG))
-    pos = 1
-    if kind in (HELLO, GOODBYE):
-        pass
-    elif kind in (PING, PONG, RESULT, ERROR, CANCEL, DATA, END):
-        env.id, pos = decode_varint(payload, pos)
-    elif kind == CALL:
-        env.id, pos = decode_varint(payload, pos)
-        env.flags, pos = decode_varint(payload, pos)
-        env.timeout_ms, pos = decode_varint(payload, pos)
-        env.method, pos = _read_method(payload, pos)
-    elif kind == NOTIFY:
-        env.method, pos = _read_method(payload, pos)
-    elif kind == CREDIT:
-        env.id, pos = decode_varint(payload, pos)
-        env.credit, pos = decode_varint(payload, pos)
-    else:
+        raise ProtocolError("zero-length frame: no type byte")
+    kind = payload[0] & KIND_MASK
+    env = Envelope(kind=kind, r=bool(payload[0] & R_FLAG))
+    name = KIND_NAMES.get(kind)
+    if name is None:
         raise ProtocolError(f"unknown frame kind 0x{kind:02x}")
+    if env.r and kind in R_ZERO_ONLY:
+        raise ProtocolError(f"{name.upper()} does not allow the R flag")
+    if not env.r and kind in R_ONE_ONLY:
+        raise ProtocolError(f"{name.upper()} must have the R flag")
+    pos = 1
+    if kind in (PING, PONG):
+        env.id, pos = decode_varint(payload, pos, "nonce")
+    if kind in WITH_ID or kind == CALL:
+        env.id, pos = decode_varint(payload, pos, "id")
+        if env.id == 0:
+            raise ProtocolError(f"{name.upper()} for id 0")
+    if kind == CALL:
+        env.flags, pos = decode_varint(payload, pos, "flags")
+        env.timeout_ms, pos = decode_varint(payload, pos, "timeoutMs")
+        if env.flags & ~FLAG_STREAM_PARAM:
+            raise ProtocolError(f"CALL flags 0x{env.flags:x} set bits undefined in version 1")
+    if kind in (CALL, NOTIFY):
+        env.method, pos = _read_method(payload, pos)
+    if kind == CREDIT:
+        env.credit, pos = decode_varint(payload, pos, "bytes")
+        if env.credit == 0:
+            raise ProtocolError("CREDIT granting 0 bytes")
     env.body = bytes(payload[pos:])
+    if env.body and kind in WITHOUT_BODY:
+        raise ProtocolError(f"{name.upper()} has {len(env.body)} byte(s) after its fields")
+    if env.body and kind == CALL and env.flags & FLAG_STREAM_PARAM:
+        raise ProtocolError("CALL with STREAM_PARAM must have an empty body")
     return env
 
 
 def _read_method(payload: bytes, pos: int) -> tuple[str, int]:
-    length, pos = decode_varint(payload, pos)
+    length, pos = decode_varint(payload, pos, "methodLength")
+    if not 1 <= length <= MAX_METHOD_BYTES:
+        raise ProtocolError(f"method of {length} bytes (allowed: 1 to {MAX_METHOD_BYTES})")
     if pos + length > len(payload):
-        raise ProtocolError(f"method length {length} runs past the frame end ({len(payload)})")
+        raise ProtocolError(f"methodLength {length} runs past the end of the frame")
     try:
         return payload[pos:pos + length].decode("utf-8"), pos + length
-    except UnicodeDecodeError as err:
-        raise ProtocolError(f"method name is not UTF-8: {err}") from None
+    except UnicodeDecodeError:
+        raise ProtocolError("the method is not valid UTF-8") from None
 
 
 def json_body(obj: Any) -> bytes:
@@ -201,13 +228,14 @@ def parse_json_body(body: bytes, what: str) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# Codecs: the body of CALL, NOTIFY, RESULT and DATA
+# Codecs: the bodies of CALL, NOTIFY, RESULT and DATA (§4 "Bodies and codecs")
 
 class JsonCodec:
     name = "json"
 
     def encode(self, value: Any) -> bytes:
-        return json_body(value)
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False).encode("utf-8")
 
     def decode(self, data: bytes) -> Any:
         return json.loads(data.decode("utf-8"))
@@ -235,15 +263,30 @@ def make_codec(name: str) -> JsonCodec | MsgpackCodec:
     raise ValueError(f"unknown codec {name!r} (json or msgpack)")
 
 
+class BodyDecodeError(ValueError):
+    """A codec body that does not decode (reported as invalid_param, or fails one call)."""
+
+
+def encode_value(codec: JsonCodec | MsgpackCodec, value: Any) -> bytes:
+    """None is "no value": an empty body (§4)."""
+    return b"" if value is None else codec.encode(value)
+
+
+def decode_value(codec: JsonCodec | MsgpackCodec, body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return codec.decode(body)
+    except Exception as err:  # each codec library raises its own exception types
+        raise BodyDecodeError(f"{codec.name} body of {len(body)} bytes does not decode: "
+                              f"{err}") from None
+
+
 # --------------------------------------------------------------------------------------------
-# Errors on the wire
+# Errors on the wire (§8)
 
 class RemoteError(Exception):
-    """An error as it travels: name, message, code, data, stack, cause (another RemoteError).
-
-    Raise one from a handler to control every field; any other exception is sent with its
-    class name and message, and its `__cause__` chain becomes `cause`.
-    """
+    """An error as it travels: name, message, code, data, stack and cause (a RemoteError)."""
 
     def __init__(self, message: str, *, name: str = "Error", code: str | None = None,
                  data: Any = None, stack: str | None = None,
@@ -261,15 +304,12 @@ class RemoteError(Exception):
 
 
 def error_to_wire(err: BaseException, depth: int = 0) -> dict[str, Any]:
-    """Turns an exception (and its cause chain, depth-limited) into an ERROR body object."""
+    """An exception and its cause chain (at most 8 levels) as an ERROR body object."""
     if isinstance(err, RemoteError):
         obj: dict[str, Any] = {"name": err.name, "message": err.message}
-        if err.code is not None:
-            obj["code"] = err.code
-        if err.data is not None:
-            obj["data"] = err.data
-        if err.stack is not None:
-            obj["stack"] = err.stack
+        for key in ("code", "data", "stack"):
+            if getattr(err, key) is not None:
+                obj[key] = getattr(err, key)
         cause: BaseException | None = err.cause or err.__cause__
     else:
         obj = {"name": type(err).__name__, "message": str(err)}
@@ -279,41 +319,54 @@ def error_to_wire(err: BaseException, depth: int = 0) -> dict[str, Any]:
     return obj
 
 
+def error_body(err: BaseException, max_bytes: int) -> bytes:
+    """The ERROR body, shrunk as §8 says when the frame would exceed the receiver's limit."""
+    obj = error_to_wire(err)
+    body = json_body(obj)
+    budget = max_bytes - 16  # type byte + id varint, with room to spare
+    if len(body) <= budget:
+        return body
+    obj = {k: v for k, v in obj.items() if k in ("name", "message", "code")}
+    while len(body := json_body(obj)) > budget and obj["message"]:
+        obj["message"] = obj["message"][: len(obj["message"]) // 2]
+    return body
+
+
 def error_from_wire(obj: Any, depth: int = 0) -> RemoteError:
-    """Parses an ERROR body object into a RemoteError. Raises ProtocolError if malformed."""
+    """An ERROR body object as a RemoteError; unknown fields are ignored (§4)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) \
             or not isinstance(obj.get("message"), str):
-        raise ProtocolError(f"error object needs string name and message, got {obj!r:.200}")
+        raise ProtocolError(f"an error object needs string name and message, got {obj!r:.200}")
     cause = None
     if isinstance(obj.get("cause"), dict) and depth + 1 < MAX_CAUSE_DEPTH:
         cause = error_from_wire(obj["cause"], depth + 1)
-    code = obj.get("code")
-    stack = obj.get("stack")
+    code, stack = obj.get("code"), obj.get("stack")
     return RemoteError(obj["message"], name=obj["name"],
-                       code=code if isinstance(code, str) else None,
-                       data=obj.get("data"), stack=stack if isinstance(stack, str) else None,
-                       cause=cause)
+                       code=code if isinstance(code, str) else None, data=obj.get("data"),
+                       stack=stack if isinstance(stack, str) else None, cause=cause)
 
 
 # --------------------------------------------------------------------------------------------
-# Frames on a byte stream
+# Frames on a byte stream (§2)
 
 async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int) -> bytes | None:
-    """Reads one length-prefixed frame payload; None on a clean EOF between frames."""
+    """Reads one frame payload; None on EOF between frames. The length is checked first."""
     try:
         header = await reader.readexactly(4)
     except asyncio.IncompleteReadError as err:
         if not err.partial:
             return None
-        raise ConnectionClosedError("stream ended inside a frame header") from None
+        raise ConnectionClosedError("the stream ended inside a frame header") from None
     length = int.from_bytes(header, "big")
+    if length == 0:
+        raise ProtocolError("zero-length frame: no type byte")
     if length > max_frame_bytes:
         raise ProtocolError(f"frame of {length} bytes exceeds maxFrameBytes ({max_frame_bytes})")
     try:
         return await reader.readexactly(length)
     except asyncio.IncompleteReadError as err:
-        raise ConnectionClosedError(
-            f"stream ended mid-frame: {length - len(err.partial)} more byte(s) expected") from None
+        raise ConnectionClosedError(f"the stream ended mid-frame: "
+                                    f"{length - len(err.partial)} more byte(s) expected") from None
 
 
 def frame_bytes(payload: bytes) -> bytes:
@@ -321,10 +374,91 @@ def frame_bytes(payload: bytes) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
+# Stream state (§7)
+
+class _Credit:
+    """The producer's side of one stream: send while credit > 0, then wait for CREDIT."""
+
+    def __init__(self, window: int) -> None:
+        self.value = window
+        self.stopped = False
+        self._changed = asyncio.Event()
+
+    def grant(self, amount: int) -> None:
+        self.value += amount
+        self._changed.set()
+
+    def stop(self) -> None:
+        self.stopped = True
+        self._changed.set()
+
+    async def wait(self) -> bool:
+        """Waits for credit > 0; False once the stream was stopped (CANCEL or terminal)."""
+        while self.value <= 0 and not self.stopped:
+            self._changed.clear()
+            await self._changed.wait()
+        return not self.stopped
+
+
+_END = object()
+
+
+class _InStream:
+    """The consumer's side of one stream: a queue of items, with credit granted back."""
+
+    def __init__(self, peer: Peer, call_id: int, credit_r: bool) -> None:
+        self._peer = peer
+        self._id = call_id
+        self._credit_r = credit_r  # CREDIT(R=0) for our result stream, R=1 for a param stream
+        self._window = peer.options.stream_window_bytes
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._available = self._window  # window + granted - received, as §7 tracks it
+        self._consumed = 0
+        self.state = "open"  # open -> ended (END/ERROR received) or abandoned (we stopped it)
+
+    def push(self, body: bytes, cost: int) -> None:
+        if self.state == "abandoned":
+            return  # crossed our CANCEL or the terminal frame on the wire
+        if self.state == "ended":
+            raise ProtocolError(f"DATA after the end of stream {self._id}")
+        if self._available <= 0:
+            raise ProtocolError(f"DATA beyond the credit of stream {self._id} "
+                                f"({self._available} bytes left)")
+        self._available -= cost
+        self._queue.put_nowait((body, cost))
+
+    def end(self, error: BaseException | None = None) -> None:
+        if self.state == "open":
+            self.state = "ended"
+            self._queue.put_nowait(error or _END)
+
+    def abandon(self, error: BaseException) -> None:
+        if self.state != "abandoned":
+            self.state = "abandoned"
+            self._queue.put_nowait(error)
+
+    def __aiter__(self) -> _InStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        entry = await self._queue.get()
+        if entry is _END:
+            self._queue.put_nowait(_END)  # keep answering StopAsyncIteration
+            raise StopAsyncIteration
+        if isinstance(entry, BaseException):
+            self._queue.put_nowait(entry)
+            raise entry
+        body, cost = entry
+        self._consumed += cost
+        if self.state == "open" and self._consumed >= self._window // 2:
+            grant, self._consumed = self._consumed, 0
+            self._available += grant
+            self._peer._send(Envelope(CREDIT, r=self._credit_r, id=self._id, credit=grant))
+        return decode_value(self._peer.codec, body)
+
+
+# --------------------------------------------------------------------------------------------
 # The peer
-
-Handler = Callable[..., Any]
-
 
 @dataclass
 class PeerOptions:
@@ -334,104 +468,58 @@ class PeerOptions:
     stream_window_bytes: int = DEFAULT_STREAM_WINDOW_BYTES
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    features: list[str] = field(default_factory=list)
 
 
 class CallContext:
-    """What a handler knows about its call: the method, and whether it was cancelled."""
+    """What a handler knows of its call; `cancelled` is set on CANCEL, deadline or close."""
 
-    def __init__(self, peer: Peer, call_id: int, method: str) -> None:
+    def __init__(self, peer: Peer, call_id: int, method: str, timeout_ms: int) -> None:
         self.peer = peer
         self.id = call_id
         self.method = method
+        self.timeout_ms = timeout_ms
         self.cancelled = asyncio.Event()
         self.cancel_reason: str | None = None
 
 
-class _Credit:
-    """Byte credit of one outgoing stream: send while > 0, then wait for CREDIT."""
-
-    def __init__(self, initial: int) -> None:
-        self.value = initial
-        self._changed = asyncio.Event()
-
-    def grant(self, amount: int) -> None:
-        self.value += amount
-        self._changed.set()
-
-    async def wait_positive(self) -> None:
-        while self.value <= 0:
-            self._changed.clear()
-            await self._changed.wait()
-
-
-class _InStream:
-    """Items arriving on a stream we consume, granting credit back as they are consumed."""
-
-    def __init__(self, peer: Peer, call_id: int, r_flag_for_credit: bool) -> None:
-        self._peer = peer
-        self._id = call_id
-        self._r = r_flag_for_credit
-        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        self._consumed_since_grant = 0
-        self.finished = False
-
-    def push(self, item: Any, cost: int) -> None:
-        self._queue.put_nowait(("item", (item, cost)))
-
-    def end(self) -> None:
-        self.finished = True
-        self._queue.put_nowait(("end", None))
-
-    def fail(self, err: BaseException) -> None:
-        self.finished = True
-        self._queue.put_nowait(("error", err))
-
-    def __aiter__(self) -> _InStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        tag, value = await self._queue.get()
-        if tag == "end":
-            raise StopAsyncIteration
-        if tag == "error":
-            raise value
-        item, cost = value
-        self._consumed_since_grant += cost
-        window = self._peer.options.stream_window_bytes
-        if self._consumed_since_grant >= window // 2 and not self.finished:
-            grant, self._consumed_since_grant = self._consumed_since_grant, 0
-            self._peer._send(Envelope(CREDIT, r=self._r, id=self._id, credit=grant))
-        return item
-
-
 class _OutCall:
-    """A call we started: its result future, result stream and param-stream credit."""
+    """A call we started. It stays registered until its terminal frame (§6)."""
 
-    def __init__(self, call_id: int, method: str) -> None:
+    def __init__(self, call_id: int, method: str, stream: _InStream | None) -> None:
         self.id = call_id
         self.method = method
         self.result: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.stream: _InStream | None = None
+        self.result.add_done_callback(_retrieve)
+        self.stream = stream
+        self.saw_data = False
+        self.cancelled = False  # we sent CANCEL: drop DATA/RESULT until the terminal frame
         self.param_credit: _Credit | None = None
-        self.param_stop = asyncio.Event()  # CANCEL(R=1): the handler stopped reading
         self.param_task: asyncio.Task[None] | None = None
 
 
 class _InCall:
-    """A call the peer started: the handler task, its context, and stream state."""
+    """A call the peer started, until we send its terminal frame."""
 
     def __init__(self, ctx: CallContext) -> None:
         self.ctx = ctx
         self.task: asyncio.Task[None] | None = None
         self.param_stream: _InStream | None = None
         self.result_credit: _Credit | None = None
+        self.deadline: asyncio.TimerHandle | None = None
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    """Marks a future's exception as seen: its caller may have given up on it already."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 class Peer:
     """One end of a conduit connection over an asyncio (reader, writer) pair."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 handlers: dict[str, Handler] | None = None,
+                 handlers: dict[str, Callable[..., Any]] | None = None,
                  on_notify: Callable[[str, Any], Any] | None = None,
                  options: PeerOptions | None = None, name: str = "py") -> None:
         self.options = options or PeerOptions()
@@ -443,132 +531,170 @@ class Peer:
         self._reader = reader
         self._writer = writer
         self._next_id = 1
+        self._next_nonce = 1
+        self._max_remote_id = 0
         self._out: dict[int, _OutCall] = {}
         self._in: dict[int, _InCall] = {}
-        self._finished_out: set[int] = set()  # cancelled by us: late frames are expected
         self._pings: dict[int, asyncio.Future[None]] = {}
-        self._next_nonce = 1
         self._call_slots: asyncio.Semaphore | None = None
+        self._background: set[asyncio.Task[Any]] = set()
         self._sent_goodbye = False
         self._received_goodbye = asyncio.Event()
+        self._goodbye_reason: str | None = None
+        self._idle = asyncio.Event()
         self._closed = asyncio.Event()
-        self._close_error: BaseException | None = None
         self._read_task: asyncio.Task[None] | None = None
-
-    # ---- logging ---------------------------------------------------------------------------
 
     def log(self, message: str) -> None:
         if os.environ.get("CONDUIT_PY_DEBUG"):
             print(f"[{self.name}] {message}", file=sys.stderr, flush=True)
 
-    # ---- lifecycle -------------------------------------------------------------------------
+    # ---- handshake (§5) --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Sends HELLO, waits for the peer's HELLO, validates it and starts reading."""
+        """Sends HELLO, waits for the peer's, checks it, then starts serving."""
         hello = {
             "protocol": PROTOCOL, "version": VERSION, "codec": self.codec.name,
             "maxFrameBytes": self.options.max_frame_bytes,
             "maxInFlight": self.options.max_in_flight,
-            "streamWindowBytes": self.options.stream_window_bytes, "features": [],
+            "streamWindowBytes": self.options.stream_window_bytes,
+            "features": self.options.features,
         }
         self._send(Envelope(HELLO, body=json_body(hello)))
         try:
-            payload = await asyncio.wait_for(
-                read_frame(self._reader, self.options.max_frame_bytes),
-                self.options.handshake_timeout)
+            remote = await asyncio.wait_for(self._receive_hello(),
+                                            self.options.handshake_timeout)
         except asyncio.TimeoutError:
-            await self._abort(HandshakeError("no HELLO within the handshake timeout"))
+            await self._abort(HandshakeError("handshake timeout"))
             raise HandshakeError(
-                f"no HELLO within {self.options.handshake_timeout}s") from None
-        if payload is None:
-            await self._abort(ConnectionClosedError("peer closed before HELLO"))
-            raise HandshakeError("peer closed before sending HELLO")
-        env = decode_envelope(payload)
-        if env.kind != HELLO:
-            await self._fail_protocol(ProtocolError(
-                f"first frame must be HELLO, got {env.describe()}"))
-            raise HandshakeError(f"first frame was {env.describe()}, not HELLO")
-        remote = parse_json_body(env.body, "HELLO")
-        mismatch = self._check_hello(remote)
-        if mismatch:
-            code, reason = mismatch
-            self._send(Envelope(GOODBYE, body=json_body({"code": code, "reason": reason})))
-            await self._abort(HandshakeError(reason))
-            raise HandshakeError(reason)
+                f"no HELLO within the handshake timeout ({self.options.handshake_timeout} s)"
+            ) from None
+        except HandshakeError as err:
+            if err.code and not err.from_peer:
+                self._send_goodbye({"code": err.code, "reason": str(err)})
+            await self._abort(err)
+            raise
         self.remote_hello = remote
-        self._call_slots = asyncio.Semaphore(int(remote.get("maxInFlight", 1024)))
+        self._call_slots = asyncio.Semaphore(remote["maxInFlight"])
         self._read_task = asyncio.create_task(self._read_loop())
         self.log(f"handshake done: {remote}")
 
+    async def _receive_hello(self) -> dict[str, Any]:
+        try:
+            payload = await read_frame(self._reader, self.options.max_frame_bytes)
+            if payload is None:
+                raise HandshakeError("the peer closed the connection before its HELLO")
+            env = decode_envelope(payload)
+        except (ProtocolError, ConnectionClosedError) as err:
+            raise HandshakeError(f"bad first frame: {err}", "protocol_error") from err
+        if env.kind == GOODBYE:
+            body = _goodbye_fields(env.body)
+            raise HandshakeError(f"the peer said GOODBYE during the handshake: "
+                                 f"{body.get('code')}: {body.get('reason')}",
+                                 body.get("code"), from_peer=True)
+        if env.kind != HELLO:
+            raise HandshakeError(f"the first frame is {env.describe()}, not HELLO",
+                                 "protocol_error")
+        try:
+            remote = parse_json_body(env.body, "HELLO")
+        except ProtocolError as err:
+            raise HandshakeError(str(err), "invalid_hello") from None
+        problem = self._check_hello(remote)
+        if problem:
+            raise HandshakeError(problem[1], problem[0])
+        return remote
+
     def _check_hello(self, remote: Any) -> tuple[str, str] | None:
-        if not isinstance(remote, dict) or remote.get("protocol") != PROTOCOL:
-            got = remote.get("protocol") if isinstance(remote, dict) else remote
-            return "protocol_mismatch", f"protocol {got!r} is not {PROTOCOL!r}"
+        """The checks of §5, in the order §5 gives them."""
+        if not isinstance(remote, dict):
+            return "invalid_hello", f"HELLO body is {type(remote).__name__}, not an object"
+        if remote.get("protocol") != PROTOCOL:
+            return ("protocol_mismatch",
+                    f"protocol {remote.get('protocol')!r} is not {PROTOCOL!r}")
         if remote.get("version") != VERSION:
-            return "version_mismatch", f"version {remote.get('version')!r} is not {VERSION}"
+            return ("version_mismatch",
+                    f"version {remote.get('version')!r} differs from ours ({VERSION})")
         if remote.get("codec") != self.codec.name:
             return ("codec_mismatch",
-                    f"codec {remote.get('codec')!r} differs from {self.codec.name!r}")
-        for field in ("maxFrameBytes", "maxInFlight", "streamWindowBytes"):
-            value = remote.get(field)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                return "protocol_error", f"HELLO {field} must be a positive integer, got {value!r}"
+                    f"codec {remote.get('codec')!r} differs from ours ({self.codec.name!r})")
+        for name, low in (("maxFrameBytes", MIN_MAX_FRAME_BYTES), ("maxInFlight", 1),
+                          ("streamWindowBytes", 1)):
+            value = remote.get(name)
+            if type(value) is not int or not low <= value <= MAX_SAFE_INTEGER:
+                return "invalid_hello", f"HELLO {name} {value!r} is not an integer >= {low}"
+        features = remote.get("features")
+        if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+            return "invalid_hello", f"HELLO features {features!r} is not an array of strings"
         return None
 
+    # ---- closing (§10) ---------------------------------------------------------------------
+
     async def close(self, reason: str = "done") -> None:
-        """Graceful close: GOODBYE, finish in-flight work, wait for the peer's GOODBYE."""
+        """Graceful close: GOODBYE, finish what is in flight, wait for the peer's GOODBYE."""
         self._send_goodbye({"reason": reason})
+        await self._flush()
         try:
-            await asyncio.wait_for(self._drained_and_acknowledged(), self.options.drain_timeout)
+            await asyncio.wait_for(self._drained(), self.options.drain_timeout)
         except asyncio.TimeoutError:
-            self.log("drain timeout: aborting")
+            self.log("drain timeout: closing abortively")
         await self._abort(ConnectionClosedError("closed"))
 
-    async def wait_closed(self) -> None:
-        """Waits until the connection is closed (by either side)."""
-        await self._closed.wait()
-
     async def serve_until_goodbye(self) -> None:
-        """Serves until the peer says GOODBYE (or the transport ends), then closes cleanly."""
-        closed = asyncio.create_task(self._closed.wait())
-        bye = asyncio.create_task(self._received_goodbye.wait())
+        """Serves until the peer says GOODBYE or the connection ends, then closes cleanly."""
+        closed = asyncio.ensure_future(self._closed.wait())
+        bye = asyncio.ensure_future(self._received_goodbye.wait())
         await asyncio.wait({closed, bye}, return_when=asyncio.FIRST_COMPLETED)
         closed.cancel()
         bye.cancel()
         if not self._closed.is_set():
-            await self.close("peer said goodbye")
+            await self.close("the peer said goodbye")
 
-    async def _drained_and_acknowledged(self) -> None:
-        while self._out or self._in or not self._received_goodbye.is_set():
-            if self._closed.is_set():
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    async def _drained(self) -> None:
+        while not self._closed.is_set():
+            if not self._out and not self._in and self._received_goodbye.is_set():
                 return
-            await asyncio.sleep(0.005)
+            self._idle.clear()
+            await self._idle.wait()
 
     def _send_goodbye(self, body: dict[str, Any]) -> None:
-        if not self._sent_goodbye and not self._closed.is_set():
+        if not self._sent_goodbye:
             self._sent_goodbye = True
-            self._send(Envelope(GOODBYE, body=json_body(body)))
+            encoded = json_body(body)
+            while len(encoded) >= MIN_MAX_FRAME_BYTES:  # §2: GOODBYE fits in 1024 bytes
+                body["reason"] = body["reason"][: len(body["reason"]) // 2]
+                encoded = json_body(body)
+            self._send(Envelope(GOODBYE, body=encoded))
 
     async def _abort(self, err: BaseException) -> None:
         """Closes the transport and settles everything pending with ConnectionClosedError."""
         if self._closed.is_set():
             return
         self._closed.set()
-        self._close_error = err
-        closed = err if isinstance(err, ConnectionClosedError) else \
-            ConnectionClosedError(f"connection closed: {err}")
-        if closed is not err:
+        self._idle.set()
+        if isinstance(err, ConnectionClosedError):
+            closed = err
+        else:
+            closed = ConnectionClosedError(f"connection closed: {err}")
             closed.__cause__ = err
-        for call in list(self._out.values()):
+        for call in self._out.values():
             if not call.result.done():
                 call.result.set_exception(closed)
-                call.result.exception()  # mark retrieved: a caller may be gone already
-            if call.stream and not call.stream.finished:
-                call.stream.fail(closed)
-            if call.param_task:
-                call.param_task.cancel()
-        for incoming in list(self._in.values()):
+            if call.stream:
+                call.stream.abandon(closed)
+            if call.param_credit:
+                call.param_credit.stop()
+        for incoming in self._in.values():
+            incoming.ctx.cancel_reason = "connection closed"
             incoming.ctx.cancelled.set()
+            if incoming.param_stream:
+                incoming.param_stream.abandon(closed)
             if incoming.task:
                 incoming.task.cancel()
         for fut in self._pings.values():
@@ -576,11 +702,6 @@ class Peer:
                 fut.set_exception(closed)
         self._out.clear()
         self._in.clear()
-        try:
-            if self._writer.can_write_eof():
-                self._writer.write_eof()
-        except (OSError, RuntimeError):
-            pass
         self._writer.close()
         try:
             await self._writer.wait_closed()
@@ -590,11 +711,10 @@ class Peer:
             self._read_task.cancel()
 
     async def _fail_protocol(self, err: ProtocolError) -> None:
+        """§9: GOODBYE protocol_error if we can, close, fail everything; never wait."""
         self.log(f"protocol error: {err}")
-        if not self._sent_goodbye and not self._closed.is_set():
-            self._sent_goodbye = True
-            self._send(Envelope(GOODBYE, body=json_body(
-                {"code": "protocol_error", "reason": str(err)})))
+        self._sent_goodbye = False  # a protocol error GOODBYE goes out even after a normal one
+        self._send_goodbye({"code": "protocol_error", "reason": str(err)})
         await self._abort(err)
 
     # ---- writing ---------------------------------------------------------------------------
@@ -603,115 +723,74 @@ class Peer:
         if self._closed.is_set():
             return
         payload = env.encode()
-        limit = self.remote_hello.get("maxFrameBytes", DEFAULT_MAX_FRAME_BYTES)
+        limit = self.remote_hello.get("maxFrameBytes", MIN_MAX_FRAME_BYTES)
         if len(payload) > limit:
-            raise ValueError(f"frame of {len(payload)} bytes exceeds the peer's maxFrameBytes "
-                             f"({limit})")
-        self.log(f"send {env.describe()}")
+            raise FrameTooLargeError(
+                f"frame of {len(payload)} bytes exceeds the peer's maxFrameBytes ({limit})")
+        self.log(f"send {env.describe()} {len(payload)} B")
         self._writer.write(frame_bytes(payload))
 
     async def _flush(self) -> None:
+        if self._closed.is_set():
+            return
         try:
             await self._writer.drain()
         except (ConnectionError, OSError) as err:
             await self._abort(ConnectionClosedError(f"write failed: {err}"))
 
-    # ---- public calls ----------------------------------------------------------------------
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- starting calls (§6) ---------------------------------------------------------------
 
     def _check_open(self) -> None:
         if self._closed.is_set():
-            raise ConnectionClosedError("connection is closed")
+            raise ConnectionClosedError("the connection is closed")
         if self._sent_goodbye or self._received_goodbye.is_set():
-            raise ConnectionClosedError("connection is closing (GOODBYE)")
+            raise ConnectionClosedError("the connection is closing (GOODBYE)")
 
     async def call(self, method: str, param: Any = None, *, timeout: float | None = None,
                    param_stream: AsyncIterable[Any] | None = None) -> Any:
-        """Calls `method` and returns its result. Pass `param_stream` for a client stream."""
-        call = await self._start_call(method, param, timeout, param_stream)
+        """Calls `method` and returns its result; `param_stream` makes it a client stream.
+
+        On `timeout` (seconds) or task cancellation it sends CANCEL(R=0) and raises at once;
+        the id stays reserved until the handler's terminal frame arrives (§6).
+        """
+        call = await self._start_call(method, param, timeout, param_stream, None)
         try:
-            if timeout is None:
-                return await asyncio.shield(call.result)
             return await asyncio.wait_for(asyncio.shield(call.result), timeout)
         except asyncio.TimeoutError:
             self._cancel_out(call, "deadline exceeded")
-            raise
+            raise CallTimeoutError(f"{method} did not answer within {timeout} s") from None
         except asyncio.CancelledError:
-            self._cancel_out(call, "caller cancelled")
+            self._cancel_out(call, "the caller was cancelled")
             raise
 
-    async def call_stream(self, method: str, param: Any = None) -> AsyncIterator[Any]:
-        """Calls a server-stream method; yields its items. Closing early sends CANCEL."""
-        call = await self._start_call(method, param, None, None, want_stream=True)
-        assert call.stream is not None
-        completed = False
+    async def call_stream(self, method: str, param: Any = None, *,
+                          param_stream: AsyncIterable[Any] | None = None
+                          ) -> AsyncIterator[Any]:
+        """Calls a result-stream method and yields its items; stopping early sends CANCEL."""
+        stream = _InStream(self, self._next_id, credit_r=False)
+        call = await self._start_call(method, param, None, param_stream, stream)
+        finished = False
         try:
-            async for item in call.stream:
+            async for item in stream:
                 yield item
-            completed = True
+            finished = True
         finally:
-            if not completed:
-                self._cancel_out(call, "consumer stopped")
-
-    def _cancel_out(self, call: _OutCall, reason: str) -> None:
-        if call.id in self._out:
-            self._send(Envelope(CANCEL, id=call.id, body=json_body({"reason": reason})))
-            self._finish_out(call.id, cancelled=True)
-
-    async def _start_call(self, method: str, param: Any, timeout: float | None,
-                          param_stream: AsyncIterable[Any] | None,
-                          want_stream: bool = False) -> _OutCall:
-        self._check_open()
-        assert self._call_slots is not None, "call start() first"
-        await self._call_slots.acquire()
-        self._check_open()
-        call_id = self._next_id
-        self._next_id += 1
-        call = _OutCall(call_id, method)
-        # The result future is awaited via shield; the stream path may never look at it.
-        call.result.add_done_callback(lambda f: f.cancelled() or f.exception())
-        if want_stream:
-            call.stream = _InStream(self, call_id, r_flag_for_credit=False)
-        self._out[call_id] = call
-        flags = FLAG_STREAM_PARAM if param_stream is not None else 0
-        timeout_ms = 0 if timeout is None else max(1, int(timeout * 1000))
-        body = b"" if param_stream is not None else self.codec.encode(param)
-        self._send(Envelope(CALL, id=call_id, flags=flags, timeout_ms=timeout_ms, method=method,
-                            body=body))
-        if param_stream is not None:
-            call.param_credit = _Credit(int(self.remote_hello["streamWindowBytes"]))
-            call.param_task = asyncio.create_task(self._send_param_stream(call, param_stream))
-        await self._flush()
-        return call
-
-    async def _send_param_stream(self, call: _OutCall, items: AsyncIterable[Any]) -> None:
-        assert call.param_credit is not None
-        try:
-            async for item in items:
-                if call.param_stop.is_set() or call.id not in self._out:
-                    return
-                await call.param_credit.wait_positive()
-                if call.param_stop.is_set() or call.id not in self._out:
-                    return
-                payload = Envelope(DATA, id=call.id, body=self.codec.encode(item))
-                call.param_credit.value -= len(payload.encode())
-                self._send(payload)
-                await self._flush()
-            if call.id in self._out and not call.param_stop.is_set():
-                self._send(Envelope(END, id=call.id))
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:  # the local param source failed: tell the handler
-            if call.id in self._out:
-                self._send(Envelope(ERROR, id=call.id, body=json_body(error_to_wire(err))))
+            if not finished:
+                self._cancel_out(call, "the consumer stopped reading")
 
     async def notify(self, method: str, param: Any = None) -> None:
-        """Sends a notification (no reply)."""
+        """Sends a notification; nothing answers it."""
         self._check_open()
-        self._send(Envelope(NOTIFY, method=method, body=self.codec.encode(param)))
+        self._send(Envelope(NOTIFY, method=method, body=encode_value(self.codec, param)))
         await self._flush()
 
     async def ping(self, timeout: float = 5.0) -> None:
-        """Sends PING and waits for the matching PONG."""
+        """Sends PING and waits for its PONG."""
         nonce = self._next_nonce
         self._next_nonce += 1
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -722,6 +801,84 @@ class Peer:
         finally:
             self._pings.pop(nonce, None)
 
+    async def _start_call(self, method: str, param: Any, timeout: float | None,
+                          param_stream: AsyncIterable[Any] | None,
+                          stream: _InStream | None) -> _OutCall:
+        self._check_open()
+        assert self._call_slots is not None, "call start() first"
+        await self._call_slots.acquire()  # §6: queue beyond the peer's maxInFlight
+        try:
+            self._check_open()
+        except ConnectionClosedError:
+            self._call_slots.release()
+            raise
+        call_id = self._next_id
+        self._next_id += 1
+        if stream is not None:
+            stream._id = call_id
+        call = _OutCall(call_id, method, stream)
+        flags = 0 if param_stream is None else FLAG_STREAM_PARAM
+        body = b"" if param_stream is not None else encode_value(self.codec, param)
+        timeout_ms = 0 if timeout is None else max(1, round(timeout * 1000))
+        try:
+            self._send(Envelope(CALL, id=call_id, flags=flags, timeout_ms=timeout_ms,
+                                method=method, body=body))
+        except BaseException:
+            self._call_slots.release()
+            raise
+        self._out[call_id] = call
+        if param_stream is not None:
+            call.param_credit = _Credit(self.remote_hello["streamWindowBytes"])
+            call.param_task = asyncio.create_task(self._send_param_stream(call, param_stream))
+        await self._flush()
+        return call
+
+    def _cancel_out(self, call: _OutCall, reason: str) -> None:
+        if self._out.get(call.id) is call and not call.cancelled:
+            call.cancelled = True
+            if call.stream:
+                call.stream.abandon(ConnectionClosedError("the call was cancelled"))
+            if call.param_credit:
+                call.param_credit.stop()
+            self._send(Envelope(CANCEL, id=call.id, body=json_body({"reason": reason})))
+            self._spawn(self._flush())
+
+    async def _send_param_stream(self, call: _OutCall, items: AsyncIterable[Any]) -> None:
+        """Produces the param stream under the handler's credit (§7)."""
+        credit = call.param_credit
+        assert credit is not None
+        iterator = aiter(items)
+        try:
+            while await credit.wait():
+                try:
+                    item = await anext(iterator)
+                except StopAsyncIteration:
+                    self._send(Envelope(END, id=call.id))
+                    break
+                if credit.stopped:
+                    break
+                data = Envelope(DATA, id=call.id, body=encode_value(self.codec, item))
+                credit.value -= len(data.encode())
+                self._send(data)
+                await self._flush()
+        except Exception as err:  # the local source failed: ERROR(R=0) tells the handler
+            if not credit.stopped and not self._closed.is_set():
+                self._send(Envelope(ERROR, id=call.id,
+                                    body=error_body(err, self.remote_hello["maxFrameBytes"])))
+        finally:
+            closer = getattr(iterator, "aclose", None)
+            if closer is not None:
+                await closer()  # the source's `finally` runs when the handler stops it
+        await self._flush()
+
+    def _finish_out(self, call: _OutCall) -> None:
+        del self._out[call.id]
+        if call.param_credit:
+            call.param_credit.stop()  # §7: the terminal frame also stops the param stream
+        assert self._call_slots is not None
+        self._call_slots.release()
+        self._idle.set()
+
     # ---- reading ---------------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
@@ -729,7 +886,8 @@ class Peer:
             while True:
                 payload = await read_frame(self._reader, self.options.max_frame_bytes)
                 if payload is None:
-                    await self._abort(ConnectionClosedError("peer closed"))
+                    reason = self._goodbye_reason or "the peer closed the connection"
+                    await self._abort(ConnectionClosedError(reason))
                     return
                 await self._dispatch(decode_envelope(payload), len(payload))
         except ProtocolError as err:
@@ -740,20 +898,14 @@ class Peer:
             await self._abort(ConnectionClosedError(f"transport error: {err}"))
 
     async def _dispatch(self, env: Envelope, size: int) -> None:
-        self.log(f"recv {env.describe()}")
+        self.log(f"recv {env.describe()} {size} B")
         kind = env.kind
         if kind == HELLO:
-            raise ProtocolError("HELLO after the handshake")
-        if kind == GOODBYE:
-            self._received_goodbye.set()
-            self._send_goodbye({"reason": "goodbye acknowledged"})
-            await self._flush()
-            body = parse_json_body(env.body or b"{}", "GOODBYE")
-            if isinstance(body, dict) and body.get("code") == "protocol_error":
-                self.log(f"peer reported a protocol error: {body.get('reason')}")
+            raise ProtocolError("a second HELLO")
+        elif kind == GOODBYE:
+            self._on_goodbye(env)
         elif kind == PING:
             self._send(Envelope(PONG, id=env.id))
-            await self._flush()
         elif kind == PONG:
             fut = self._pings.get(env.id)
             if fut and not fut.done():
@@ -761,213 +913,283 @@ class Peer:
         elif kind == NOTIFY:
             self._on_notify(env)
         elif kind == CALL:
-            if env.r:
-                raise ProtocolError("CALL with the R flag set")
-            await self._on_call(env)
+            self._on_call(env)
         elif env.r:
             self._on_frame_for_our_call(env, size)
         else:
-            await self._on_frame_for_their_call(env, size)
+            self._on_frame_for_their_call(env, size)
+        await self._flush()
+
+    def _on_goodbye(self, env: Envelope) -> None:
+        body = _goodbye_fields(env.body)
+        self._goodbye_reason = f"the peer said GOODBYE: {body.get('code') or 'normal'}" + (
+            f" ({body['reason']})" if body.get("reason") else "")
+        self.log(self._goodbye_reason)
+        self._received_goodbye.set()
+        self._idle.set()
+        self._send_goodbye({"reason": "goodbye acknowledged"})
 
     def _on_notify(self, env: Envelope) -> None:
-        try:
-            param = self.codec.decode(env.body)
-        except ValueError as err:
-            self.log(f"dropping NOTIFY {env.method}: undecodable param ({err})")
+        if self.on_notify is None:
             return
-        if self.on_notify:
-            result = self.on_notify(env.method, param)
-            if inspect.isawaitable(result):
-                asyncio.ensure_future(result)
+        try:
+            param = decode_value(self.codec, env.body)
+        except BodyDecodeError as err:
+            self.log(f"dropping NOTIFY {env.method}: {err}")
+            return
+        result = self.on_notify(env.method, param)
+        if inspect.isawaitable(result):
+            self._spawn(result)
 
     def _on_frame_for_our_call(self, env: Envelope, size: int) -> None:
-        """Frames with R=1 refer to a call we started."""
+        """R=1 frames: about a call we started."""
         call = self._out.get(env.id)
         if call is None:
-            if env.id in self._finished_out or env.kind in (CANCEL, CREDIT):
-                return  # a late frame for a call we cancelled or finished: a normal race
-            if env.id >= self._next_id:
-                raise ProtocolError(f"{env.describe()} for id {env.id} we never issued")
-            raise ProtocolError(f"{env.describe()} for call {env.id} that already finished")
+            if env.kind in (CANCEL, CREDIT):
+                return  # §6: crossings with a finished stream are normal
+            known = "has finished" if env.id < self._next_id else "was never issued"
+            raise ProtocolError(f"{env.describe()}: call {env.id} {known}")
         kind = env.kind
         if kind == RESULT:
-            if call.stream is not None:
-                raise ProtocolError(f"RESULT for stream call {env.id}")
-            call.result.set_result(self._decode_or_error(env.body))
-            self._finish_out(env.id)
+            if call.saw_data:
+                raise ProtocolError(f"RESULT after DATA on call {env.id}")
+            self._finish_out(call)
+            if not call.cancelled:
+                self._settle(call, env.body)
         elif kind == ERROR:
+            self._finish_out(call)
             err = error_from_wire(parse_json_body(env.body, "ERROR"))
-            if call.stream is not None:
-                call.stream.fail(err)
+            if call.stream:
+                call.stream.end(err)
             if not call.result.done():
                 call.result.set_exception(err)
-            self._finish_out(env.id)
-        elif kind == DATA:
-            if call.stream is None:
-                raise ProtocolError(f"DATA for call {env.id}, which has no result stream")
-            call.stream.push(self._decode_or_error(env.body), size)
         elif kind == END:
+            self._finish_out(call)
+            if call.stream:
+                call.stream.end()
+            if not call.result.done():
+                call.result.set_result(None)
+        elif kind == DATA:
+            call.saw_data = True
+            if call.cancelled:
+                return
             if call.stream is None:
-                raise ProtocolError(f"END for call {env.id}, which has no result stream")
-            call.stream.end()
-            call.result.set_result(None)
-            self._finish_out(env.id)
+                # The handler answered with a stream where we expected a value.
+                self._cancel_out(call, "expected a value, not a stream")
+                call.result.set_exception(RemoteError(
+                    f"{call.method} answered with a stream", name="TypeError"))
+                return
+            call.stream.push(env.body, size)
         elif kind == CREDIT:
-            if call.param_credit is not None:
+            if call.param_credit:
                 call.param_credit.grant(env.credit)
         elif kind == CANCEL:
-            call.param_stop.set()
-            if call.param_credit is not None:
-                call.param_credit.grant(1)  # wake a sender waiting for credit, so it stops
-        else:
-            raise ProtocolError(f"unexpected {env.describe()}")
+            if call.param_credit:
+                call.param_credit.stop()
 
-    def _decode_or_error(self, body: bytes) -> Any:
+    def _settle(self, call: _OutCall, body: bytes) -> None:
         try:
-            return self.codec.decode(body)
-        except ValueError as err:
-            raise ProtocolError(f"undecodable {self.codec.name} body: {err}") from None
-
-    def _finish_out(self, call_id: int, cancelled: bool = False) -> None:
-        call = self._out.pop(call_id, None)
-        if call is None:
+            value = decode_value(self.codec, body)
+        except BodyDecodeError as err:
+            call.result.set_exception(err)
             return
-        if cancelled:
-            self._finished_out.add(call_id)
-        if call.param_task and not call.param_task.done() and not cancelled:
-            call.param_stop.set()
-        elif call.param_task and cancelled:
-            call.param_task.cancel()
-        if call.stream is not None and not call.stream.finished:
-            call.stream.fail(ConnectionClosedError("call cancelled"))
+        if call.stream is not None:
+            call.stream.end(RemoteError(f"{call.method} answered with a value, not a stream",
+                                        name="TypeError"))
         if not call.result.done():
-            call.result.cancel()
-        if self._call_slots is not None:
-            self._call_slots.release()
+            call.result.set_result(value)
 
-    async def _on_frame_for_their_call(self, env: Envelope, size: int) -> None:
-        """Frames with R=0 (other than CALL) refer to a call the peer started."""
+    def _on_frame_for_their_call(self, env: Envelope, size: int) -> None:
+        """R=0 frames other than CALL: about a call the peer started."""
         incoming = self._in.get(env.id)
-        if incoming is None:
-            if env.kind in (CANCEL, CREDIT):
-                return  # races with a finished call are normal
-            raise ProtocolError(f"{env.describe()} for unknown or finished call {env.id}")
         kind = env.kind
+        if incoming is None:
+            if kind in (DATA, END, ERROR) and env.id > self._max_remote_id:
+                raise ProtocolError(f"{env.describe()}: call {env.id} was never issued")
+            return  # §7: param-stream frames and CANCEL/CREDIT may cross our terminal frame
         if kind == CANCEL:
             body = parse_json_body(env.body, "CANCEL") if env.body else {}
-            incoming.ctx.cancel_reason = body.get("reason") if isinstance(body, dict) else None
-            incoming.ctx.cancelled.set()
-            if incoming.task:
-                incoming.task.cancel()
+            reason = body.get("reason") if isinstance(body, dict) else None
+            self._stop_handler(incoming, reason or "cancelled by the caller", RemoteError(
+                f"the caller cancelled {incoming.ctx.method!r}" +
+                (f": {reason}" if reason else ""), name="CallCancelledError", code="cancelled"))
         elif kind == CREDIT:
-            if incoming.result_credit is not None:
+            if incoming.result_credit:
                 incoming.result_credit.grant(env.credit)
-        elif kind in (DATA, END, ERROR):
+        else:
             stream = incoming.param_stream
             if stream is None:
                 raise ProtocolError(f"{env.describe()}: call {env.id} has no param stream")
-            if stream.finished:
-                return  # the handler stopped reading (we sent CANCEL R=1); late items
             if kind == DATA:
-                stream.push(self._decode_or_error(env.body), size)
+                stream.push(env.body, size)
             elif kind == END:
                 stream.end()
             else:
-                stream.fail(error_from_wire(parse_json_body(env.body, "ERROR")))
-        else:
-            raise ProtocolError(f"unexpected {env.describe()}")
+                stream.end(error_from_wire(parse_json_body(env.body, "ERROR")))
 
-    # ---- serving calls ---------------------------------------------------------------------
+    # ---- serving calls (§6) ----------------------------------------------------------------
 
-    async def _on_call(self, env: Envelope) -> None:
-        if env.id in self._in:
-            raise ProtocolError(f"CALL with duplicate active id {env.id}")
-        if env.flags & ~FLAG_STREAM_PARAM:
-            raise ProtocolError(f"CALL flags 0x{env.flags:x} has unknown bits")
+    def _on_call(self, env: Envelope) -> None:
+        if env.id <= self._max_remote_id:
+            raise ProtocolError(f"CALL id {env.id} is not above the peer's earlier ids "
+                                f"(up to {self._max_remote_id})")
+        self._max_remote_id = env.id
+        if self._received_goodbye.is_set():
+            raise ProtocolError(f"CALL {env.id} ({env.method}) after the peer's GOODBYE")
         if len(self._in) >= self.options.max_in_flight:
             self._send_error(env.id, RemoteError(
-                f"more than {self.options.max_in_flight} calls in flight",
-                name="ConduitError", code="too_many_calls"))
+                f"CALL {env.id} exceeds maxInFlight ({self.options.max_in_flight})",
+                name="TooManyCallsError", code="too_many_calls"))
             return
-        ctx = CallContext(self, env.id, env.method)
+        ctx = CallContext(self, env.id, env.method, env.timeout_ms)
         incoming = _InCall(ctx)
         self._in[env.id] = incoming
+        if env.flags & FLAG_STREAM_PARAM:
+            incoming.param_stream = _InStream(self, env.id, credit_r=True)
         handler = self.handlers.get(env.method)
         if handler is None:
-            self._finish_in(env.id, error=RemoteError(
-                f"method {env.method!r} not found", name="MethodNotFoundError",
+            self._finish_in(incoming, error=RemoteError(
+                f"No method named {env.method!r}", name="MethodNotFoundError",
                 code="method_not_found"))
             return
-        if env.flags & FLAG_STREAM_PARAM:
-            incoming.param_stream = _InStream(self, env.id, r_flag_for_credit=True)
-            param: Any = incoming.param_stream
+        if incoming.param_stream is not None:
+            param: Any = _ParamStream(self, incoming)
         else:
             try:
-                param = self.codec.decode(env.body)
-            except ValueError as err:
-                self._finish_in(env.id, error=RemoteError(
-                    f"param of {env.method!r} is not valid {self.codec.name}: {err}",
-                    name="ConduitError", code="invalid_param"))
+                param = decode_value(self.codec, env.body)
+            except BodyDecodeError as err:
+                self._finish_in(incoming, error=RemoteError(
+                    f"the param of {env.method!r} is invalid: {err}", name="InvalidParamError",
+                    code="invalid_param"))
                 return
         incoming.task = asyncio.create_task(self._run_handler(incoming, handler, param))
         if env.timeout_ms:
-            asyncio.get_running_loop().call_later(
-                env.timeout_ms / 1000, self._deadline, incoming)
+            incoming.deadline = asyncio.get_running_loop().call_later(
+                env.timeout_ms / 1000, self._stop_handler, incoming, "deadline exceeded",
+                RemoteError(f"{env.method!r} exceeded its {env.timeout_ms} ms deadline",
+                            name="DeadlineExceededError", code="deadline_exceeded"))
 
-    def _deadline(self, incoming: _InCall) -> None:
-        if self._in.get(incoming.ctx.id) is incoming and incoming.task:
-            incoming.ctx.cancel_reason = "deadline exceeded"
-            incoming.ctx.cancelled.set()
+    def _stop_handler(self, incoming: _InCall, reason: str, error: RemoteError) -> None:
+        """CANCEL(R=0) or the deadline: the handler stops, ERROR is the terminal frame."""
+        if self._in.get(incoming.ctx.id) is not incoming:
+            return
+        incoming.ctx.cancel_reason = reason
+        incoming.ctx.cancelled.set()
+        if incoming.task:
             incoming.task.cancel()
+        self._finish_in(incoming, error=error)
 
-    async def _run_handler(self, incoming: _InCall, handler: Handler, param: Any) -> None:
+    async def _run_handler(self, incoming: _InCall, handler: Callable[..., Any],
+                           param: Any) -> None:
         ctx = incoming.ctx
         try:
             if inspect.isasyncgenfunction(handler):
-                incoming.result_credit = _Credit(int(self.remote_hello["streamWindowBytes"]))
-                generator = handler(param, ctx)
-                try:
-                    async for item in generator:
-                        await incoming.result_credit.wait_positive()
-                        data = Envelope(DATA, r=True, id=ctx.id, body=self.codec.encode(item))
-                        incoming.result_credit.value -= len(data.encode())
-                        self._send(data)
-                        await self._flush()
-                finally:
-                    await generator.aclose()
-                self._finish_in(ctx.id, end=True)
+                await self._produce(incoming, handler(param, ctx))
+                self._finish_in(incoming, end=True)
             else:
                 value = handler(param, ctx)
                 if inspect.isawaitable(value):
                     value = await value
-                self._finish_in(ctx.id, value=value)
+                self._finish_in(incoming, value=value)
         except asyncio.CancelledError:
-            self._finish_in(ctx.id, cancelled=True)
+            pass  # _stop_handler or _abort already sent or settled the terminal frame
         except Exception as err:
-            self._finish_in(ctx.id, error=err)
+            self._finish_in(incoming, error=err)
         await self._flush()
 
-    def _finish_in(self, call_id: int, *, value: Any = None, end: bool = False,
-                   error: BaseException | None = None, cancelled: bool = False) -> None:
-        incoming = self._in.pop(call_id, None)
-        if incoming is None:
+    async def _produce(self, incoming: _InCall, items: AsyncIterator[Any]) -> None:
+        """Sends a result stream under the caller's credit (§7)."""
+        credit = incoming.result_credit = _Credit(self.remote_hello["streamWindowBytes"])
+        try:
+            async for item in items:
+                data = Envelope(DATA, r=True, id=incoming.ctx.id,
+                                body=encode_value(self.codec, item))
+                credit.value -= len(data.encode())
+                self._send(data)
+                await self._flush()
+                if not await credit.wait():
+                    return
+        finally:
+            await items.aclose()  # type: ignore[attr-defined]
+
+    def _finish_in(self, incoming: _InCall, *, value: Any = None, end: bool = False,
+                   error: BaseException | None = None) -> None:
+        """Sends the call's one terminal frame and forgets the call (§6)."""
+        call_id = incoming.ctx.id
+        if self._in.get(call_id) is not incoming:
             return
+        del self._in[call_id]
+        self._idle.set()
+        if incoming.deadline:
+            incoming.deadline.cancel()
+        if incoming.result_credit:
+            incoming.result_credit.stop()
         stream = incoming.param_stream
-        if stream is not None and not stream.finished:
-            # The handler is done before the caller's param stream: tell it to stop sending.
-            stream.fail(ConnectionClosedError("handler finished"))
-            self._send(Envelope(CANCEL, r=True, id=call_id))
-        if cancelled:
-            return  # the caller cancelled: nothing more goes out for this id
+        if stream is not None and stream.state == "open":
+            stream.abandon(ConnectionClosedError("the call has finished"))
+        if error is None and not end:
+            try:
+                body = encode_value(self.codec, value)
+                self._send(Envelope(RESULT, r=True, id=call_id, body=body))
+                return
+            except FrameTooLargeError as err:
+                error = RemoteError(str(err), name="FrameTooLargeError", code="frame_too_large")
+            except Exception as err:
+                error = RemoteError(f"the result of {incoming.ctx.method!r} could not be "
+                                    f"encoded: {err}", name="EncodeError", code="internal")
         if error is not None:
             self._send_error(call_id, error)
-        elif end:
-            self._send(Envelope(END, r=True, id=call_id))
         else:
-            self._send(Envelope(RESULT, r=True, id=call_id, body=self.codec.encode(value)))
+            self._send(Envelope(END, r=True, id=call_id))
 
     def _send_error(self, call_id: int, err: BaseException) -> None:
-        self._send(Envelope(ERROR, r=True, id=call_id, body=json_body(error_to_wire(err))))
+        body = error_body(err, self.remote_hello.get("maxFrameBytes", MIN_MAX_FRAME_BYTES))
+        self._send(Envelope(ERROR, r=True, id=call_id, body=body))
+
+
+class FrameTooLargeError(ValueError):
+    """A frame we were about to send exceeds the peer's maxFrameBytes."""
+
+
+class _ParamStream:
+    """The param of a STREAM_PARAM call, as the handler sees it: an async iterator of items.
+
+    Calling `stop()` (or the handler finishing) sends CANCEL(R=1) so the caller stops
+    producing (§7).
+    """
+
+    def __init__(self, peer: Peer, incoming: _InCall) -> None:
+        self._peer = peer
+        self._incoming = incoming
+        assert incoming.param_stream is not None
+        self._stream = incoming.param_stream
+
+    def __aiter__(self) -> _ParamStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._stream.__anext__()
+        except BodyDecodeError as err:
+            self.stop()
+            raise RemoteError(f"a param stream item is invalid: {err}",
+                              name="InvalidParamError", code="invalid_param") from None
+
+    def stop(self) -> None:
+        if self._stream.state == "open":
+            self._stream.abandon(ConnectionClosedError("the handler stopped the param stream"))
+            self._peer._send(Envelope(CANCEL, r=True, id=self._incoming.ctx.id))
+
+
+def _goodbye_fields(body: bytes) -> dict[str, Any]:
+    """GOODBYE bodies are JSON objects, or empty for {} (§10); be lenient when closing."""
+    if not body:
+        return {}
+    try:
+        parsed = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {"reason": repr(body[:200])}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -976,7 +1198,7 @@ class Peer:
 async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Binary stdin/stdout as asyncio streams (the child side of a stdio transport)."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**31)
+    reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, sys.stdout.buffer)
@@ -985,12 +1207,9 @@ async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 
 
 async def unix_streams(path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    return await asyncio.open_unix_connection(path, limit=2**31)
+    return await asyncio.open_unix_connection(path)
 
 
 async def socket_streams(sock: socket.socket) -> tuple[asyncio.StreamReader,
                                                         asyncio.StreamWriter]:
-    return await asyncio.open_unix_connection(sock=sock, limit=2**31)
-
-
-AsyncHandler = Callable[[Any, CallContext], Awaitable[Any]]
+    return await asyncio.open_unix_connection(sock=sock)
