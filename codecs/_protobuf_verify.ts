@@ -23,99 +23,148 @@ const INT64_END = 2n ** 63n;
 const UINT64_END = 2n ** 64n;
 const DECIMAL = /^-?(0|[1-9][0-9]*)$/;
 
+/** Checks a value at a nesting depth; returns the problem, prefixed by its path. */
+type Check = (value: unknown, depth: number) => string | undefined;
+
 /**
- * Returns why `value` cannot be encoded as `type`, or `undefined` when it can.
+ * Compiles the check of plain objects against `type`, once per type: the returned function
+ * gives why a value cannot be encoded as `type`, or `undefined` when it can.
  *
  * @param type A resolved message type.
- * @param value The candidate plain object.
  * @param int64 The form 64-bit integer fields take.
  */
-export function verifyMessage(type: Type, value: unknown, int64: Int64Form): string | undefined {
-  return verifyObject(type, value, int64, 0);
-}
-
-function verifyObject(
+export function messageVerifier(
   type: Type,
-  value: unknown,
   int64: Int64Form,
-  depth: number,
-): string | undefined {
-  if (depth > util.recursionLimit) {
-    return `messages nest deeper than the protobufjs recursion limit (${util.recursionLimit})`;
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return `${type.name} message expected, got ${describe(value)}`;
-  }
-  const record = value as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!Object.hasOwn(type.fields, key)) return `${key}: no such field in ${type.name}`;
-  }
-  for (const field of type.fieldsArray) {
-    const fieldValue = record[field.name];
-    if (fieldValue === undefined || fieldValue === null) {
-      if (field.required) return `${field.name}: required field missing`;
-      continue;
-    }
-    const problem = verifyField(field, fieldValue, int64, depth);
-    if (problem !== undefined) return `${field.name}${problem}`;
-  }
-  for (const oneof of type.oneofsArray) {
-    const set = oneof.oneof.filter((name) => record[name] !== undefined && record[name] !== null);
-    if (set.length > 1) return `${set.join(", ")}: at most one member of oneof ${oneof.name}`;
-  }
-  return undefined;
+): (value: unknown) => string | undefined {
+  const check = compileMessage(type, int64, new Map());
+  return (value) => check(value, 0);
 }
 
-/** Returns the problem prefixed by its path below the field (`[2].x: …` or `: …`). */
-function verifyField(
-  field: Field,
-  value: unknown,
-  int64: Int64Form,
-  depth: number,
-): string | undefined {
-  if (field.map) {
-    if (typeof value !== "object" || Array.isArray(value)) {
-      return `: map expected, got ${describe(value)}`;
+function compileMessage(type: Type, int64: Int64Form, cache: Map<Type, Check>): Check {
+  const cached = cache.get(type);
+  if (cached !== undefined) return cached;
+  const fields: Array<{ name: string; required: boolean; check: Check }> = [];
+  const known = new Set<string>();
+  const oneofs = type.oneofsArray.map((oneof) => ({ name: oneof.name, members: oneof.oneof }));
+  const check: Check = (value, depth) => {
+    if (depth > util.recursionLimit) {
+      return `messages nest deeper than the protobufjs recursion limit (${util.recursionLimit})`;
     }
-    const keyType = (field as unknown as MapField).keyType;
-    for (const [key, entry] of Object.entries(value as Record<string, unknown>)) {
-      const keyProblem = verifyMapKey(keyType, key);
-      if (keyProblem !== undefined) return `[${JSON.stringify(key)}]: ${keyProblem}`;
-      const problem = verifyValue(field, entry, int64, depth);
-      if (problem !== undefined) return `[${JSON.stringify(key)}]${problem}`;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return `${type.name} message expected, got ${describe(value)}`;
+    }
+    const record = value as Record<string, unknown>;
+    for (const key in record) {
+      if (!known.has(key)) return `${key}: no such field in ${type.name}`;
+    }
+    for (let i = 0; i < fields.length; i++) {
+      const field = fields[i];
+      const fieldValue = record[field.name];
+      if (fieldValue === undefined || fieldValue === null) {
+        if (field.required) return `${field.name}: required field missing`;
+        continue;
+      }
+      const problem = field.check(fieldValue, depth);
+      if (problem !== undefined) return field.name + problem;
+    }
+    for (const { name, members } of oneofs) {
+      const set = members.filter((m) => record[m] !== undefined && record[m] !== null);
+      if (set.length > 1) return `${set.join(", ")}: at most one member of oneof ${name}`;
     }
     return undefined;
+  };
+  cache.set(type, check); // before the fields, so a recursive type finds itself
+  for (const field of type.fieldsArray) {
+    known.add(field.name);
+    fields.push({
+      name: field.name,
+      required: field.required,
+      check: compileField(field, int64, cache),
+    });
+  }
+  return check;
+}
+
+function compileField(field: Field, int64: Int64Form, cache: Map<Type, Check>): Check {
+  const value = compileValue(field, int64, cache);
+  if (field.map) {
+    const keyType = (field as unknown as MapField).keyType;
+    return (map, depth) => {
+      if (typeof map !== "object" || Array.isArray(map)) {
+        return `: map expected, got ${describe(map)}`;
+      }
+      for (const [key, entry] of Object.entries(map as Record<string, unknown>)) {
+        const keyProblem = verifyMapKey(keyType, key);
+        if (keyProblem !== undefined) return `[${JSON.stringify(key)}]: ${keyProblem}`;
+        const problem = value(entry, depth);
+        if (problem !== undefined) return `[${JSON.stringify(key)}]${problem}`;
+      }
+      return undefined;
+    };
   }
   if (field.repeated) {
-    if (!Array.isArray(value)) return `: array expected, got ${describe(value)}`;
-    for (let i = 0; i < value.length; i++) {
-      const problem = verifyValue(field, value[i], int64, depth);
-      if (problem !== undefined) return `[${i}]${problem}`;
-    }
-    return undefined;
+    return (list, depth) => {
+      if (!Array.isArray(list)) return `: array expected, got ${describe(list)}`;
+      for (let i = 0; i < list.length; i++) {
+        const problem = value(list[i], depth);
+        if (problem !== undefined) return `[${i}]${problem}`;
+      }
+      return undefined;
+    };
   }
-  return verifyValue(field, value, int64, depth);
+  return value;
 }
 
-function verifyValue(
-  field: Field,
-  value: unknown,
-  int64: Int64Form,
-  depth: number,
-): string | undefined {
+function compileValue(field: Field, int64: Int64Form, cache: Map<Type, Check>): Check {
   const resolved = field.resolvedType;
   if (resolved instanceof Enum) {
-    const known = typeof value === "number"
-      ? Object.values(resolved.values).includes(value)
-      : typeof value === "string" && Object.hasOwn(resolved.values, value);
-    return known ? undefined : `: ${resolved.name} value expected, got ${describe(value)}`;
+    const numbers = new Set(Object.values(resolved.values));
+    return (value) =>
+      (typeof value === "number" && numbers.has(value)) ||
+        (typeof value === "string" && Object.hasOwn(resolved.values, value))
+        ? undefined
+        : `: ${resolved.name} value expected, got ${describe(value)}`;
   }
   if (resolved !== null) {
-    const problem = verifyObject(resolved, value, int64, depth + 1);
-    return problem === undefined ? undefined : `.${problem}`;
+    // Compiled lazily: the nested type may be the one being compiled.
+    let nested: Check | undefined;
+    return (value, depth) => {
+      nested ??= compileMessage(resolved, int64, cache);
+      const problem = nested(value, depth + 1);
+      return problem === undefined ? undefined : `.${problem}`;
+    };
   }
-  const problem = verifyScalar(field.type, value, int64);
-  return problem === undefined ? undefined : `: ${problem}`;
+  const type = field.type;
+  const fits = scalarTest(type, int64);
+  return (value) => {
+    if (fits(value)) return undefined;
+    return `: ${verifyScalar(type, value, int64) ?? `${type} expected`}`;
+  };
+}
+
+/** A fast yes/no for the common case; {@linkcode verifyScalar} explains a no. */
+function scalarTest(type: string, int64: Int64Form): (value: unknown) => boolean {
+  switch (type) {
+    case "int32":
+    case "sint32":
+    case "sfixed32":
+      return (v) => typeof v === "number" && (v | 0) === v;
+    case "uint32":
+    case "fixed32":
+      return (v) => typeof v === "number" && v >>> 0 === v;
+    case "double":
+    case "float":
+      return (v) => typeof v === "number";
+    case "bool":
+      return (v) => typeof v === "boolean";
+    case "string":
+      return (v) => typeof v === "string" && v.isWellFormed();
+    case "bytes":
+      return (v) => v instanceof Uint8Array;
+    default:
+      return (v) => verifyScalar(type, v, int64) === undefined;
+  }
 }
 
 function verifyScalar(type: string, value: unknown, int64: Int64Form): string | undefined {

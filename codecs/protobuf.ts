@@ -35,7 +35,7 @@
 
 import { type IConversionOptions, parse, Root, Type } from "protobufjs";
 import { CodecError } from "../errors.ts";
-import { type Int64Form, verifyMessage } from "./_protobuf_verify.ts";
+import { type Int64Form, messageVerifier } from "./_protobuf_verify.ts";
 import type { Codec } from "./types.ts";
 
 export type { Codec };
@@ -119,7 +119,7 @@ class _ProtobufCodec<T> implements Codec<T> {
   readonly name: string;
   readonly #type: Type;
   readonly #int64: Int64Form;
-  readonly #verify: boolean;
+  readonly #verify: ((value: unknown) => string | undefined) | undefined;
   readonly #toObject: IConversionOptions;
   /** Whether encoding needs protobufjs's fromObject (bigint and string longs, enum names). */
   readonly #convert: boolean;
@@ -131,7 +131,7 @@ class _ProtobufCodec<T> implements Codec<T> {
     if (this.#int64 !== "bigint" && this.#int64 !== "string") {
       throw new TypeError(`int64 must be "bigint" or "string", got ${String(options.int64)}`);
     }
-    this.#verify = options.verify ?? true;
+    this.#verify = options.verify ?? true ? messageVerifier(this.#type, this.#int64) : undefined;
     this.#toObject = { longs: this.#int64 === "bigint" ? BigInt : String, defaults: true };
     this.#convert = needsConversion(this.#type, new Set());
     this.#fixBytes = bytesFixer(this.#type, new Map());
@@ -140,10 +140,8 @@ class _ProtobufCodec<T> implements Codec<T> {
 
   encode(value: T): Uint8Array {
     try {
-      if (this.#verify) {
-        const problem = verifyMessage(this.#type, value, this.#int64);
-        if (problem !== undefined) throw new TypeError(problem);
-      }
+      const problem = this.#verify?.(value);
+      if (problem !== undefined) throw new TypeError(problem);
       const message = this.#convert
         ? this.#type.fromObject(value as Record<string, unknown>)
         : (value as Record<string, unknown>);

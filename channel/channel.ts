@@ -1,0 +1,413 @@
+/**
+ * A typed, bidirectional RPC channel over any transport and codec: both ends serve handlers
+ * and call each other, with streams in both directions, cancellation, deadlines, typed
+ * errors and graceful close. The wire protocol is docs/protocol.md.
+ *
+ * @example
+ * ```ts
+ * import { type CallContext, openChannel } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * interface Calc {
+ *   add(param: { a: number; b: number }, ctx?: CallContext): number;
+ *   count(to: number): AsyncIterable<number>;
+ * }
+ * const calc: Calc = {
+ *   add: ({ a, b }) => a + b,
+ *   async *count(to) {
+ *     for (let i = 1; i <= to; i++) yield i;
+ *   },
+ * };
+ *
+ * const [a, b] = memoryPair();
+ * const [server, client] = await Promise.all([
+ *   openChannel(a, { codec: jsonCodec(), handlers: calc }),
+ *   openChannel<Calc>(b, { codec: jsonCodec() }),
+ * ]);
+ * assert.equal(await client.remote.add({ a: 1, b: 2 }), 3);
+ * assert.deepEqual(await Array.fromAsync(client.remote.count(3)), [1, 2, 3]);
+ * await Promise.all([client.close(), server.closed]);
+ * ```
+ *
+ * @module
+ */
+
+import type { Codec } from "../codecs/types.ts";
+import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
+import type { Transport } from "../transports/types.ts";
+import { codecSlot, type MethodCodecs } from "./_codecs.ts";
+import { ChannelCore, type PeerInfo } from "./_core.ts";
+import type { ErrorClass } from "./error_codec.ts";
+import type { CallOptions, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
+
+export type { PeerInfo };
+
+/** The default {@linkcode ChannelOptions.maxInFlight}: 1024 calls. */
+export const DEFAULT_MAX_IN_FLIGHT = 1024;
+/** The default {@linkcode ChannelOptions.streamWindowBytes}: 256 KiB per stream. */
+export const DEFAULT_STREAM_WINDOW_BYTES: number = 256 * 1024;
+/** The default {@linkcode ChannelOptions.handshakeTimeout}: 10 s. */
+export const DEFAULT_HANDSHAKE_TIMEOUT = 10_000;
+/** The default {@linkcode ChannelOptions.defaultTimeout}: 60 s per call, streams included. */
+export const DEFAULT_CALL_TIMEOUT = 60_000;
+/** The default {@linkcode ChannelOptions.drainTimeout}: 5 s. */
+export const DEFAULT_DRAIN_TIMEOUT = 5_000;
+/** The default {@linkcode ChannelOptions.trustPeer}: false (no stack traces sent). */
+export const DEFAULT_TRUST_PEER = false;
+
+/** A per-method codec: one for both directions, or one for the param and one for the result. */
+export type MethodCodec = Codec<unknown> | {
+  /** Encodes the param (and param stream items). @default the channel codec */
+  param?: Codec<unknown>;
+  /** Encodes the result (and result stream items). @default the channel codec */
+  result?: Codec<unknown>;
+};
+
+/** Heartbeat settings: detect a hung peer. */
+export interface HeartbeatOptions {
+  /** How often to send a PING, in milliseconds. */
+  intervalMs: number;
+  /** Close the connection when no frame at all arrived for this long, in milliseconds. */
+  timeoutMs: number;
+}
+
+/**
+ * Options for {@linkcode openChannel}.
+ *
+ * @typeParam Local The handler object this side serves.
+ */
+export interface ChannelOptions<Local extends object = object> {
+  /** The channel codec; both peers must use one of the same `name`. */
+  codec: Codec<unknown>;
+  /**
+   * The methods this side serves: every function property is a handler
+   * `(param, ctx) => value | Promise<value> | AsyncIterable<item>`. Also serves notifications.
+   */
+  handlers?: Local;
+  /**
+   * Codecs for particular methods, used instead of the channel codec for that method's param
+   * and result (and its stream items). Both peers must configure the same.
+   */
+  methodCodecs?: Readonly<Record<string, MethodCodec>>;
+  /**
+   * How many calls this side serves at once, and the most it keeps in flight to the peer
+   * (further calls wait in a queue).
+   *
+   * @default {DEFAULT_MAX_IN_FLIGHT} (1024)
+   */
+  maxInFlight?: number;
+  /**
+   * The largest frame payload accepted from the peer, in bytes (announced in the handshake).
+   *
+   * @default {DEFAULT_MAX_FRAME_BYTES} (64 MiB)
+   */
+  maxFrameBytes?: number;
+  /**
+   * The credit granted to each stream this side receives, in bytes: bounds the memory a
+   * stream can make this side buffer.
+   *
+   * @default {DEFAULT_STREAM_WINDOW_BYTES} (256 KiB)
+   */
+  streamWindowBytes?: number;
+  /**
+   * How long to wait for the peer's HELLO, in milliseconds.
+   *
+   * @default {DEFAULT_HANDSHAKE_TIMEOUT} (10 s)
+   */
+  handshakeTimeout?: number;
+  /**
+   * The deadline of a call that sets no `timeout`, in milliseconds (`Infinity` for none). It
+   * covers the whole call, streams included.
+   *
+   * @default {DEFAULT_CALL_TIMEOUT} (60 s)
+   */
+  defaultTimeout?: number;
+  /**
+   * How long `close()` lets in-flight calls finish before closing abortively, in milliseconds.
+   *
+   * @default {DEFAULT_DRAIN_TIMEOUT} (5 s)
+   */
+  drainTimeout?: number;
+  /** Send PINGs and close if the peer goes silent. Off unless given. */
+  heartbeat?: HeartbeatOptions;
+  /**
+   * Whether errors sent to the peer include stack traces. Turn on only for a peer you trust
+   * (your own worker process); keep off for sockets.
+   *
+   * @default {DEFAULT_TRUST_PEER} (false)
+   */
+  trustPeer?: boolean;
+  /**
+   * Error classes to revive the peer's errors as (matched by `name`), instead of
+   * `RemoteError`.
+   */
+  errorClasses?: ReadonlyArray<new (...args: never[]) => Error>;
+  /**
+   * Called when a notification handler throws or rejects (a notification has nobody to
+   * answer to).
+   *
+   * @default logs with `console.error`
+   */
+  onNotificationError?: (error: unknown, method: string) => void;
+}
+
+/**
+ * One end of a conduit connection. Both ends are alike: each serves its `handlers` and calls
+ * the other's through {@linkcode remote}. Create one with {@linkcode openChannel}.
+ *
+ * @typeParam Remote The handler interface the peer serves.
+ *
+ * @example Calling back the caller from a handler
+ * ```ts
+ * import { type CallContext, openChannel } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * interface Client {
+ *   progress(percent: number): void;
+ * }
+ * interface Server {
+ *   work(steps: number, ctx: CallContext<Client>): Promise<string>;
+ * }
+ * const seen: number[] = [];
+ * const [a, b] = memoryPair();
+ * const [server, client] = await Promise.all([
+ *   openChannel<Client>(a, {
+ *     codec: jsonCodec(),
+ *     handlers: {
+ *       async work(steps: number, ctx: CallContext<Client>) {
+ *         for (let i = 1; i <= steps; i++) await ctx.channel.remote.progress(i * 100 / steps);
+ *         return "done";
+ *       },
+ *     } satisfies Server,
+ *   }),
+ *   openChannel<Server>(b, {
+ *     codec: jsonCodec(),
+ *     handlers: { progress: (percent: number) => void seen.push(percent) } satisfies Client,
+ *   }),
+ * ]);
+ * assert.equal(await client.remote.work(2), "done");
+ * assert.deepEqual(seen, [50, 100]);
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ */
+export class Channel<Remote extends object = Record<string, never>> implements AsyncDisposable {
+  /**
+   * The peer's methods: `remote.add(param, { signal, timeout })` returns a promise of the
+   * result, or a {@linkcode RemoteStream} when the peer's handler returns an async iterable.
+   */
+  readonly remote: RemoteOf<Remote>;
+  readonly #core: ChannelCore;
+
+  /**
+   * Starts the handshake on `transport`; most code uses {@linkcode openChannel}, which also
+   * waits for it. Until {@linkcode opened} resolves, calls fail.
+   *
+   * @param transport The connection to the peer; the channel owns and closes it.
+   * @param options The codec, handlers and limits.
+   */
+  constructor(transport: Transport, options: ChannelOptions) {
+    const codec = options.codec;
+    const slot = codecSlot(codec);
+    const defaults: MethodCodecs = { param: slot, result: slot };
+    let methodCodecs: Map<string, MethodCodecs> | undefined;
+    for (const [method, entry] of Object.entries(options.methodCodecs ?? {})) {
+      methodCodecs ??= new Map();
+      const pair = "encode" in entry ? { param: entry, result: entry } : entry;
+      methodCodecs.set(method, {
+        param: codecSlot(pair.param ?? codec),
+        result: codecSlot(pair.result ?? codec),
+      });
+    }
+    const errorClasses = new Map<string, ErrorClass>();
+    for (const cls of options.errorClasses ?? []) {
+      const name = cls.name;
+      errorClasses.set(name, cls as unknown as ErrorClass);
+    }
+    const heartbeat = options.heartbeat;
+    if (heartbeat !== undefined) {
+      positive("heartbeat.intervalMs", heartbeat.intervalMs);
+      positive("heartbeat.timeoutMs", heartbeat.timeoutMs);
+    }
+    this.#core = new ChannelCore(
+      this as unknown as Channel<Record<string, never>>,
+      transport,
+      {
+        codec,
+        methodCodecs,
+        handlers: options.handlers,
+        maxInFlight: integer("maxInFlight", options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1),
+        maxFrameBytes: integer(
+          "maxFrameBytes",
+          options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+          1024,
+          0xffff_ffff,
+        ),
+        streamWindowBytes: integer(
+          "streamWindowBytes",
+          options.streamWindowBytes ?? DEFAULT_STREAM_WINDOW_BYTES,
+          1,
+        ),
+        handshakeTimeout: positive(
+          "handshakeTimeout",
+          options.handshakeTimeout ?? DEFAULT_HANDSHAKE_TIMEOUT,
+        ),
+        defaultTimeout: positive("defaultTimeout", options.defaultTimeout ?? DEFAULT_CALL_TIMEOUT),
+        drainTimeout: positive("drainTimeout", options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT),
+        heartbeat,
+        trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
+        errorClasses,
+        onNotificationError: options.onNotificationError ?? reportNotificationError,
+      },
+      defaults,
+    );
+    const core = this.#core;
+    const methods: Record<string, unknown> = Object.create(null);
+    this.remote = new Proxy(methods, {
+      get(target, key) {
+        // "then" stays undefined so that awaiting `remote` does not call the peer.
+        if (typeof key !== "string" || key === "then") return undefined;
+        return target[key] ??= (param: unknown, options?: CallOptions) =>
+          core.call(key, param, options);
+      },
+    }) as RemoteOf<Remote>;
+  }
+
+  /** Resolves once the handshake succeeded; rejects with `HandshakeError` if it failed. */
+  get opened(): Promise<void> {
+    return this.#core.opened;
+  }
+
+  /**
+   * Settles when the connection is closed and its transport released: resolves after a
+   * graceful close (GOODBYE both ways), rejects with `ConnectionClosedError` otherwise.
+   */
+  get closed(): Promise<void> {
+    return this.#core.closed;
+  }
+
+  /** The peer's codec and limits from its HELLO, once the handshake succeeded. */
+  get peer(): PeerInfo | undefined {
+    return this.#core.peer;
+  }
+
+  /**
+   * Calls a method of the peer by name: the same as `remote[method](param, options)`.
+   *
+   * @param method The peer's method.
+   * @param args The param (a stream for a handler taking an `AsyncIterable`) and options.
+   * @returns A promise of the result, or a stream for a streaming handler.
+   */
+  call<K extends MethodName<Remote>>(
+    method: K,
+    ...args: RemoteArgs<Remote[K]>
+  ): RemoteReturn<ResultOf<Remote[K]>> {
+    return this.#core.call(method, args[0], args[1]) as unknown as RemoteReturn<
+      ResultOf<Remote[K]>
+    >;
+  }
+
+  /**
+   * Sends a notification: runs the peer's handler of that name and expects no answer.
+   *
+   * @param method The peer's method.
+   * @param param Its param.
+   * @throws {ConnectionClosedError} When the channel is closing or closed.
+   */
+  notify<K extends MethodName<Remote>>(method: K, param: RemoteArgs<Remote[K]>[0]): void {
+    this.#core.notify(method, param);
+  }
+
+  /**
+   * Closes gracefully: sends GOODBYE, starts no new calls (queued ones fail), lets in-flight
+   * calls in both directions finish up to `drainTimeout`, then closes the transport.
+   *
+   * @returns Resolves once the transport is released (never rejects).
+   */
+  close(): Promise<void> {
+    return this.#core.close();
+  }
+
+  /**
+   * Closes at once: every pending call and stream fails with `ConnectionClosedError` whose
+   * cause is `reason`, handlers' signals fire, and the transport is aborted.
+   *
+   * @param reason Why; becomes the `cause`.
+   * @returns Resolves once the transport is released.
+   */
+  abort(reason?: unknown): Promise<void> {
+    return this.#core.abort(reason);
+  }
+
+  /** Closes gracefully (`await using channel = …`). */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
+
+/**
+ * Opens a channel over `transport`: sends HELLO, waits for the peer's, and checks that both
+ * speak the same protocol version and codec. Call it on both ends.
+ *
+ * @typeParam Remote The handler interface the peer serves.
+ * @typeParam Local The handler object this side serves (inferred from `handlers`).
+ * @param transport The connection to the peer; the channel owns and closes it.
+ * @param options The codec, handlers and limits.
+ * @returns The open channel.
+ * @throws {HandshakeError} On a version or codec mismatch, an invalid HELLO or a timeout;
+ * the transport is closed by then.
+ *
+ * @example A codec mismatch fails on both sides
+ * ```ts
+ * import { HandshakeError, openChannel } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { rawCodec } from "@conduit/ipc/codecs/raw";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const [a, b] = memoryPair();
+ * const results = await Promise.allSettled([
+ *   openChannel(a, { codec: jsonCodec() }),
+ *   openChannel(b, { codec: rawCodec }),
+ * ]);
+ * for (const result of results) {
+ *   assert.equal(result.status, "rejected");
+ *   assert.ok(result.reason instanceof HandshakeError);
+ *   assert.equal(result.reason.code, "codec_mismatch");
+ * }
+ * ```
+ */
+export async function openChannel<
+  Remote extends object = Record<string, never>,
+  Local extends object = object,
+>(transport: Transport, options: ChannelOptions<Local>): Promise<Channel<Remote>> {
+  const channel = new Channel<Remote>(transport, options);
+  try {
+    await channel.opened;
+  } catch (error) {
+    await channel.close();
+    throw error;
+  }
+  return channel;
+}
+
+function integer(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
+  }
+  return value;
+}
+
+function positive(name: string, value: number): number {
+  if (!(value > 0)) throw new RangeError(`${name} must be a positive number, got ${value}`);
+  return value;
+}
+
+function reportNotificationError(error: unknown, method: string): void {
+  console.error(`conduit: the notification handler "${method}" failed:`, error);
+}

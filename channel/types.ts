@@ -1,0 +1,111 @@
+/**
+ * The types that connect a handler object to its remote view: what a handler receives
+ * ({@linkcode CallContext}), what a caller passes ({@linkcode CallOptions}) and how an
+ * interface of handlers maps to the methods a peer can call ({@linkcode RemoteOf}).
+ *
+ * @example
+ * ```ts
+ * import type { CallContext, RemoteOf, RemoteStream } from "@conduit/ipc/channel";
+ *
+ * interface Calc {
+ *   add(param: { a: number; b: number }, ctx?: CallContext): number;
+ *   count(to: number): AsyncIterable<number>;
+ * }
+ * type View = RemoteOf<Calc>;
+ * const check: [ReturnType<View["add"]>, ReturnType<View["count"]>] = [] as unknown as [
+ *   Promise<number>,
+ *   RemoteStream<number>,
+ * ];
+ * void check;
+ * ```
+ *
+ * @module
+ */
+
+import type { Channel } from "./channel.ts";
+
+/** Per-call options a caller passes as the second argument of a remote method. */
+export interface CallOptions {
+  /** Aborting it rejects the call at once with the signal's reason and cancels it remotely. */
+  signal?: AbortSignal;
+  /**
+   * The call's deadline in milliseconds; `Infinity` for none. The handler's signal fires when
+   * it passes, and the call rejects with `DeadlineExceededError`.
+   *
+   * @default {ChannelOptions.defaultTimeout} (`DEFAULT_CALL_TIMEOUT`, 60 s)
+   */
+  timeout?: number;
+}
+
+/**
+ * What a handler receives beside its param: the call's method, a signal that fires when the
+ * caller cancels, the deadline passes or the channel closes, the deadline itself, and the
+ * channel, to call the peer back.
+ *
+ * @typeParam Peer The handlers the peer serves, for typed call-backs through `channel`.
+ */
+export interface CallContext<Peer extends object = Record<string, never>> {
+  /** The method being served. */
+  readonly method: string;
+  /**
+   * Fires on cancellation (`CallCancelledError`), deadline (`DeadlineExceededError`) or
+   * connection loss (`ConnectionClosedError`); its `reason` says which.
+   */
+  readonly signal: AbortSignal;
+  /** The deadline as a `Date.now()` timestamp, or `undefined` when the caller set none. */
+  readonly deadline: number | undefined;
+  /** The channel the call arrived on. */
+  readonly channel: Channel<Peer>;
+}
+
+/**
+ * A result stream from the peer: iterate it with `for await`, or use {@linkcode readable}.
+ * Breaking out of the loop or calling {@linkcode cancel} cancels the remote producer (its
+ * `finally` runs). Items are pulled with credit-based flow control, so a slow consumer bounds
+ * what the producer sends.
+ *
+ * @typeParam T The items.
+ */
+export interface RemoteStream<T> extends AsyncIterable<T> {
+  /** The same stream as a `ReadableStream` (created on first access). */
+  readonly readable: ReadableStream<T>;
+  /** Stops the stream and cancels the remote producer. */
+  cancel(reason?: unknown): Promise<void>;
+}
+
+// Every function is assignable to this, whatever its parameters.
+type AnyHandler = (...args: never[]) => unknown;
+
+/** The param a caller passes for handler `F` (a handler's `AsyncIterable` param takes a stream). */
+export type ParamOf<F> = F extends (...args: infer A) => unknown ? A extends [] ? undefined
+  : A[0]
+  : never;
+
+/** What the caller gets for a handler returning `R`: a stream for async iterables, else a promise. */
+export type RemoteReturn<R> = [Awaited<R>] extends [never] ? Promise<never>
+  : Awaited<R> extends AsyncIterable<infer Item> ? RemoteStream<Item>
+  : Promise<Awaited<R>>;
+
+/** The arguments of a remote method: the param (optional when it may be undefined) and options. */
+export type RemoteArgs<F> = undefined extends ParamOf<F>
+  ? [param?: ParamOf<F>, options?: CallOptions]
+  : [param: ParamOf<F>, options?: CallOptions];
+
+/** The remote method for handler `F`. */
+export type RemoteMethod<F> = F extends (...args: infer _A) => infer R
+  ? (...args: RemoteArgs<F>) => RemoteReturn<R>
+  : never;
+
+/** The names of `T`'s handler methods. */
+export type MethodName<T> = {
+  [K in keyof T]: K extends string ? T[K] extends AnyHandler ? K : never : never;
+}[keyof T];
+
+/**
+ * The remote view of a peer that serves handlers of type `T`: each handler
+ * `(param, ctx) => R` becomes `(param, options?) => Promise<R>`, and each handler returning an
+ * `AsyncIterable<I>` becomes `(param, options?) => RemoteStream<I>`.
+ *
+ * @typeParam T The peer's handler interface.
+ */
+export type RemoteOf<T> = { readonly [K in MethodName<T>]: RemoteMethod<T[K]> };
