@@ -290,9 +290,12 @@ function limit(
   return value;
 }
 
+/** The library's ways of saying the input ended early: its own marker, or a DataView read. */
+const TRUNCATED = /^Insufficient data|^Offset is outside the bounds of the DataView/;
+
 function explainDecode(cause: unknown, length: number): unknown {
-  if (cause instanceof RangeError && !cause.message.startsWith("Extra ")) {
-    return new RangeError(`Input of ${length} bytes ends inside a value`, { cause });
+  if (cause instanceof RangeError && TRUNCATED.test(cause.message)) {
+    return new RangeError(`Input of ${length} byte(s) ends inside a value`, { cause });
   }
   return cause;
 }
