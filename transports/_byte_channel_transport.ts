@@ -269,6 +269,8 @@ const MAX_READ_BUFFER_BYTES = 256 * 1024;
 export class ReadBuffer {
   /** Where the next read goes. */
   buffer: Uint8Array = new Uint8Array(MIN_READ_BUFFER_BYTES);
+  /** The size of `buffer`, kept apart because a BYOB read detaches it (length 0). */
+  #size = MIN_READ_BUFFER_BYTES;
 
   /**
    * Returns the bytes just read as a chunk the caller owns.
@@ -277,10 +279,10 @@ export class ReadBuffer {
    * transferred `buffer` to.
    */
   take(view: Uint8Array): Uint8Array {
-    const size = this.buffer.length;
+    const size = this.#size;
     if (view.length >= size >>> 1) {
-      const grow = view.length === size && size < MAX_READ_BUFFER_BYTES;
-      this.buffer = new Uint8Array(grow ? size * 2 : size);
+      if (view.length === size && size < MAX_READ_BUFFER_BYTES) this.#size = size * 2;
+      this.buffer = new Uint8Array(this.#size);
       return view;
     }
     const chunk = view.slice();

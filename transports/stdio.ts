@@ -1,0 +1,460 @@
+/**
+ * Transports over a child process's standard input and output.
+ *
+ * - Parent side: {@linkcode spawnTransport} spawns a program and talks to it over its
+ *   stdin/stdout; {@linkcode childTransport} wraps a `Deno.ChildProcess` you spawned
+ *   yourself. stderr is inherited, discarded, or handed to a callback line by line; a piped
+ *   stderr is always drained, since a full pipe would block the child.
+ * - Child side: {@linkcode stdioTransport} talks to the parent over `Deno.stdin` and
+ *   `Deno.stdout`. While it is in use nothing else may write to stdout (no `console.log`:
+ *   log to stderr with `console.error`).
+ *
+ * @example A child that echoes, driven by its parent
+ * ```ts
+ * import { spawnTransport } from "@conduit/ipc/transports/stdio";
+ * import assert from "node:assert/strict";
+ *
+ * // `cat` echoes stdin to stdout; a Deno child would use stdioTransport().
+ * await using child = spawnTransport("cat");
+ * const writer = child.writable.getWriter();
+ * await writer.write(new TextEncoder().encode("hello"));
+ * await writer.close(); // cat sees the end of its input, echoes, and exits
+ * assert.equal(await new Response(child.readable).text(), "hello");
+ * assert.equal((await child.status).code, 0);
+ * ```
+ *
+ * @module
+ */
+
+import { type ByteChannel, ByteChannelTransport, ReadBuffer } from "./_byte_channel_transport.ts";
+import type { Transport } from "./types.ts";
+
+/** The default {@linkcode ChildTransportOptions.exitTimeoutMs}: 2 seconds. */
+export const DEFAULT_EXIT_TIMEOUT_MS = 2000;
+
+/**
+ * The default {@linkcode StdioTransportOptions.syncWriteMaxBytes}: 64 KiB, one pipe buffer.
+ *
+ * In a child, `await Deno.stdout.write()` runs its syscall on a worker thread while
+ * `Deno.stdout.writeSync()` runs it on the main thread; small synchronous writes are markedly
+ * faster (see `bench/transport_throughput.ts`). Past a pipe buffer a synchronous write could
+ * block the child's event loop until the parent reads, so larger chunks are written
+ * asynchronously.
+ */
+export const DEFAULT_SYNC_WRITE_MAX_BYTES: number = 64 * 1024;
+
+/** The longest stderr line handed to a callback; a longer one is split: 64 KiB. */
+export const MAX_STDERR_LINE_CHARS: number = 64 * 1024;
+
+/**
+ * What to do with a child's stderr: pass it through to ours (`"inherit"`), drop it
+ * (`"discard"`), or call a function with each line (without its line break).
+ */
+export type StderrHandling = "inherit" | "discard" | ((line: string) => void);
+
+/** Options for {@linkcode childTransport}. */
+export interface ChildTransportOptions {
+  /**
+   * What to do with the child's stderr when it is piped. Either way it is read to its end,
+   * so the child never blocks on it. A callback must not throw; if it does, the error is
+   * reported like an uncaught exception (`reportError`) and stderr is drained silently from
+   * then on.
+   *
+   * @default {"discard"}
+   */
+  stderr?: "discard" | ((line: string) => void);
+  /**
+   * How long `close()` waits for the child to exit after closing its stdin, in milliseconds,
+   * before killing it with `SIGKILL`.
+   *
+   * @default {DEFAULT_EXIT_TIMEOUT_MS} (2000)
+   */
+  exitTimeoutMs?: number;
+}
+
+/** Options for {@linkcode spawnTransport}. */
+export interface SpawnTransportOptions {
+  /**
+   * Arguments for the program.
+   *
+   * @default {[]}
+   */
+  args?: string[];
+  /**
+   * The working directory of the child.
+   *
+   * @default {undefined} (ours)
+   */
+  cwd?: string | URL;
+  /**
+   * Environment variables to set for the child, on top of ours unless `clearEnv`.
+   *
+   * @default {undefined}
+   */
+  env?: Record<string, string>;
+  /**
+   * Start the child with only the variables in `env`.
+   *
+   * @default {false}
+   */
+  clearEnv?: boolean;
+  /**
+   * What to do with the child's stderr; see {@linkcode StderrHandling}.
+   *
+   * @default {"inherit"}
+   */
+  stderr?: StderrHandling;
+  /**
+   * How long `close()` waits for the child to exit after closing its stdin, in milliseconds,
+   * before killing it with `SIGKILL`.
+   *
+   * @default {DEFAULT_EXIT_TIMEOUT_MS} (2000)
+   */
+  exitTimeoutMs?: number;
+}
+
+/** Options for {@linkcode stdioTransport}. */
+export interface StdioTransportOptions {
+  /**
+   * Chunks up to this many bytes are written to stdout synchronously; larger ones
+   * asynchronously. `0` writes everything asynchronously.
+   *
+   * @default {DEFAULT_SYNC_WRITE_MAX_BYTES} (65536)
+   */
+  syncWriteMaxBytes?: number;
+}
+
+/**
+ * A transport to a child process: its `writable` feeds the child's stdin, its `readable`
+ * carries the child's stdout.
+ *
+ * `close()` flushes, closes the child's stdin, drains its stdout until it exits (killing it
+ * with `SIGKILL` after `exitTimeoutMs`), and resolves once it has exited and every pipe is
+ * closed. `abort()` kills the child with `SIGKILL` at once. Closing `writable` only closes
+ * the child's stdin, so its remaining output can still be read.
+ */
+export interface ChildTransport extends Transport {
+  /** The child's process id. */
+  readonly pid: number;
+  /** Resolves with the child's exit status once it has exited. */
+  readonly status: Promise<Deno.CommandStatus>;
+}
+
+/**
+ * Spawns `command` with piped stdin and stdout and returns a transport to it.
+ *
+ * @param command The program to run (looked up in `PATH` unless it is a path).
+ * @param options Arguments, environment, stderr handling; see
+ * {@linkcode SpawnTransportOptions}.
+ * @returns The transport, with the child's `pid` and `status`.
+ * @throws {Deno.errors.NotFound} When the program does not exist.
+ *
+ * @example
+ * ```ts
+ * import { spawnTransport } from "@conduit/ipc/transports/stdio";
+ * import assert from "node:assert/strict";
+ *
+ * const lines: string[] = [];
+ * const child = spawnTransport(Deno.execPath(), {
+ *   args: ["eval", "console.error('starting'); await Deno.stdin.readable.pipeTo(Deno.stdout.writable)"],
+ *   stderr: (line) => lines.push(line),
+ * });
+ * const writer = child.writable.getWriter();
+ * await writer.write(new Uint8Array([1, 2, 3]));
+ * const { value } = await child.readable.getReader().read();
+ * assert.deepEqual(value, new Uint8Array([1, 2, 3]));
+ * writer.releaseLock();
+ * await child.close();
+ * assert.deepEqual(lines, ["starting"]);
+ * assert.equal((await child.status).success, true);
+ * ```
+ */
+export function spawnTransport(
+  command: string | URL,
+  options: SpawnTransportOptions = {},
+): ChildTransport {
+  const stderr = options.stderr ?? "inherit";
+  const child = new Deno.Command(command, {
+    args: options.args,
+    cwd: options.cwd,
+    env: options.env,
+    clearEnv: options.clearEnv,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: stderr === "inherit" ? "inherit" : stderr === "discard" ? "null" : "piped",
+  }).spawn();
+  return new ChildProcessTransport(
+    new ChildChannel(child, `child process ${child.pid} (${command})`, {
+      stderr: typeof stderr === "function" ? stderr : "discard",
+      exitTimeoutMs: options.exitTimeoutMs,
+    }),
+    child,
+  );
+}
+
+/**
+ * Wraps a child process spawned with `stdin: "piped"` and `stdout: "piped"` in a transport.
+ * The transport owns the child's pipes from now on; if its stderr is piped too, it is
+ * drained as `options.stderr` says.
+ *
+ * @param child The child process.
+ * @param options stderr handling and exit timeout; see {@linkcode ChildTransportOptions}.
+ * @returns The transport, with the child's `pid` and `status`.
+ * @throws {TypeError} When the child's stdin or stdout is not piped.
+ *
+ * @example
+ * ```ts
+ * import { childTransport } from "@conduit/ipc/transports/stdio";
+ * import assert from "node:assert/strict";
+ *
+ * const child = new Deno.Command("cat", { stdin: "piped", stdout: "piped" }).spawn();
+ * await using transport = childTransport(child);
+ * const writer = transport.writable.getWriter();
+ * await writer.write(new Uint8Array([42]));
+ * await writer.close();
+ * assert.deepEqual(await Array.fromAsync(transport.readable), [new Uint8Array([42])]);
+ * assert.equal(transport.pid, child.pid);
+ * ```
+ */
+export function childTransport(
+  child: Deno.ChildProcess,
+  options: ChildTransportOptions = {},
+): ChildTransport {
+  return new ChildProcessTransport(
+    new ChildChannel(child, `child process ${child.pid}`, options),
+    child,
+  );
+}
+
+/**
+ * The child's side of a stdio transport: reads from `Deno.stdin`, writes to `Deno.stdout`.
+ * Use it once per process, and write nothing else to stdout while it is open. Closing it
+ * closes stdin and stdout; closing its `writable` closes stdout only, so the parent's
+ * `readable` ends while the parent can still write to us.
+ *
+ * @param options Write strategy; see {@linkcode StdioTransportOptions}.
+ * @returns The transport to the parent.
+ *
+ * @example The child's side (run by a parent that spawned it)
+ * ```ts ignore
+ * import { stdioTransport } from "@conduit/ipc/transports/stdio";
+ *
+ * // Echo everything back to the parent until it closes our stdin.
+ * const transport = stdioTransport();
+ * await transport.readable.pipeTo(transport.writable);
+ * await transport.close();
+ * ```
+ */
+export function stdioTransport(options: StdioTransportOptions = {}): Transport {
+  const syncWriteMaxBytes = options.syncWriteMaxBytes ?? DEFAULT_SYNC_WRITE_MAX_BYTES;
+  if (!(syncWriteMaxBytes >= 0)) {
+    throw new RangeError(`syncWriteMaxBytes must be a number >= 0, got ${syncWriteMaxBytes}`);
+  }
+  return new ByteChannelTransport(new StdioChannel(syncWriteMaxBytes));
+}
+
+class ChildProcessTransport extends ByteChannelTransport implements ChildTransport {
+  readonly pid: number;
+  readonly status: Promise<Deno.CommandStatus>;
+
+  constructor(channel: ByteChannel, child: Deno.ChildProcess) {
+    super(channel);
+    this.pid = child.pid;
+    this.status = child.status;
+  }
+}
+
+class ChildChannel implements ByteChannel {
+  readonly label: string;
+  readonly #child: Deno.ChildProcess;
+  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #stdout: ReadableStreamBYOBReader;
+  readonly #stderr: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  readonly #stderrDrained: Promise<void>;
+  readonly #exitTimeoutMs: number;
+  readonly #buffer = new ReadBuffer();
+
+  constructor(child: Deno.ChildProcess, label: string, options: ChildTransportOptions) {
+    this.label = label;
+    this.#child = child;
+    this.#exitTimeoutMs = options.exitTimeoutMs ?? DEFAULT_EXIT_TIMEOUT_MS;
+    this.#stdin = child.stdin.getWriter();
+    this.#stdin.closed.catch(() => {});
+    this.#stdout = child.stdout.getReader({ mode: "byob" });
+    this.#stderr = pipedStderr(child)?.getReader();
+    this.#stderrDrained = this.#stderr
+      ? drainStderr(this.#stderr, options.stderr ?? "discard")
+      : Promise.resolve();
+  }
+
+  async read(): Promise<Uint8Array | null> {
+    const { done, value } = await this.#stdout.read(this.#buffer.buffer);
+    if (!done) return this.#buffer.take(value);
+    // The read transferred the buffer: take it back for a reader that reads past the end.
+    if (value) this.#buffer.buffer = new Uint8Array(value.buffer);
+    return null;
+  }
+
+  write(chunk: Uint8Array): Promise<void> {
+    return this.#stdin.write(chunk);
+  }
+
+  closeWrite(): Promise<void> {
+    return this.#stdin.close();
+  }
+
+  async close(abortive: boolean): Promise<void> {
+    const child = this.#child;
+    if (abortive) {
+      kill(child);
+      void this.#stdin.abort().catch(() => {});
+    } else {
+      void this.#stdin.close().catch(() => this.#stdin.abort().catch(() => {}));
+    }
+    // Drain stdout meanwhile: a child blocked on a full pipe could never exit.
+    const drained = drain(this.#stdout);
+    await waitForExit(child, this.#exitTimeoutMs);
+    // A grandchild may hold the pipes open after the child exited: stop reading them.
+    await this.#stdout.cancel().catch(() => {});
+    await this.#stderr?.cancel().catch(() => {});
+    await Promise.all([drained, this.#stderrDrained]);
+  }
+}
+
+class StdioChannel implements ByteChannel {
+  readonly label = "this process's stdio";
+  readonly #syncWriteMaxBytes: number;
+  readonly #buffer = new ReadBuffer();
+
+  constructor(syncWriteMaxBytes: number) {
+    this.#syncWriteMaxBytes = syncWriteMaxBytes;
+  }
+
+  async read(): Promise<Uint8Array | null> {
+    const buffer = this.#buffer.buffer;
+    const n = await Deno.stdin.read(buffer);
+    return n === null ? null : this.#buffer.take(buffer.subarray(0, n));
+  }
+
+  write(chunk: Uint8Array): Promise<void> | undefined {
+    if (chunk.length > this.#syncWriteMaxBytes) return writeAllAsync(chunk);
+    let written = Deno.stdout.writeSync(chunk);
+    while (written < chunk.length) written += Deno.stdout.writeSync(chunk.subarray(written));
+    return undefined;
+  }
+
+  closeWrite(): Promise<void> {
+    closeQuietly(Deno.stdout);
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    // Closing stdin also settles a pending read (with Interrupted), so the process can exit.
+    closeQuietly(Deno.stdin);
+    closeQuietly(Deno.stdout);
+    return Promise.resolve();
+  }
+}
+
+async function writeAllAsync(chunk: Uint8Array): Promise<void> {
+  let written = await Deno.stdout.write(chunk);
+  while (written < chunk.length) written += await Deno.stdout.write(chunk.subarray(written));
+}
+
+function closeQuietly(resource: { close(): void }): void {
+  try {
+    resource.close();
+  } catch {
+    // Closed already.
+  }
+}
+
+function pipedStderr(child: Deno.ChildProcess): ReadableStream<Uint8Array> | undefined {
+  try {
+    return child.stderr;
+  } catch {
+    // Not piped: inherited or discarded by the OS.
+    return undefined;
+  }
+}
+
+function kill(child: Deno.ChildProcess): void {
+  try {
+    child.kill("SIGKILL");
+  } catch {
+    // It has exited already.
+  }
+}
+
+async function waitForExit(child: Deno.ChildProcess, timeoutMs: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(true), timeoutMs);
+  });
+  try {
+    if (await Promise.race([child.status.then(() => false), timedOut])) kill(child);
+  } finally {
+    clearTimeout(timer);
+  }
+  await child.status;
+}
+
+async function drain(reader: ReadableStreamBYOBReader): Promise<void> {
+  let buffer = new Uint8Array(64 * 1024);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read(buffer);
+      if (done) return;
+      buffer = new Uint8Array(value.buffer);
+    }
+  } catch {
+    // The pipe failed: there is nothing left to drain.
+  }
+}
+
+async function drainStderr(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  handling: "discard" | ((line: string) => void),
+): Promise<void> {
+  let onLine = typeof handling === "function" ? handling : undefined;
+  const emit = (line: string) => {
+    for (let start = 0; onLine !== undefined; start += MAX_STDERR_LINE_CHARS) {
+      try {
+        onLine(line.slice(start, start + MAX_STDERR_LINE_CHARS));
+      } catch (error) {
+        onLine = undefined;
+        reportError(error);
+      }
+      if (start + MAX_STDERR_LINE_CHARS >= line.length) return;
+    }
+  };
+  const decoder = new TextDecoder();
+  let partial = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (onLine === undefined) continue;
+      const text = decoder.decode(value, { stream: true });
+      let start = 0;
+      for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n", start)) {
+        emit(stripCr(partial + text.slice(start, end)));
+        partial = "";
+        start = end + 1;
+      }
+      partial += text.slice(start);
+      while (partial.length > MAX_STDERR_LINE_CHARS) {
+        emit(partial.slice(0, MAX_STDERR_LINE_CHARS));
+        partial = partial.slice(MAX_STDERR_LINE_CHARS);
+      }
+    }
+  } catch {
+    // The pipe failed: report what arrived.
+  }
+  partial += decoder.decode();
+  if (partial.length > 0) emit(stripCr(partial));
+}
+
+function stripCr(line: string): string {
+  return line.endsWith("\r") ? line.slice(0, -1) : line;
+}

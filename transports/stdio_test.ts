@@ -1,0 +1,173 @@
+import assert from "node:assert/strict";
+import { testTransportConformance } from "./_conformance.ts";
+import { childTransport, spawnTransport } from "./stdio.ts";
+import type { Transport } from "./types.ts";
+import { listenUnix } from "./unix.ts";
+
+const RELAY = new URL("../testdata/transports/stdio_relay.ts", import.meta.url).pathname;
+
+// `a` is the parent side of a stdio transport to a real child; the child relays its stdio
+// (through stdioTransport) to a Unix socket whose other end is `b`. So every case crosses
+// both sides of the stdio transport and a real process.
+testTransportConformance({
+  name: "stdio",
+  pair: async () => {
+    const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+    const listener = await listenUnix(`${dir}/s`);
+    const accepting = listener[Symbol.asyncIterator]().next();
+    const a = spawnTransport(Deno.execPath(), { args: ["run", "-A", RELAY, `${dir}/s`] });
+    const exited = a.status.then((status) => {
+      throw new Error(`the relay exited before connecting: ${JSON.stringify(status)}`);
+    });
+    const b = (await Promise.race([accepting, exited])).value!;
+    return {
+      a,
+      b,
+      cleanup: async () => {
+        await listener.close();
+        await Deno.remove(dir, { recursive: true });
+      },
+    };
+  },
+  stuckPeer: () => {
+    const transport = spawnTransport(Deno.execPath(), {
+      args: ["eval", "setInterval(() => {}, 60_000)"],
+    });
+    return Promise.resolve({
+      transport,
+      kill: async () => {
+        Deno.kill(transport.pid, "SIGKILL");
+        await transport.status;
+      },
+    });
+  },
+  abortSeenByPeer: "end",
+});
+
+Deno.test("stdio: stderr lines go to the callback, and a loud stderr never blocks the child", async () => {
+  const lines: string[] = [];
+  const child = spawnTransport(Deno.execPath(), {
+    args: [
+      "eval",
+      `const e = new TextEncoder();
+       await Deno.stderr.write(e.encode("one\\r\\ntw"));
+       await Deno.stderr.write(e.encode("o\\n" + "x".repeat(200_000) + "\\nlast"));`,
+    ],
+    stderr: (line) => lines.push(line),
+  });
+  assert.equal((await child.status).code, 0);
+  await child.close();
+  assert.deepEqual(lines.map((l) => l.length > 20 ? `${l[0]}*${l.length}` : l), [
+    "one",
+    "two",
+    "x*65536",
+    "x*65536",
+    "x*65536",
+    "x*3392",
+    "last",
+  ]);
+});
+
+Deno.test("stdio: a discarded stderr is not a pipe the child can fill", async () => {
+  const child = spawnTransport(Deno.execPath(), {
+    args: ["eval", `await Deno.stderr.write(new Uint8Array(1 << 20))`],
+    stderr: "discard",
+  });
+  assert.equal((await child.status).code, 0);
+  await child.close();
+});
+
+Deno.test("stdio: close() kills a child that outlives its stdin, after exitTimeoutMs", async () => {
+  const child = spawnTransport(Deno.execPath(), {
+    args: ["eval", "setInterval(() => {}, 60_000)"],
+    exitTimeoutMs: 50,
+  });
+  await child.close();
+  const status = await child.status;
+  assert.equal(status.signal, "SIGKILL");
+});
+
+Deno.test("stdio: abort() kills the child at once", async () => {
+  const child = spawnTransport(Deno.execPath(), {
+    args: ["eval", "setInterval(() => {}, 60_000)"],
+  });
+  const reason = new Error("stop");
+  await child.abort(reason);
+  assert.equal((await child.status).signal, "SIGKILL");
+  const error = await child.readable.getReader().read().catch((e) => e);
+  assert.equal(error.cause, reason);
+});
+
+Deno.test("stdio: close() returns once the child exits, although a grandchild holds its stdout", async () => {
+  let grandchild = 0;
+  const child = spawnTransport(Deno.execPath(), {
+    args: [
+      "eval",
+      `const g = new Deno.Command("sleep", { args: ["30"], stdout: "inherit" }).spawn();
+       console.error(g.pid);
+       g.unref();`,
+    ],
+    stderr: (line) => grandchild = Number(line),
+  });
+  assert.equal((await child.status).code, 0);
+  await child.close();
+  assert.ok(grandchild > 0);
+  Deno.kill(grandchild, "SIGKILL");
+});
+
+Deno.test("stdio: childTransport() wraps a child you spawned, draining its piped stderr", async () => {
+  const spawned = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `await Deno.stderr.write(new Uint8Array(1 << 20));
+       await Deno.stdin.readable.pipeTo(Deno.stdout.writable);`,
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const transport = childTransport(spawned);
+  assert.equal(transport.pid, spawned.pid);
+  await echoOnce(transport);
+  assert.equal((await transport.status).code, 0);
+});
+
+Deno.test("stdio: childTransport() refuses a child whose stdin is not piped", async () => {
+  const spawned = new Deno.Command("true", { stdout: "piped" }).spawn();
+  assert.throws(() => childTransport(spawned), TypeError);
+  await spawned.stdout.cancel();
+  await spawned.status;
+});
+
+Deno.test("stdio: spawning a program that does not exist throws NotFound", () => {
+  assert.throws(() => spawnTransport("/nonexistent/program"), Deno.errors.NotFound);
+});
+
+Deno.test("stdio: the child side delivers small (sync) and large (async) writes in order", async () => {
+  // The relay's writes to its stdout take both paths: 1 B and 1 MiB chunks.
+  const code = `
+    import { stdioTransport } from ${JSON.stringify(new URL("./stdio.ts", import.meta.url).href)};
+    const t = stdioTransport({ syncWriteMaxBytes: 1024 });
+    const w = t.writable.getWriter();
+    await w.write(new Uint8Array([7]));
+    await w.write(new Uint8Array(1 << 20).fill(8));
+    await w.write(new Uint8Array([9]));
+    await w.close();
+    await t.close();`;
+  const child = spawnTransport(Deno.execPath(), { args: ["eval", code] });
+  const bytes = new Uint8Array(await new Response(child.readable).arrayBuffer());
+  assert.equal(bytes.length, 2 + (1 << 20));
+  assert.equal(bytes[0], 7);
+  assert.ok(bytes.subarray(1, 1 + (1 << 20)).every((b) => b === 8));
+  assert.equal(bytes.at(-1), 9);
+  await child.close();
+  assert.equal((await child.status).code, 0);
+});
+
+async function echoOnce(transport: Transport): Promise<void> {
+  const writer = transport.writable.getWriter();
+  await writer.write(new Uint8Array([1, 2, 3]));
+  await writer.close();
+  assert.deepEqual(await Array.fromAsync(transport.readable), [new Uint8Array([1, 2, 3])]);
+  await transport.close();
+}

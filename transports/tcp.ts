@@ -1,0 +1,248 @@
+/**
+ * TCP and TLS transports: {@linkcode listenTcp} / {@linkcode connectTcp} and
+ * {@linkcode listenTls} / {@linkcode connectTls}. Listeners bind to loopback unless told
+ * otherwise, and plain TCP connections disable Nagle's algorithm (`setNoDelay(true)`), since
+ * conduit coalesces its own writes and a request must not wait for the previous reply's ACK.
+ *
+ * TLS caveat: Deno gives no way to set `TCP_NODELAY` on a connection accepted by
+ * `Deno.listenTls` (a `Deno.TlsConn` has no `setNoDelay`), so the server side of a TLS
+ * connection keeps Nagle's algorithm: a small write made while earlier bytes are unacknowledged
+ * can wait for the peer's delayed ACK (tens of ms). {@linkcode connectTls} sets `TCP_NODELAY`
+ * on its side by connecting over TCP first and upgrading with `Deno.startTls`.
+ *
+ * @example Echo over TCP
+ * ```ts
+ * import { connectTcp, listenTcp } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
+ *
+ * await using listener = listenTcp({ port: 0 });
+ * const serving = (async () => {
+ *   for await (const server of listener) {
+ *     await server.readable.pipeTo(server.writable); // echo until the client half-closes
+ *     await server.close();
+ *     return;
+ *   }
+ * })();
+ * const { port } = listener.addr as Deno.NetAddr;
+ * await using client = await connectTcp({ port });
+ * const writer = client.writable.getWriter();
+ * await writer.write(new TextEncoder().encode("hi"));
+ * await writer.close();
+ * const echoed = await new Response(client.readable).text();
+ * assert.equal(echoed, "hi");
+ * await serving;
+ * ```
+ *
+ * @module
+ */
+
+import { connTransport } from "./_conn_transport.ts";
+import { ConnListener } from "./_conn_listener.ts";
+import type { Listener, Transport } from "./types.ts";
+
+/** The default hostname listeners bind to and clients connect to: IPv4 loopback. */
+export const DEFAULT_TCP_HOSTNAME = "127.0.0.1";
+
+/** Options for {@linkcode listenTcp}. */
+export interface TcpListenOptions {
+  /**
+   * The address to bind. Anything other than loopback accepts connections from other
+   * machines: use TLS ({@linkcode listenTls}) for those.
+   *
+   * @default {DEFAULT_TCP_HOSTNAME} ("127.0.0.1")
+   */
+  hostname?: string;
+  /**
+   * The port to bind; `0` picks a free one (read it from `listener.addr`).
+   *
+   * @default {0}
+   */
+  port?: number;
+}
+
+/** Options for {@linkcode connectTcp}. */
+export interface TcpConnectOptions {
+  /**
+   * The host to connect to.
+   *
+   * @default {DEFAULT_TCP_HOSTNAME} ("127.0.0.1")
+   */
+  hostname?: string;
+  /** The port to connect to. */
+  port: number;
+}
+
+/** Options for {@linkcode listenTls}: a TCP address plus the server's certificate chain. */
+export interface TlsListenOptions extends TcpListenOptions {
+  /** The server's certificate chain, PEM-encoded, leaf first. */
+  cert: string;
+  /** The private key of the leaf certificate, PEM-encoded. */
+  key: string;
+}
+
+/** Options for {@linkcode connectTls}. */
+export interface TlsConnectOptions extends TcpConnectOptions {
+  /**
+   * PEM-encoded CA certificates to trust, in place of the system's roots (for a private CA
+   * or a test certificate).
+   *
+   * @default {undefined} (the system's root certificates)
+   */
+  caCerts?: string[];
+  /**
+   * The name the server's certificate must carry, when it differs from `hostname` (for
+   * example when connecting to an IP address whose certificate names a host).
+   *
+   * @default {hostname}
+   */
+  serverName?: string;
+}
+
+/**
+ * Listens for TCP connections; each accepted connection is a {@linkcode Transport} with
+ * `setNoDelay(true)`.
+ *
+ * @param options Address to bind; see {@linkcode TcpListenOptions}.
+ * @returns A listener; iterate it to accept, `close()` it to stop.
+ *
+ * @example
+ * ```ts
+ * import { listenTcp } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
+ *
+ * const listener = listenTcp({ port: 0 });
+ * assert.equal((listener.addr as Deno.NetAddr).hostname, "127.0.0.1");
+ * await listener.close();
+ * ```
+ */
+export function listenTcp(options: TcpListenOptions = {}): Listener {
+  const listener = Deno.listen({
+    transport: "tcp",
+    hostname: options.hostname ?? DEFAULT_TCP_HOSTNAME,
+    port: options.port ?? 0,
+  });
+  return new ConnListener(listener, (conn) => {
+    conn.setNoDelay(true);
+    return connTransport(conn, `TCP connection from ${formatAddr(conn.remoteAddr)}`);
+  });
+}
+
+/**
+ * Connects to a TCP listener, with `setNoDelay(true)`.
+ *
+ * @param options Where to connect; see {@linkcode TcpConnectOptions}.
+ * @returns The connected transport.
+ * @throws {Deno.errors.ConnectionRefused} When nothing listens there.
+ *
+ * @example
+ * ```ts
+ * import { connectTcp, listenTcp } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
+ *
+ * await using listener = listenTcp({ port: 0 });
+ * const accepted = listener[Symbol.asyncIterator]().next();
+ * await using client = await connectTcp({ port: (listener.addr as Deno.NetAddr).port });
+ * await using server = (await accepted).value!;
+ * await client.close();
+ * const { done } = await server.readable.getReader().read();
+ * assert.ok(done);
+ * ```
+ */
+export async function connectTcp(options: TcpConnectOptions): Promise<Transport> {
+  const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
+  const conn = await Deno.connect({ transport: "tcp", hostname, port: options.port });
+  conn.setNoDelay(true);
+  return connTransport(conn, `TCP connection to ${hostname}:${options.port}`);
+}
+
+/**
+ * Listens for TLS connections. The handshake of an accepted connection runs on its first
+ * read or write; a client that fails it shows up as a read error on that transport, not on
+ * the listener.
+ *
+ * @param options Address, certificate and key; see {@linkcode TlsListenOptions}.
+ * @returns A listener; iterate it to accept, `close()` it to stop.
+ *
+ * @example
+ * ```ts ignore
+ * import { listenTls } from "@conduit/ipc/transports/tcp";
+ *
+ * await using listener = listenTls({
+ *   port: 8443,
+ *   cert: await Deno.readTextFile("server.pem"),
+ *   key: await Deno.readTextFile("server.key"),
+ * });
+ * for await (const transport of listener) {
+ *   // serve transport
+ * }
+ * ```
+ */
+export function listenTls(options: TlsListenOptions): Listener {
+  const listener = Deno.listenTls({
+    transport: "tcp",
+    hostname: options.hostname ?? DEFAULT_TCP_HOSTNAME,
+    port: options.port ?? 0,
+    cert: options.cert,
+    key: options.key,
+  });
+  return new ConnListener(
+    listener,
+    (conn) => connTransport(conn, `TLS connection from ${formatAddr(conn.remoteAddr)}`),
+  );
+}
+
+/**
+ * Connects to a TLS listener and completes the handshake, so a certificate the client does
+ * not trust fails here rather than on the first write. `TCP_NODELAY` is set on this side.
+ *
+ * @param options Where to connect and whom to trust; see {@linkcode TlsConnectOptions}.
+ * @returns The connected transport.
+ * @throws {Deno.errors.InvalidData} When the server's certificate is not trusted.
+ *
+ * @example
+ * ```ts ignore
+ * import { connectTls } from "@conduit/ipc/transports/tcp";
+ *
+ * await using transport = await connectTls({
+ *   hostname: "localhost",
+ *   port: 8443,
+ *   caCerts: [await Deno.readTextFile("ca.pem")],
+ * });
+ * ```
+ */
+export async function connectTls(options: TlsConnectOptions): Promise<Transport> {
+  const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
+  const tcp = await Deno.connect({ transport: "tcp", hostname, port: options.port });
+  let conn: Deno.TlsConn;
+  try {
+    tcp.setNoDelay(true);
+    conn = await Deno.startTls(tcp, {
+      hostname: options.serverName ?? hostname,
+      caCerts: options.caCerts,
+    });
+  } catch (error) {
+    closeQuietly(tcp);
+    throw error;
+  }
+  try {
+    await conn.handshake();
+  } catch (error) {
+    closeQuietly(conn);
+    throw error;
+  }
+  return connTransport(conn, `TLS connection to ${hostname}:${options.port}`);
+}
+
+function formatAddr(addr: Deno.Addr): string {
+  return addr.transport === "tcp" || addr.transport === "udp"
+    ? `${addr.hostname}:${addr.port}`
+    : addr.transport;
+}
+
+function closeQuietly(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // Deno.startTls consumed it, or it is closed already.
+  }
+}
