@@ -31,3 +31,4 @@ export * from "./errors.ts";
 export * from "./framing/mod.ts";
 export * from "./transports/mod.ts";
 export * from "./codecs/mod.ts";
+export * from "./channel/mod.ts";

@@ -2,6 +2,7 @@
 
 import type { Transport } from "../transports/types.ts";
 import { memoryPair } from "../transports/memory.ts";
+import { connectUnix, listenUnix } from "../transports/unix.ts";
 
 /** A connected pair of transports and how to release what they hold. */
 export interface TestPair {
@@ -25,45 +26,26 @@ export const memory: TransportKind = {
   },
 };
 
-/** Both ends of a Unix socket connection under a fresh temporary directory. */
+/** Both ends of a Unix socket connection (transports/unix.ts) under a fresh temporary directory. */
 export const unix: TransportKind = {
   name: "unix",
   async pair() {
     const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
-    const path = `${dir}/s`;
-    const listener = Deno.listen({ transport: "unix", path });
-    const [client, server] = await Promise.all([
-      Deno.connect({ transport: "unix", path }),
-      listener.accept(),
-    ]);
-    listener.close();
+    const listener = await listenUnix(`${dir}/s`);
+    const accepted = listener[Symbol.asyncIterator]().next();
+    const b = await connectUnix(`${dir}/s`);
+    const { value: a } = await accepted;
+    await listener.close();
     return {
-      a: connTransport(server),
-      b: connTransport(client),
-      cleanup: () => Deno.remove(dir, { recursive: true }),
+      a: a as Transport,
+      b,
+      async cleanup() {
+        await Promise.all([a.close(), b.close()]);
+        await Deno.remove(dir, { recursive: true });
+      },
     };
   },
 };
 
 /** Every transport kind. */
 export const transportKinds: TransportKind[] = [memory, unix];
-
-function connTransport(conn: Deno.Conn): Transport {
-  let closing: Promise<void> | undefined;
-  const release = () => {
-    try {
-      conn.close();
-    } catch {
-      // Its streams already closed it.
-    }
-  };
-  return {
-    readable: conn.readable,
-    writable: conn.writable,
-    close: () => closing ??= Promise.resolve().then(release),
-    abort: () => closing ??= Promise.resolve().then(release),
-    [Symbol.asyncDispose]() {
-      return this.close();
-    },
-  };
-}

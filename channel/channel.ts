@@ -42,7 +42,7 @@ import { ChannelCore, type PeerInfo } from "./_core.ts";
 import type { ErrorClass } from "./error_codec.ts";
 import type { CallOptions, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
-export type { PeerInfo };
+export type { Codec, PeerInfo, Transport };
 
 /** The default {@linkcode ChannelOptions.maxInFlight}: 1024 calls. */
 export const DEFAULT_MAX_IN_FLIGHT = 1024;
@@ -348,7 +348,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   }
 }
 
-type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
+/** What handler `F` returns. */
+export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
 
 /**
  * Opens a channel over `transport`: sends HELLO, waits for the peer's, and checks that both

@@ -21,6 +21,8 @@
 
 import { ConduitError } from "../errors.ts";
 
+export { ConduitError };
+
 /**
  * The connection ended (closed, aborted, the peer went away, or a protocol error) while a call
  * or stream was pending. `cause` says why: the transport error, a {@linkcode ProtocolError},
@@ -76,6 +78,8 @@ export class RemoteError extends ConduitError {
   readonly remoteStack: string | undefined;
 
   /**
+   * Creates the error from the fields that crossed the wire.
+   *
    * @param fields The error's fields as received.
    * @param options Standard error options: `cause` is the revived remote cause.
    */
@@ -107,6 +111,8 @@ export class MethodNotFoundError extends RemoteError {
   readonly method: string;
 
   /**
+   * Creates the error for a method the peer does not serve.
+   *
    * @param method The method name that was called.
    * @param message The message, defaulting to one that names the method.
    */
@@ -136,6 +142,8 @@ export class DeadlineExceededError extends ConduitError {
   readonly timeoutMs: number;
 
   /**
+   * Creates the error for a call whose deadline passed.
+   *
    * @param method The method called.
    * @param timeoutMs The deadline in milliseconds.
    */
@@ -164,6 +172,8 @@ export class CallCancelledError extends ConduitError {
   readonly method: string;
 
   /**
+   * Creates the error a handler's signal fires with when its caller cancels.
+   *
    * @param method The cancelled method.
    * @param reason The caller's reason, if it sent one.
    */
@@ -193,6 +203,8 @@ export class HandshakeError extends ConduitError {
   readonly code: string;
 
   /**
+   * Creates the error naming what failed in the handshake.
+   *
    * @param code The GOODBYE code naming the failure.
    * @param message What differed, with both values.
    * @param options Standard error options (`cause`).

@@ -73,8 +73,8 @@ export interface RemoteStream<T> extends AsyncIterable<T> {
   cancel(reason?: unknown): Promise<void>;
 }
 
-// Every function is assignable to this, whatever its parameters.
-type AnyHandler = (...args: never[]) => unknown;
+/** Any handler function: every function is assignable to it, whatever its parameters. */
+export type AnyHandler = (...args: never[]) => unknown;
 
 /** The param a caller passes for handler `F` (a handler's `AsyncIterable` param takes a stream). */
 export type ParamOf<F> = F extends (...args: infer A) => unknown ? A extends [] ? undefined
