@@ -235,14 +235,23 @@ export function childTransport(
  * @param options Write strategy; see {@linkcode StdioTransportOptions}.
  * @returns The transport to the parent.
  *
- * @example The child's side (run by a parent that spawned it)
- * ```ts ignore
- * import { stdioTransport } from "@conduit/ipc/transports/stdio";
+ * @example A Deno child that echoes to its parent
+ * ```ts
+ * import { spawnTransport } from "@conduit/ipc/transports/stdio";
+ * import assert from "node:assert/strict";
  *
- * // Echo everything back to the parent until it closes our stdin.
- * const transport = stdioTransport();
- * await transport.readable.pipeTo(transport.writable);
- * await transport.close();
+ * // The child's program: echo everything until the parent closes our stdin.
+ * const program = `
+ *   import { stdioTransport } from "@conduit/ipc/transports/stdio";
+ *   const transport = stdioTransport();
+ *   await transport.readable.pipeTo(transport.writable);
+ *   await transport.close();
+ * `;
+ * await using child = spawnTransport(Deno.execPath(), { args: ["eval", program] });
+ * const writer = child.writable.getWriter();
+ * await writer.write(new TextEncoder().encode("ping"));
+ * await writer.close();
+ * assert.equal(await new Response(child.readable).text(), "ping");
  * ```
  */
 export function stdioTransport(options: StdioTransportOptions = {}): Transport {

@@ -163,18 +163,31 @@ export async function connectTcp(options: TcpConnectOptions): Promise<Transport>
  * @param options Address, certificate and key; see {@linkcode TlsListenOptions}.
  * @returns A listener; iterate it to accept, `close()` it to stop.
  *
- * @example
- * ```ts ignore
- * import { listenTls } from "@conduit/ipc/transports/tcp";
+ * @example Echo over TLS (with the repository's test-only certificate)
+ * ```ts
+ * import { connectTls, listenTls } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
  *
  * await using listener = listenTls({
- *   port: 8443,
- *   cert: await Deno.readTextFile("server.pem"),
- *   key: await Deno.readTextFile("server.key"),
+ *   cert: await Deno.readTextFile("testdata/tls/server.pem"),
+ *   key: await Deno.readTextFile("testdata/tls/server.key"),
  * });
- * for await (const transport of listener) {
- *   // serve transport
- * }
+ * const serving = (async () => {
+ *   for await (const server of listener) {
+ *     await server.readable.pipeTo(server.writable);
+ *     await server.close();
+ *     return;
+ *   }
+ * })();
+ * await using client = await connectTls({
+ *   port: (listener.addr as Deno.NetAddr).port,
+ *   caCerts: [await Deno.readTextFile("testdata/tls/ca.pem")],
+ * });
+ * const writer = client.writable.getWriter();
+ * await writer.write(new TextEncoder().encode("secret"));
+ * await writer.close();
+ * assert.equal(await new Response(client.readable).text(), "secret");
+ * await serving;
  * ```
  */
 export function listenTls(options: TlsListenOptions): Listener {
@@ -199,15 +212,23 @@ export function listenTls(options: TlsListenOptions): Listener {
  * @returns The connected transport.
  * @throws {Deno.errors.InvalidData} When the server's certificate is not trusted.
  *
- * @example
- * ```ts ignore
- * import { connectTls } from "@conduit/ipc/transports/tcp";
+ * @example A server whose certificate the client does not trust
+ * ```ts
+ * import { connectTls, listenTls } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
  *
- * await using transport = await connectTls({
- *   hostname: "localhost",
- *   port: 8443,
- *   caCerts: [await Deno.readTextFile("ca.pem")],
+ * await using listener = listenTls({
+ *   cert: await Deno.readTextFile("testdata/tls/server.pem"),
+ *   key: await Deno.readTextFile("testdata/tls/server.key"),
  * });
+ * const accepting = listener[Symbol.asyncIterator]().next();
+ * // No caCerts: the system's roots do not include the test CA.
+ * await assert.rejects(
+ *   connectTls({ port: (listener.addr as Deno.NetAddr).port }),
+ *   Deno.errors.InvalidData,
+ * );
+ * await using server = (await accepting).value!;
+ * await assert.rejects(Array.fromAsync(server.readable)); // its handshake failed too
  * ```
  */
 export async function connectTls(options: TlsConnectOptions): Promise<Transport> {

@@ -9,14 +9,26 @@
 /**
  * A bidirectional byte channel to one peer.
  *
- * Close semantics, shared by every implementation:
- * - {@linkcode Transport.close} is graceful: bytes already written are flushed, then both
- *   directions close. It is idempotent and resolves when every OS resource is released.
- * - {@linkcode Transport.abort} is abortive: pending writes are dropped and both directions
- *   close at once.
- * - After the peer closes, `readable` ends (a read returns `done`). A write after close is
- *   rejected with `TransportClosedError`. A peer that dies mid-write errors the write, never
- *   hangs it.
+ * Close semantics, shared by every implementation and checked by one conformance suite:
+ * - {@linkcode Transport.close} is graceful: every chunk given to `writable` before the call
+ *   is written (awaited or not), then both directions close and every OS resource is
+ *   released (for a child process: it has exited). It is idempotent, never rejects, and
+ *   resolves once the release is done.
+ * - {@linkcode Transport.abort} is abortive: queued writes are dropped and both directions
+ *   close at once; local reads and writes then fail with `TransportClosedError` whose `cause`
+ *   is the reason. The in-memory peer's `readable` errors; a socket or stdio peer's ends (or
+ *   errors with a reset, if it had sent bytes that were never read).
+ * - Closing `writable` (`writer.close()`, the end of a `pipeTo`) half-closes: the peer's
+ *   `readable` ends after the last byte, and this side can still read. Once both directions
+ *   have ended, the transport releases its resources by itself.
+ * - After the peer closes, `readable` ends (a read returns `done`); if the connection breaks
+ *   instead, `readable` errors with `TransportClosedError`.
+ * - A write after `close()` or `abort()` is rejected with `TransportClosedError`. A peer that
+ *   dies mid-write makes the write reject with `TransportClosedError` (the OS error is its
+ *   `cause`), never hang. A peer that lives but does not read holds writes back, and with
+ *   them `close()`'s flush: `abort()` does not wait.
+ * - Chunks from `readable` belong to the reader: the transport never writes to them again,
+ *   so views into them can be kept.
  *
  * @example
  * ```ts
@@ -35,19 +47,24 @@
  * ```
  */
 export interface Transport extends AsyncDisposable {
-  /** Bytes from the peer. Ends when the peer closes. */
+  /** Bytes from the peer. Ends when the peer closes or half-closes. */
   readonly readable: ReadableStream<Uint8Array>;
-  /** Bytes to the peer. */
+  /** Bytes to the peer. Closing it half-closes the transport. */
   readonly writable: WritableStream<Uint8Array>;
   /** Flushes pending writes, closes both directions and releases every resource. */
   close(): Promise<void>;
-  /** Closes both directions at once, dropping pending writes. */
+  /**
+   * Closes both directions at once, dropping pending writes.
+   *
+   * @param reason The `cause` of the errors later reads and writes fail with.
+   */
   abort(reason?: unknown): Promise<void>;
 }
 
 /**
  * A source of incoming transports, one per accepted connection. Iterate it with
- * `for await`; the iteration ends once the listener is closed.
+ * `for await`; the iteration ends once the listener is closed. Leaving the loop early does
+ * not close the listener, and accepted transports belong to the caller: they outlive it.
  *
  * @example
  * ```ts
