@@ -166,6 +166,14 @@ export class IpcReader {
     metadata: Map<string, string>,
   ): RecordBatch {
     const schema = this.schema!;
+    if (header.length > 0) {
+      for (const id of schema.dictionaries.keys()) {
+        // apache-arrow would silently substitute an empty dictionary.
+        if (!this.#dictionaries.has(id)) {
+          throw new TypeError(`a record batch arrived before its dictionary ${id}`);
+        }
+      }
+    }
     const children = new VectorLoader(
       body,
       header.nodes,
@@ -175,7 +183,8 @@ export class IpcReader {
       header.variadicBufferCounts,
     ).visitMany(schema.fields);
     for (const [i, child] of children.entries()) {
-      if (child.length < header.length) {
+      // The spec requires equal lengths; a longer column would be rows no batch owns.
+      if (child.length !== header.length) {
         throw new RangeError(
           `column "${
             schema.fields[i].name
@@ -269,11 +278,25 @@ export function fieldDepth(schema: Schema, limit: number): number {
   return deepest;
 }
 
-// Checks that each buffer is long enough for the rows it claims, so a corrupt length in a
-// header becomes an error here instead of silently short reads later.
+// Checks that each buffer is long enough for the rows it claims and that nested types have
+// their child columns, so a corrupt header becomes an error here instead of short reads or
+// crashes later. Per-row invariants (monotonic offsets, dictionary indices in range, view
+// buffer indices) are not checked: that would cost a pass over the data, and breaking them
+// reads back as wrong values or apache-arrow's own errors, never as a hang.
 function checkData(data: Data, where: string): void {
-  const { length, offset, stride, children } = data;
+  const { length, offset, stride, children, type } = data;
   const end = offset + length;
+  const wanted = LIST_LIKE.has(type.typeId)
+    ? 1
+    : type.typeId === Type.Struct || type.typeId === Type.Union
+    ? type.children.length
+    : 0;
+  const declared = type.typeId === Type.Dictionary ? 0 : type.children?.length ?? 0;
+  if (declared !== wanted || children.length !== wanted) {
+    throw new TypeError(
+      `${where}: a ${type} column needs ${wanted} child column(s), found ${children.length}`,
+    );
+  }
   const fail = (what: string, have: number, need: number): never => {
     throw new RangeError(
       `${where}: ${what} holds ${have} entries but ${length} rows from offset ${offset} need ${need}`,
@@ -286,7 +309,7 @@ function checkData(data: Data, where: string): void {
     }
     const values = data.values as ArrayLike<unknown> | undefined;
     const offsets = data.valueOffsets as ArrayLike<number | bigint> | undefined;
-    switch (data.type.typeId) {
+    switch (type.typeId) {
       case Type.Bool:
         if ((values?.length ?? 0) * 8 < end) {
           fail("the values (bits)", (values?.length ?? 0) * 8, end);
@@ -318,7 +341,7 @@ function checkData(data: Data, where: string): void {
         checkOffsets(offsets, end, children[0]?.length ?? 0, fail);
         break;
       case Type.FixedSizeList: {
-        const size = (data.type as unknown as { listSize: number }).listSize;
+        const size = (type as unknown as { listSize: number }).listSize;
         if ((children[0]?.length ?? 0) < end * size) {
           fail("the child", children[0]?.length ?? 0, end * size);
         }
@@ -327,6 +350,12 @@ function checkData(data: Data, where: string): void {
       case Type.Struct:
         for (const child of children) if (child.length < end) fail("a child", child.length, end);
         break;
+      case Type.BinaryView:
+      case Type.Utf8View:
+        if ((values?.length ?? 0) < end * VIEW_BYTES) {
+          fail("the views (bytes)", values?.length ?? 0, end * VIEW_BYTES);
+        }
+        break;
       case Type.Union:
         if ((data.typeIds?.length ?? 0) < end) fail("the type ids", data.typeIds?.length ?? 0, end);
         break;
@@ -334,6 +363,14 @@ function checkData(data: Data, where: string): void {
   }
   for (const child of children) checkData(child, where);
 }
+
+const LIST_LIKE: ReadonlySet<Type> = new Set([
+  Type.List,
+  Type.LargeList,
+  Type.FixedSizeList,
+  Type.Map,
+]);
+const VIEW_BYTES = 16;
 
 function checkOffsets(
   offsets: ArrayLike<number | bigint> | undefined,

@@ -17,7 +17,9 @@
  * `byteOffset` is not a multiple of 8 has each message body copied once. Malformed, truncated
  * or out-of-order input is a `CodecError` naming the codec `"arrow"`, checked per message and
  * per column (never per row): the end-of-stream marker is required, so a stream cut at a
- * message boundary is an error rather than a shorter table.
+ * message boundary is an error rather than a shorter table. Arrow can describe many rows in
+ * few bytes (a Null column has no buffers at all), so check `numRows` before iterating a table
+ * from an untrusted peer.
  *
  * Use the `apache-arrow` version this module uses (21.2.0) to build the values you encode:
  * tables from another copy of the library are rejected.
