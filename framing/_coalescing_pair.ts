@@ -98,15 +98,13 @@ export function coalescingPair(
     write(payload): void | Promise<void> {
       if (failure !== undefined) throw failure.reason;
       try {
-        if (packer.overflows(payload)) {
-          packer.check(payload);
-          return waitForTake().then(() => write(payload));
-        }
-        write(payload);
+        packer.check(payload);
       } catch (error) {
         fail(error, "both");
         throw error;
       }
+      if (packer.overflows(payload)) return waitForTake().then(() => enqueue(payload));
+      enqueue(payload);
     },
     close() {
       closed = true;
@@ -117,8 +115,8 @@ export function coalescingPair(
     },
   });
 
-  function write(payload: Uint8Array): void {
-    packer.add(payload);
+  function enqueue(payload: Uint8Array): void {
+    packer.enqueue(payload);
     wakeReader();
   }
 

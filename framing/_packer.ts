@@ -2,6 +2,7 @@
 // NDJSON, Content-Length) and by FrameWriter, so all of them write frames the same way.
 
 import { FrameSyntaxError, FrameTooLargeError } from "../errors.ts";
+import { findByte } from "./_find_byte.ts";
 import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, writeLength } from "./_header.ts";
 
 /**
@@ -102,6 +103,11 @@ export abstract class BatchPacker {
   /** Queues one frame after {@linkcode check}ing it; nothing is queued if that throws. */
   add(payload: Uint8Array): void {
     this.check(payload);
+    this.enqueue(payload);
+  }
+
+  /** Queues one frame that {@linkcode check} has accepted. */
+  enqueue(payload: Uint8Array): void {
     this.#frames.push(payload);
     this.#bytes += this.headerBytes(payload.length) + payload.length + this.trailer.length;
   }
@@ -222,7 +228,7 @@ export class LinePacker extends BatchPacker {
   }
   protected writeHeader(): void {}
   protected override validate(payload: Uint8Array): void {
-    const at = payload.indexOf(NEWLINE);
+    const at = findByte(payload, NEWLINE);
     if (at !== -1) {
       throw new FrameSyntaxError(
         `NDJSON payload holds a newline at byte ${at} of ${payload.length}; encode it as one line`,

@@ -183,11 +183,24 @@ class ContentLengthDecoder {
     }
   }
 
-  /** Copies header bytes until the section's blank line; returns the offset after them. */
+  /**
+   * Reads a header section starting at `offset`; returns the offset after it. A section
+   * inside the chunk is parsed in place; one that spans chunks is gathered in the header
+   * buffer first.
+   */
   #readHeader(chunk: Uint8Array, offset: number): number {
     const header = this.#header;
     const max = header.length;
     const size = chunk.length;
+    if (this.#headerFill === 0) {
+      const limit = Math.min(size, offset + max);
+      for (let i = offset + 3; i < limit; i++) {
+        if (chunk[i] === LF && chunk[i - 1] === CR && chunk[i - 2] === LF && chunk[i - 3] === CR) {
+          this.#bodyLength = this.#parseHeader(chunk, offset, i - 3);
+          return i + 1;
+        }
+      }
+    }
     let fill = this.#headerFill;
     while (offset < size) {
       if (fill === max) {
@@ -202,7 +215,7 @@ class ContentLengthDecoder {
         header[fill - 4] === CR
       ) {
         this.#headerFill = 0;
-        this.#bodyLength = this.#parseHeader(fill - 4);
+        this.#bodyLength = this.#parseHeader(header, 0, fill - 4);
         return offset;
       }
     }
@@ -210,32 +223,79 @@ class ContentLengthDecoder {
     return offset;
   }
 
-  #parseHeader(end: number): number {
-    const text = latin1(this.#header, end);
+  /** Parses the header lines in `bytes[start, end)`; returns the Content-Length. */
+  #parseHeader(bytes: Uint8Array, start: number, end: number): number {
     let length = -1;
-    for (const line of text === "" ? [] : text.split("\r\n")) {
-      const colon = line.indexOf(":");
-      if (colon <= 0) {
-        throw new FrameSyntaxError(`Malformed header line ${quote(line)}: expected "Name: value"`);
+    for (let line = start; line < end;) {
+      let lineEnd = line;
+      while (lineEnd < end && !(bytes[lineEnd] === CR && bytes[lineEnd + 1] === LF)) lineEnd++;
+      let colon = line;
+      while (colon < lineEnd && bytes[colon] !== COLON) colon++;
+      if (colon === line || colon === lineEnd) {
+        throw new FrameSyntaxError(
+          `Malformed header line ${quote(latin1(bytes, line, lineEnd))}: expected "Name: value"`,
+        );
       }
-      if (line.slice(0, colon).trim().toLowerCase() !== "content-length") continue;
-      const value = line.slice(colon + 1).trim();
-      if (!/^[0-9]{1,15}$/.test(value)) {
-        throw new FrameSyntaxError(`Invalid Content-Length ${quote(value)}: expected a byte count`);
+      if (isContentLength(bytes, line, colon)) {
+        const value = parseDecimal(bytes, colon + 1, lineEnd);
+        if (value < 0) {
+          const text = latin1(bytes, colon + 1, lineEnd).trim();
+          throw new FrameSyntaxError(
+            `Invalid Content-Length ${quote(text)}: expected a byte count`,
+          );
+        }
+        if (length !== -1) {
+          throw new FrameSyntaxError(`Content-Length given twice (${length} and ${value})`);
+        }
+        length = value;
       }
-      if (length !== -1) {
-        throw new FrameSyntaxError(`Content-Length given twice (${length} and ${value})`);
-      }
-      length = Number(value);
+      line = lineEnd + 2;
     }
     if (length === -1) {
-      throw new FrameSyntaxError(`Header section without Content-Length: ${quote(text)}`);
+      throw new FrameSyntaxError(
+        `Header section without Content-Length: ${quote(latin1(bytes, start, end))}`,
+      );
     }
     if (length > this.#maxFrameBytes) {
       throw new FrameTooLargeError(length, this.#maxFrameBytes);
     }
     return length;
   }
+}
+
+const COLON = 0x3a;
+const NAME = "content-length";
+
+/** Whether `bytes[start, end)`, spaces trimmed, is `Content-Length` in any case. */
+function isContentLength(bytes: Uint8Array, start: number, end: number): boolean {
+  while (start < end && isSpace(bytes[start])) start++;
+  while (end > start && isSpace(bytes[end - 1])) end--;
+  if (end - start !== NAME.length) return false;
+  for (let i = 0; i < NAME.length; i++) {
+    const byte = bytes[start + i];
+    const expected = NAME.charCodeAt(i);
+    // Setting the 0x20 bit lowercases an ASCII letter; '-' must match as is.
+    if (byte !== expected && (expected === 0x2d || (byte | 0x20) !== expected)) return false;
+  }
+  return true;
+}
+
+/** The decimal number in `bytes[start, end)`, spaces trimmed: 1 to 15 digits, else -1. */
+function parseDecimal(bytes: Uint8Array, start: number, end: number): number {
+  while (start < end && isSpace(bytes[start])) start++;
+  while (end > start && isSpace(bytes[end - 1])) end--;
+  if (end === start || end - start > 15) return -1;
+  let value = 0;
+  for (let i = start; i < end; i++) {
+    const digit = bytes[i] - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+function isSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x09;
 }
 
 const TERMINATOR = [CR, LF, CR, LF];
@@ -252,9 +312,9 @@ function terminatorSuffix(header: Uint8Array, fill: number): number {
   return 0;
 }
 
-function latin1(bytes: Uint8Array, end: number): string {
+function latin1(bytes: Uint8Array, start: number, end: number): string {
   let text = "";
-  for (let i = 0; i < end; i += 4096) {
+  for (let i = start; i < end; i += 4096) {
     text += String.fromCharCode(...bytes.subarray(i, Math.min(end, i + 4096)));
   }
   return text;

@@ -82,6 +82,7 @@ Deno.test("ContentLengthDecoderStream: malformed header sections are FrameSyntax
     ["Content-Length: 1\r\nContent-Length: 1\r\n\r\na", /given twice/],
     ["Content-Type: json\r\n\r\n{}", /without Content-Length/],
     ["\r\n\r\n", /without Content-Length/],
+    ["Content\rLength: 1\r\n\r\nx", /without Content-Length/],
     ["Content-Length: 1\n\nx\r\n\r\n", /Invalid Content-Length/],
   ];
   for (const [input, message] of cases) {

@@ -5,6 +5,7 @@
  */
 
 import { FrameTooLargeError } from "../errors.ts";
+import { findByte } from "./_find_byte.ts";
 
 /**
  * The default `maxLineBytes`: 16 MiB.
@@ -108,7 +109,7 @@ class LineSplitter {
 
   push(chunk: Uint8Array, out: TransformStreamDefaultController<Uint8Array>): void {
     let start = 0;
-    for (let lf = chunk.indexOf(LF); lf !== -1; lf = chunk.indexOf(LF, start)) {
+    for (let lf = findByte(chunk, LF); lf !== -1; lf = findByte(chunk, LF, start)) {
       if (this.#partBytes === 0) {
         this.#emit(chunk.subarray(start, lf), out);
       } else {
