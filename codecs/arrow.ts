@@ -82,8 +82,9 @@ export interface ArrowCodecOptions {
 
 /**
  * Creates a codec for Arrow tables in the IPC stream format. `decode` returns a table whose
- * columns are views over the input (see the module doc) and accepts any valid IPC stream,
- * including ones written by pyarrow or Arrow C++.
+ * columns are views over the input (see the module doc) and reads streams from other Arrow
+ * implementations (tested against pyarrow); compressed bodies, big-endian data and pre-0.15
+ * streams (without continuation markers) are rejected.
  *
  * @param options Depth limit and copy mode.
  * @returns A reusable codec named `"arrow"`.
