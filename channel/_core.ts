@@ -915,7 +915,7 @@ export class ChannelCore implements OutgoingHost {
           `In-flight calls did not finish within drainTimeout (${drain} ms)`,
         ),
         { code: "aborted", reason: "drain timeout" },
-        false,
+        true,
       );
     }, drain);
     this.#maybeFinishClose();
@@ -1022,9 +1022,14 @@ export class ChannelCore implements OutgoingHost {
     this.#incoming.clear();
     this.#closeController?.abort(error);
     if (wasHandshake) {
+      const cause = error.cause ?? error;
       this.#openedResolvers.reject(
         handshakeError ??
-          new HandshakeError("closed", error.message, { cause: error.cause ?? error }),
+          new HandshakeError(
+            cause instanceof ProtocolError ? "protocol_error" : "closed",
+            `The handshake failed: ${error.message}`,
+            { cause },
+          ),
       );
     }
     this.#shutdown = this.#closeTransport(graceful);
@@ -1068,7 +1073,7 @@ export class ChannelCore implements OutgoingHost {
           } ms (heartbeat timeout ${heartbeat.timeoutMs} ms)`,
         ),
         { code: "heartbeat_timeout", reason: `silent for ${Math.round(silent)} ms` },
-        false,
+        true,
       );
       return;
     }
