@@ -28,6 +28,7 @@ import json
 import os
 import socket
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Callable
 
@@ -159,9 +160,12 @@ class Envelope:
         out += self.body
         return bytes(out)
 
+    def label(self) -> str:
+        """e.g. "CREDIT(R=1)": what the frame is, without its fields."""
+        return f"{KIND_NAMES.get(self.kind, f'0x{self.kind:02x}').upper()}(R={int(self.r)})"
+
     def describe(self) -> str:
-        name = KIND_NAMES.get(self.kind, f"0x{self.kind:02x}").upper()
-        return f"{name}(R={int(self.r)}) id={self.id}"
+        return f"{self.label()} id={self.id}"
 
 
 def decode_envelope(payload: bytes) -> Envelope:
@@ -333,17 +337,26 @@ def error_body(err: BaseException, max_bytes: int) -> bytes:
 
 
 def error_from_wire(obj: Any, depth: int = 0) -> RemoteError:
-    """An ERROR body object as a RemoteError; unknown fields are ignored (§4)."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) \
-            or not isinstance(obj.get("message"), str):
-        raise ProtocolError(f"an error object needs string name and message, got {obj!r:.200}")
+    """An ERROR body object as a RemoteError. §8 requires name and message but §9 does not make
+    a malformed error a protocol error, so (like conduit) a bad one becomes a generic error."""
+    if not isinstance(obj, dict):
+        return RemoteError("the peer sent a malformed error", data=obj)
     cause = None
     if isinstance(obj.get("cause"), dict) and depth + 1 < MAX_CAUSE_DEPTH:
         cause = error_from_wire(obj["cause"], depth + 1)
+    name, message = obj.get("name"), obj.get("message")
     code, stack = obj.get("code"), obj.get("stack")
-    return RemoteError(obj["message"], name=obj["name"],
+    return RemoteError(message if isinstance(message, str) else "",
+                       name=name if isinstance(name, str) else "Error",
                        code=code if isinstance(code, str) else None, data=obj.get("data"),
                        stack=stack if isinstance(stack, str) else None, cause=cause)
+
+
+def parse_error_body(body: bytes) -> RemoteError:
+    try:
+        return error_from_wire(json.loads(body.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError):
+        return RemoteError("the peer sent a malformed error", data=body[:200].hex())
 
 
 # --------------------------------------------------------------------------------------------
@@ -507,6 +520,7 @@ class _InCall:
         self.param_stream: _InStream | None = None
         self.result_credit: _Credit | None = None
         self.deadline: asyncio.TimerHandle | None = None
+        self.stop_error: RemoteError | None = None  # set by CANCEL(R=0) or the deadline
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
@@ -528,6 +542,7 @@ class Peer:
         self.on_notify = on_notify
         self.name = name
         self.remote_hello: dict[str, Any] = {}
+        self.stats: Counter[str] = Counter()  # frames by "sent KIND(R=x)" / "received ..."
         self._reader = reader
         self._writer = writer
         self._next_id = 1
@@ -728,6 +743,7 @@ class Peer:
             raise FrameTooLargeError(
                 f"frame of {len(payload)} bytes exceeds the peer's maxFrameBytes ({limit})")
         self.log(f"send {env.describe()} {len(payload)} B")
+        self.stats[f"sent {env.label()}"] += 1
         self._writer.write(frame_bytes(payload))
 
     async def _flush(self) -> None:
@@ -899,6 +915,7 @@ class Peer:
 
     async def _dispatch(self, env: Envelope, size: int) -> None:
         self.log(f"recv {env.describe()} {size} B")
+        self.stats[f"received {env.label()}"] += 1
         kind = env.kind
         if kind == HELLO:
             raise ProtocolError("a second HELLO")
@@ -958,7 +975,7 @@ class Peer:
                 self._settle(call, env.body)
         elif kind == ERROR:
             self._finish_out(call)
-            err = error_from_wire(parse_json_body(env.body, "ERROR"))
+            err = parse_error_body(env.body)
             if call.stream:
                 call.stream.end(err)
             if not call.result.done():
@@ -1008,8 +1025,8 @@ class Peer:
                 raise ProtocolError(f"{env.describe()}: call {env.id} was never issued")
             return  # §7: param-stream frames and CANCEL/CREDIT may cross our terminal frame
         if kind == CANCEL:
-            body = parse_json_body(env.body, "CANCEL") if env.body else {}
-            reason = body.get("reason") if isinstance(body, dict) else None
+            reason = _goodbye_fields(env.body).get("reason")  # same lenient JSON object
+            reason = reason if isinstance(reason, str) else None
             self._stop_handler(incoming, reason or "cancelled by the caller", RemoteError(
                 f"the caller cancelled {incoming.ctx.method!r}" +
                 (f": {reason}" if reason else ""), name="CallCancelledError", code="cancelled"))
@@ -1025,7 +1042,7 @@ class Peer:
             elif kind == END:
                 stream.end()
             else:
-                stream.end(error_from_wire(parse_json_body(env.body, "ERROR")))
+                stream.end(parse_error_body(env.body))
 
     # ---- serving calls (§6) ----------------------------------------------------------------
 
@@ -1063,6 +1080,7 @@ class Peer:
                     code="invalid_param"))
                 return
         incoming.task = asyncio.create_task(self._run_handler(incoming, handler, param))
+        incoming.task.add_done_callback(lambda _: self._handler_done(incoming))
         if env.timeout_ms:
             incoming.deadline = asyncio.get_running_loop().call_later(
                 env.timeout_ms / 1000, self._stop_handler, incoming, "deadline exceeded",
@@ -1070,14 +1088,17 @@ class Peer:
                             name="DeadlineExceededError", code="deadline_exceeded"))
 
     def _stop_handler(self, incoming: _InCall, reason: str, error: RemoteError) -> None:
-        """CANCEL(R=0) or the deadline: the handler stops, ERROR is the terminal frame."""
-        if self._in.get(incoming.ctx.id) is not incoming:
+        """CANCEL(R=0) or the deadline: the handler's task is cancelled, and once it has
+        unwound (its `finally` blocks have run) `error` goes out as the terminal frame."""
+        if self._in.get(incoming.ctx.id) is not incoming or incoming.stop_error:
             return
+        incoming.stop_error = error
         incoming.ctx.cancel_reason = reason
         incoming.ctx.cancelled.set()
+        if incoming.result_credit:
+            incoming.result_credit.stop()
         if incoming.task:
             incoming.task.cancel()
-        self._finish_in(incoming, error=error)
 
     async def _run_handler(self, incoming: _InCall, handler: Callable[..., Any],
                            param: Any) -> None:
@@ -1092,10 +1113,18 @@ class Peer:
                     value = await value
                 self._finish_in(incoming, value=value)
         except asyncio.CancelledError:
-            pass  # _stop_handler or _abort already sent or settled the terminal frame
+            pass  # _handler_done sends the terminal frame
         except Exception as err:
             self._finish_in(incoming, error=err)
         await self._flush()
+
+    def _handler_done(self, incoming: _InCall) -> None:
+        """Runs when the handler's task ends, however it ends (even cancelled before it
+        started): a call still without its terminal frame gets one now."""
+        if self._in.get(incoming.ctx.id) is incoming:
+            self._finish_in(incoming, error=incoming.stop_error or RemoteError(
+                "the handler ended without an answer", name="Error", code="internal"))
+            self._spawn(self._flush())
 
     async def _produce(self, incoming: _InCall, items: AsyncIterator[Any]) -> None:
         """Sends a result stream under the caller's credit (§7)."""
@@ -1120,6 +1149,8 @@ class Peer:
             return
         del self._in[call_id]
         self._idle.set()
+        if incoming.stop_error is not None:  # the handler's own outcome came too late
+            value, end, error = None, False, incoming.stop_error
         if incoming.deadline:
             incoming.deadline.cancel()
         if incoming.result_credit:
@@ -1182,7 +1213,8 @@ class _ParamStream:
 
 
 def _goodbye_fields(body: bytes) -> dict[str, Any]:
-    """GOODBYE bodies are JSON objects, or empty for {} (§10); be lenient when closing."""
+    """GOODBYE and CANCEL bodies: a JSON object, or empty for {}. Read leniently: §9 does not
+    make a malformed one a protocol error."""
     if not body:
         return {}
     try:
@@ -1199,11 +1231,31 @@ async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Binary stdin/stdout as asyncio streams (the child side of a stdio transport)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    read_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, sys.stdout.buffer)
+        lambda: _PipeWriterProtocol(read_transport), sys.stdout.buffer)
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     return reader, writer
+
+
+class _PipeWriterProtocol(asyncio.streams.FlowControlMixin):
+    """asyncio's own protocol for write pipes cannot be awaited on close; this one can, and
+    closing stdout closes stdin too, so the two pipes behave as one connection."""
+
+    def __init__(self, read_transport: asyncio.BaseTransport) -> None:
+        super().__init__()
+        self._read_transport = read_transport
+        self._closed_future = asyncio.get_running_loop().create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._read_transport.close()
+        if not self._closed_future.done():
+            self._closed_future.set_result(None)
+
+    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future[None]:
+        return self._closed_future
 
 
 async def unix_streams(path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -5,18 +5,25 @@
 
 On start it calls `ts.echo` on the other side and sends the notification `py.started` with
 what came back. It then serves until the other side says GOODBYE, and exits 0 only if every
-check it made on its own side passed (exit 1 otherwise, with the reason on stderr).
+check it made on its own side passed (1 otherwise, 2 when the handshake failed; the reason
+goes to stderr).
 
 Handlers:
   add({a, b})          -> a + b
   fail()               -> an error with name, code, data and a cause
   count({n, size?})    -> server stream of {i, pad} for i in 0..n-1 (pad: `size` spaces)
   sum(stream)          -> client stream: the sum of the numbers sent
-  slow()               -> waits until cancelled; then notifies py.cancelled {method, reason}
+  measure(stream)      -> client stream of strings: {count, chars}
+  slow()               -> notifies py.slowStarted, waits until cancelled (CANCEL or deadline),
+                          then notifies py.cancelled {method, reason}
   ticks()              -> endless server stream; on cancel notifies py.cancelled {method, sent}
   callBack({x})        -> calls ts.double(x) while serving this call; returns its result
   notifications()      -> the notifications received so far, as [[method, param], ...]
   wasCancelled()       -> {method: reason} of the handlers that saw a CANCEL
+  stats()              -> frames sent and received so far, by kind and R flag
+  reverse({n, size})   -> the other direction: consumes ts.range({n, size}) (a result stream
+                          from TS), sends ts.total a param stream of 0..n-1, catches ts.fail's
+                          error, cancels a running ts.wait; returns what it saw
 On a notification `ts.poke` it answers with the notification `py.poked` carrying the param.
 """
 
@@ -27,8 +34,8 @@ import asyncio
 import sys
 from typing import Any, AsyncIterator
 
-from conduit_peer import (CallContext, Peer, PeerOptions, RemoteError, stdio_streams,
-                          unix_streams)
+from conduit_peer import (CallContext, HandshakeError, Peer, PeerOptions, RemoteError,
+                          error_to_wire, stdio_streams, unix_streams)
 
 
 class DemoState:
@@ -39,6 +46,19 @@ class DemoState:
         self.cancelled: dict[str, Any] = {}
         self.problems: list[str] = []
         self.peer: Peer | None = None
+        self._expected: dict[str, asyncio.Future[Any]] = {}
+
+    def expect(self, method: str) -> asyncio.Future[Any]:
+        """A future of the next notification named `method`."""
+        future = asyncio.get_running_loop().create_future()
+        self._expected[method] = future
+        return future
+
+    def received(self, method: str, param: Any) -> None:
+        self.notifications.append([method, param])
+        future = self._expected.pop(method, None)
+        if future is not None and not future.done():
+            future.set_result(param)
 
 
 def build_handlers(state: DemoState) -> dict[str, Any]:
@@ -61,7 +81,15 @@ def build_handlers(state: DemoState) -> dict[str, Any]:
             total += item
         return total
 
+    async def measure(stream: Any, ctx: CallContext) -> Any:
+        count = chars = 0
+        async for item in stream:
+            count += 1
+            chars += len(item)
+        return {"count": count, "chars": chars}
+
     async def slow(param: Any, ctx: CallContext) -> Any:
+        await _notify(state, "py.slowStarted", {"id": ctx.id})
         try:
             await asyncio.Event().wait()  # only a CANCEL (or deadline) ends this
         except asyncio.CancelledError:
@@ -90,10 +118,41 @@ def build_handlers(state: DemoState) -> dict[str, Any]:
     async def was_cancelled(param: Any, ctx: CallContext) -> Any:
         return state.cancelled
 
+    async def stats(param: Any, ctx: CallContext) -> Any:
+        return dict(ctx.peer.stats)
+
+    async def reverse(param: Any, ctx: CallContext) -> Any:
+        peer, n, size = ctx.peer, param["n"], param["size"]
+        items = [item async for item in peer.call_stream("ts.range", {"n": n, "size": size})]
+        report: dict[str, Any] = {
+            "range": {"count": len(items), "inOrder": [i["i"] for i in items] == list(range(n)),
+                      "sizes": sorted({len(i["pad"]) for i in items})},
+            "total": await peer.call("ts.total", param_stream=_numbers(n)),
+        }
+        try:
+            await peer.call("ts.fail")
+        except RemoteError as err:
+            report["error"] = error_to_wire(err)
+        waiting = state.expect("ts.waiting")
+        pending = asyncio.create_task(peer.call("ts.wait"))
+        await waiting  # the TS handler is running: now cancel it
+        pending.cancel()
+        try:
+            await pending
+        except asyncio.CancelledError:
+            report["cancelled"] = True
+        return report
+
     return {
-        "add": add, "fail": fail, "count": count, "sum": sum_, "slow": slow, "ticks": ticks,
-        "callBack": call_back, "notifications": notifications, "wasCancelled": was_cancelled,
+        "add": add, "fail": fail, "count": count, "sum": sum_, "measure": measure, "slow": slow,
+        "ticks": ticks, "callBack": call_back, "notifications": notifications,
+        "wasCancelled": was_cancelled, "stats": stats, "reverse": reverse,
     }
+
+
+async def _numbers(n: int) -> AsyncIterator[int]:
+    for i in range(n):
+        yield i
 
 
 async def _notify(state: DemoState, method: str, param: Any) -> None:
@@ -107,7 +166,7 @@ async def _notify(state: DemoState, method: str, param: Any) -> None:
 
 def build_on_notify(state: DemoState):
     async def on_notify(method: str, param: Any) -> None:
-        state.notifications.append([method, param])
+        state.received(method, param)
         if method == "ts.poke" and state.peer is not None:
             await state.peer.notify("py.poked", param)
     return on_notify
@@ -128,14 +187,20 @@ async def main() -> int:
     where.add_argument("--stdio", action="store_true", help="talk over stdin/stdout")
     where.add_argument("--unix", metavar="PATH", help="connect to this Unix socket")
     parser.add_argument("--codec", default="json", choices=["json", "msgpack"])
+    parser.add_argument("--window", type=int, default=PeerOptions.stream_window_bytes,
+                        help="streamWindowBytes to announce (default %(default)s)")
     args = parser.parse_args()
 
     reader, writer = await (stdio_streams() if args.stdio else unix_streams(args.unix))
     state = DemoState()
     peer = Peer(reader, writer, build_handlers(state), build_on_notify(state),
-                PeerOptions(codec=args.codec), name="py-demo")
+                PeerOptions(codec=args.codec, stream_window_bytes=args.window), name="py-demo")
     state.peer = peer
-    await peer.start()
+    try:
+        await peer.start()
+    except HandshakeError as err:
+        print(f"demo_server: handshake failed ({err.code}): {err}", file=sys.stderr)
+        return 2
     try:
         await greet(peer, state)
     except Exception as err:
