@@ -9,6 +9,7 @@ interop/python_peer_test.ts.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import sys
@@ -17,8 +18,11 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conduit_peer import (ConnectionClosedError, HandshakeError, Peer, PeerOptions,  # noqa: E402
-                          RemoteError, socket_streams)
+from conduit_peer import (CALL, CANCEL, DATA, ERROR, FLAG_STREAM_PARAM,  # noqa: E402
+                          GOODBYE, HELLO, PING, PONG, RESULT, CallTimeoutError,
+                          ConnectionClosedError, Envelope, HandshakeError, Peer, PeerOptions,
+                          RemoteError, decode_envelope, frame_bytes, json_body, read_frame,
+                          socket_streams)
 from demo_server import DemoState, build_handlers, build_on_notify, greet  # noqa: E402
 
 
@@ -135,6 +139,162 @@ class HandshakeTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(ConnectionClosedError):
             await pending
         await left.wait_closed()
+
+
+HELLO_BODY = {"protocol": "conduit", "version": 1, "codec": "json", "maxFrameBytes": 1 << 20,
+              "maxInFlight": 8, "streamWindowBytes": 1 << 16, "features": []}
+
+
+class RawSide:
+    """The other end written frame by frame, to hold the Python peer to the spec's rules."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    def send(self, env: Envelope) -> None:
+        self.writer.write(frame_bytes(env.encode()))
+
+    async def recv(self, kind: int | None = None) -> Envelope | None:
+        """The next frame (of `kind`, skipping others); None at EOF."""
+        while True:
+            payload = await asyncio.wait_for(read_frame(self.reader, 1 << 20), 5)
+            if payload is None:
+                return None
+            env = decode_envelope(payload)
+            if kind is None or env.kind == kind:
+                return env
+
+    async def expect_protocol_error(self, test: unittest.TestCase) -> None:
+        bye = await self.recv(GOODBYE)
+        assert bye is not None
+        test.assertEqual(json.loads(bye.body)["code"], "protocol_error")
+        test.assertIsNone(await self.recv())  # and the peer closed the connection
+
+
+class RawWireTest(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self) -> None:
+        a, b = socket.socketpair()
+
+        async def slow(param: Any, ctx: Any) -> Any:
+            await asyncio.Event().wait()
+
+        async def add(param: Any, ctx: Any) -> Any:
+            return param["a"] + param["b"]
+
+        async def total(items: Any, ctx: Any) -> Any:
+            return sum([item async for item in items])
+
+        self.peer = Peer(*await socket_streams(a), {"slow": slow, "add": add, "sum": total},
+                         options=PeerOptions(stream_window_bytes=16))
+        self.raw = RawSide(*await socket_streams(b))
+        self.raw.send(Envelope(HELLO, body=json_body(HELLO_BODY)))
+        await self.peer.start()
+        hello = await self.raw.recv()
+        assert hello is not None
+        self.assertEqual(json.loads(hello.body)["streamWindowBytes"], 16)
+
+    async def asyncTearDown(self) -> None:
+        if not self.peer.closed:
+            await self.peer._abort(ConnectionClosedError("test over"))
+        self.raw.writer.close()
+
+    async def test_result_and_no_value_body(self) -> None:
+        self.raw.send(Envelope(CALL, id=1, method="add", body=b'{"a":1,"b":2}'))
+        result = await self.raw.recv()
+        self.assertEqual((result.kind, result.r, result.id, result.body), (RESULT, True, 1, b"3"))
+        self.raw.send(Envelope(CALL, id=2, method="add"))  # empty body: no value -> TypeError
+        error = await self.raw.recv()
+        self.assertEqual((error.kind, json.loads(error.body)["name"]), (ERROR, "TypeError"))
+
+    async def test_unknown_method(self) -> None:
+        self.raw.send(Envelope(CALL, id=1, method="nope", body=b"1"))
+        error = await self.raw.recv()
+        self.assertEqual((error.kind, error.r), (ERROR, True))
+        self.assertEqual(json.loads(error.body)["code"], "method_not_found")
+
+    async def test_cancel_answers_cancelled_with_the_reason(self) -> None:
+        self.raw.send(Envelope(CALL, id=1, method="slow"))
+        await asyncio.sleep(0.02)
+        self.raw.send(Envelope(CANCEL, id=1, body=b'{"reason":"enough"}'))
+        error = json.loads((await self.raw.recv(ERROR)).body)
+        self.assertEqual(error["code"], "cancelled")
+        self.assertIn("enough", error["message"])
+        self.raw.send(Envelope(CANCEL, id=1))  # for a finished call: ignored
+        self.raw.send(Envelope(PING, id=0))
+        self.assertEqual((await self.raw.recv()).kind, PONG)
+
+    async def test_deadline_answers_deadline_exceeded(self) -> None:
+        self.raw.send(Envelope(CALL, id=1, timeout_ms=30, method="slow"))
+        error = json.loads((await self.raw.recv(ERROR)).body)
+        self.assertEqual(error["code"], "deadline_exceeded")
+
+    async def test_call_ids_must_increase(self) -> None:
+        self.raw.send(Envelope(CALL, id=5, method="slow"))
+        self.raw.send(Envelope(CALL, id=5, method="slow"))
+        await self.raw.expect_protocol_error(self)
+
+    async def test_data_beyond_credit(self) -> None:
+        self.raw.send(Envelope(CALL, id=1, flags=FLAG_STREAM_PARAM, method="sum"))
+        for _ in range(4):  # 4 x 7 bytes against a 16-byte window, without waiting for CREDIT
+            self.raw.send(Envelope(DATA, id=1, body=b"1000"))
+        await self.raw.expect_protocol_error(self)
+
+    async def test_result_for_an_id_never_issued(self) -> None:
+        self.raw.send(Envelope(RESULT, r=True, id=9, body=b"1"))
+        await self.raw.expect_protocol_error(self)
+
+    async def test_call_after_goodbye(self) -> None:
+        self.raw.send(Envelope(GOODBYE, body=b"{}"))
+        self.assertIsNotNone(await self.raw.recv(GOODBYE))
+        self.raw.send(Envelope(CALL, id=1, method="add", body=b'{"a":1,"b":2}'))
+        await self.raw.expect_protocol_error(self)
+
+    async def test_late_frames_after_our_cancel_are_dropped(self) -> None:
+        pending = asyncio.create_task(self.peer.call("x", timeout=0.05))
+        call = await self.raw.recv(CALL)
+        self.assertEqual(call.timeout_ms, 50)
+        await self.raw.recv(CANCEL)
+        with self.assertRaises(CallTimeoutError):
+            await pending
+        self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"1"))  # crossed the CANCEL
+        self.raw.send(Envelope(PING, id=7))
+        pong = await self.raw.recv()  # still healthy: the late RESULT was no protocol error
+        self.assertEqual((pong.kind, pong.id), (PONG, 7))
+        self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"1"))  # now it is one
+        await self.raw.expect_protocol_error(self)
+
+
+class HandshakeRulesTest(unittest.IsolatedAsyncioTestCase):
+    async def handshake(self, **changes: Any) -> tuple[BaseException | None, dict[str, Any]]:
+        a, b = socket.socketpair()
+        peer = Peer(*await socket_streams(a))
+        raw = RawSide(*await socket_streams(b))
+        raw.send(Envelope(HELLO, body=json_body({**HELLO_BODY, **changes})))
+        try:
+            await peer.start()
+            error = None
+        except HandshakeError as err:
+            error = err
+        await raw.recv(HELLO)
+        bye = await raw.recv(GOODBYE) if error else None
+        raw.writer.close()
+        if not peer.closed:
+            await peer._abort(ConnectionClosedError("test over"))
+        return error, json.loads(bye.body) if bye else {}
+
+    async def test_checks_in_order(self) -> None:
+        cases = [({"protocol": "x", "version": 2}, "protocol_mismatch"),
+                 ({"version": 2, "codec": "raw"}, "version_mismatch"),
+                 ({"codec": "raw"}, "codec_mismatch"),
+                 ({"maxFrameBytes": 1023}, "invalid_hello"),
+                 ({"features": [1]}, "invalid_hello")]
+        for changes, code in cases:
+            error, bye = await self.handshake(**changes)
+            self.assertEqual((getattr(error, "code", None), bye.get("code")), (code, code))
+
+    async def test_unknown_fields_are_ignored(self) -> None:
+        error, _ = await self.handshake(future={"x": 1}, features=["later"])
+        self.assertIsNone(error)
 
 
 if __name__ == "__main__":
