@@ -271,6 +271,12 @@ export class ReadBuffer {
   buffer: Uint8Array = new Uint8Array(MIN_READ_BUFFER_BYTES);
   /** The size of `buffer`, kept apart because a BYOB read detaches it (length 0). */
   #size = MIN_READ_BUFFER_BYTES;
+  readonly #maxSize: number;
+
+  /** @param maxSize The size reads grow the buffer to (for experiments). */
+  constructor(maxSize: number = MAX_READ_BUFFER_BYTES) {
+    this.#maxSize = maxSize;
+  }
 
   /**
    * Returns the bytes just read as a chunk the caller owns.
@@ -281,7 +287,7 @@ export class ReadBuffer {
   take(view: Uint8Array): Uint8Array {
     const size = this.#size;
     if (view.length >= size >>> 1) {
-      if (view.length === size && size < MAX_READ_BUFFER_BYTES) this.#size = size * 2;
+      if (view.length === size && size < this.#maxSize) this.#size = size * 2;
       this.buffer = new Uint8Array(this.#size);
       return view;
     }
