@@ -41,6 +41,7 @@ interface PythonPeer {
   wasCancelled(): Record<string, unknown>;
   stats(): Record<string, number>;
   reverse(param: { n: number; size: number }): Record<string, unknown>;
+  goodbye(): string;
   nope(): void;
   "ts.poke"(param: unknown): void;
   "ts.waiting"(): void;
@@ -100,7 +101,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "interop/python: over a Unix socket, the whole protocol (json)",
+  name: "interop/python: over a Unix socket, the whole protocol (json), Python closes",
   ignore: python.missing,
   async fn() {
     const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
@@ -121,7 +122,7 @@ Deno.test({
       const accepted = await Promise.race([listener[Symbol.asyncIterator]().next(), exited]);
       exited.catch(() => {}); // after a successful accept the exit is checked below
       assert.ok(!accepted.done);
-      await exercise(accepted.value, jsonCodec());
+      await exercise(accepted.value, jsonCodec(), "python");
       assert.equal((await child.status).code, 0, await stderr);
       assert.equal(await stderr, "");
     } finally {
@@ -173,8 +174,15 @@ async function overStdio(codec: Codec<unknown>, name: string): Promise<void> {
   }
 }
 
-/** Runs every exchange against the Python demo, then closes with GOODBYE. */
-async function exercise(transport: Transport, codec: Codec<unknown>): Promise<void> {
+/**
+ * Runs every exchange against the Python demo, then closes with GOODBYE: sent first by us, or
+ * by Python when `closer` is `"python"`.
+ */
+async function exercise(
+  transport: Transport,
+  codec: Codec<unknown>,
+  closer: "ts" | "python" = "ts",
+): Promise<void> {
   const inbox = new Inbox();
   const handlers = {
     "ts.echo": (param: unknown) => param,
@@ -306,6 +314,11 @@ async function exercise(transport: Transport, codec: Codec<unknown>): Promise<vo
     assert.ok(stats["received CREDIT(R=1)"] > 0, JSON.stringify(stats));
     // Abort, deadline (the caller cancels too, crossing the handler's own ERROR), early break.
     assert.equal(stats["received CANCEL(R=0)"], 3, JSON.stringify(stats));
+
+    if (closer === "python") {
+      assert.equal(await channel.remote.goodbye(), "bye");
+      await channel.closed; // Python's GOODBYE, ours in answer, then Python closes
+    }
   } finally {
     await channel.close();
   }

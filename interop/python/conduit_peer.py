@@ -557,7 +557,8 @@ class Peer:
         self._received_goodbye = asyncio.Event()
         self._goodbye_reason: str | None = None
         self._idle = asyncio.Event()
-        self._closed = asyncio.Event()
+        self._closed = asyncio.Event()  # set when closing starts
+        self._released = asyncio.Event()  # set once the transport is closed
         self._read_task: asyncio.Task[None] | None = None
 
     def log(self, message: str) -> None:
@@ -645,7 +646,11 @@ class Peer:
     # ---- closing (§10) ---------------------------------------------------------------------
 
     async def close(self, reason: str = "done") -> None:
-        """Graceful close: GOODBYE, finish what is in flight, wait for the peer's GOODBYE."""
+        """Graceful close: GOODBYE, finish what is in flight, wait for the peer's GOODBYE.
+        Safe to call more than once; every call returns once the transport is closed."""
+        if self._closed.is_set():
+            await self._released.wait()
+            return
         self._send_goodbye({"reason": reason})
         await self._flush()
         try:
@@ -661,11 +666,11 @@ class Peer:
         await asyncio.wait({closed, bye}, return_when=asyncio.FIRST_COMPLETED)
         closed.cancel()
         bye.cancel()
-        if not self._closed.is_set():
-            await self.close("the peer said goodbye")
+        await self.close("the peer said goodbye")
 
     async def wait_closed(self) -> None:
-        await self._closed.wait()
+        """Waits until the connection is closed and its transport released."""
+        await self._released.wait()
 
     @property
     def closed(self) -> bool:
@@ -724,6 +729,7 @@ class Peer:
             pass
         if self._read_task and self._read_task is not asyncio.current_task():
             self._read_task.cancel()
+        self._released.set()
 
     async def _fail_protocol(self, err: ProtocolError) -> None:
         """§9: GOODBYE protocol_error if we can, close, fail everything; never wait."""

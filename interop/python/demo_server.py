@@ -21,6 +21,7 @@ Handlers:
   notifications()      -> the notifications received so far, as [[method, param], ...]
   wasCancelled()       -> {method: reason} of the handlers that saw a CANCEL
   stats()              -> frames sent and received so far, by kind and R flag
+  goodbye()            -> "bye", then Python closes the connection (GOODBYE from this side)
   reverse({n, size})   -> the other direction: consumes ts.range({n, size}) (a result stream
                           from TS), sends ts.total a param stream of 0..n-1, catches ts.fail's
                           error, cancels a running ts.wait; returns what it saw
@@ -46,6 +47,7 @@ class DemoState:
         self.cancelled: dict[str, Any] = {}
         self.problems: list[str] = []
         self.peer: Peer | None = None
+        self.closing: asyncio.Future[None] | None = None
         self._expected: dict[str, asyncio.Future[Any]] = {}
 
     def expect(self, method: str) -> asyncio.Future[Any]:
@@ -121,6 +123,11 @@ def build_handlers(state: DemoState) -> dict[str, Any]:
     async def stats(param: Any, ctx: CallContext) -> Any:
         return dict(ctx.peer.stats)
 
+    async def goodbye(param: Any, ctx: CallContext) -> Any:
+        # In flight calls finish after GOODBYE (§10), so this call still gets its RESULT.
+        state.closing = asyncio.ensure_future(ctx.peer.close("python is done"))
+        return "bye"
+
     async def reverse(param: Any, ctx: CallContext) -> Any:
         peer, n, size = ctx.peer, param["n"], param["size"]
         items = [item async for item in peer.call_stream("ts.range", {"n": n, "size": size})]
@@ -147,6 +154,7 @@ def build_handlers(state: DemoState) -> dict[str, Any]:
         "add": add, "fail": fail, "count": count, "sum": sum_, "measure": measure, "slow": slow,
         "ticks": ticks, "callBack": call_back, "notifications": notifications,
         "wasCancelled": was_cancelled, "stats": stats, "reverse": reverse,
+        "goodbye": goodbye,
     }
 
 
@@ -206,6 +214,8 @@ async def main() -> int:
     except Exception as err:
         state.problems.append(f"greeting failed: {err!r}")
     await peer.serve_until_goodbye()
+    if state.closing is not None:
+        await state.closing
     for problem in state.problems:
         print(f"demo_server: {problem}", file=sys.stderr)
     return 1 if state.problems else 0
