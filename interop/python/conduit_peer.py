@@ -784,7 +784,7 @@ class Peer:
         try:
             return await asyncio.wait_for(asyncio.shield(call.result), timeout)
         except asyncio.TimeoutError:
-            self._cancel_out(call, "deadline exceeded")
+            self._cancel_out(call, "deadline exceeded", "deadline_exceeded")
             raise CallTimeoutError(f"{method} did not answer within {timeout} s") from None
         except asyncio.CancelledError:
             self._cancel_out(call, "the caller was cancelled")
@@ -855,14 +855,15 @@ class Peer:
         await self._flush()
         return call
 
-    def _cancel_out(self, call: _OutCall, reason: str) -> None:
+    def _cancel_out(self, call: _OutCall, reason: str, code: str | None = None) -> None:
         if self._out.get(call.id) is call and not call.cancelled:
             call.cancelled = True
             if call.stream:
                 call.stream.abandon(ConnectionClosedError("the call was cancelled"))
             if call.param_credit:
                 call.param_credit.stop()
-            self._send(Envelope(CANCEL, id=call.id, body=json_body({"reason": reason})))
+            body = {"reason": reason} if code is None else {"reason": reason, "code": code}
+            self._send(Envelope(CANCEL, id=call.id, body=json_body(body)))
             self._spawn(self._flush())
 
     async def _send_param_stream(self, call: _OutCall, items: AsyncIterable[Any]) -> None:
@@ -1031,11 +1032,15 @@ class Peer:
                 raise ProtocolError(f"{env.describe()}: call {env.id} was never issued")
             return  # §7: param-stream frames and CANCEL/CREDIT may cross our terminal frame
         if kind == CANCEL:
-            reason = _goodbye_fields(env.body).get("reason")  # same lenient JSON object
-            reason = reason if isinstance(reason, str) else None
-            self._stop_handler(incoming, reason or "cancelled by the caller", RemoteError(
-                f"the caller cancelled {incoming.ctx.method!r}" +
-                (f": {reason}" if reason else ""), name="CallCancelledError", code="cancelled"))
+            fields = _goodbye_fields(env.body)  # the same lenient JSON object
+            reason = fields.get("reason") if isinstance(fields.get("reason"), str) else None
+            if fields.get("code") == "deadline_exceeded":  # the caller's clock ran out first
+                self._stop_handler(incoming, "deadline exceeded", self._deadline_error(incoming))
+            else:
+                self._stop_handler(incoming, reason or "cancelled by the caller", RemoteError(
+                    f"the caller cancelled {incoming.ctx.method!r}" +
+                    (f": {reason}" if reason else ""), name="CallCancelledError",
+                    code="cancelled"))
         elif kind == CREDIT:
             if incoming.result_credit:
                 incoming.result_credit.grant(env.credit)
@@ -1090,8 +1095,12 @@ class Peer:
         if env.timeout_ms:
             incoming.deadline = asyncio.get_running_loop().call_later(
                 env.timeout_ms / 1000, self._stop_handler, incoming, "deadline exceeded",
-                RemoteError(f"{env.method!r} exceeded its {env.timeout_ms} ms deadline",
-                            name="DeadlineExceededError", code="deadline_exceeded"))
+                self._deadline_error(incoming))
+
+    @staticmethod
+    def _deadline_error(incoming: _InCall) -> RemoteError:
+        return RemoteError(f"{incoming.ctx.method!r} exceeded its {incoming.ctx.timeout_ms} ms "
+                           "deadline", name="DeadlineExceededError", code="deadline_exceeded")
 
     def _stop_handler(self, incoming: _InCall, reason: str, error: RemoteError) -> None:
         """CANCEL(R=0) or the deadline: the handler's task is cancelled, and once it has

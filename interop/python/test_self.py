@@ -228,6 +228,12 @@ class RawWireTest(unittest.IsolatedAsyncioTestCase):
         error = json.loads((await self.raw.recv(ERROR)).body)
         self.assertEqual(error["code"], "deadline_exceeded")
 
+    async def test_cancel_with_deadline_code_answers_deadline_exceeded(self) -> None:
+        self.raw.send(Envelope(CALL, id=1, timeout_ms=60_000, method="slow"))
+        self.raw.send(Envelope(CANCEL, id=1, body=b'{"code":"deadline_exceeded"}'))
+        error = json.loads((await self.raw.recv(ERROR)).body)
+        self.assertEqual(error["code"], "deadline_exceeded")
+
     async def test_call_ids_must_increase(self) -> None:
         self.raw.send(Envelope(CALL, id=5, method="slow"))
         self.raw.send(Envelope(CALL, id=5, method="slow"))
@@ -253,7 +259,8 @@ class RawWireTest(unittest.IsolatedAsyncioTestCase):
         pending = asyncio.create_task(self.peer.call("x", timeout=0.05))
         call = await self.raw.recv(CALL)
         self.assertEqual(call.timeout_ms, 50)
-        await self.raw.recv(CANCEL)
+        cancel = await self.raw.recv(CANCEL)
+        self.assertEqual(json.loads(cancel.body)["code"], "deadline_exceeded")
         with self.assertRaises(CallTimeoutError):
             await pending
         self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"1"))  # crossed the CANCEL
