@@ -273,7 +273,7 @@ export class ReadBuffer {
   #size = MIN_READ_BUFFER_BYTES;
   readonly #maxSize: number;
 
-  /** @param maxSize The size reads grow the buffer to (for experiments). */
+  /** @param maxSize The largest buffer reads grow to, in bytes. */
   constructor(maxSize: number = MAX_READ_BUFFER_BYTES) {
     this.#maxSize = maxSize;
   }

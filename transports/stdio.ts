@@ -36,10 +36,12 @@ export const DEFAULT_EXIT_TIMEOUT_MS = 2000;
  * The default {@linkcode StdioTransportOptions.syncWriteMaxBytes}: 64 KiB, one pipe buffer.
  *
  * In a child, `await Deno.stdout.write()` runs its syscall on a worker thread while
- * `Deno.stdout.writeSync()` runs it on the main thread; small synchronous writes are markedly
- * faster (see `bench/transport_throughput.ts`). Past a pipe buffer a synchronous write could
- * block the child's event loop until the parent reads, so larger chunks are written
- * asynchronously.
+ * `Deno.stdout.writeSync()` runs it on the main thread. Measured on a 2-core machine
+ * (`bench/transport_throughput.ts`, `bench/transports_bench.ts`), synchronous small writes
+ * carry 5.9M 64-byte frames/s from child to parent against 4.5M/s, and a 64-byte ping-pong
+ * takes 64 µs against 75 µs. A synchronous write blocks the child's event loop while the
+ * pipe is full (the parent not reading), so it is kept to what one pipe buffer holds; larger
+ * chunks are written asynchronously, at the same speed.
  */
 export const DEFAULT_SYNC_WRITE_MAX_BYTES: number = 64 * 1024;
 
