@@ -93,7 +93,6 @@ export class ByteChannelTransport implements Transport {
     if (!this.#released) {
       this.#aborted = { reason };
       this.#failRead(undefined);
-      this.#wakeFlush();
     }
     return this.#release(true);
   }
