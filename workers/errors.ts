@@ -1,0 +1,194 @@
+/**
+ * The errors the workers layer raises: a worker process that went away
+ * ({@linkcode WorkerExitedError}), a pool whose workers keep crashing
+ * ({@linkcode CrashLoopError}), a pool that is closed ({@linkcode PoolClosedError}) or whose
+ * queue is full ({@linkcode PoolQueueFullError}).
+ *
+ * @example
+ * ```ts
+ * import { WorkerExitedError } from "@conduit/ipc/workers";
+ * import { ConnectionClosedError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new WorkerExitedError({ worker: "prime_worker.ts", pid: 42, code: 1, signal: null });
+ * assert.ok(err instanceof ConnectionClosedError);
+ * assert.equal(err.message, "Worker prime_worker.ts (pid 42) exited with code 1");
+ * ```
+ *
+ * @module
+ */
+
+import { ConnectionClosedError } from "../channel/errors.ts";
+import { ConduitError } from "../errors.ts";
+
+/** What {@linkcode WorkerExitedError} reports about the process that went away. */
+export interface WorkerExitInfo {
+  /** The worker's name: its module's file name, or the command. */
+  worker: string;
+  /** The worker's process id. */
+  pid: number;
+  /** The exit code (128 + the signal number when a signal ended it). */
+  code: number;
+  /** The signal that ended the worker, or `null` when it exited by itself. */
+  signal: Deno.Signal | null;
+  /**
+   * The worker's last stderr lines, oldest first.
+   *
+   * @default {[]}
+   */
+  stderrTail?: readonly string[];
+  /**
+   * Why the worker was stopped, when this side stopped it (e.g. a heartbeat timeout).
+   *
+   * @default {undefined}
+   */
+  reason?: string;
+}
+
+/**
+ * The worker process exited, crashed or was killed while a call was pending, or a call was
+ * made after it exited. A subclass of `ConnectionClosedError`, since the connection went with
+ * the process; `cause` is the channel's own error. The message carries the exit code or
+ * signal and the last stderr lines, so a crash explains itself.
+ *
+ * @example
+ * ```ts
+ * import { WorkerExitedError } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new WorkerExitedError({
+ *   worker: "hash_worker.ts",
+ *   pid: 7,
+ *   code: 137,
+ *   signal: "SIGKILL",
+ *   stderrTail: ["working on block 3"],
+ * });
+ * assert.equal(err.signal, "SIGKILL");
+ * assert.deepEqual(err.stderrTail, ["working on block 3"]);
+ * assert.match(err.message, /killed by SIGKILL; last stderr lines:\n {2}working on block 3/);
+ * ```
+ */
+export class WorkerExitedError extends ConnectionClosedError {
+  /** The worker's name: its module's file name, or the command. */
+  readonly worker: string;
+  /** The worker's process id. */
+  readonly pid: number;
+  /** The exit code (128 + the signal number when a signal ended it). */
+  readonly code: number;
+  /** The signal that ended the worker, or `null` when it exited by itself. */
+  readonly signal: Deno.Signal | null;
+  /** The worker's last stderr lines, oldest first. */
+  readonly stderrTail: readonly string[];
+
+  /**
+   * Creates the error; the message names the worker, its pid, how it ended and its last
+   * stderr lines.
+   *
+   * @param info The worker and how it ended.
+   * @param options Standard error options (`cause`: the channel's error).
+   */
+  constructor(info: WorkerExitInfo, options?: ErrorOptions) {
+    const how = info.signal !== null
+      ? `was killed by ${info.signal}`
+      : `exited with code ${info.code}`;
+    const reason = info.reason ? ` (${info.reason})` : "";
+    const tail = info.stderrTail ?? [];
+    const lines = tail.length > 0
+      ? `; last stderr lines:\n${tail.map((line) => `  ${line}`).join("\n")}`
+      : "";
+    super(`Worker ${info.worker} (pid ${info.pid}) ${how}${reason}${lines}`, options);
+    this.worker = info.worker;
+    this.pid = info.pid;
+    this.code = info.code;
+    this.signal = info.signal;
+    this.stderrTail = tail;
+  }
+}
+
+/**
+ * A pool's workers crashed more often than its restart policy allows
+ * (`maxRestarts` within `restartWindowMs`): the pool stops restarting them and fails its
+ * calls with this error instead of spinning. `cause` is the last crash.
+ *
+ * @example
+ * ```ts
+ * import { CrashLoopError } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new CrashLoopError(6, 5, 10_000);
+ * assert.equal(err.crashes, 6);
+ * assert.equal(
+ *   err.message,
+ *   "Workers crashed 6 times within 10000 ms, more than maxRestarts (5): not restarting",
+ * );
+ * ```
+ */
+export class CrashLoopError extends ConduitError {
+  /** How many crashes happened within the window. */
+  readonly crashes: number;
+  /** The restart limit in force. */
+  readonly maxRestarts: number;
+  /** The window the crashes were counted in, in milliseconds. */
+  readonly windowMs: number;
+
+  /**
+   * Creates the error; the message names the crash count, the limit and the window.
+   *
+   * @param crashes Crashes counted within the window.
+   * @param maxRestarts The restart limit.
+   * @param windowMs The window, in milliseconds.
+   * @param options Standard error options (`cause`: the last crash).
+   */
+  constructor(crashes: number, maxRestarts: number, windowMs: number, options?: ErrorOptions) {
+    super(
+      `Workers crashed ${crashes} times within ${windowMs} ms, more than maxRestarts ` +
+        `(${maxRestarts}): not restarting`,
+      options,
+    );
+    this.crashes = crashes;
+    this.maxRestarts = maxRestarts;
+    this.windowMs = windowMs;
+  }
+}
+
+/**
+ * A call was made on a pool that is closing or closed.
+ *
+ * @example
+ * ```ts
+ * import { PoolClosedError } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new PoolClosedError("The pool is closed").name, "PoolClosedError");
+ * ```
+ */
+export class PoolClosedError extends ConduitError {}
+
+/**
+ * A call found the pool's queue full: `maxQueued` calls were already waiting for a worker.
+ * Wait for `pool.waitForRoom()` before calling again, or raise the limit.
+ *
+ * @example
+ * ```ts
+ * import { PoolQueueFullError } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new PoolQueueFullError(1000);
+ * assert.equal(err.limit, 1000);
+ * assert.equal(err.message, "The pool's queue is full: 1000 calls wait, maxQueued is 1000");
+ * ```
+ */
+export class PoolQueueFullError extends ConduitError {
+  /** The queue's limit. */
+  readonly limit: number;
+
+  /**
+   * Creates the error; the message names the limit.
+   *
+   * @param limit The pool's `maxQueued`.
+   */
+  constructor(limit: number) {
+    super(`The pool's queue is full: ${limit} calls wait, maxQueued is ${limit}`);
+    this.limit = limit;
+  }
+}

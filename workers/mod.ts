@@ -1,0 +1,25 @@
+/**
+ * Workers: run handlers in a subprocess and call them through a typed channel.
+ * {@linkcode spawnWorker} starts one (a Deno module with least-privilege permissions, or any
+ * command that speaks the conduit protocol) and {@linkcode serveWorker} is the worker's side.
+ * Worker exits surface as {@linkcode WorkerExitedError}; nothing hangs and no worker
+ * outlives its parent.
+ *
+ * @example
+ * ```ts
+ * import { spawnWorker } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ *
+ * await using worker = await spawnWorker<EchoApi>(
+ *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ * );
+ * assert.equal(await worker.remote.echo(42), 42);
+ * ```
+ *
+ * @module
+ */
+
+export * from "./spawn_worker.ts";
+export * from "./serve_worker.ts";
+export * from "./errors.ts";

@@ -1,0 +1,170 @@
+/**
+ * The worker's side: {@linkcode serveWorker} serves a handler object to the parent that
+ * spawned this process with `spawnWorker`, over stdin/stdout (or the Unix socket the parent
+ * names), and exits when the parent says goodbye or goes away.
+ *
+ * @example A worker module
+ * ```ts ignore
+ * // hash_worker.ts
+ * import { serveWorker } from "@conduit/ipc/workers";
+ *
+ * const handlers = {
+ *   async sha256(text: string): Promise<string> {
+ *     const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+ *     return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+ *   },
+ * };
+ * export type HashApi = typeof handlers;
+ *
+ * if (import.meta.main) await serveWorker(handlers);
+ * ```
+ *
+ * @module
+ */
+
+import { Channel, type ChannelOptions } from "../channel/channel.ts";
+import { ConnectionClosedError } from "../channel/errors.ts";
+import { jsonCodec } from "../codecs/json.ts";
+import type { Codec } from "../codecs/types.ts";
+import { stdioTransport } from "../transports/stdio.ts";
+import type { Transport } from "../transports/types.ts";
+import { connectUnix } from "../transports/unix.ts";
+import { consoleToStderr } from "./_console_to_stderr.ts";
+
+/**
+ * The environment variable through which `spawnWorker` names the Unix socket a worker
+ * connects to (`transport: "unix"`); unset for the stdio transport.
+ */
+export const WORKER_SOCKET_ENV = "CONDUIT_WORKER_SOCKET";
+
+/** The default {@linkcode ServeWorkerOptions.trustPeer}: true (the parent is our owner). */
+export const DEFAULT_WORKER_TRUST_PEER = true;
+
+/** Options for {@linkcode serveWorker}: the channel's options, with worker defaults. */
+export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
+  /**
+   * The channel codec; the parent must use one of the same `name`.
+   *
+   * @default {jsonCodec()}
+   */
+  codec?: Codec<unknown>;
+  /**
+   * Exit the process (`Deno.exit`) once the channel has closed: with code 0 after the
+   * parent's goodbye, 1 when the connection was lost (the parent died, the stdin pipe
+   * closed). With `false` the promise of {@linkcode serveWorker} still resolves once the
+   * channel is open, and the console is restored once it closes.
+   *
+   * @default {true}
+   */
+  exit?: boolean;
+  /**
+   * Whether errors sent to the parent include stack traces.
+   *
+   * @default {DEFAULT_WORKER_TRUST_PEER} (true)
+   */
+  trustPeer?: boolean;
+}
+
+/**
+ * Serves `handlers` to the parent process that spawned this one with `spawnWorker`.
+ *
+ * While it serves, `console.log`, `info`, `debug`, `dir`, `table`, `count` and `time*` print
+ * to stderr, which the parent forwards, so a stray log cannot corrupt the frames on stdout;
+ * nothing else may write to `Deno.stdout`. Handlers receive a `CallContext` whose `channel`
+ * calls back into the parent. The process exits when the parent says goodbye (`close()`),
+ * or when its stdin reaches its end: the parent exited, even by `SIGKILL`, so a worker never
+ * outlives its parent.
+ *
+ * @typeParam Parent The handler interface the parent serves (for `channel.remote`).
+ * @param handlers The methods the parent can call; see `ChannelOptions.handlers`.
+ * @param options The codec, limits and exit behaviour; see {@linkcode ServeWorkerOptions}.
+ * @returns The open channel to the parent, once the handshake has succeeded.
+ * @throws {HandshakeError} When the parent speaks another codec or protocol version.
+ *
+ * @example A worker that calls back into its parent, driven from here
+ * ```ts
+ * import { spawnWorker } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ * // The worker module (workers/_testdata/echo_worker.ts) ends with:
+ * //   if (import.meta.main) await serveWorker(handlers);
+ * // and its `callParent` handler calls `ctx.channel.remote.double(x)`.
+ * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ *
+ * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * await using worker = await spawnWorker<EchoApi>(url, {
+ *   handlers: { double: (x: number) => 2 * x },
+ * });
+ * assert.equal(await worker.remote.callParent(21), 42);
+ * ```
+ */
+export async function serveWorker<Parent extends object = Record<string, never>>(
+  handlers: object,
+  options: ServeWorkerOptions = {},
+): Promise<Channel<Parent>> {
+  const { exit = true, codec = jsonCodec(), ...channelOptions } = options;
+  const restoreConsole = consoleToStderr();
+  const socketPath = workerSocketPath();
+  let transport: Transport;
+  try {
+    transport = socketPath === undefined ? stdioTransport() : await connectUnix(socketPath);
+  } catch (error) {
+    restoreConsole();
+    throw error;
+  }
+  const channel = new Channel<Parent>(transport, {
+    trustPeer: DEFAULT_WORKER_TRUST_PEER,
+    ...channelOptions,
+    codec,
+    handlers,
+  });
+  // Over a socket, stdin carries nothing but still tells us when the parent is gone.
+  const stdinWatch = socketPath === undefined ? undefined : watchStdin(channel);
+  const finish = (code: number) => {
+    restoreConsole();
+    if (exit) Deno.exit(code);
+    stdinWatch?.stop();
+  };
+  channel.closed.then(() => finish(0), () => finish(1));
+  try {
+    await channel.opened;
+  } catch (error) {
+    await channel.close();
+    throw error;
+  }
+  return channel;
+}
+
+/** The socket the parent asked us to connect to, if it did and we may read the variable. */
+function workerSocketPath(): string | undefined {
+  const state = Deno.permissions.querySync({ name: "env", variable: WORKER_SOCKET_ENV }).state;
+  if (state !== "granted") return undefined;
+  return Deno.env.get(WORKER_SOCKET_ENV) || undefined;
+}
+
+/** Aborts `channel` once stdin ends (the parent exited); `stop()` stops watching. */
+function watchStdin(channel: { abort(reason: unknown): Promise<void> }): { stop(): void } {
+  let stopped = false;
+  const buffer = new Uint8Array(256);
+  (async () => {
+    try {
+      while (await Deno.stdin.read(buffer) !== null) {
+        // The parent writes nothing here: only the end of the pipe matters.
+      }
+    } catch {
+      // stdin was closed under us (stop()) or failed: either way the parent is unreachable.
+    }
+    if (!stopped) {
+      await channel.abort(new ConnectionClosedError("The parent closed the worker's stdin"));
+    }
+  })();
+  return {
+    stop() {
+      stopped = true;
+      try {
+        Deno.stdin.close();
+      } catch {
+        // Closed already.
+      }
+    },
+  };
+}
