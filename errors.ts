@@ -124,7 +124,11 @@ export class TruncatedFrameError extends FramingError {
   /** How many more bytes the unfinished frame needed (at least; a header may be cut too). */
   readonly missing: number;
 
-  /** @param missing How many bytes were missing when the stream ended. */
+  /**
+   * Creates the error for a stream that ended `missing` bytes short.
+   *
+   * @param missing How many bytes were missing when the stream ended.
+   */
   constructor(missing: number) {
     super(`Stream ended mid-frame: ${missing} more byte(s) were expected`);
     this.missing = missing;
@@ -179,6 +183,8 @@ export class CodecError extends ConduitError {
   readonly operation: "encode" | "decode";
 
   /**
+   * Creates the error, naming the codec and the operation and keeping the cause.
+   *
    * @param codec The codec's `name`.
    * @param operation `"encode"` or `"decode"`.
    * @param cause The underlying error.

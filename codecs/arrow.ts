@@ -176,7 +176,7 @@ export interface ArrowBatchEncoderOptions {
    *
    * @default {undefined}
    */
-  schema?: Schema;
+  schema?: ArrowSchema;
   /**
    * The deepest column nesting accepted.
    *
@@ -215,7 +215,11 @@ export class ArrowBatchEncoder {
   #started = false;
   #ended = false;
 
-  /** @param options The schema (optional) and depth limit. */
+  /**
+   * Creates an encoder for one batch stream.
+   *
+   * @param options The schema (optional) and depth limit.
+   */
   constructor(options: ArrowBatchEncoderOptions = {}) {
     this.#maxDepth = options.maxDepth ?? DEFAULT_ARROW_MAX_DEPTH;
     if (options.schema !== undefined) {
@@ -229,7 +233,7 @@ export class ArrowBatchEncoder {
   }
 
   /** The stream's schema, once known. */
-  get schema(): Schema | undefined {
+  get schema(): ArrowSchema | undefined {
     return this.#schema;
   }
 
@@ -304,14 +308,18 @@ export class ArrowBatchDecoder {
   #ended = false;
   #failure: unknown;
 
-  /** @param options Depth limit and copy mode. */
+  /**
+   * Creates a decoder for one batch stream.
+   *
+   * @param options Depth limit and copy mode.
+   */
   constructor(options: ArrowCodecOptions = {}) {
     this.#reader = new IpcReader(options.maxDepth ?? DEFAULT_ARROW_MAX_DEPTH);
     this.#copy = options.copy ?? false;
   }
 
   /** The stream's schema, once its first message has been decoded. */
-  get schema(): Schema | undefined {
+  get schema(): ArrowSchema | undefined {
     return this.#reader.schema;
   }
 
@@ -382,7 +390,14 @@ export type ColumnValues =
   | BigInt64Array
   | BigUint64Array
   | readonly unknown[]
-  | Vector;
+  | ArrowVector;
+
+/** An apache-arrow `Schema` (the type of `Table.schema`). */
+export type ArrowSchema = Table["schema"];
+/** An apache-arrow `DataType` (the type of a schema field's `type`). */
+export type ArrowDataType = ArrowSchema["fields"][number]["type"];
+/** An apache-arrow `Vector` (a table column). */
+export type ArrowVector = NonNullable<ReturnType<Table["getChildAt"]>>;
 
 /** Options of {@linkcode tableFromColumns} and {@linkcode tableFromRows}. */
 export interface TableFromColumnsOptions {
@@ -392,7 +407,7 @@ export interface TableFromColumnsOptions {
    *
    * @default {{}}
    */
-  types?: Readonly<Record<string, DataType>>;
+  types?: Readonly<Record<string, ArrowDataType>>;
 }
 
 /**
