@@ -32,3 +32,4 @@ export * from "./framing/mod.ts";
 export * from "./transports/mod.ts";
 export * from "./codecs/mod.ts";
 export * from "./channel/mod.ts";
+export * from "./workers/mod.ts";

@@ -3,8 +3,18 @@
 // the stream. console.error, warn, trace and assert already print to stderr; group and
 // groupEnd print through console.log, so their labels and indentation follow it.
 
-type Method = "log" | "info" | "debug" | "dir" | "dirxml" | "table" | "count" | "countReset" |
-  "time" | "timeLog" | "timeEnd";
+type Method =
+  | "log"
+  | "info"
+  | "debug"
+  | "dir"
+  | "dirxml"
+  | "table"
+  | "count"
+  | "countReset"
+  | "time"
+  | "timeLog"
+  | "timeEnd";
 
 const METHODS: readonly Method[] = [
   "log",
@@ -31,7 +41,8 @@ export function consoleToStderr(): () => void {
     error(Deno.inspect(item, { colors: false, ...options }));
   const counts = new Map<string, number>();
   const timers = new Map<string, number>();
-  const elapsed = (label: string) => `${label}: ${(performance.now() - timers.get(label)!).toFixed(3)}ms`;
+  const elapsed = (label: string) =>
+    `${label}: ${(performance.now() - timers.get(label)!).toFixed(3)}ms`;
 
   console.log = log;
   console.info = log;

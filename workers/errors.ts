@@ -21,6 +21,8 @@
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { ConduitError } from "../errors.ts";
 
+export { ConduitError, ConnectionClosedError };
+
 /** What {@linkcode WorkerExitedError} reports about the process that went away. */
 export interface WorkerExitInfo {
   /** The worker's name: its module's file name, or the command. */

@@ -30,7 +30,7 @@
  */
 
 import { Channel, type ChannelOptions, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
-import { ConnectionClosedError } from "../channel/errors.ts";
+import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import type { Codec } from "../codecs/types.ts";
@@ -44,6 +44,17 @@ import { WorkerExitedError } from "./errors.ts";
 import { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV } from "./serve_worker.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
+// The channel types this API shows, so that its documentation is complete on its own.
+export type * from "../channel/types.ts";
+export type {
+  Channel,
+  ChannelOptions,
+  HeartbeatOptions,
+  MethodCodec,
+  PeerInfo,
+  ResultOf,
+} from "../channel/channel.ts";
+export type { Codec };
 
 /** The default {@linkcode SpawnWorkerOptions.exitTimeout}: 1 s. */
 export const DEFAULT_EXIT_TIMEOUT = 1_000;
@@ -530,7 +541,8 @@ class WorkerProcess<Api extends object> implements WorkerHandle<Api>, ProcessCon
         }),
         new Promise<never>((_, reject) => {
           timer = setTimeout(
-            () => reject(new ConnectionClosedError(`The worker did not connect within ${limit} ms`)),
+            () =>
+              reject(new ConnectionClosedError(`The worker did not connect within ${limit} ms`)),
             limit,
           );
         }),
@@ -550,7 +562,10 @@ class WorkerProcess<Api extends object> implements WorkerHandle<Api>, ProcessCon
     );
     this.#channel = channel;
     const translate = (error: unknown) => this.#translate(error);
-    const remote = channel.remote as unknown as Record<string, (p: unknown, o: unknown) => DualCall>;
+    const remote = channel.remote as unknown as Record<
+      string,
+      (p: unknown, o: unknown) => DualCall
+    >;
     const methods: Record<string, unknown> = Object.create(null);
     this.#remote = new Proxy(methods, {
       get(target, key) {
@@ -575,6 +590,9 @@ class WorkerProcess<Api extends object> implements WorkerHandle<Api>, ProcessCon
     if (!exitedAlready) this.#signal("SIGKILL");
     await this.#channel?.abort(error);
     const status = await this.exited;
+    // A worker that answered with another codec or version exits because of it: the
+    // mismatch is the news. One that went away during the handshake is explained by its exit.
+    if (error instanceof HandshakeError && error.code !== "closed") return error;
     if (!exitedAlready && !(error instanceof ConnectionClosedError)) return error;
     return this.#exitError(status, error);
   }

@@ -1,5 +1,7 @@
 // A worker for the tests and the examples: echo, streams, call-backs, crashes and hangs.
 import type { CallContext } from "../../channel/types.ts";
+import { jsonCodec } from "../../codecs/json.ts";
+import { msgpackCodec } from "../../codecs/msgpack.ts";
 import { serveWorker } from "../serve_worker.ts";
 
 /** What the parent serves to this worker. */
@@ -60,4 +62,8 @@ const handlers = {
 /** The API this worker serves. */
 export type EchoApi = typeof handlers;
 
-if (import.meta.main) await serveWorker(handlers);
+if (import.meta.main) {
+  await serveWorker(handlers, {
+    codec: Deno.args.includes("--msgpack") ? msgpackCodec() : jsonCodec(),
+  });
+}
