@@ -1,7 +1,8 @@
 /**
  * Workers: run handlers in a subprocess and call them through a typed channel.
  * {@linkcode spawnWorker} starts one (a Deno module with least-privilege permissions, or any
- * command that speaks the conduit protocol) and {@linkcode serveWorker} is the worker's side.
+ * command that speaks the conduit protocol) and {@linkcode serveWorker} is the worker's side;
+ * {@linkcode WorkerPool} spreads calls over several workers and restarts crashed ones.
  * Worker exits surface as {@linkcode WorkerExitedError}; nothing hangs and no worker
  * outlives its parent.
  *
@@ -22,4 +23,5 @@
 
 export * from "./spawn_worker.ts";
 export * from "./serve_worker.ts";
+export * from "./worker_pool.ts";
 export * from "./errors.ts";

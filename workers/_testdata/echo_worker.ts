@@ -12,6 +12,9 @@ export interface ParentApi {
 const handlers = {
   echo: <T>(value: T): T => value,
   pid: (): number => Deno.pid,
+  /** Answers with this worker's pid after `ms`. */
+  slowPid: (ms: number): Promise<number> =>
+    new Promise((resolve) => setTimeout(() => resolve(Deno.pid), ms)),
   async *count(to: number): AsyncIterable<number> {
     for (let i = 1; i <= to; i++) yield i;
   },

@@ -1,0 +1,158 @@
+import assert from "node:assert/strict";
+import { waitUntilGone } from "./_test_processes.ts";
+import type { EchoApi } from "./_testdata/echo_worker.ts";
+import {
+  CrashLoopError,
+  PoolClosedError,
+  PoolQueueFullError,
+  WorkerExitedError,
+} from "./errors.ts";
+import { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
+
+const ECHO = new URL("./_testdata/echo_worker.ts", import.meta.url);
+const MISSING = new URL("./_testdata/no_such_worker.ts", import.meta.url);
+
+function pool(options: WorkerPoolOptions<EchoApi> = {}): WorkerPool<EchoApi> {
+  return new WorkerPool<EchoApi>(ECHO, { size: 2, stderr: "discard", ...options });
+}
+
+/** Closes the pool and checks that none of the workers it ever ran is left. */
+async function closeAndCheck(pool: WorkerPool<EchoApi>, pids: Iterable<number>): Promise<void> {
+  await pool.close();
+  await waitUntilGone([...pids]);
+}
+
+Deno.test("WorkerPool: typed calls spread over the least-loaded workers", async () => {
+  const workers = pool({ size: 2 });
+  await workers.ready();
+  assert.equal(workers.stats.workers, 2);
+  const pids = await Promise.all([1, 2, 3, 4].map(() => workers.remote.slowPid(100)));
+  const counts = new Map<number, number>();
+  for (const pid of pids) counts.set(pid, (counts.get(pid) ?? 0) + 1);
+  // One call per worker at a time: two workers took two calls each.
+  assert.deepEqual([...counts.values()], [2, 2]);
+  assert.deepEqual(await workers.remote.echo({ deep: [1, "x"] }), { deep: [1, "x"] });
+  const stats = workers.stats;
+  assert.equal(stats.completed, 5);
+  assert.equal(stats.inFlight, 0);
+  assert.equal(stats.queued, 0);
+  await closeAndCheck(workers, counts.keys());
+});
+
+Deno.test("WorkerPool: a stream from a pooled worker", async () => {
+  const workers = pool({ size: 1 });
+  assert.deepEqual(await Array.fromAsync(workers.remote.count(5)), [1, 2, 3, 4, 5]);
+  // Breaking out early releases the worker.
+  for await (const n of workers.remote.count(1_000_000)) if (n === 3) break;
+  assert.equal(await workers.remote.echo("free"), "free");
+  assert.equal(workers.stats.inFlight, 0);
+  const pid = await workers.remote.pid();
+  await closeAndCheck(workers, [pid]);
+});
+
+Deno.test("WorkerPool: a crashed worker is restarted; its calls fail unless retryable", async () => {
+  const workers = pool({ size: 1, concurrency: 3, retryable: ["sleep"], restartDelay: 10 });
+  const first = await workers.remote.pid();
+  const retried = workers.remote.sleep(200);
+  const notRetried = workers.remote.slowPid(200);
+  const crash = workers.remote.exit(7);
+  for (const call of [crash, notRetried]) {
+    const error = await call.then(() => null, (e) => e);
+    assert.ok(error instanceof WorkerExitedError, String(error));
+    assert.equal(error.code, 7);
+  }
+  assert.equal(await retried, "slept");
+  const second = await workers.remote.pid();
+  assert.notEqual(second, first);
+  const stats = workers.stats;
+  assert.equal(stats.crashes, 1);
+  assert.equal(stats.restarts, 1);
+  assert.equal(stats.retried, 1);
+  assert.equal(stats.failed, 2);
+  await closeAndCheck(workers, [first, second]);
+});
+
+Deno.test("WorkerPool: a crash loop fails the pool instead of spinning", async () => {
+  const broken = new WorkerPool<EchoApi>(MISSING, {
+    size: 2,
+    stderr: "discard",
+    restartDelay: 5,
+    maxRestarts: 3,
+  });
+  const call = broken.remote.echo(1);
+  const error = await broken.ready().then(() => null, (e) => e);
+  assert.ok(error instanceof CrashLoopError, String(error));
+  assert.equal(error.crashes, 4);
+  assert.equal(error.maxRestarts, 3);
+  assert.ok(error.cause instanceof WorkerExitedError);
+  assert.match(error.cause.message, /no_such_worker\.ts/);
+  await assert.rejects(call, CrashLoopError);
+  await assert.rejects(broken.remote.echo(2), CrashLoopError);
+  assert.equal(broken.stats.crashes, 4);
+  assert.equal(broken.stats.workers + broken.stats.starting, 0);
+  await broken.close();
+});
+
+Deno.test("WorkerPool: a bounded queue with backpressure, then drain", async () => {
+  const workers = pool({ size: 1, maxQueued: 2 });
+  const calls = [1, 2, 3].map((n) => workers.remote.slowPid(30 + n));
+  // One call can run, two can wait: the fourth is refused.
+  await assert.rejects(workers.remote.echo(4), PoolQueueFullError);
+  await workers.waitForRoom();
+  assert.ok(workers.stats.queued < 2);
+  const late = workers.remote.echo("late");
+  await workers.drain();
+  assert.equal(workers.stats.inFlight + workers.stats.queued, 0);
+  assert.equal(await late, "late");
+  const pids = await Promise.all(calls);
+  await closeAndCheck(workers, pids);
+});
+
+Deno.test("WorkerPool: close() finishes queued calls, then refuses new ones", async () => {
+  const workers = pool({ size: 1 });
+  const calls = [1, 2, 3].map(() => workers.remote.slowPid(20));
+  const closing = workers.close();
+  await assert.rejects(workers.remote.echo(1), PoolClosedError);
+  const pids = await Promise.all(calls);
+  await closing;
+  assert.equal(workers.stats.completed, 3);
+  await waitUntilGone(pids);
+});
+
+Deno.test("WorkerPool: workers are recycled after maxCallsPerWorker and when idle", async () => {
+  const workers = pool({ size: 1, maxCallsPerWorker: 2 });
+  const pids = [];
+  for (let i = 0; i < 4; i++) pids.push(await workers.remote.pid());
+  assert.equal(pids[0], pids[1]);
+  assert.notEqual(pids[1], pids[2]);
+  assert.equal(pids[2], pids[3]);
+  assert.equal(workers.stats.crashes, 0);
+  assert.ok(workers.stats.recycled >= 1);
+  await closeAndCheck(workers, pids);
+
+  const idle = pool({ size: 1, idleTimeout: 50 });
+  const before = await idle.remote.pid();
+  await waitUntilGone([before]);
+  assert.equal(idle.stats.workers, 0);
+  const after = await idle.remote.pid();
+  assert.notEqual(after, before);
+  await closeAndCheck(idle, [after]);
+});
+
+Deno.test("WorkerPool: an aborted signal takes a call out of the queue", async () => {
+  const workers = pool({ size: 1 });
+  const busy = workers.remote.slowPid(100);
+  const controller = new AbortController();
+  const queued = workers.remote.echo("never", { signal: controller.signal });
+  controller.abort(new Error("changed my mind"));
+  await assert.rejects(queued, /changed my mind/);
+  const pid = await busy;
+  assert.equal(workers.stats.completed, 1);
+  await closeAndCheck(workers, [pid]);
+});
+
+Deno.test("WorkerPool: options out of range are refused", () => {
+  assert.throws(() => new WorkerPool(ECHO, { size: 0 }), /size must be an integer >= 1, got 0/);
+  assert.throws(() => new WorkerPool(ECHO, { concurrency: 1.5 }), RangeError);
+  assert.throws(() => new WorkerPool(ECHO, { restartDelay: -1 }), RangeError);
+});
