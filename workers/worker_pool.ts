@@ -24,7 +24,7 @@
  * @module
  */
 
-import { DeadlineExceededError } from "../channel/errors.ts";
+import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
 import type { CallOptions, MethodName, RemoteOf, RemoteStream } from "../channel/types.ts";
 import { ConduitError } from "../errors.ts";
 import {
@@ -254,7 +254,8 @@ export class WorkerPool<Api extends object, Local extends object = object>
   #pumpScheduled = false;
   #rotate = 0;
   #crashTimes: number[] = [];
-  #failure: CrashLoopError | undefined;
+  /** Why the pool cannot go on: a crash loop, or workers that cannot be spawned at all. */
+  #failure: Error | undefined;
   #closing: Promise<void> | undefined;
   #readyWaiters: PromiseWithResolvers<void>[] = [];
   #drainWaiters: Array<() => void> = [];
@@ -342,7 +343,9 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * Resolves once every worker has started (the pool works before that: calls wait).
    *
    * @returns A promise that rejects with `CrashLoopError` if the workers keep failing to
-   * start, or `PoolClosedError` if the pool is closed first.
+   * start, with the spawn's own error if this process cannot spawn them at all (e.g.
+   * `Deno.errors.NotCapable` without `--allow-run`), or with `PoolClosedError` if the pool is
+   * closed first.
    */
   ready(): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
@@ -553,7 +556,15 @@ export class WorkerPool<Api extends object, Local extends object = object>
       },
       (error) => {
         if (slot.state === GONE) return;
-        this.#crashed(slot, error);
+        // A worker that started and failed is a crash; a spawn refused by this process
+        // (no permission to run, no such program, bad options) would fail again each time.
+        if (error instanceof ConnectionClosedError || error instanceof HandshakeError) {
+          this.#crashed(slot, error);
+        } else {
+          this.#slots.splice(this.#slots.indexOf(slot), 1);
+          slot.state = GONE;
+          this.#fail(error instanceof Error ? error : new Error(String(error)));
+        }
       },
     );
     this.#track(started);
@@ -645,7 +656,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
   // ---------------------------------------------------------------- ending
 
   /** The pool cannot go on: fail everything waiting, stop every worker. */
-  #fail(error: CrashLoopError): void {
+  #fail(error: Error): void {
     this.#failure = error;
     for (let i = this.#queueHead; i < this.#queue.length; i++) {
       const call = this.#queue[i];

@@ -93,6 +93,15 @@ Deno.test("WorkerPool: a crash loop fails the pool instead of spinning", async (
   await broken.close();
 });
 
+Deno.test("WorkerPool: workers this process cannot spawn fail the pool at once", async () => {
+  const impossible = new WorkerPool<EchoApi>({ command: "/no/such/program" }, { size: 2 });
+  const call = impossible.remote.echo(1);
+  await assert.rejects(impossible.ready(), Deno.errors.NotFound);
+  await assert.rejects(call, Deno.errors.NotFound);
+  assert.equal(impossible.stats.crashes, 0);
+  await impossible.close();
+});
+
 Deno.test("WorkerPool: a bounded queue with backpressure, then drain", async () => {
   const workers = pool({ size: 1, maxQueued: 2 });
   const calls = [1, 2, 3].map((n) => workers.remote.slowPid(30 + n));
