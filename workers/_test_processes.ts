@@ -25,3 +25,54 @@ export async function waitUntilGone(pids: readonly number[], timeoutMs = 5_000):
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** The environment variable that marks the processes one test spawned. */
+const MARK = "CONDUIT_TEST_MARK";
+let current: Record<string, string> = {};
+
+/**
+ * The environment that marks processes as spawned by the running test; pass it (merged) as
+ * `env` to every spawn. Descendants inherit it.
+ */
+export function testEnv(): Record<string, string> {
+  return current;
+}
+
+/**
+ * A `Deno.test` that afterwards checks through /proc that no process carrying its mark (see
+ * {@linkcode testEnv}) is still running. Tests in one file run one at a time, so the mark of
+ * the running test is module state.
+ */
+export function leakFreeTest(name: string, fn: () => Promise<void>): void {
+  Deno.test(name, async () => {
+    const mark = `${MARK}=${crypto.randomUUID()}`;
+    current = { [MARK]: mark.slice(MARK.length + 1) };
+    try {
+      await fn();
+    } finally {
+      current = {};
+    }
+    const end = Date.now() + 5_000;
+    let left = await marked(mark);
+    while (left.length > 0 && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      left = await marked(mark);
+    }
+    if (left.length > 0) throw new Error(`Processes left running after "${name}": ${left}`);
+  });
+}
+
+/** The live processes whose environment holds `mark` (zombies have none left). */
+async function marked(mark: string): Promise<number[]> {
+  const pids: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const environ = await Deno.readTextFile(`/proc/${entry.name}/environ`);
+      if (environ.split("\0").includes(mark)) pids.push(Number(entry.name));
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return pids;
+}

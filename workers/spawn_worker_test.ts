@@ -6,9 +6,15 @@ import {
   RemoteError,
 } from "../channel/errors.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";
-import { waitUntilGone } from "./_test_processes.ts";
+import { leakFreeTest, testEnv, waitUntilGone } from "./_test_processes.ts";
 import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
-import { spawnWorker, type WorkerHandle, type WorkerTransportKind } from "./spawn_worker.ts";
+import {
+  spawnWorker as spawnWorkerUnmarked,
+  type SpawnWorkerOptions,
+  type WorkerCommand,
+  type WorkerHandle,
+  type WorkerTransportKind,
+} from "./spawn_worker.ts";
 import { WorkerExitedError } from "./errors.ts";
 
 const ECHO = new URL("./_testdata/echo_worker.ts", import.meta.url);
@@ -16,6 +22,14 @@ const STUBBORN = new URL("./_testdata/stubborn_worker.ts", import.meta.url);
 const ORPHAN_PARENT = new URL("./_testdata/orphan_parent.ts", import.meta.url);
 const PREFIX_PARENT = new URL("./_testdata/prefix_parent.ts", import.meta.url);
 const PYTHON_PEER = new URL("../interop/python/demo_server.py", import.meta.url);
+
+/** spawnWorker, with the running test's mark in the worker's environment. */
+function spawnWorker<Api extends object>(
+  worker: string | URL | WorkerCommand,
+  options: SpawnWorkerOptions = {},
+): Promise<WorkerHandle<Api>> {
+  return spawnWorkerUnmarked<Api>(worker, { ...options, env: { ...options.env, ...testEnv() } });
+}
 
 const parent: ParentApi = { double: (x) => 2 * x };
 
@@ -41,69 +55,78 @@ async function rejection(promise: PromiseLike<unknown>): Promise<unknown> {
 }
 
 for (const transport of ["stdio", "unix"] as const) {
-  Deno.test(`spawnWorker/${transport}: typed calls, a stream, a call-back, a clean close`, async () => {
-    const lines: string[] = [];
-    const worker = await spawnEcho(transport, lines);
-    assert.deepEqual(await worker.remote.echo({ a: [1, "two", null] }), { a: [1, "two", null] });
-    assert.equal(await worker.remote.pid(), worker.pid);
-    assert.deepEqual(await Array.fromAsync(worker.remote.count(5)), [1, 2, 3, 4, 5]);
-    assert.equal(await worker.remote.callParent(21), 42);
-    const error = await rejection(worker.remote.fail("bad input"));
-    assert.ok(error instanceof RemoteError);
-    assert.equal(error.name, "TypeError");
-    assert.equal(error.message, "bad input");
-    // Every console method that prints to stdout went to stderr: the frames survived.
-    assert.equal(await worker.remote.chatty(), "still framed");
-    const status = await worker.close();
-    assert.deepEqual({ ...status }, { success: true, code: 0, signal: null });
-    for (const expected of ["log line", "info line", "debug line", "{ dir: 1 }", "default: 1"]) {
-      assert.ok(lines.includes(expected), `stderr lacks ${expected}: ${JSON.stringify(lines)}`);
-    }
-    assert.ok(lines.some((line) => /^t: [\d.]+ms$/.test(line)));
-    assert.deepEqual(worker.stderrTail, lines.slice(-20));
-    await waitUntilGone([worker.pid]);
-  });
-
-  Deno.test(`spawnWorker/${transport}: a worker that exits mid-call fails every pending call`, async () => {
-    const worker = await spawnEcho(transport);
-    const slow = worker.remote.sleep(60_000);
-    const stream = worker.remote.count(1e9)[Symbol.asyncIterator]();
-    assert.deepEqual(await stream.next(), { done: false, value: 1 });
-    const exiting = worker.remote.exit(3);
-    // The stream delivers what it buffered, then fails.
-    const streamEnd = (async () => {
-      while (!(await stream.next()).done) {
-        // Draining.
+  leakFreeTest(
+    `spawnWorker/${transport}: typed calls, a stream, a call-back, a clean close`,
+    async () => {
+      const lines: string[] = [];
+      const worker = await spawnEcho(transport, lines);
+      assert.deepEqual(await worker.remote.echo({ a: [1, "two", null] }), { a: [1, "two", null] });
+      assert.equal(await worker.remote.pid(), worker.pid);
+      assert.deepEqual(await Array.fromAsync(worker.remote.count(5)), [1, 2, 3, 4, 5]);
+      assert.equal(await worker.remote.callParent(21), 42);
+      const error = await rejection(worker.remote.fail("bad input"));
+      assert.ok(error instanceof RemoteError);
+      assert.equal(error.name, "TypeError");
+      assert.equal(error.message, "bad input");
+      // Every console method that prints to stdout went to stderr: the frames survived.
+      assert.equal(await worker.remote.chatty(), "still framed");
+      const status = await worker.close();
+      assert.deepEqual({ ...status }, { success: true, code: 0, signal: null });
+      for (const expected of ["log line", "info line", "debug line", "{ dir: 1 }", "default: 1"]) {
+        assert.ok(lines.includes(expected), `stderr lacks ${expected}: ${JSON.stringify(lines)}`);
       }
-    })();
-    for (const pending of [slow, exiting, streamEnd]) {
-      const error = await rejection(pending);
-      assert.ok(error instanceof WorkerExitedError, String(error));
-      assert.ok(error instanceof ConnectionClosedError);
-      assert.equal(error.code, 3);
-      assert.equal(error.signal, null);
-      assert.ok(error.stderrTail.includes("exiting with 3"), error.message);
-      assert.match(error.message, /exited with code 3; last stderr lines:\n {2}exiting with 3/);
-    }
-    // Calls after the exit fail the same way, at once.
-    assert.ok(await rejection(worker.remote.echo(1)) instanceof WorkerExitedError);
-    assert.equal((await worker.exited).code, 3);
-    assert.equal((await worker.close()).code, 3);
-  });
+      assert.ok(lines.some((line) => /^t: [\d.]+ms$/.test(line)));
+      assert.deepEqual(worker.stderrTail, lines.slice(-20));
+      await waitUntilGone([worker.pid]);
+    },
+  );
 
-  Deno.test(`spawnWorker/${transport}: an uncaught exception's trace is in the error`, async () => {
-    const worker = await spawnEcho(transport);
-    const error = await rejection(worker.remote.crash("kaboom"));
-    assert.ok(error instanceof WorkerExitedError);
-    assert.equal(error.code, 1);
-    assert.ok(
-      error.stderrTail.some((line) => line.includes("Uncaught Error: kaboom")),
-      error.message,
-    );
-    await worker.exited;
-  });
+  leakFreeTest(
+    `spawnWorker/${transport}: a worker that exits mid-call fails every pending call`,
+    async () => {
+      const worker = await spawnEcho(transport);
+      const slow = worker.remote.sleep(60_000);
+      const stream = worker.remote.count(1e9)[Symbol.asyncIterator]();
+      assert.deepEqual(await stream.next(), { done: false, value: 1 });
+      const exiting = worker.remote.exit(3);
+      // The stream delivers what it buffered, then fails.
+      const streamEnd = (async () => {
+        while (!(await stream.next()).done) {
+          // Draining.
+        }
+      })();
+      for (const pending of [slow, exiting, streamEnd]) {
+        const error = await rejection(pending);
+        assert.ok(error instanceof WorkerExitedError, String(error));
+        assert.ok(error instanceof ConnectionClosedError);
+        assert.equal(error.code, 3);
+        assert.equal(error.signal, null);
+        assert.ok(error.stderrTail.includes("exiting with 3"), error.message);
+        assert.match(error.message, /exited with code 3; last stderr lines:\n {2}exiting with 3/);
+      }
+      // Calls after the exit fail the same way, at once.
+      assert.ok(await rejection(worker.remote.echo(1)) instanceof WorkerExitedError);
+      assert.equal((await worker.exited).code, 3);
+      assert.equal((await worker.close()).code, 3);
+    },
+  );
 
-  Deno.test(`spawnWorker/${transport}: SIGKILL from outside mid-call`, async () => {
+  leakFreeTest(
+    `spawnWorker/${transport}: an uncaught exception's trace is in the error`,
+    async () => {
+      const worker = await spawnEcho(transport);
+      const error = await rejection(worker.remote.crash("kaboom"));
+      assert.ok(error instanceof WorkerExitedError);
+      assert.equal(error.code, 1);
+      assert.ok(
+        error.stderrTail.some((line) => line.includes("Uncaught Error: kaboom")),
+        error.message,
+      );
+      await worker.exited;
+    },
+  );
+
+  leakFreeTest(`spawnWorker/${transport}: SIGKILL from outside mid-call`, async () => {
     const worker = await spawnEcho(transport);
     const calls = [worker.remote.sleep(60_000), worker.remote.sleep(60_000)];
     assert.equal(await worker.remote.echo("alive"), "alive");
@@ -119,7 +142,7 @@ for (const transport of ["stdio", "unix"] as const) {
   });
 }
 
-Deno.test("spawnWorker: kill() fails pending calls and says so", async () => {
+leakFreeTest("spawnWorker: kill() fails pending calls and says so", async () => {
   const worker = await spawnEcho();
   const pending = worker.remote.sleep(60_000);
   const status = await worker.kill();
@@ -130,7 +153,7 @@ Deno.test("spawnWorker: kill() fails pending calls and says so", async () => {
   await waitUntilGone([worker.pid]);
 });
 
-Deno.test("spawnWorker: a hung worker is caught by the heartbeat and killed", async () => {
+leakFreeTest("spawnWorker: a hung worker is caught by the heartbeat and killed", async () => {
   const worker = await spawnWorker<EchoApi>(ECHO, {
     stderr: "discard",
     heartbeat: { intervalMs: 50, timeoutMs: 400 },
@@ -145,14 +168,14 @@ Deno.test("spawnWorker: a hung worker is caught by the heartbeat and killed", as
   await waitUntilGone([worker.pid]);
 });
 
-Deno.test("spawnWorker: a hung call hits its deadline; the worker is then killed", async () => {
+leakFreeTest("spawnWorker: a hung call hits its deadline; the worker is then killed", async () => {
   const worker = await spawnEcho();
   const error = await rejection(worker.remote.hang(60_000, { timeout: 200 }));
   assert.ok(error instanceof DeadlineExceededError);
   assert.equal((await worker.kill()).signal, "SIGKILL");
 });
 
-Deno.test("spawnWorker: close() lets in-flight calls finish", async () => {
+leakFreeTest("spawnWorker: close() lets in-flight calls finish", async () => {
   const worker = await spawnEcho();
   const slow = worker.remote.sleep(300);
   const stream = Array.fromAsync(worker.remote.count(1000));
@@ -165,7 +188,7 @@ Deno.test("spawnWorker: close() lets in-flight calls finish", async () => {
   assert.ok(await rejection(worker.remote.echo(1)) instanceof ConnectionClosedError);
 });
 
-Deno.test("spawnWorker: close() escalates to SIGTERM, then SIGKILL", async () => {
+leakFreeTest("spawnWorker: close() escalates to SIGTERM, then SIGKILL", async () => {
   const options = { stderr: "discard", exitTimeout: 100, killTimeout: 200 } as const;
   const [polite, stubborn] = await Promise.all([
     spawnWorker<{ ping(): string }>(STUBBORN, options),
@@ -179,7 +202,7 @@ Deno.test("spawnWorker: close() escalates to SIGTERM, then SIGKILL", async () =>
   assert.ok(stubborn.stderrTail.includes("ignoring SIGTERM"));
 });
 
-Deno.test("spawnWorker: await using closes the worker", async () => {
+leakFreeTest("spawnWorker: await using closes the worker", async () => {
   let pid: number;
   {
     await using worker = await spawnEcho("unix");
@@ -189,7 +212,7 @@ Deno.test("spawnWorker: await using closes the worker", async () => {
   await waitUntilGone([pid]);
 });
 
-Deno.test("spawnWorker: the codec is an option on both sides", async () => {
+leakFreeTest("spawnWorker: the codec is an option on both sides", async () => {
   const worker = await spawnWorker<EchoApi>(ECHO, {
     codec: msgpackCodec(),
     args: ["--msgpack"],
@@ -201,7 +224,7 @@ Deno.test("spawnWorker: the codec is an option on both sides", async () => {
   await worker.close();
 });
 
-Deno.test("spawnWorker: a codec mismatch fails the spawn and stops the worker", async () => {
+leakFreeTest("spawnWorker: a codec mismatch fails the spawn and stops the worker", async () => {
   const lines: string[] = [];
   const error = await rejection(
     spawnWorker<EchoApi>(ECHO, { codec: msgpackCodec(), stderr: (line) => lines.push(line) }),
@@ -210,18 +233,22 @@ Deno.test("spawnWorker: a codec mismatch fails the spawn and stops the worker", 
   assert.equal(error.code, "codec_mismatch");
 });
 
-Deno.test("spawnWorker: the worker's stderr is forwarded line by line with a prefix", async () => {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "--allow-run", "--allow-read", PREFIX_PARENT.pathname],
-  }).output();
-  const lines = new TextDecoder().decode(stderr).split("\n");
-  assert.equal(code, 0, lines.join("\n"));
-  const pid = Number(new TextDecoder().decode(stdout));
-  assert.ok(lines.includes(`[echo_worker.ts ${pid}] log line`), lines.join("\n"));
-  assert.ok(lines.includes(`[echo_worker.ts ${pid}] { dir: 1 }`), lines.join("\n"));
-});
+leakFreeTest(
+  "spawnWorker: the worker's stderr is forwarded line by line with a prefix",
+  async () => {
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--no-prompt", "--allow-run", "--allow-read", PREFIX_PARENT.pathname],
+      env: testEnv(),
+    }).output();
+    const lines = new TextDecoder().decode(stderr).split("\n");
+    assert.equal(code, 0, lines.join("\n"));
+    const pid = Number(new TextDecoder().decode(stdout));
+    assert.ok(lines.includes(`[echo_worker.ts ${pid}] log line`), lines.join("\n"));
+    assert.ok(lines.includes(`[echo_worker.ts ${pid}] { dir: 1 }`), lines.join("\n"));
+  },
+);
 
-Deno.test("spawnWorker: a missing module fails with the worker's own explanation", async () => {
+leakFreeTest("spawnWorker: a missing module fails with the worker's own explanation", async () => {
   const error = await rejection(
     spawnWorker(new URL("./_testdata/missing_worker.ts", import.meta.url), { stderr: "discard" }),
   );
@@ -230,7 +257,7 @@ Deno.test("spawnWorker: a missing module fails with the worker's own explanation
   assert.ok(error.stderrTail.some((line) => line.includes("missing_worker.ts")), error.message);
 });
 
-Deno.test("spawnWorker: permissions are only what is granted", async () => {
+leakFreeTest("spawnWorker: permissions are only what is granted", async () => {
   const program = new URL("./_testdata/permission_worker.ts", import.meta.url);
   const denied = await spawnWorker<{ read(path: string): Promise<string> }>(program, {
     stderr: "discard",
@@ -247,7 +274,7 @@ Deno.test("spawnWorker: permissions are only what is granted", async () => {
   await granted.close();
 });
 
-Deno.test("spawnWorker: bad options are refused before anything starts", async () => {
+leakFreeTest("spawnWorker: bad options are refused before anything starts", async () => {
   await assert.rejects(spawnWorker(ECHO, { exitTimeout: -1 }), RangeError);
   await assert.rejects(spawnWorker(ECHO, { stderrTailLines: 1.5 }), RangeError);
   await assert.rejects(
@@ -261,7 +288,7 @@ Deno.test("spawnWorker: bad options are refused before anything starts", async (
   await assert.rejects(spawnWorker({ command: "/no/such/program" }), Deno.errors.NotFound);
 });
 
-Deno.test("spawnWorker: any command that speaks the protocol (the Python peer)", async () => {
+leakFreeTest("spawnWorker: any command that speaks the protocol (the Python peer)", async () => {
   const started = Promise.withResolvers<unknown>();
   const lines: string[] = [];
   const worker = await spawnWorker<{ add(p: { a: number; b: number }): number }>({
@@ -283,17 +310,18 @@ Deno.test("spawnWorker: any command that speaks the protocol (the Python peer)",
   assert.equal((await worker.close()).code, 0, lines.join("\n"));
 });
 
-Deno.test("spawnWorker: workers die with a parent killed by SIGKILL", async () => {
+leakFreeTest("spawnWorker: workers die with a parent killed by SIGKILL", async () => {
   await orphanCheck("SIGKILL", []);
 });
 
-Deno.test("spawnWorker: a parent stopped by SIGTERM kills even a busy worker", async () => {
+leakFreeTest("spawnWorker: a parent stopped by SIGTERM kills even a busy worker", async () => {
   await orphanCheck("SIGTERM", ["hang"]);
 });
 
 async function orphanCheck(signal: Deno.Signal, args: string[]): Promise<void> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--no-prompt", "--allow-run", "--allow-read", ORPHAN_PARENT.pathname, ...args],
+    env: testEnv(),
     stdout: "piped",
     stderr: "null",
   }).spawn();

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { waitUntilGone } from "./_test_processes.ts";
+import { leakFreeTest, testEnv, waitUntilGone } from "./_test_processes.ts";
 import type { EchoApi } from "./_testdata/echo_worker.ts";
 import {
   CrashLoopError,
@@ -7,7 +7,15 @@ import {
   PoolQueueFullError,
   WorkerExitedError,
 } from "./errors.ts";
-import { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
+import type { WorkerCommand } from "./spawn_worker.ts";
+import { WorkerPool as WorkerPoolUnmarked, type WorkerPoolOptions } from "./worker_pool.ts";
+
+/** WorkerPool, with the running test's mark in its workers' environment. */
+class WorkerPool<Api extends object> extends WorkerPoolUnmarked<Api> {
+  constructor(worker: string | URL | WorkerCommand, options: WorkerPoolOptions<Api> = {}) {
+    super(worker, { ...options, env: { ...options.env, ...testEnv() } });
+  }
+}
 
 const ECHO = new URL("./_testdata/echo_worker.ts", import.meta.url);
 const MISSING = new URL("./_testdata/no_such_worker.ts", import.meta.url);
@@ -22,7 +30,7 @@ async function closeAndCheck(pool: WorkerPool<EchoApi>, pids: Iterable<number>):
   await waitUntilGone([...pids]);
 }
 
-Deno.test("WorkerPool: typed calls spread over the least-loaded workers", async () => {
+leakFreeTest("WorkerPool: typed calls spread over the least-loaded workers", async () => {
   const workers = pool({ size: 2 });
   await workers.ready();
   assert.equal(workers.stats.workers, 2);
@@ -39,7 +47,7 @@ Deno.test("WorkerPool: typed calls spread over the least-loaded workers", async 
   await closeAndCheck(workers, counts.keys());
 });
 
-Deno.test("WorkerPool: a stream from a pooled worker", async () => {
+leakFreeTest("WorkerPool: a stream from a pooled worker", async () => {
   const workers = pool({ size: 1 });
   assert.deepEqual(await Array.fromAsync(workers.remote.count(5)), [1, 2, 3, 4, 5]);
   // Breaking out early releases the worker.
@@ -50,29 +58,32 @@ Deno.test("WorkerPool: a stream from a pooled worker", async () => {
   await closeAndCheck(workers, [pid]);
 });
 
-Deno.test("WorkerPool: a crashed worker is restarted; its calls fail unless retryable", async () => {
-  const workers = pool({ size: 1, concurrency: 3, retryable: ["sleep"], restartDelay: 10 });
-  const first = await workers.remote.pid();
-  const retried = workers.remote.sleep(200);
-  const notRetried = workers.remote.slowPid(200);
-  const crash = workers.remote.exit(7);
-  for (const call of [crash, notRetried]) {
-    const error = await call.then(() => null, (e) => e);
-    assert.ok(error instanceof WorkerExitedError, String(error));
-    assert.equal(error.code, 7);
-  }
-  assert.equal(await retried, "slept");
-  const second = await workers.remote.pid();
-  assert.notEqual(second, first);
-  const stats = workers.stats;
-  assert.equal(stats.crashes, 1);
-  assert.equal(stats.restarts, 1);
-  assert.equal(stats.retried, 1);
-  assert.equal(stats.failed, 2);
-  await closeAndCheck(workers, [first, second]);
-});
+leakFreeTest(
+  "WorkerPool: a crashed worker is restarted; its calls fail unless retryable",
+  async () => {
+    const workers = pool({ size: 1, concurrency: 3, retryable: ["sleep"], restartDelay: 10 });
+    const first = await workers.remote.pid();
+    const retried = workers.remote.sleep(200);
+    const notRetried = workers.remote.slowPid(200);
+    const crash = workers.remote.exit(7);
+    for (const call of [crash, notRetried]) {
+      const error = await call.then(() => null, (e) => e);
+      assert.ok(error instanceof WorkerExitedError, String(error));
+      assert.equal(error.code, 7);
+    }
+    assert.equal(await retried, "slept");
+    const second = await workers.remote.pid();
+    assert.notEqual(second, first);
+    const stats = workers.stats;
+    assert.equal(stats.crashes, 1);
+    assert.equal(stats.restarts, 1);
+    assert.equal(stats.retried, 1);
+    assert.equal(stats.failed, 2);
+    await closeAndCheck(workers, [first, second]);
+  },
+);
 
-Deno.test("WorkerPool: a crash loop fails the pool instead of spinning", async () => {
+leakFreeTest("WorkerPool: a crash loop fails the pool instead of spinning", async () => {
   const broken = new WorkerPool<EchoApi>(MISSING, {
     size: 2,
     stderr: "discard",
@@ -93,7 +104,7 @@ Deno.test("WorkerPool: a crash loop fails the pool instead of spinning", async (
   await broken.close();
 });
 
-Deno.test("WorkerPool: workers this process cannot spawn fail the pool at once", async () => {
+leakFreeTest("WorkerPool: workers this process cannot spawn fail the pool at once", async () => {
   const impossible = new WorkerPool<EchoApi>({ command: "/no/such/program" }, { size: 2 });
   const call = impossible.remote.echo(1);
   await assert.rejects(impossible.ready(), Deno.errors.NotFound);
@@ -102,7 +113,7 @@ Deno.test("WorkerPool: workers this process cannot spawn fail the pool at once",
   await impossible.close();
 });
 
-Deno.test("WorkerPool: a bounded queue with backpressure, then drain", async () => {
+leakFreeTest("WorkerPool: a bounded queue with backpressure, then drain", async () => {
   const workers = pool({ size: 1, maxQueued: 2 });
   const calls = [1, 2, 3].map((n) => workers.remote.slowPid(30 + n));
   // One call can run, two can wait: the fourth is refused.
@@ -117,7 +128,7 @@ Deno.test("WorkerPool: a bounded queue with backpressure, then drain", async () 
   await closeAndCheck(workers, pids);
 });
 
-Deno.test("WorkerPool: close() finishes queued calls, then refuses new ones", async () => {
+leakFreeTest("WorkerPool: close() finishes queued calls, then refuses new ones", async () => {
   const workers = pool({ size: 1 });
   const calls = [1, 2, 3].map(() => workers.remote.slowPid(20));
   const closing = workers.close();
@@ -128,7 +139,7 @@ Deno.test("WorkerPool: close() finishes queued calls, then refuses new ones", as
   await waitUntilGone(pids);
 });
 
-Deno.test("WorkerPool: workers are recycled after maxCallsPerWorker and when idle", async () => {
+leakFreeTest("WorkerPool: workers are recycled after maxCallsPerWorker and when idle", async () => {
   const workers = pool({ size: 1, maxCallsPerWorker: 2 });
   const pids = [];
   for (let i = 0; i < 4; i++) pids.push(await workers.remote.pid());
@@ -148,7 +159,7 @@ Deno.test("WorkerPool: workers are recycled after maxCallsPerWorker and when idl
   await closeAndCheck(idle, [after]);
 });
 
-Deno.test("WorkerPool: an aborted signal takes a call out of the queue", async () => {
+leakFreeTest("WorkerPool: an aborted signal takes a call out of the queue", async () => {
   const workers = pool({ size: 1 });
   const busy = workers.remote.slowPid(100);
   const controller = new AbortController();
