@@ -259,6 +259,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
   #closing: Promise<void> | undefined;
   #readyWaiters: PromiseWithResolvers<void>[] = [];
   #drainWaiters: Array<() => void> = [];
+  #queueWaiters: Array<() => void> = [];
   #roomWaiters: Array<() => void> = [];
   /** Every exit and close of a worker, awaited by close(). */
   #exits = new Set<Promise<unknown>>();
@@ -378,8 +379,9 @@ export class WorkerPool<Api extends object, Local extends object = object>
   }
 
   /**
-   * Closes the pool: new calls fail with `PoolClosedError`, queued and in-flight calls
-   * finish, then every worker is closed (see `WorkerHandle.close`). Never rejects.
+   * Closes the pool: new calls fail with `PoolClosedError`, queued calls still run, and
+   * every worker is closed once the queue is empty; closing a worker lets its calls in flight
+   * finish (up to `drainTimeout`, see `WorkerHandle.close`). Never rejects.
    *
    * @returns A promise that resolves once every worker has exited.
    */
@@ -506,11 +508,12 @@ export class WorkerPool<Api extends object, Local extends object = object>
     if (ok) this.#completed++;
     else {
       // The handle reports WorkerExitedError only once the process is gone: take the worker
-      // out now, before the call is retried, rather than when its exit is processed.
-      if (error instanceof WorkerExitedError && slot.state !== GONE) this.#crashed(slot, error);
-      retry = !call.streaming && error instanceof WorkerExitedError &&
-        this.#retryable.has(call.method) && call.attempts < this.#maxAttempts &&
-        !this.#failure && call.remainingTime() > 0;
+      // out now, before the call is retried, rather than when its exit is processed. (A
+      // worker the pool stopped itself is GONE already: that is no crash.)
+      const crashed = error instanceof WorkerExitedError && slot.state !== GONE;
+      if (crashed) this.#crashed(slot, error);
+      retry = crashed && !call.streaming && this.#retryable.has(call.method) &&
+        call.attempts < this.#maxAttempts && !this.#failure && call.remainingTime() > 0;
       if (retry) {
         this.#retried++;
         // Ahead of the queue: it was made before anything waiting there.
@@ -676,7 +679,11 @@ export class WorkerPool<Api extends object, Local extends object = object>
     for (const waiter of this.#readyWaiters.splice(0)) {
       waiter.reject(new PoolClosedError("The pool was closed before its workers started"));
     }
-    await this.drain();
+    // Queued calls still run; calls in flight then drain as each worker closes (bounded by
+    // its drainTimeout and exit timeouts, unlike waiting here for every call to end).
+    while (this.#waiting > 0) {
+      await new Promise<void>((resolve) => this.#queueWaiters.push(resolve));
+    }
     for (const slot of [...this.#slots]) this.#stop(slot);
     while (this.#exits.size > 0) await Promise.all([...this.#exits]);
   }
@@ -706,6 +713,9 @@ export class WorkerPool<Api extends object, Local extends object = object>
     }
     if (this.#drainWaiters.length > 0 && this.#idle()) {
       for (const wake of this.#drainWaiters.splice(0)) wake();
+    }
+    if (this.#queueWaiters.length > 0 && this.#waiting === 0) {
+      for (const wake of this.#queueWaiters.splice(0)) wake();
     }
   }
 }
