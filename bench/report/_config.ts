@@ -1,0 +1,88 @@
+// How much the report measures: the full run behind the committed report, and --quick, which
+// exercises every code path once in well under two minutes (CI runs it; its figures mean
+// little).
+
+import type { CodecName, TransportName } from "./_bench_api.ts";
+import { PAYLOAD_NAMES } from "./_payloads.ts";
+
+/** The knobs of one report run. */
+export interface ReportConfig {
+  mode: "full" | "quick";
+  /** Runs per cell; each cell reports the median with min–max. */
+  runs: number;
+  transports: TransportName[];
+  /** The codecs of the sequential and small-message cells (Arrow has its own section). */
+  codecs: CodecName[];
+  /** Payloads of the sequential cells, `small` first. */
+  payloads: string[];
+  /** Time per sequential cell per run, in ms; sample counts follow from it. */
+  sampleBudgetMs: number;
+  /** Fewest samples per sequential cell per run (a p50 needs 20). */
+  minSamples: number;
+  /** Most samples per sequential cell per run (a p99.9 needs 10,000). */
+  maxSamples: number;
+  /** Samples per run for the `small` payload, whatever the budget. */
+  smallSamples: number;
+  /** Warm-up before each cell, in ms (also the estimate that sets the sample count). */
+  warmupMs: number;
+  /** In-flight levels for small calls, and how many calls each level makes. */
+  inFlight: Array<[inFlight: number, calls: number]>;
+  /** One-way messages per run, and how many are sent between acknowledgements. */
+  notes: number;
+  noteWindow: number;
+  arrowRows: number[];
+  /** Fewest samples per Arrow cell per run (1M JSON rows take seconds per call). */
+  arrowMinSamples: number;
+  /** The stream: this many items of this many bytes. */
+  streamItems: number;
+  streamItemBytes: number;
+  /** Time per in-memory codec measurement, in ms. */
+  codecBudgetMs: number;
+}
+
+const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
+const ALL_CODECS: CodecName[] = ["json", "msgpack", "protobuf", "raw"];
+
+/** The full run: about 15 minutes on a 2-core machine. */
+export const FULL: ReportConfig = {
+  mode: "full",
+  runs: 3,
+  transports: ALL_TRANSPORTS,
+  codecs: ALL_CODECS,
+  payloads: [...PAYLOAD_NAMES],
+  sampleBudgetMs: 800,
+  minSamples: 20,
+  maxSamples: 10_000,
+  smallSamples: 10_000,
+  warmupMs: 150,
+  inFlight: [[1, 5_000], [16, 20_000], [256, 50_000]],
+  notes: 200_000,
+  noteWindow: 8192,
+  arrowRows: [1_000, 100_000, 1_000_000],
+  arrowMinSamples: 3,
+  streamItems: 1024,
+  streamItemBytes: 1024 * 1024,
+  codecBudgetMs: 200,
+};
+
+/** --quick: every code path once, small counts, one run. */
+export const QUICK: ReportConfig = {
+  mode: "quick",
+  runs: 1,
+  transports: ALL_TRANSPORTS,
+  codecs: ALL_CODECS,
+  payloads: ["small", "1KB", "100KB"],
+  sampleBudgetMs: 30,
+  minSamples: 20,
+  maxSamples: 300,
+  smallSamples: 300,
+  warmupMs: 20,
+  inFlight: [[1, 200], [16, 1_000], [256, 2_000]],
+  notes: 10_000,
+  noteWindow: 2048,
+  arrowRows: [1_000],
+  arrowMinSamples: 3,
+  streamItems: 16,
+  streamItemBytes: 1024 * 1024,
+  codecBudgetMs: 10,
+};

@@ -1,0 +1,30 @@
+// The shape of results.json: every figure of the report.
+
+import type { ArrowCell } from "./_arrow.ts";
+import type { CodecSpeed } from "./_codec_speed.ts";
+import type { ReportConfig } from "./_config.ts";
+import type { Environment } from "./_env.ts";
+import type { StreamCell } from "./_streams.ts";
+import type { SubjectResult } from "./_suite.ts";
+
+/** One target of the issue, with what this run measured. */
+export interface TargetResult {
+  target: string;
+  /** The figures, in words (e.g. "raw 1.32×, msgpack 1.61×"). */
+  measured: string;
+  met: boolean;
+}
+
+/** Everything one run measured. Times in ms, sizes in bytes unless the name says MiB. */
+export interface ReportResults {
+  environment: Environment;
+  config: ReportConfig;
+  payloads: Array<{ name: string; jsonBytes: number }>;
+  parentPeakRssMiB: number;
+  /** codec → payload → in-memory speed. */
+  codecSpeed: Record<string, Record<string, CodecSpeed>>;
+  suite: SubjectResult[];
+  arrow: ArrowCell[];
+  streams: StreamCell[];
+  targets: TargetResult[];
+}

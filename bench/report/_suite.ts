@@ -1,0 +1,282 @@
+// The main grid: every approach (conduit on each transport × codec, the raw-frame ceiling on
+// each transport, NDJSON over stdio, fork IPC, a Web Worker) measured the same way. Runs are
+// interleaved (run 1 of every subject, then run 2, …) and each run spawns a fresh peer, so a
+// noisy minute on a shared machine lands in one run of many cells, not in every run of one.
+
+import assert from "node:assert/strict";
+import { type CodecName, methodCodecsFor, type TransportName } from "./_bench_api.ts";
+import {
+  conduitClient,
+  type EchoClient,
+  ForkClient,
+  NdjsonClient,
+  RawFrameClient,
+  WebWorkerClient,
+} from "./_clients.ts";
+import type { ReportConfig } from "./_config.ts";
+import { callsPerSecond, estimate, notesPerSecond, rssOf, sequential } from "./_measure.ts";
+import { rawNote, type ReportPayload, valueFor } from "./_payloads.ts";
+import { spawnPeer } from "./_peers.ts";
+import {
+  combineRuns,
+  type LatencySpread,
+  type LatencySummary,
+  type Spread,
+  spread,
+} from "./_stats.ts";
+
+/** The approaches compared. */
+export type Approach = "conduit" | "raw-frames" | "ndjson" | "fork" | "web-worker";
+
+/** Something to measure: how to start it and what it carries. */
+export interface Subject {
+  /** e.g. `conduit unix msgpack`. */
+  id: string;
+  approach: Approach;
+  /** `stdio`, `unix`, `tcp`, `fork IPC` or `postMessage`. */
+  transport: string;
+  /** The encoding, as the report names it. */
+  codec: string;
+  /** Which form of the payloads it takes. */
+  values: CodecName | "raw-frames";
+  /** The one-way message's size as encoded, in bytes. */
+  noteBytes: number;
+  /** Spawns the peer and connects. */
+  start(): Promise<EchoClient>;
+}
+
+/** What one run of one subject measured. */
+export interface SubjectRun {
+  /** From spawning the peer to the first answer, in ms. */
+  spawnMs: number;
+  /** The peer's peak RSS at the end of the run, in bytes. */
+  peakRss: number | undefined;
+  sequential: Record<string, LatencySummary>;
+  callsPerSec: Record<string, number>;
+  notesPerSec: number;
+}
+
+/** One subject's figures: each the median of its runs, with min–max. */
+export interface SubjectResult {
+  id: string;
+  approach: Approach;
+  transport: string;
+  codec: string;
+  /** The one-way message's size as encoded, in bytes. */
+  noteBytes: number;
+  spawnMs: Spread;
+  peakRssMiB: Spread | undefined;
+  /** Per payload: round-trip latency (ms) and MB/s (the JSON bytes, both directions). */
+  sequential: Record<string, { latencyMs: LatencySpread; mbps: Spread }>;
+  /** Per in-flight level: small calls per second. */
+  callsPerSec: Record<string, Spread>;
+  notesPerSec: Spread;
+  runs: SubjectRun[];
+}
+
+const CHILDREN = new URL("./children/", import.meta.url);
+const utf8 = new TextEncoder();
+
+/** Every subject of the grid, for `config`. */
+export async function subjects(
+  config: ReportConfig,
+  small: ReportPayload,
+  socketDir: string,
+): Promise<Subject[]> {
+  const list: Subject[] = [];
+  const jsonNoteBytes = utf8.encode(JSON.stringify(small.value)).length;
+  for (const transport of config.transports) {
+    list.push(rawFrames(transport, socketDir));
+    for (const codec of config.codecs) {
+      const { small: smallCodec, methodCodecs } = await methodCodecsFor(codec);
+      list.push({
+        id: `conduit ${transport} ${codec}`,
+        approach: "conduit",
+        transport,
+        codec,
+        values: codec,
+        noteBytes: smallCodec.encode(noteValue(codec, small)).length,
+        start: async () =>
+          await conduitClient(
+            await spawnPeer(transport, new URL("conduit_peer.ts", CHILDREN), [codec], socketDir),
+            methodCodecs,
+          ),
+      });
+    }
+  }
+  list.push({
+    id: "ndjson stdio",
+    approach: "ndjson",
+    transport: "stdio",
+    codec: "JSON lines",
+    values: "json",
+    noteBytes: jsonNoteBytes,
+    start: () => Promise.resolve(new NdjsonClient(new URL("ndjson_echo.ts", CHILDREN))),
+  });
+  list.push({
+    id: "node fork IPC",
+    approach: "fork",
+    transport: "fork IPC",
+    codec: "JSON (Node IPC)",
+    values: "json",
+    noteBytes: jsonNoteBytes,
+    start: () => Promise.resolve(new ForkClient(new URL("fork_echo.mjs", CHILDREN))),
+  });
+  list.push({
+    id: "web worker",
+    approach: "web-worker",
+    transport: "postMessage",
+    codec: "structured clone",
+    values: "json",
+    noteBytes: jsonNoteBytes,
+    start: () => Promise.resolve(new WebWorkerClient(new URL("web_worker_echo.ts", CHILDREN))),
+  });
+  return list;
+}
+
+function rawFrames(transport: TransportName, socketDir: string): Subject {
+  return {
+    id: `raw-frames ${transport}`,
+    approach: "raw-frames",
+    transport,
+    codec: "raw frames",
+    values: "raw-frames",
+    noteBytes: 64,
+    start: async () =>
+      new RawFrameClient(
+        await spawnPeer(transport, new URL("raw_frame_echo.ts", CHILDREN), [], socketDir),
+      ),
+  };
+}
+
+/** Starts each subject once, unmeasured, so that module caches are warm for the spawn times. */
+export async function warmUp(list: readonly Subject[]): Promise<void> {
+  for (const subject of list) {
+    const client = await subject.start();
+    await client.noted();
+    await client.close();
+  }
+}
+
+/** Measures every subject `config.runs` times. */
+export async function runSuite(
+  config: ReportConfig,
+  list: readonly Subject[],
+  payloads: readonly ReportPayload[],
+  log: (line: string) => void,
+): Promise<SubjectResult[]> {
+  const sampleCounts = new Map<string, number>();
+  const runs = new Map<string, SubjectRun[]>(list.map((subject) => [subject.id, []]));
+  const small = payloads.find((payload) => payload.name === "small");
+  if (small === undefined) throw new RangeError("The suite needs the small payload");
+  for (let run = 0; run < config.runs; run++) {
+    // Rotate the order, so no subject always runs first (or last) in a run.
+    const shift = Math.floor(run * list.length / config.runs);
+    const order = [...list.slice(shift), ...list.slice(0, shift)];
+    for (const subject of order) {
+      const started = performance.now();
+      const record = await runOnce(config, subject, payloads, small, run === 0, sampleCounts);
+      runs.get(subject.id)!.push(record);
+      const smallP50 = record.sequential.small.percentiles[0];
+      log(
+        `run ${run + 1}/${config.runs} ${subject.id}: spawn ${record.spawnMs.toFixed(0)} ms, ` +
+          `small p50 ${smallP50 === undefined ? "–" : (smallP50 * 1000).toFixed(0)} µs, ` +
+          `${Object.entries(record.callsPerSec).map(([k, v]) => `${k}:${v.toFixed(0)}/s`)} ` +
+          `notes ${record.notesPerSec.toFixed(0)}/s ` +
+          `(${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      );
+    }
+  }
+  return list.map((subject) => summarizeSubject(subject, runs.get(subject.id)!, payloads));
+}
+
+async function runOnce(
+  config: ReportConfig,
+  subject: Subject,
+  payloads: readonly ReportPayload[],
+  small: ReportPayload,
+  verify: boolean,
+  sampleCounts: Map<string, number>,
+): Promise<SubjectRun> {
+  const started = performance.now();
+  const client = await subject.start();
+  await client.noted();
+  const spawnMs = performance.now() - started;
+  const sequentialRuns: Record<string, LatencySummary> = {};
+  try {
+    for (const payload of payloads) {
+      const value = valueFor(subject.values, payload);
+      const call = payload.name === "small"
+        ? () => client.echoSmall(value)
+        : () => client.echo(value);
+      if (verify) assert.deepStrictEqual(await call(), value, `${subject.id} ${payload.name}`);
+      const perCallMs = await estimate(call, config.warmupMs, 2);
+      const key = `${subject.id} ${payload.name}`;
+      let n = sampleCounts.get(key);
+      if (n === undefined) {
+        n = payload.name === "small" ? config.smallSamples : Math.min(
+          config.maxSamples,
+          Math.max(config.minSamples, Math.round(config.sampleBudgetMs / perCallMs)),
+        );
+        sampleCounts.set(key, n);
+      }
+      sequentialRuns[payload.name] = await sequential(call, n);
+    }
+    const smallValue = valueFor(subject.values, small);
+    const callsPerSec: Record<string, number> = {};
+    for (const [inFlight, calls] of config.inFlight) {
+      callsPerSec[inFlight] = await callsPerSecond(
+        () => client.echoSmall(smallValue),
+        inFlight,
+        calls,
+      );
+    }
+    const notesPerSec = await notesPerSecond(
+      client,
+      noteValue(subject.values, small),
+      config.notes,
+      config.noteWindow,
+    );
+    const peakRss = client.pid === undefined ? undefined : rssOf(client.pid)?.peak;
+    return { spawnMs, peakRss, sequential: sequentialRuns, callsPerSec, notesPerSec };
+  } finally {
+    await client.close();
+  }
+}
+
+function noteValue(values: Subject["values"], small: ReportPayload): unknown {
+  return values === "raw" || values === "raw-frames" ? rawNote() : small.value;
+}
+
+function summarizeSubject(
+  subject: Subject,
+  runs: SubjectRun[],
+  payloads: readonly ReportPayload[],
+): SubjectResult {
+  const sequentialResult: SubjectResult["sequential"] = {};
+  for (const payload of payloads) {
+    const perRun = runs.map((run) => run.sequential[payload.name]);
+    sequentialResult[payload.name] = {
+      latencyMs: combineRuns(perRun),
+      mbps: spread(perRun.map((summary) => 2 * payload.json.length / 1e6 / (summary.avg / 1000)))!,
+    };
+  }
+  const callsPerSec: Record<string, Spread> = {};
+  for (const level of Object.keys(runs[0].callsPerSec)) {
+    callsPerSec[level] = spread(runs.map((run) => run.callsPerSec[level]))!;
+  }
+  const peaks = runs.map((run) => run.peakRss === undefined ? undefined : run.peakRss / 2 ** 20);
+  return {
+    id: subject.id,
+    approach: subject.approach,
+    transport: subject.transport,
+    codec: subject.codec,
+    noteBytes: subject.noteBytes,
+    spawnMs: spread(runs.map((run) => run.spawnMs))!,
+    peakRssMiB: spread(peaks),
+    sequential: sequentialResult,
+    callsPerSec,
+    notesPerSec: spread(runs.map((run) => run.notesPerSec))!,
+    runs,
+  };
+}

@@ -1,0 +1,105 @@
+// The benchmark report: spawns real peer processes and measures conduit over stdio, Unix
+// sockets and TCP with every codec, against the baselines in the same run (NDJSON over stdio,
+// raw frames over the same transport, node:child_process fork IPC, a Web Worker). Writes
+// REPORT.md, SVG charts and results.json (every figure) to the output directory.
+//
+//   deno run -A bench/report/run.ts [--quick] [--out bench/report]
+//
+// The full run takes about 15 minutes on 2 cores; --quick exercises every code path in under
+// two minutes (CI runs it to prove the harness works; its figures mean little).
+
+import { runArrow } from "./_arrow.ts";
+import { measureCodecSpeed } from "./_codec_speed.ts";
+import { FULL, QUICK } from "./_config.ts";
+import { environment, loadAverage } from "./_env.ts";
+import { renderCharts } from "./_charts.ts";
+import { renderMarkdown } from "./_markdown.ts";
+import { rssOf } from "./_measure.ts";
+import { reportPayloads } from "./_payloads.ts";
+import type { ReportResults } from "./_results.ts";
+import { runStreams } from "./_streams.ts";
+import { runSuite, subjects, warmUp } from "./_suite.ts";
+import { evaluateTargets } from "./_targets.ts";
+
+const args = Deno.args;
+const config = args.includes("--quick") ? QUICK : FULL;
+const outIndex = args.indexOf("--out");
+// By default the report goes to bench/REPORT.md and its charts and results.json beside this
+// file; with --out everything goes to that directory.
+const chartDir = outIndex >= 0 ? args[outIndex + 1] : new URL(".", import.meta.url).pathname;
+if (!chartDir) throw new TypeError("--out needs a directory");
+const reportPath = outIndex >= 0
+  ? `${chartDir}/REPORT.md`
+  : new URL("../REPORT.md", import.meta.url).pathname;
+const chartPrefix = outIndex >= 0 ? "./" : "report/";
+const NOTES = new URL("./notes.md", import.meta.url);
+
+const started = performance.now();
+const log = (line: string) => {
+  const seconds = ((performance.now() - started) / 1000).toFixed(0).padStart(4);
+  console.error(`[${seconds} s] ${line}`);
+};
+
+const env = await environment();
+log(`${config.mode} run; load average ${env.loadBefore}`);
+const socketDir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cdr" });
+try {
+  const payloads = reportPayloads(config.payloads);
+  const small = payloads[0];
+
+  log("in-memory codec speed");
+  const codecSpeed = await measureCodecSpeed(
+    config.codecs,
+    payloads,
+    config.runs,
+    config.codecBudgetMs,
+  );
+
+  const list = await subjects(config, small, socketDir);
+  log(`warming up ${list.length} peers (module caches)`);
+  await warmUp(list);
+  const suite = await runSuite(config, list, payloads, log);
+
+  log("arrow");
+  const arrow = await runArrow(config, socketDir, log);
+  log("streams");
+  const streams = await runStreams(config, socketDir, log);
+
+  env.loadAfter = loadAverage();
+  env.seconds = Math.round((performance.now() - started) / 1000);
+  const results: ReportResults = {
+    environment: env,
+    config,
+    payloads: payloads.map((payload) => ({ name: payload.name, jsonBytes: payload.json.length })),
+    parentPeakRssMiB: (rssOf("self")?.peak ?? 0) / 2 ** 20,
+    codecSpeed,
+    suite,
+    arrow,
+    streams,
+    targets: [],
+  };
+  results.targets = evaluateTargets(results);
+
+  await Deno.mkdir(chartDir, { recursive: true });
+  const charts = renderCharts(results);
+  for (const [name, svg] of Object.entries(charts)) {
+    await Deno.writeTextFile(`${chartDir}/${name}`, svg);
+  }
+  await Deno.writeTextFile(`${chartDir}/results.json`, JSON.stringify(results, null, 1) + "\n");
+  const notes = config.mode === "full" ? await Deno.readTextFile(NOTES).catch(() => "") : "";
+  await Deno.writeTextFile(
+    reportPath,
+    renderMarkdown(results, { charts: Object.keys(charts), chartPrefix, notes }),
+  );
+  // Formatted as `deno fmt --check` (a CI gate) expects the committed files to be.
+  const fmt = await new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--quiet", reportPath, `${chartDir}/results.json`],
+  }).output();
+  if (!fmt.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(fmt.stderr)}`);
+  log(`wrote ${reportPath}, ${chartDir}/results.json and ${Object.keys(charts).length} charts`);
+  for (const target of results.targets) {
+    log(`${target.met ? "met   " : "MISSED"} ${target.target}: ${target.measured}`);
+  }
+} finally {
+  await Deno.remove(socketDir, { recursive: true });
+}
