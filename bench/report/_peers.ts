@@ -1,6 +1,7 @@
 // Spawning a report child connected over stdio, a Unix socket or TCP: the parent listens, the
 // child connects (its stdout and stdin are then unused), or the child talks over its stdio.
 
+import { memoryPair } from "../../transports/memory.ts";
 import { spawnTransport } from "../../transports/stdio.ts";
 import { listenTcp } from "../../transports/tcp.ts";
 import type { Listener, Transport } from "../../transports/types.ts";
@@ -98,4 +99,23 @@ function killQuietly(child: Deno.ChildProcess): void {
   } catch {
     // Exited already.
   }
+}
+
+/**
+ * An in-process peer over a memory pair: `serve` runs on one end, the returned peer holds the
+ * other (its `pid` is ours).
+ */
+export function memoryPeer(serve: (transport: Transport) => Promise<unknown>): Peer {
+  const [ours, theirs] = memoryPair();
+  const serving = serve(theirs);
+  return {
+    transport: ours,
+    pid: Deno.pid,
+    status: serving.then(() => ({ success: true, code: 0, signal: null })),
+    async close() {
+      await ours.close();
+      await serving;
+      await theirs.close();
+    },
+  };
 }

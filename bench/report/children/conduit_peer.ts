@@ -3,8 +3,9 @@
 //
 //   deno run -A conduit_peer.ts <stdio|unix|tcp> <path|port|-> <codec>
 
-import { openChannel } from "../../../channel/channel.ts";
+import { type Channel, openChannel } from "../../../channel/channel.ts";
 import { jsonCodec } from "../../../codecs/json.ts";
+import type { Transport } from "../../../transports/types.ts";
 import {
   type BenchApi,
   type CodecName,
@@ -13,27 +14,34 @@ import {
 } from "../_bench_api.ts";
 import { connectParent } from "./_connect.ts";
 
-const [kind, address, codec] = Deno.args;
-const { methodCodecs } = await methodCodecsFor(codec as CodecName);
-let notes = 0;
-const handlers: BenchApi = {
-  echo: (value) => value,
-  echoSmall: (value) => value,
-  note: () => {
-    notes++;
-  },
-  noted: () => notes,
-  async *blobs({ count, bytes }) {
-    // One buffer, yielded again and again: the stream measures the channel, not allocation.
-    const item = new Uint8Array(bytes).fill(0x5a);
-    for (let i = 0; i < count; i++) yield item;
-  },
-};
-const channel = await openChannel(await connectParent(kind, address), {
-  codec: jsonCodec(),
-  methodCodecs,
-  handlers,
-  maxFrameBytes: REPORT_MAX_FRAME_BYTES,
-  defaultTimeout: Infinity,
-});
-await channel.closed.catch(() => {});
+/** Serves BenchApi with `codec` over `transport`; resolves once the channel is open. */
+export async function serveBench(transport: Transport, codec: CodecName): Promise<Channel> {
+  const { methodCodecs } = await methodCodecsFor(codec);
+  let notes = 0;
+  const handlers: BenchApi = {
+    echo: (value) => value,
+    echoSmall: (value) => value,
+    note: () => {
+      notes++;
+    },
+    noted: () => notes,
+    async *blobs({ count, bytes }) {
+      // One buffer, yielded again and again: the stream measures the channel, not allocation.
+      const item = new Uint8Array(bytes).fill(0x5a);
+      for (let i = 0; i < count; i++) yield item;
+    },
+  };
+  return await openChannel(transport, {
+    codec: jsonCodec(),
+    methodCodecs,
+    handlers,
+    maxFrameBytes: REPORT_MAX_FRAME_BYTES,
+    defaultTimeout: Infinity,
+  });
+}
+
+if (import.meta.main) {
+  const [kind, address, codec] = Deno.args;
+  const channel = await serveBench(await connectParent(kind, address), codec as CodecName);
+  await channel.closed.catch(() => {});
+}

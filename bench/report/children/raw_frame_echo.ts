@@ -8,6 +8,7 @@
 //   deno run -A raw_frame_echo.ts <stdio|unix|tcp> <path|port|->
 
 import { FrameDecoder, FrameWriter } from "../../../framing/mod.ts";
+import type { Transport } from "../../../transports/types.ts";
 import { REPORT_MAX_FRAME_BYTES } from "../_bench_api.ts";
 import { connectParent } from "./_connect.ts";
 
@@ -16,9 +17,8 @@ export const OP_SINK = 0xfe;
 export const OP_COUNT = 0xfd;
 export const OP_SOURCE = 0xfc;
 
-if (import.meta.main) {
-  const [kind, address] = Deno.args;
-  const transport = await connectParent(kind, address);
+/** Serves raw frames on `transport` until the other side closes it. */
+export async function serveRawFrames(transport: Transport): Promise<void> {
   const writer = new FrameWriter(transport.writable);
   const decoder = new FrameDecoder({ maxFrameBytes: REPORT_MAX_FRAME_BYTES });
   let count = 0;
@@ -39,6 +39,11 @@ if (import.meta.main) {
   }
   await writer.close().catch(() => {});
   await transport.close();
+}
+
+if (import.meta.main) {
+  const [kind, address] = Deno.args;
+  await serveRawFrames(await connectParent(kind, address));
 }
 
 async function source(writer: FrameWriter, count: number, bytes: number): Promise<void> {

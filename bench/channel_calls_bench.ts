@@ -1,0 +1,48 @@
+// Channel call latency: one awaited call at a time, to an echo peer in this process (memory
+// pair) or in a child process over a Unix socket, TCP or its stdio.
+//
+//   deno bench -A bench/channel_calls_bench.ts
+//
+// One group per transport, whose baseline is raw length-prefixed frames echoed over the same
+// transport (conduit's transport and framing, no codec or protocol): the ratios are the cost
+// of the channel and the codec. The small payload is a ~110-byte RPC-like object
+// (bench/_codec_payloads.ts); the raw codec carries its JSON bytes. The peers are set up at
+// load time; bench/report measures the same with percentiles and more payloads.
+
+import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_channel_peers.ts";
+import { reportPayloads, valueFor } from "./report/_payloads.ts";
+
+const [small, kb] = reportPayloads(["small", "1KB"]);
+
+for (const transport of BENCH_TRANSPORTS) {
+  const group = `call over ${transport}`;
+  const frames = await rawFramePeer(transport);
+  Deno.bench({
+    name: `frames/${transport} ping-pong small`,
+    group,
+    baseline: true,
+    fn: async () => {
+      await frames.echo(small.json);
+    },
+  });
+  for (const codec of ["raw", "msgpack", "json"] as const) {
+    const client = await conduitPeer(transport, codec);
+    const value = valueFor(codec, small);
+    Deno.bench({
+      name: `channel/${transport} call ${codec} small`,
+      group,
+      fn: async () => {
+        await client.echoSmall(value);
+      },
+    });
+    if (codec !== "json") continue;
+    const kbValue = valueFor(codec, kb);
+    Deno.bench({
+      name: `channel/${transport} call ${codec} 1KB`,
+      group,
+      fn: async () => {
+        await client.echo(kbValue);
+      },
+    });
+  }
+}

@@ -1,0 +1,46 @@
+// Notification throughput: each iteration sends 1,000 one-way messages and waits for the
+// peer's count, which arrives after all of them (so the figure per iteration ÷ 1,000 is the
+// cost of one message, pipelined).
+//
+//   deno bench -A bench/notify_bench.ts
+//
+// One group per transport, whose baseline is 64-byte raw frames sent one way over the same
+// transport (no codec, no protocol). Against it: conduit notifications of 64 raw bytes (raw
+// codec) and of the ~110-byte small object (msgpack, JSON). Peers are set up at load time.
+
+import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_channel_peers.ts";
+import type { EchoClient } from "./report/_clients.ts";
+import { rawNote, reportPayloads } from "./report/_payloads.ts";
+
+const BATCH = 1000;
+const [small] = reportPayloads(["small"]);
+const note64 = rawNote();
+
+for (const transport of BENCH_TRANSPORTS) {
+  const group = `notify ${BATCH} over ${transport}`;
+  Deno.bench({
+    name: `frames/${transport} one-way ${BATCH} × 64B`,
+    group,
+    baseline: true,
+    fn: batch(await rawFramePeer(transport), note64),
+  });
+  Deno.bench({
+    name: `channel/${transport} notify ${BATCH} × raw 64B`,
+    group,
+    fn: batch(await conduitPeer(transport, "raw"), note64),
+  });
+  for (const codec of ["msgpack", "json"] as const) {
+    Deno.bench({
+      name: `channel/${transport} notify ${BATCH} × ${codec} small`,
+      group,
+      fn: batch(await conduitPeer(transport, codec), small.value),
+    });
+  }
+}
+
+function batch(client: EchoClient, value: unknown): () => Promise<void> {
+  return async () => {
+    for (let i = 0; i < BATCH; i++) client.note(value);
+    await client.noted();
+  };
+}
