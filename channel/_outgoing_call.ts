@@ -238,7 +238,11 @@ export class OutgoingCall
   }
 
   #streamInbox(): StreamInbox<unknown> {
-    return this.#inbox ??= new StreamInbox<unknown>(this, this.#window);
+    if (this.#inbox === undefined) {
+      this.#inbox = new StreamInbox<unknown>(this, this.#window);
+      if (this.#outcome === FAILURE) this.#inbox.fail(this.#error, true);
+    }
+    return this.#inbox;
   }
 
   #failAsStream(): void {

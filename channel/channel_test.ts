@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { rawCodec } from "../codecs/raw.ts";
-import { ConduitError } from "../errors.ts";
+import { CodecError, ConduitError } from "../errors.ts";
 import { type TransportKind, transportKinds } from "./_test_transports.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
 import {
@@ -526,6 +526,10 @@ for (const kind of transportKinds) {
     assert.match(asPromise.message, /returned a stream/);
     const asStream = untyped.remote.add({ a: 1, b: 2 }) as unknown as AsyncIterable<unknown>;
     await assert.rejects(Array.fromAsync(asStream), /returned a single value/);
+    // A call that fails before any frame is sent fails on both faces.
+    const unencodable = { big: 1n } as unknown as number;
+    await assert.rejects(Array.fromAsync(pair.client.remote.count(unencodable)), CodecError);
+    await assert.rejects(pair.client.remote.add(unencodable as never), CodecError);
     assert.equal(await pair.client.remote.add({ a: 1, b: 1 }), 2);
   });
 
