@@ -149,7 +149,7 @@ export class ChannelCore implements OutgoingHost {
   #handshakeTimer: Timer | undefined;
   #drainTimer: Timer | undefined;
   #heartbeatTimer: Timer | undefined;
-  #lastInput = 0;
+  #receivedAt = 0;
   #pingNonce = 0;
   #sentGoodbye = false;
   #peerGoodbye: { code?: string; reason?: string } | undefined;
@@ -248,7 +248,7 @@ export class ChannelCore implements OutgoingHost {
       call.signal = signal;
       signal.addEventListener("abort", call);
     }
-    if (this.#queued === 0 && this.#calls.size < this.#callLimit) this.#send(call);
+    if (this.#queued === 0 && this.#calls.size < this.#callLimit) this.#send(call, true);
     else {
       this.#queue.push(call);
       this.#queued++;
@@ -270,12 +270,15 @@ export class ChannelCore implements OutgoingHost {
     this.#write(frame);
   }
 
-  #send(call: OutgoingCall): void {
+  /** Sends CALL; `fresh` when it goes out as it is made, so its whole timeout remains. */
+  #send(call: OutgoingCall, fresh: boolean): void {
     const id = this.#nextId++;
     call.id = id;
     call.state = SENT;
     const timeoutMs = call.deadline === Infinity
       ? 0
+      : fresh
+      ? Math.ceil(call.timeoutMs)
       : Math.max(1, Math.ceil(call.deadline - performance.now()));
     this.#calls.set(id, call);
     this.#write(encodeCall(id, call.flags, timeoutMs, this.#methodName(call.method), call.body));
@@ -293,7 +296,7 @@ export class ChannelCore implements OutgoingHost {
       this.#queue[this.#queueHead++] = undefined as unknown as OutgoingCall;
       if (call.state !== QUEUED) continue;
       this.#queued--;
-      this.#send(call);
+      this.#send(call, false);
     }
     if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
       this.#queue = this.#queue.slice(this.#queueHead);
@@ -437,8 +440,7 @@ export class ChannelCore implements OutgoingHost {
     this.#incoming.set(id, call);
     if (timeoutMs > 0) {
       call.timeoutMs = timeoutMs;
-      call.deadline = Date.now() + timeoutMs;
-      call.deadlineAt = performance.now() + timeoutMs;
+      call.deadlineAt = this.#receivedAt + timeoutMs;
       this.#armDeadline(call.deadlineAt);
     }
     let result: unknown;
@@ -541,7 +543,8 @@ export class ChannelCore implements OutgoingHost {
       while (true) {
         const { value, done } = await reader.read();
         if (done) break;
-        this.#lastInput = performance.now();
+        // One clock read per chunk: the receipt time of every frame in it.
+        this.#receivedAt = performance.now();
         decoder.push(value);
         let frame: Uint8Array | undefined;
         while ((frame = decoder.next()) !== undefined) {
@@ -1064,7 +1067,7 @@ export class ChannelCore implements OutgoingHost {
 
   #beat(): void {
     const heartbeat = this.#config.heartbeat!;
-    const silent = performance.now() - this.#lastInput;
+    const silent = performance.now() - this.#receivedAt;
     if (silent > heartbeat.timeoutMs) {
       this.#fail(
         new ConnectionClosedError(

@@ -30,7 +30,6 @@ export class IncomingCall implements CallContext<Record<string, never>>, InboxOw
   readonly method: string;
   readonly codecs: MethodCodecs;
   readonly #host: IncomingHost;
-  deadline: number | undefined;
   /** `performance.now()` deadline, `Infinity` for none. */
   deadlineAt = Infinity;
   timeoutMs = 0;
@@ -47,6 +46,12 @@ export class IncomingCall implements CallContext<Record<string, never>>, InboxOw
     this.id = id;
     this.method = method;
     this.codecs = codecs;
+  }
+
+  get deadline(): number | undefined {
+    return this.deadlineAt === Infinity
+      ? undefined
+      : Math.round(performance.timeOrigin + this.deadlineAt);
   }
 
   get channel(): Channel<Record<string, never>> {
