@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
+import type { Table } from "apache-arrow";
+import { arrowCodec, tableFromColumns } from "../codecs/arrow.ts";
+import { msgpackCodec } from "../codecs/msgpack.ts";
 import { rawCodec } from "../codecs/raw.ts";
 import { CodecError, ConduitError } from "../errors.ts";
 import { type TransportKind, transportKinds } from "./_test_transports.ts";
@@ -509,6 +512,31 @@ for (const kind of transportKinds) {
     );
     assert.deepEqual(await pair.client.remote.reverse(new Uint8Array(0)), new Uint8Array(0));
     assert.equal(await pair.client.remote.size(new Uint8Array(1000)), 1000);
+  });
+
+  test("per-method codecs: an Arrow table result on a MessagePack channel", async () => {
+    interface Reports {
+      report(param: { rows: number }): Table;
+      size(param: { rows: number }): number;
+    }
+    const methodCodecs = { report: { result: arrowCodec() } };
+    await using pair = await connect<Reports>(kind, {
+      codec: msgpackCodec(),
+      methodCodecs,
+      handlers: {
+        report: ({ rows }: { rows: number }) =>
+          tableFromColumns({
+            id: Int32Array.from({ length: rows }, (_, i) => i),
+            name: Array.from({ length: rows }, (_, i) => `row ${i}`),
+          }),
+        size: ({ rows }: { rows: number }) => rows,
+      },
+    }, { codec: msgpackCodec(), methodCodecs });
+    const table = await pair.client.remote.report({ rows: 1000 });
+    assert.equal(table.numRows, 1000);
+    assert.deepEqual(Array.from(table.getChild("id")!.toArray()).slice(0, 3), [0, 1, 2]);
+    assert.equal(table.getChild("name")!.get(999), "row 999");
+    assert.equal(await pair.client.remote.size({ rows: 7 }), 7);
   });
 
   test("a stream awaited as a promise, or a value iterated as a stream, fails clearly", async () => {
