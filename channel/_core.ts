@@ -451,7 +451,9 @@ export class ChannelCore implements OutgoingHost {
       return;
     }
     if (isThenable(result)) {
-      result.then(
+      // Promise.resolve returns a native promise as is, and turns a thenable whose `then`
+      // throws into a rejection instead of an exception in the dispatch loop.
+      Promise.resolve(result).then(
         (value) => this.#complete(call, value),
         (error) => this.sendResultFailure(call, error),
       );
@@ -522,15 +524,25 @@ export class ChannelCore implements OutgoingHost {
     }
     const handler = this.#handler(method);
     if (handler === undefined) return;
-    const report = this.#config.onNotificationError;
+
     try {
       const param = decodeChecked(this.#codecsFor(method).param, body);
       this.#closeController ??= new AbortController();
       const ctx = new NotificationContext(this.channel, method, this.#closeController.signal);
       const result = handler.call(this.#config.handlers, param, ctx);
-      if (isThenable(result)) result.then(undefined, (error) => report(error, method));
+      if (isThenable(result)) {
+        Promise.resolve(result).catch((error) => this.#reportNotificationError(error, method));
+      }
     } catch (error) {
-      report(error, method);
+      this.#reportNotificationError(error, method);
+    }
+  }
+
+  #reportNotificationError(error: unknown, method: string): void {
+    try {
+      this.#config.onNotificationError(error, method);
+    } catch {
+      // A failing error reporter must not take the connection down.
     }
   }
 

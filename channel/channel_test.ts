@@ -142,6 +142,26 @@ for (const kind of transportKinds) {
     assert.equal(await toClient.promise, 7);
   });
 
+  test("a failing notification handler is reported, and unknown ones are ignored", async () => {
+    const reported = deferred<[unknown, string]>();
+    interface ServerApi {
+      boom(n: number): Promise<void>;
+      unknown(n: number): void;
+    }
+    await using pair = await connect<ServerApi>(kind, {
+      handlers: {
+        boom: (n: number) => Promise.reject(new RangeError(`bad ${n}`)),
+      },
+      onNotificationError: (error, method) => reported.resolve([error, method]),
+    });
+    pair.client.notify("unknown", 1);
+    pair.client.notify("boom", 3);
+    const [error, method] = await reported.promise;
+    assert.ok(error instanceof RangeError);
+    assert.equal(error.message, "bad 3");
+    assert.equal(method, "boom");
+  });
+
   test("a handler calls the caller back through ctx.channel", async () => {
     interface ClientApi {
       scale(n: number): number;
