@@ -57,14 +57,14 @@ export async function measureCodecSpeed(
   return result;
 }
 
-/** Operations per second of `fn`, timed in batches for at least `budgetMs` and 3 calls. */
+/** Operations per second of `fn`, timed in batches for at least `budgetMs` and 2 calls. */
 function rate(fn: () => unknown, budgetMs: number): number {
-  for (let i = 0; i < 3; i++) fn(); // warm-up
+  fn(); // warm-up
   let calls = 0;
   let batch = 1;
   const start = performance.now();
   let elapsed = 0;
-  while (elapsed < budgetMs || calls < 3) {
+  while (elapsed < budgetMs || calls < 2) {
     for (let i = 0; i < batch; i++) fn();
     calls += batch;
     elapsed = performance.now() - start;

@@ -17,7 +17,10 @@ export interface ReportConfig {
   payloads: string[];
   /** Time per sequential cell per run, in ms; sample counts follow from it. */
   sampleBudgetMs: number;
-  /** Fewest samples per sequential cell per run (a p50 needs 20). */
+  /**
+   * Fewest samples per sequential cell per run. A p50 needs 20; the slowest cells (10 MB
+   * JSON, a quarter second a call) get fewer and report their average only.
+   */
   minSamples: number;
   /** Most samples per sequential cell per run (a p99.9 needs 10,000). */
   maxSamples: number;
@@ -43,26 +46,26 @@ export interface ReportConfig {
 const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
 const ALL_CODECS: CodecName[] = ["json", "msgpack", "protobuf", "raw"];
 
-/** The full run: about 15 minutes on a 2-core machine. */
+/** The full run: about 12 minutes on a 2-core machine. */
 export const FULL: ReportConfig = {
   mode: "full",
   runs: 3,
   transports: ALL_TRANSPORTS,
   codecs: ALL_CODECS,
   payloads: [...PAYLOAD_NAMES],
-  sampleBudgetMs: 800,
-  minSamples: 20,
+  sampleBudgetMs: 500,
+  minSamples: 10,
   maxSamples: 10_000,
   smallSamples: 10_000,
-  warmupMs: 150,
-  inFlight: [[1, 5_000], [16, 20_000], [256, 50_000]],
-  notes: 200_000,
+  warmupMs: 100,
+  inFlight: [[1, 3_000], [16, 10_000], [256, 30_000]],
+  notes: 100_000,
   noteWindow: 8192,
   arrowRows: [1_000, 100_000, 1_000_000],
   arrowMinSamples: 3,
   streamItems: 1024,
   streamItemBytes: 1024 * 1024,
-  codecBudgetMs: 200,
+  codecBudgetMs: 100,
 };
 
 /** --quick: every code path once, small counts, one run. */

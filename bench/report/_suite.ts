@@ -54,6 +54,8 @@ export interface SubjectRun {
   sequential: Record<string, LatencySummary>;
   callsPerSec: Record<string, number>;
   notesPerSec: number;
+  /** Seconds spent: spawning and sequential calls, calls in flight, one-way messages. */
+  seconds: number[];
 }
 
 /** One subject's figures: each the median of its runs, with min–max. */
@@ -174,7 +176,6 @@ export async function runSuite(
     const shift = Math.floor(run * list.length / config.runs);
     const order = [...list.slice(shift), ...list.slice(0, shift)];
     for (const subject of order) {
-      const started = performance.now();
       const record = await runOnce(config, subject, payloads, small, run === 0, sampleCounts);
       runs.get(subject.id)!.push(record);
       const smallP50 = record.sequential.small.percentiles[0];
@@ -182,8 +183,7 @@ export async function runSuite(
         `run ${run + 1}/${config.runs} ${subject.id}: spawn ${record.spawnMs.toFixed(0)} ms, ` +
           `small p50 ${smallP50 === undefined ? "–" : (smallP50 * 1000).toFixed(0)} µs, ` +
           `${Object.entries(record.callsPerSec).map(([k, v]) => `${k}:${v.toFixed(0)}/s`)} ` +
-          `notes ${record.notesPerSec.toFixed(0)}/s ` +
-          `(${((performance.now() - started) / 1000).toFixed(1)} s)`,
+          `notes ${record.notesPerSec.toFixed(0)}/s (${record.seconds.map((s) => s.toFixed(1))} s)`,
       );
     }
   }
@@ -222,6 +222,7 @@ async function runOnce(
       }
       sequentialRuns[payload.name] = await sequential(call, n);
     }
+    const sequentialDone = performance.now();
     const smallValue = valueFor(subject.values, small);
     const callsPerSec: Record<string, number> = {};
     for (const [inFlight, calls] of config.inFlight) {
@@ -231,6 +232,7 @@ async function runOnce(
         calls,
       );
     }
+    const inFlightDone = performance.now();
     const notesPerSec = await notesPerSecond(
       client,
       noteValue(subject.values, small),
@@ -238,7 +240,9 @@ async function runOnce(
       config.noteWindow,
     );
     const peakRss = client.pid === undefined ? undefined : rssOf(client.pid)?.peak;
-    return { spawnMs, peakRss, sequential: sequentialRuns, callsPerSec, notesPerSec };
+    const seconds = [started, sequentialDone, inFlightDone, performance.now()]
+      .map((t, i, all) => (all[i + 1] - t) / 1000).slice(0, 3);
+    return { spawnMs, peakRss, sequential: sequentialRuns, callsPerSec, notesPerSec, seconds };
   } finally {
     await client.close();
   }

@@ -55,7 +55,12 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
     "≥ 200k small calls/s with 256 in flight over a Unix socket",
     codecs.flatMap((codec) => {
       const value = find(`conduit unix ${codec}`)?.callsPerSec["256"]?.median;
-      return value === undefined ? [] : [[codec, `${rate(value)}/s`, value >= 200_000]];
+      // Each call runs the codec's round trip once in each process: that bounds the rate.
+      const bound = results.codecSpeed[codec]?.small?.roundTripsPerSec.median;
+      const note = bound === undefined || codec === "raw"
+        ? ""
+        : ` (the codec's own round trip: ${rate(bound)}/s)`;
+      return value === undefined ? [] : [[codec, `${rate(value)}/s${note}`, value >= 200_000]];
     }),
   );
   add(
