@@ -115,7 +115,7 @@ const invalid: Array<[string, string, string]> = [
   ["varint-truncated", "The frame ends inside the id varint", "9280"],
   ["varint-not-minimal", "The id 1 encoded as 81 00 (not minimal)", "928100"],
   ["varint-too-long", "A 9-byte varint", "a2" + "ff".repeat(8) + "01" + "01"],
-  ["varint-too-big", "A varint above 2^53-1 (2^56-1)", "a3" + "ff".repeat(7) + "7f"],
+  ["varint-too-big", "A RESULT whose id varint is above 2^53-1 (2^56-1)", "92" + "ff".repeat(7) + "7f"],
   ["end-with-body", "END has no body", "a10200"],
   ["credit-zero", "CREDIT granting 0 bytes", "220200"],
   ["credit-missing-bytes", "CREDIT without its bytes field", "2202"],
