@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { CodecError } from "../errors.ts";
 import { codecConformance } from "./_conformance.ts";
 import { jsonCodec } from "./json.ts";
+import { cyclic, thrown, withoutNegativeZero } from "./_test_util.ts";
 
 const codec = jsonCodec();
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
@@ -110,37 +111,3 @@ Deno.test("codec/json: errors name the codec, the operation and the cause", () =
 Deno.test("codec/json: a leading byte order mark is ignored", () => {
   assert.deepStrictEqual(codec.decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x5b, 0x5d])), []);
 });
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  assert.fail("expected a throw");
-}
-
-function cyclic(): unknown {
-  const node: { self?: unknown } = {};
-  node.self = node;
-  return node;
-}
-
-/** JSON writes -0 as 0, so the generated values use 0 instead. */
-function withoutNegativeZero(value: unknown): unknown {
-  if (Object.is(value, -0)) return 0;
-  if (Array.isArray(value)) return value.map(withoutNegativeZero);
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      Object.defineProperty(out, k, {
-        value: withoutNegativeZero(v),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-    return out;
-  }
-  return value;
-}

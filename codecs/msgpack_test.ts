@@ -10,6 +10,7 @@ import {
   MSGPACK_EXT_SET,
   msgpackCodec,
 } from "./msgpack.ts";
+import { cyclic, thrown, withoutNegativeZero } from "./_test_util.ts";
 
 const codec = msgpackCodec();
 const bytes = (...values: number[]): Uint8Array => new Uint8Array(values);
@@ -232,39 +233,6 @@ Deno.test("codec/msgpack: options are validated", () => {
   assert.throws(() => msgpackCodec({ maxArrayLength: 1.5 }), RangeError);
   assert.throws(() => msgpackCodec({ maxMapLength: 2 ** 32 }), /maxMapLength/);
 });
-
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  assert.fail("expected a throw");
-}
-
-function cyclic(): unknown {
-  const node: { self?: unknown } = {};
-  node.self = node;
-  return node;
-}
-
-function withoutNegativeZero(value: unknown): unknown {
-  if (Object.is(value, -0)) return 0;
-  if (Array.isArray(value)) return value.map(withoutNegativeZero);
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      Object.defineProperty(out, k, {
-        value: withoutNegativeZero(v),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-    return out;
-  }
-  return value;
-}
 
 /** Values the msgpack codec round trips exactly (no -0, no undefined, no lone surrogates). */
 function arbitraryValue(): fc.Arbitrary<unknown> {

@@ -1,0 +1,42 @@
+// Helpers shared by the codec tests.
+
+import assert from "node:assert/strict";
+
+/** Runs `fn` and returns what it threw; fails the test if it returned. */
+export function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  assert.fail("expected a throw");
+}
+
+/** An object that contains itself. */
+export function cyclic(): unknown {
+  const node: { self?: unknown } = {};
+  node.self = node;
+  return node;
+}
+
+/**
+ * The value with every -0 replaced by 0 (JSON and MessagePack write -0 as 0). Keys such as
+ * `__proto__` are copied as own data properties.
+ */
+export function withoutNegativeZero(value: unknown): unknown {
+  if (Object.is(value, -0)) return 0;
+  if (Array.isArray(value)) return value.map(withoutNegativeZero);
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      Object.defineProperty(out, k, {
+        value: withoutNegativeZero(v),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return out;
+  }
+  return value;
+}
