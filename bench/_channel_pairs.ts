@@ -33,9 +33,9 @@ export async function transportPair(
   }
   const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cdb" });
   const listener = await listenUnix(`${dir}/s`);
-  const accepted = listener[Symbol.asyncIterator]().next();
+  const accepted = listener.accept();
   const b = await connectUnix(`${dir}/s`);
-  const a = (await accepted).value as Transport;
+  const a = await accepted;
   await listener.close();
   return {
     a,

@@ -147,9 +147,9 @@ async function acceptEcho(
   listener: Listener,
   connect: (port: number) => string,
 ): Promise<Transport> {
-  const accepted = listener[Symbol.asyncIterator]().next();
+  const accepted = listener.accept();
   spawnEcho(connect((listener.addr as Deno.NetAddr).port));
-  return (await accepted).value!;
+  return await accepted;
 }
 
 function childEcho(program: string): Transport {

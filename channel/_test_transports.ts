@@ -32,12 +32,12 @@ export const unix: TransportKind = {
   async pair() {
     const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
     const listener = await listenUnix(`${dir}/s`);
-    const accepted = listener[Symbol.asyncIterator]().next();
+    const accepted = listener.accept();
     const b = await connectUnix(`${dir}/s`);
-    const { value: a } = await accepted;
+    const a = await accepted;
     await listener.close();
     return {
-      a: a as Transport,
+      a,
       b,
       async cleanup() {
         await Promise.all([a.close(), b.close()]);

@@ -1,5 +1,6 @@
 // A Deno.Listener as a Listener of Transports.
 
+import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "./types.ts";
 
 /** Turns each accepted connection into a Transport; runs `onClose` once the listener closed. */
@@ -8,7 +9,7 @@ export class ConnListener<C extends Deno.Conn> implements Listener {
   readonly #listener: Deno.Listener<C>;
   readonly #wrap: (conn: C) => Transport;
   readonly #onClose: (() => Promise<void>) | undefined;
-  #accepting: Promise<C> | undefined;
+  readonly #accepting = new Set<Promise<C>>();
   #closing: Promise<void> | undefined;
 
   constructor(
@@ -22,22 +23,38 @@ export class ConnListener<C extends Deno.Conn> implements Listener {
     this.#onClose = options.onClose;
   }
 
+  async accept(): Promise<Transport> {
+    if (this.#closing !== undefined) throw new TransportClosedError("The listener is closed");
+    const accepting = this.#listener.accept();
+    this.#accepting.add(accepting);
+    let conn: C;
+    try {
+      conn = await accepting;
+    } catch (cause) {
+      if (this.#closing !== undefined) {
+        throw new TransportClosedError("The listener is closed", { cause });
+      }
+      throw cause;
+    } finally {
+      this.#accepting.delete(accepting);
+    }
+    if (this.#closing !== undefined) {
+      conn.close();
+      throw new TransportClosedError("The listener is closed");
+    }
+    return this.#wrap(conn);
+  }
+
   async *[Symbol.asyncIterator](): AsyncIterator<Transport> {
     while (this.#closing === undefined) {
-      let conn: C;
+      let transport: Transport;
       try {
-        conn = await (this.#accepting = this.#listener.accept());
+        transport = await this.accept();
       } catch (error) {
         if (this.#closing !== undefined) return;
         throw error;
-      } finally {
-        this.#accepting = undefined;
       }
-      if (this.#closing !== undefined) {
-        conn.close();
-        return;
-      }
-      yield this.#wrap(conn);
+      yield transport;
     }
   }
 
@@ -55,8 +72,8 @@ export class ConnListener<C extends Deno.Conn> implements Listener {
     } catch {
       // Closed already.
     }
-    // Let a pending accept settle, so no op outlives the listener.
-    await this.#accepting?.catch(() => {});
+    // Let pending accepts settle, so no op outlives the listener.
+    await Promise.all([...this.#accepting].map((accepting) => accepting.catch(() => {})));
     await this.#onClose?.();
   }
 }

@@ -140,9 +140,9 @@ export function listenTcp(options: TcpListenOptions = {}): Listener {
  * import assert from "node:assert/strict";
  *
  * await using listener = listenTcp({ port: 0 });
- * const accepted = listener[Symbol.asyncIterator]().next();
+ * const accepted = listener.accept();
  * await using client = await connectTcp({ port: (listener.addr as Deno.NetAddr).port });
- * await using server = (await accepted).value!;
+ * await using server = await accepted;
  * await client.close();
  * const { done } = await server.readable.getReader().read();
  * assert.ok(done);

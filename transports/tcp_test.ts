@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { TransportClosedError } from "../errors.ts";
 import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
 import type { Listener, Transport } from "./types.ts";
@@ -110,8 +111,20 @@ async function connectPair(
   listener: Listener,
   connect: () => Promise<Transport>,
 ): Promise<[Transport, Transport]> {
-  const accepted = listener[Symbol.asyncIterator]().next();
+  const accepted = listener.accept();
   const a = await connect();
-  const { value: b } = await accepted;
-  return [a, b!];
+  return [a, await accepted];
 }
+
+Deno.test("tcp listener: accept() returns each connection, and rejects once the listener closes", async () => {
+  const listener = listenTcp({ port: 0 });
+  const [client, server] = await connectPair(
+    listener,
+    () => connectTcp({ port: portOf(listener) }),
+  );
+  const pending = listener.accept();
+  await listener.close();
+  await assert.rejects(pending, TransportClosedError);
+  await assert.rejects(listener.accept(), TransportClosedError);
+  await Promise.all([client.close(), server.close()]);
+});

@@ -80,6 +80,11 @@ export interface Transport extends AsyncDisposable {
 export interface Listener extends AsyncIterable<Transport>, AsyncDisposable {
   /** The address the listener is bound to. */
   readonly addr: Deno.Addr;
+  /**
+   * Waits for the next connection. Rejects with `TransportClosedError` once the listener is
+   * closed. Use it, or iterate the listener, not both at once.
+   */
+  accept(): Promise<Transport>;
   /** Stops accepting, releases the address (and removes a Unix socket file). */
   close(): Promise<void>;
 }

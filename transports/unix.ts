@@ -128,9 +128,9 @@ export async function listenUnix(path: string): Promise<Listener> {
  *
  * const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
  * const listener = await listenUnix(`${dir}/app.sock`);
- * const accepted = listener[Symbol.asyncIterator]().next();
+ * const accepted = listener.accept();
  * const client = await connectUnix(`${dir}/app.sock`);
- * const server = (await accepted).value!;
+ * const server = await accepted;
  * await client.writable.getWriter().write(new Uint8Array([7]));
  * const { value } = await server.readable.getReader().read();
  * assert.deepEqual(value, new Uint8Array([7]));

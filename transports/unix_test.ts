@@ -153,10 +153,9 @@ async function connectPair(
   listener: Listener,
   connect: () => Promise<Transport>,
 ): Promise<[Transport, Transport]> {
-  const accepted = listener[Symbol.asyncIterator]().next();
+  const accepted = listener.accept();
   const a = await connect();
-  const { value: b } = await accepted;
-  return [a, b!];
+  return [a, await accepted];
 }
 
 async function echoOnce(a: Transport, b: Transport): Promise<void> {
