@@ -6,6 +6,7 @@
 import type { Codec } from "../codecs/types.ts";
 import { CodecError, FrameTooLargeError, FramingError } from "../errors.ts";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
+import { DEFAULT_MAX_BATCH_BYTES } from "../framing/_packer.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { type CodecSlot, decodeValue, encodeValue, type MethodCodecs } from "./_codecs.ts";
@@ -18,16 +19,15 @@ import {
   QUEUED,
   SENT,
 } from "./_outgoing_call.ts";
+import { EnvelopeHeads } from "./_envelope_heads.ts";
+import { readVarint, varintEnd } from "./_varint.ts";
 import { StreamInbox, StreamPump } from "./_stream.ts";
 import type { Channel } from "./channel.ts";
 import {
   CALL_FLAG_STREAM_PARAM,
   decodeEnvelope,
   encodeBodyFrame,
-  encodeCall,
-  encodeCredit,
   encodeIdFrame,
-  encodeNotify,
   type Envelope,
   FRAME_KINDS,
   MAX_METHOD_BYTES,
@@ -91,6 +91,10 @@ const CLOSED = 3;
 const MAX_CONTROL_FRAME_BYTES = 1024;
 /** Room kept for the envelope fields when checking a body against the peer's limit. */
 const ENVELOPE_SLACK = 32;
+/** Envelope bytes a body shares a batch with, at most (but for long method names). */
+const LARGE_HEAD_BYTES = 64;
+/** How many incoming method names are matched without decoding them. */
+const RECENT_METHODS = 8;
 /** How long a failing channel waits to flush its GOODBYE before dropping the transport. */
 const FAILURE_FLUSH_MS = 1000;
 
@@ -123,6 +127,7 @@ export class ChannelCore implements OutgoingHost {
   readonly #config: CoreConfig;
   readonly #transport: Transport;
   readonly #writer: FrameWriter;
+  readonly #heads = new EnvelopeHeads();
   readonly #decoder: FrameDecoder;
   readonly #defaultCodecs: MethodCodecs;
   readonly #openedResolvers = Promise.withResolvers<void>();
@@ -143,6 +148,10 @@ export class ChannelCore implements OutgoingHost {
   #maxPeerId = 0;
   readonly #handlerCache = new Map<string, Handler>();
   readonly #methodBytes = new Map<string, Uint8Array>();
+  /** The method names of recent incoming frames, to match their bytes without decoding. */
+  readonly #recentMethods: Array<{ bytes: Uint8Array; name: string }> = [];
+  #nextRecent = 0;
+  #afterMethod = 0;
 
   #deadlineTimer: Timer | undefined;
   #deadlineAt = Infinity;
@@ -263,11 +272,10 @@ export class ChannelCore implements OutgoingHost {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
     const body = encodeChecked(this.#codecsFor(method).param, param);
-    const frame = encodeNotify(this.#methodName(method), body);
-    if (frame.length > this.#peerMaxFrame) {
-      throw new FrameTooLargeError(frame.length, this.#peerMaxFrame);
-    }
-    this.#write(frame);
+    const head = this.#heads.notify(this.#methodName(method));
+    const size = head.length + body.length;
+    if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
+    this.#writeParts(head, body);
   }
 
   /** Sends CALL; `fresh` when it goes out as it is made, so its whole timeout remains. */
@@ -281,7 +289,8 @@ export class ChannelCore implements OutgoingHost {
       ? Math.ceil(call.timeoutMs)
       : Math.max(1, Math.ceil(call.deadline - performance.now()));
     this.#calls.set(id, call);
-    this.#write(encodeCall(id, call.flags, timeoutMs, this.#methodName(call.method), call.body));
+    const method = this.#methodName(call.method);
+    this.#writeParts(this.#heads.call(id, call.flags, timeoutMs, method), call.body);
     call.body = EMPTY;
     if (call.source !== undefined && this.state !== CLOSED) {
       const pump = call.pump = new StreamPump(call, call.source, this.#peerWindow);
@@ -336,17 +345,12 @@ export class ChannelCore implements OutgoingHost {
   }
 
   sendResultCredit(call: OutgoingCall, bytes: number): void {
-    if (call.state === SENT) this.#write(encodeCredit(CREDIT_R0, call.id, bytes));
+    if (call.state === SENT) this.#writeParts(this.#heads.credit(CREDIT_R0, call.id, bytes), EMPTY);
   }
 
   sendParamItem(call: OutgoingCall, value: unknown): number {
     if (call.state !== SENT) return 0;
-    const frame = encodeIdFrame(DATA_R0, call.id, encodeChecked(call.codecs.param, value));
-    if (frame.length > this.#peerMaxFrame) {
-      throw new FrameTooLargeError(frame.length, this.#peerMaxFrame);
-    }
-    this.#write(frame);
-    return frame.length;
+    return this.#writeData(DATA_R0, call.id, encodeChecked(call.codecs.param, value));
   }
 
   sendParamEnd(call: OutgoingCall): void {
@@ -364,7 +368,7 @@ export class ChannelCore implements OutgoingHost {
   // ---------------------------------------------------------------- calls the peer starts
 
   sendParamCredit(call: IncomingCall, bytes: number): void {
-    if (!call.done) this.#write(encodeCredit(CREDIT_R1, call.id, bytes));
+    if (!call.done) this.#writeParts(this.#heads.credit(CREDIT_R1, call.id, bytes), EMPTY);
   }
 
   cancelParamStream(call: IncomingCall): void {
@@ -373,12 +377,7 @@ export class ChannelCore implements OutgoingHost {
 
   sendResultItem(call: IncomingCall, value: unknown): number {
     if (call.done) return 0;
-    const frame = encodeIdFrame(DATA_R1, call.id, encodeChecked(call.codecs.result, value));
-    if (frame.length > this.#peerMaxFrame) {
-      throw new FrameTooLargeError(frame.length, this.#peerMaxFrame);
-    }
-    this.#write(frame);
-    return frame.length;
+    return this.#writeData(DATA_R1, call.id, encodeChecked(call.codecs.result, value));
   }
 
   sendResultEnd(call: IncomingCall): void {
@@ -476,16 +475,17 @@ export class ChannelCore implements OutgoingHost {
       this.sendResultFailure(call, error);
       return;
     }
-    const frame = encodeIdFrame(RESULT_R1, call.id, body);
-    if (frame.length > this.#peerMaxFrame) {
+    const head = this.#heads.id(RESULT_R1, call.id);
+    const size = head.length + body.length;
+    if (size > this.#peerMaxFrame) {
       this.#writeError(call.id, {
         name: "FrameTooLargeError",
-        message: `The result of "${call.method}" (${frame.length} bytes) exceeds the caller's ` +
+        message: `The result of "${call.method}" (${size} bytes) exceeds the caller's ` +
           `maxFrameBytes (${this.#peerMaxFrame})`,
         code: "frame_too_large",
       });
     } else {
-      this.#write(frame);
+      this.#writeParts(head, body);
     }
     this.#finishIncoming(call);
   }
@@ -583,6 +583,7 @@ export class ChannelCore implements OutgoingHost {
   }
 
   #onFrame(frame: Uint8Array): void {
+    if (this.state !== HANDSHAKE && this.#onCommonFrame(frame)) return;
     const envelope = decodeEnvelope(frame);
     if (this.state === HANDSHAKE) {
       this.#onHandshakeFrame(envelope);
@@ -590,6 +591,7 @@ export class ChannelCore implements OutgoingHost {
     }
     switch (envelope.kind) {
       case "call":
+        this.#rememberMethod(envelope.method);
         return this.#onCall(
           envelope.id,
           envelope.flags,
@@ -615,6 +617,7 @@ export class ChannelCore implements OutgoingHost {
         if (envelope.receiverId) return this.#onParamCancel(envelope.id);
         return this.#onCancel(envelope.id, envelope.body);
       case "notify":
+        this.#rememberMethod(envelope.method);
         return this.#onNotify(envelope.method, envelope.body);
       case "ping":
         this.#write(encodeIdFrame(FRAME_KINDS.pong, envelope.nonce, EMPTY));
@@ -626,6 +629,88 @@ export class ChannelCore implements OutgoingHost {
       case "hello":
         throw new ProtocolError("A second HELLO");
     }
+  }
+
+  /**
+   * Dispatches the frames every call and stream is made of, parsing their fields in place
+   * instead of building an Envelope. Returns false for anything else or anything unusual
+   * (a malformed field, a method name not seen lately): decodeEnvelope then handles the
+   * frame, or names what is wrong with it.
+   */
+  #onCommonFrame(frame: Uint8Array): boolean {
+    const type = frame[0];
+    switch (type) {
+      case RESULT_R1: {
+        const id = readVarint(frame, 1);
+        if (varintEnd < 0 || id === 0) return false;
+        this.#onResult(id, frame.subarray(varintEnd));
+        return true;
+      }
+      case FRAME_KINDS.call: {
+        const id = readVarint(frame, 1);
+        if (varintEnd < 0 || id === 0) return false;
+        // A streamed param (flags 1) is rare: decodeEnvelope checks its empty body.
+        if (frame[varintEnd] !== 0) return false;
+        const timeoutMs = readVarint(frame, varintEnd + 1);
+        if (varintEnd < 0) return false;
+        const method = this.#recentMethod(frame, varintEnd);
+        if (method === undefined) return false;
+        this.#onCall(id, 0, timeoutMs, method, frame.subarray(this.#afterMethod));
+        return true;
+      }
+      case FRAME_KINDS.notify: {
+        const method = this.#recentMethod(frame, 1);
+        if (method === undefined) return false;
+        this.#onNotify(method, frame.subarray(this.#afterMethod));
+        return true;
+      }
+      case DATA_R0:
+      case DATA_R1: {
+        const id = readVarint(frame, 1);
+        if (varintEnd < 0 || id === 0) return false;
+        const body = frame.subarray(varintEnd);
+        if (type === DATA_R1) this.#onResultData(id, body, frame);
+        else this.#onParamData(id, body, frame);
+        return true;
+      }
+      case CREDIT_R0:
+      case CREDIT_R1: {
+        const id = readVarint(frame, 1);
+        if (varintEnd < 0 || id === 0) return false;
+        const bytes = readVarint(frame, varintEnd);
+        if (varintEnd !== frame.length || bytes === 0) return false;
+        if (type === CREDIT_R1) this.#onParamCredit(id, bytes);
+        else this.#onResultCredit(id, bytes);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /**
+   * The method name whose length varint is at `offset`, if its bytes match a recent one;
+   * sets #afterMethod to the offset after the name.
+   */
+  #recentMethod(frame: Uint8Array, offset: number): string | undefined {
+    const length = readVarint(frame, offset);
+    const start = varintEnd;
+    if (start < 0 || start + length > frame.length) return undefined;
+    search: for (const recent of this.#recentMethods) {
+      const bytes = recent.bytes;
+      if (bytes.length !== length) continue;
+      for (let i = 0; i < length; i++) if (frame[start + i] !== bytes[i]) continue search;
+      this.#afterMethod = start + length;
+      return recent.name;
+    }
+    return undefined;
+  }
+
+  /** Remembers an incoming method name (decoded and checked by decodeEnvelope). */
+  #rememberMethod(name: string): void {
+    const recent = { bytes: utf8.encode(name), name };
+    if (this.#recentMethods.length < RECENT_METHODS) this.#recentMethods.push(recent);
+    else this.#recentMethods[this.#nextRecent++ % RECENT_METHODS] = recent;
   }
 
   /** The caller-side call a R=1 frame is about; throws for ids never issued or finished. */
@@ -1147,8 +1232,13 @@ export class ChannelCore implements OutgoingHost {
   // ---------------------------------------------------------------- helpers
 
   #write(frame: Uint8Array): void {
+    this.#writeParts(EMPTY, frame);
+  }
+
+  /** Sends one frame: `head` (copied at once, so a scratch view will do), then `body`. */
+  #writeParts(head: Uint8Array, body: Uint8Array): void {
     try {
-      this.#writer.write(frame);
+      this.#writer.writeParts(head, body);
     } catch (error) {
       if (this.state !== CLOSED) {
         this.#fail(
@@ -1156,6 +1246,15 @@ export class ChannelCore implements OutgoingHost {
         );
       }
     }
+  }
+
+  /** Sends a stream item as DATA; returns its cost in credit (its payload bytes). */
+  #writeData(type: number, id: number, body: Uint8Array): number {
+    const head = this.#heads.id(type, id);
+    const size = head.length + body.length;
+    if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
+    this.#writeParts(head, body);
+    return size;
   }
 
   #writeError(id: number, wire: { name: string; message: string; code: string }): void {
@@ -1209,11 +1308,18 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 function encodeChecked(slot: CodecSlot, value: unknown): Uint8Array {
+  let body: Uint8Array;
   try {
-    return encodeValue(slot, value);
+    body = encodeValue(slot, value);
   } catch (error) {
     throw error instanceof CodecError ? error : new CodecError(slot.codec.name, "encode", error);
   }
+  // The raw codec hands back the caller's own bytes. The FrameWriter copies a body that fits
+  // in a batch at once, but sends a larger one as it is, later: copy that one now, so the
+  // caller may reuse its buffer (say, the next chunk of a file) as soon as the send returns.
+  return body === value && body.length > DEFAULT_MAX_BATCH_BYTES - LARGE_HEAD_BYTES
+    ? body.slice()
+    : body;
 }
 
 function decodeChecked(slot: CodecSlot, body: Uint8Array): unknown {

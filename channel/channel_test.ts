@@ -534,6 +534,42 @@ for (const kind of transportKinds) {
     assert.equal(await pair.client.remote.size(new Uint8Array(1000)), 1000);
   });
 
+  test("raw values: a buffer reused right after the send goes out as it was", async () => {
+    interface Sums {
+      sum(bytes: Uint8Array): number;
+      sums(bytes: AsyncIterable<Uint8Array>): number;
+    }
+    const total = (bytes: Uint8Array) => bytes.reduce((sum, byte) => sum + byte, 0);
+    await using pair = await connect<Sums>(kind, {
+      codec: rawCodec,
+      methodCodecs: { sum: { result: jsonCodec() }, sums: { result: jsonCodec() } },
+      handlers: {
+        sum: total,
+        async sums(items: AsyncIterable<Uint8Array>) {
+          let sum = 0;
+          for await (const item of items) sum += total(item);
+          return sum;
+        },
+      },
+    }, {
+      codec: rawCodec,
+      methodCodecs: { sum: { result: jsonCodec() }, sums: { result: jsonCodec() } },
+    });
+    // Small values are batched, large ones (past 64 KiB) written as they are: both must be
+    // taken as they were when the call was made.
+    for (const size of [100, 200_000]) {
+      const buffer = new Uint8Array(size).fill(1);
+      const pending = pair.client.remote.sum(buffer);
+      buffer.fill(2);
+      assert.equal(await pending, size);
+      // A stream that refills one buffer for every item, as a file reader does.
+      async function* refilled() {
+        for (let i = 0; i < 3; i++) yield buffer.fill(i + 1);
+      }
+      assert.equal(await pair.client.remote.sums(refilled()), size * 6);
+    }
+  });
+
   test("per-method codecs: an Arrow table result on a MessagePack channel", async () => {
     interface Reports {
       report(param: { rows: number }): Table;

@@ -34,6 +34,17 @@ export abstract class BatchPacker {
   readonly maxFrameBytes: number;
   #frames: Uint8Array[] = [];
   #bytes = 0;
+  // What addParts() encoded at once, frame after frame, in #staged: the header and head, and
+  // the body and trailer too when the frame fits in a batch. #stagedEnds[i] is where frame
+  // i's staged bytes end (they start where frame i-1's end, and frames queued by reference
+  // stage none); #frames[i] is the rest of its payload, by reference.
+  // Why: allocating a buffer costs far more than copying a few hundred bytes (about 0.7 µs
+  // per ArrayBuffer in Deno 2.9, whatever its size), so a frame made of an envelope head and
+  // a codec's body is queued without a buffer of its own, the caller may reuse both, and a
+  // run of staged frames reaches its chunk in one copy.
+  #staged: Uint8Array = EMPTY;
+  #stagedBytes = 0;
+  #stagedEnds: number[] = [];
 
   constructor(maxBatchBytes: number, maxFrameBytes: number) {
     // 64 bytes hold any header on its own, so no chunk but a passed-through payload ever
@@ -79,11 +90,7 @@ export abstract class BatchPacker {
    * cannot carry.
    */
   check(payload: Uint8Array): void {
-    if (payload.length > this.maxFrameBytes) {
-      throw new FrameTooLargeError(payload.length, this.maxFrameBytes, {
-        limitName: this.limitName,
-      });
-    }
+    this.#checkLength(payload.length);
     this.validate(payload);
   }
 
@@ -106,15 +113,43 @@ export abstract class BatchPacker {
     this.enqueue(payload);
   }
 
+  /**
+   * Queues one frame whose payload is `head` followed by `body`, checked as one payload.
+   * Both are copied at once, except a body too large for any batch, which is kept (uncopied)
+   * until taken.
+   */
+  addParts(head: Uint8Array, body: Uint8Array): void {
+    const length = head.length + body.length;
+    const header = this.headerBytes(length);
+    const trailerBytes = this.trailer.length;
+    // A head that cannot share a chunk with its own header would break the chunk bound.
+    if (header + head.length + trailerBytes > this.maxBatchBytes) {
+      const payload = new Uint8Array(length);
+      payload.set(head);
+      payload.set(body, head.length);
+      return this.add(payload);
+    }
+    this.#checkLength(length);
+    this.validate(head);
+    this.validate(body);
+    const whole = header + length + trailerBytes <= this.maxBatchBytes;
+    this.#stage(length, head, whole ? body : undefined);
+    this.#frames.push(whole ? EMPTY : body);
+    this.#bytes += header + length + trailerBytes;
+  }
+
   /** Queues one frame that {@linkcode check} has accepted. */
   enqueue(payload: Uint8Array): void {
     this.#frames.push(payload);
+    this.#stagedEnds.push(this.#stagedBytes);
     this.#bytes += this.headerBytes(payload.length) + payload.length + this.trailer.length;
   }
 
   /** Drops every queued frame. */
   clear(): void {
     this.#frames = [];
+    this.#stagedEnds = [];
+    this.#stagedBytes = 0;
     this.#bytes = 0;
   }
 
@@ -123,11 +158,22 @@ export abstract class BatchPacker {
     const frames = this.#frames;
     const count = frames.length;
     if (count === 0) return EMPTY_CHUNKS;
+    const staged = this.#staged;
+    const stagedEnds = this.#stagedEnds;
     this.#frames = [];
+    this.#stagedEnds = [];
+    this.#stagedBytes = 0;
     this.#bytes = 0;
+    // A burst may have grown the staging buffer far past what the usual batch needs.
+    if (staged.length > MAX_KEPT_STAGING_BYTES) this.#staged = EMPTY;
     const max = this.maxBatchBytes;
     const trailer = this.trailer;
     const trailerBytes = trailer.length;
+    // Frame k's staged bytes (header included), or its header when it was queued by reference.
+    const headBytes = (k: number): number => {
+      const staged = stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
+      return staged > 0 ? staged : this.headerBytes(frames[k].length);
+    };
     const chunks: Uint8Array[] = [];
     // Trailer bytes owed at the start of the next chunk, after a payload passed uncopied.
     let carry = 0;
@@ -136,22 +182,21 @@ export abstract class BatchPacker {
       let runBytes = carry;
       let j = i;
       while (j < count) {
-        const need = this.headerBytes(frames[j].length) + frames[j].length + trailerBytes;
+        const need = headBytes(j) + frames[j].length + trailerBytes;
         if (runBytes + need > max) break;
         runBytes += need;
         j++;
       }
+      // A frame too large for any chunk: its header and staged head end a chunk, the rest
+      // is passed on uncopied.
       let large: Uint8Array | undefined;
-      let largeHeader = 0;
-      if (j < count) {
-        const length = frames[j].length;
-        if (this.headerBytes(length) + length + trailerBytes > max) {
-          large = frames[j];
-          largeHeader = this.headerBytes(length);
-        }
+      let largeHead = 0;
+      if (j < count && headBytes(j) + frames[j].length + trailerBytes > max) {
+        large = frames[j];
+        largeHead = headBytes(j);
       }
-      const headerJoinsRun = large !== undefined && runBytes + largeHeader <= max;
-      const chunkBytes = runBytes + (headerJoinsRun ? largeHeader : 0);
+      const headJoinsRun = large !== undefined && runBytes + largeHead <= max;
+      const chunkBytes = runBytes + (headJoinsRun ? largeHead : 0);
       if (chunkBytes > 0) {
         const chunk = new Uint8Array(chunkBytes);
         let offset = 0;
@@ -159,27 +204,44 @@ export abstract class BatchPacker {
           chunk.set(trailer, 0);
           offset = carry;
         }
+        // Staged frames are whole in #staged and consecutive there: copy each run at once.
+        let runStart = -1;
+        let runEnd = -1;
         for (let k = i; k < j; k++) {
+          const start = k === 0 ? 0 : stagedEnds[k - 1];
+          if (stagedEnds[k] > start) {
+            if (runStart < 0) runStart = start;
+            runEnd = stagedEnds[k];
+            continue;
+          }
+          if (runStart >= 0) {
+            chunk.set(staged.subarray(runStart, runEnd), offset);
+            offset += runEnd - runStart;
+            runStart = -1;
+          }
           const frame = frames[k];
-          const length = frame.length;
-          this.writeHeader(chunk, offset, length);
-          offset += this.headerBytes(length);
+          this.writeHeader(chunk, offset, frame.length);
+          offset += this.headerBytes(frame.length);
           copyInto(chunk, offset, frame);
-          offset += length;
+          offset += frame.length;
           if (trailerBytes > 0) {
             chunk.set(trailer, offset);
             offset += trailerBytes;
           }
         }
-        if (headerJoinsRun) this.writeHeader(chunk, offset, large!.length);
+        if (runStart >= 0) {
+          chunk.set(staged.subarray(runStart, runEnd), offset);
+          offset += runEnd - runStart;
+        }
+        if (headJoinsRun) this.#writeHead(chunk, offset, staged, stagedEnds, j, large!);
         chunks.push(chunk);
       }
       carry = 0;
       if (large !== undefined) {
-        if (!headerJoinsRun && largeHeader > 0) {
-          const header = new Uint8Array(largeHeader);
-          this.writeHeader(header, 0, large.length);
-          chunks.push(header);
+        if (!headJoinsRun && largeHead > 0) {
+          const head = new Uint8Array(largeHead);
+          this.#writeHead(head, 0, staged, stagedEnds, j, large);
+          chunks.push(head);
         }
         if (large.length > 0) chunks.push(large);
         carry = trailerBytes;
@@ -189,7 +251,60 @@ export abstract class BatchPacker {
     }
     return chunks;
   }
+
+  #checkLength(length: number): void {
+    if (length > this.maxFrameBytes) {
+      throw new FrameTooLargeError(length, this.maxFrameBytes, { limitName: this.limitName });
+    }
+  }
+
+  /**
+   * Stages the header of a `length`-byte payload and its `head`, then `body` and the trailer
+   * when given (the whole frame), at the end of #staged.
+   */
+  #stage(length: number, head: Uint8Array, body: Uint8Array | undefined): void {
+    const header = this.headerBytes(length);
+    let offset = this.#stagedBytes;
+    const end = offset + header + head.length +
+      (body === undefined ? 0 : body.length + this.trailer.length);
+    if (end > this.#staged.length) {
+      const grown = new Uint8Array(Math.max(MIN_STAGING_BYTES, end * 2));
+      grown.set(this.#staged.subarray(0, offset));
+      this.#staged = grown;
+    }
+    const staged = this.#staged;
+    this.writeHeader(staged, offset, length);
+    offset += header;
+    copyInto(staged, offset, head);
+    if (body !== undefined) {
+      copyInto(staged, offset + head.length, body);
+      copyInto(staged, offset + head.length + body.length, this.trailer);
+    }
+    this.#stagedBytes = end;
+    this.#stagedEnds.push(end);
+  }
+
+  /** Writes what comes before `rest`, the uncopied part of large frame `k`, at `offset`. */
+  #writeHead(
+    target: Uint8Array,
+    offset: number,
+    staged: Uint8Array,
+    stagedEnds: number[],
+    k: number,
+    rest: Uint8Array,
+  ): void {
+    const start = k === 0 ? 0 : stagedEnds[k - 1];
+    const end = stagedEnds[k];
+    if (end > start) target.set(staged.subarray(start, end), offset);
+    else this.writeHeader(target, offset, rest.length);
+  }
 }
+
+const EMPTY = new Uint8Array(0);
+/** The first size of the staging buffer. */
+const MIN_STAGING_BYTES = 16 * 1024;
+/** A staging buffer larger than this is dropped once emptied. */
+const MAX_KEPT_STAGING_BYTES = 1024 * 1024;
 
 // `TypedArray.prototype.set` has a fixed cost that dominates for tiny payloads.
 function copyInto(target: Uint8Array, offset: number, source: Uint8Array): void {

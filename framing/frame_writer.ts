@@ -155,10 +155,45 @@ export class FrameWriter {
     if (this.#failure !== undefined) throw this.#failure;
     if (this.#closed) throw new TransportClosedError("FrameWriter is closed");
     this.#packer.add(payload);
-    if (!this.#scheduled && !this.#pumping) {
-      this.#scheduled = true;
-      queueMicrotask(this.#startPump);
-    }
+    this.#schedule();
+  }
+
+  /**
+   * Queues one frame whose payload is `head` followed by `body`, without joining them into a
+   * new buffer first: both are copied at once into the writer's queue, except a body whose
+   * frame exceeds `maxBatchBytes`, which is written as it is. Made for an envelope head
+   * before a codec's output. Never waits, like {@linkcode write}.
+   *
+   * @param head The first bytes of the payload; the caller may reuse it once this returns.
+   * @param body The rest of the payload. The caller may reuse it once this returns if the
+   * frame fits in `maxBatchBytes`; a larger one is owned by the writer from now on.
+   * @throws {TransportClosedError} After `close()`/`abort()`, or once the byte stream has
+   * failed (the failure is its `cause`).
+   * @throws {FrameTooLargeError} When head and body together exceed `maxFrameBytes`; nothing
+   * is queued.
+   *
+   * @example
+   * ```ts
+   * import { FrameDecoderStream, FrameWriter } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+   * const writer = new FrameWriter(writable);
+   * const head = new Uint8Array([7]);
+   * writer.writeParts(head, new Uint8Array([1, 2]));
+   * head[0] = 8; // copied already
+   * writer.writeParts(head, new Uint8Array([3]));
+   * const closing = writer.close();
+   * const frames = await Array.fromAsync(readable.pipeThrough(new FrameDecoderStream()));
+   * await closing;
+   * assert.deepEqual(frames, [new Uint8Array([7, 1, 2]), new Uint8Array([8, 3])]);
+   * ```
+   */
+  writeParts(head: Uint8Array, body: Uint8Array): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#closed) throw new TransportClosedError("FrameWriter is closed");
+    this.#packer.addParts(head, body);
+    this.#schedule();
   }
 
   /**
@@ -224,6 +259,13 @@ export class FrameWriter {
     return new Promise<void>((resolve, reject) => {
       waiters.push(() => this.#failure !== undefined ? reject(this.#failure) : resolve());
     });
+  }
+
+  #schedule(): void {
+    if (!this.#scheduled && !this.#pumping) {
+      this.#scheduled = true;
+      queueMicrotask(this.#startPump);
+    }
   }
 
   readonly #startPump = (): void => {

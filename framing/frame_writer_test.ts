@@ -245,3 +245,61 @@ Deno.test("FrameWriter: options out of range are a RangeError", () => {
   assert.throws(() => new FrameWriter(writable, { maxBatchBytes: 10 }), RangeError);
   assert.equal(writable.locked, false, "no lock taken when the options are refused");
 });
+
+Deno.test("FrameWriter: writeParts and write mixed in random bursts arrive in order", async () => {
+  const part = fc.record({
+    head: fc.uint8Array({ maxLength: 24 }),
+    body: fc.oneof(
+      payloadArb(),
+      fc.integer({ min: 500, max: 2000 }).map((n) => new Uint8Array(n).fill(n)),
+    ),
+    whole: fc.boolean(),
+  });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.array(part, { maxLength: 20 }), { maxLength: 8 }),
+      fc.integer({ min: 64, max: 512 }),
+      async (bursts, maxBatchBytes) => {
+        const sink = new RecordingSink();
+        const writer = new FrameWriter(sink.writable, { maxBatchBytes });
+        const expected: Uint8Array[] = [];
+        const passed: Uint8Array[] = [];
+        for (const burst of bursts) {
+          for (const { head, body, whole } of burst) {
+            const payload = new Uint8Array([...head, ...body]);
+            expected.push(payload);
+            if (whole) {
+              writer.write(payload);
+              if (payload.length + 4 > maxBatchBytes) passed.push(payload);
+              continue;
+            }
+            writer.writeParts(head, body);
+            // The head, and a body that fits in a batch, are copied at once.
+            head.fill(0xee);
+            if (payload.length + 4 <= maxBatchBytes) body.fill(0xee);
+            else passed.push(body);
+          }
+          await writer.ready;
+        }
+        await writer.close();
+        assert.deepEqual(sink.frames(), expected);
+        for (const chunk of sink.writes) {
+          assert.ok(chunk.length <= maxBatchBytes || passed.includes(chunk), "chunk bound");
+        }
+      },
+    ),
+    { numRuns: 150 },
+  );
+});
+
+Deno.test("FrameWriter: writeParts checks head and body together against maxFrameBytes", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable, { maxFrameBytes: 10 });
+  assert.throws(
+    () => writer.writeParts(new Uint8Array(6), new Uint8Array(5)),
+    (error) => error instanceof FrameTooLargeError && error.message.includes("11"),
+  );
+  writer.writeParts(new Uint8Array([1]), new Uint8Array([2, 3]));
+  await writer.close();
+  assert.deepEqual(sink.frames(), [new Uint8Array([1, 2, 3])]);
+});
