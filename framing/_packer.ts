@@ -32,7 +32,10 @@ const EMPTY_CHUNKS: Uint8Array[] = [];
 export abstract class BatchPacker {
   readonly maxBatchBytes: number;
   readonly maxFrameBytes: number;
+  // The queue's arrays are reused from batch to batch (#count is their length): growing new
+  // ones for every batch was most of what a burst of small frames allocated.
   #frames: Uint8Array[] = [];
+  #count = 0;
   #bytes = 0;
   // What addParts() encoded at once, frame after frame, in #staged: the header and head, and
   // the body and trailer too when the frame fits in a batch. #stagedEnds[i] is where frame
@@ -69,7 +72,7 @@ export abstract class BatchPacker {
   }
 
   get empty(): boolean {
-    return this.#frames.length === 0;
+    return this.#count === 0;
   }
 
   /** The name of the option that sets `maxFrameBytes`, for error messages. */
@@ -134,14 +137,14 @@ export abstract class BatchPacker {
     this.validate(body);
     const whole = header + length + trailerBytes <= this.maxBatchBytes;
     this.#stage(length, head, whole ? body : undefined);
-    this.#frames.push(whole ? EMPTY : body);
+    this.#frames[this.#count++] = whole ? EMPTY : body;
     this.#bytes += header + length + trailerBytes;
   }
 
   /** Queues one frame that {@linkcode check} has accepted. */
   enqueue(payload: Uint8Array): void {
-    this.#frames.push(payload);
-    this.#stagedEnds.push(this.#stagedBytes);
+    this.#stagedEnds[this.#count] = this.#stagedBytes;
+    this.#frames[this.#count++] = payload;
     this.#bytes += this.headerBytes(payload.length) + payload.length + this.trailer.length;
   }
 
@@ -149,6 +152,7 @@ export abstract class BatchPacker {
   clear(): void {
     this.#frames = [];
     this.#stagedEnds = [];
+    this.#count = 0;
     this.#stagedBytes = 0;
     this.#bytes = 0;
   }
@@ -156,12 +160,11 @@ export abstract class BatchPacker {
   /** Removes every queued frame and returns the chunks to write, in order. */
   take(): Uint8Array[] {
     const frames = this.#frames;
-    const count = frames.length;
+    const count = this.#count;
     if (count === 0) return EMPTY_CHUNKS;
     const staged = this.#staged;
     const stagedEnds = this.#stagedEnds;
-    this.#frames = [];
-    this.#stagedEnds = [];
+    this.#count = 0;
     this.#stagedBytes = 0;
     this.#bytes = 0;
     // A burst may have grown the staging buffer far past what the usual batch needs.
@@ -249,6 +252,11 @@ export abstract class BatchPacker {
       }
       i = j;
     }
+    // The chunks hold the payloads now; keep the arrays, not what they referred to.
+    if (count > MAX_KEPT_QUEUE_LENGTH) {
+      this.#frames = [];
+      this.#stagedEnds = [];
+    } else frames.fill(EMPTY, 0, count);
     return chunks;
   }
 
@@ -281,7 +289,7 @@ export abstract class BatchPacker {
       copyInto(staged, offset + head.length + body.length, this.trailer);
     }
     this.#stagedBytes = end;
-    this.#stagedEnds.push(end);
+    this.#stagedEnds[this.#count] = end;
   }
 
   /** Writes what comes before `rest`, the uncopied part of large frame `k`, at `offset`. */
@@ -303,6 +311,8 @@ export abstract class BatchPacker {
 const EMPTY = new Uint8Array(0);
 /** The first size of the staging buffer. */
 const MIN_STAGING_BYTES = 16 * 1024;
+/** Queue arrays longer than this are dropped once emptied. */
+const MAX_KEPT_QUEUE_LENGTH = 16 * 1024;
 /** A staging buffer larger than this is dropped once emptied. */
 const MAX_KEPT_STAGING_BYTES = 1024 * 1024;
 
