@@ -17,11 +17,13 @@ export interface ReportConfig {
   payloads: string[];
   /** Time per sequential cell per run, in ms; sample counts follow from it. */
   sampleBudgetMs: number;
-  /**
-   * Fewest samples per sequential cell per run. A p50 needs 20; the slowest cells (10 MB
-   * JSON, a quarter second a call) get fewer and report their average only.
-   */
+  /** Fewest samples per sequential cell per run (a p50 needs 20). */
   minSamples: number;
+  /**
+   * Fewest samples for payloads of 5 MB and more, whose calls take up to seconds (10 MB
+   * through fork IPC): they report their average, and a p50 only if the budget allows 20.
+   */
+  largeMinSamples: number;
   /** Most samples per sequential cell per run (a p99.9 needs 10,000). */
   maxSamples: number;
   /** Samples per run for the `small` payload, whatever the budget. */
@@ -34,7 +36,7 @@ export interface ReportConfig {
   notes: number;
   noteWindow: number;
   arrowRows: number[];
-  /** Fewest samples per Arrow cell per run (1M JSON rows take seconds per call). */
+  /** Fewest samples per Arrow cell per run (1M rows as JSON take seconds a call). */
   arrowMinSamples: number;
   /** The stream: this many items of this many bytes. */
   streamItems: number;
@@ -46,7 +48,7 @@ export interface ReportConfig {
 const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
 const ALL_CODECS: CodecName[] = ["json", "msgpack", "protobuf", "raw"];
 
-/** The full run: about 12 minutes on a 2-core machine. */
+/** The full run: about 13 minutes on a 2-core machine. */
 export const FULL: ReportConfig = {
   mode: "full",
   runs: 3,
@@ -54,7 +56,8 @@ export const FULL: ReportConfig = {
   codecs: ALL_CODECS,
   payloads: [...PAYLOAD_NAMES],
   sampleBudgetMs: 500,
-  minSamples: 10,
+  minSamples: 20,
+  largeMinSamples: 5,
   maxSamples: 10_000,
   smallSamples: 10_000,
   warmupMs: 100,
@@ -62,7 +65,7 @@ export const FULL: ReportConfig = {
   notes: 100_000,
   noteWindow: 8192,
   arrowRows: [1_000, 100_000, 1_000_000],
-  arrowMinSamples: 3,
+  arrowMinSamples: 1,
   streamItems: 1024,
   streamItemBytes: 1024 * 1024,
   codecBudgetMs: 100,
@@ -77,6 +80,7 @@ export const QUICK: ReportConfig = {
   payloads: ["small", "1KB", "100KB"],
   sampleBudgetMs: 30,
   minSamples: 20,
+  largeMinSamples: 5,
   maxSamples: 300,
   smallSamples: 300,
   warmupMs: 20,

@@ -56,6 +56,8 @@ export interface SubjectRun {
   notesPerSec: number;
   /** Seconds spent: spawning and sequential calls, calls in flight, one-way messages. */
   seconds: number[];
+  /** Seconds spent on each payload's sequential calls (warm-up included). */
+  payloadSeconds: Record<string, number>;
 }
 
 /** One subject's figures: each the median of its runs, with min–max. */
@@ -183,7 +185,11 @@ export async function runSuite(
         `run ${run + 1}/${config.runs} ${subject.id}: spawn ${record.spawnMs.toFixed(0)} ms, ` +
           `small p50 ${smallP50 === undefined ? "–" : (smallP50 * 1000).toFixed(0)} µs, ` +
           `${Object.entries(record.callsPerSec).map(([k, v]) => `${k}:${v.toFixed(0)}/s`)} ` +
-          `notes ${record.notesPerSec.toFixed(0)}/s (${record.seconds.map((s) => s.toFixed(1))} s)`,
+          `notes ${record.notesPerSec.toFixed(0)}/s (${
+            record.seconds.map((s) => s.toFixed(1))
+          } s; ${
+            Object.entries(record.payloadSeconds).map(([name, s]) => `${name} ${s.toFixed(1)}`)
+          })`,
       );
     }
   }
@@ -203,24 +209,36 @@ async function runOnce(
   await client.noted();
   const spawnMs = performance.now() - started;
   const sequentialRuns: Record<string, LatencySummary> = {};
+  const payloadSeconds: Record<string, number> = {};
   try {
     for (const payload of payloads) {
+      const payloadStart = performance.now();
       const value = valueFor(subject.values, payload);
       const call = payload.name === "small"
         ? () => client.echoSmall(value)
         : () => client.echo(value);
-      if (verify) assert.deepStrictEqual(await call(), value, `${subject.id} ${payload.name}`);
-      const perCallMs = await estimate(call, config.warmupMs, 2);
+      let perCallMs: number | undefined;
+      if (verify) {
+        const start = performance.now();
+        const echoed = await call();
+        const took = performance.now() - start;
+        assert.deepStrictEqual(echoed, value, `${subject.id} ${payload.name}`);
+        // A call slower than the whole warm-up has warmed up by itself.
+        if (took > config.warmupMs) perCallMs = took;
+      }
+      perCallMs ??= await estimate(call, config.warmupMs, 1);
       const key = `${subject.id} ${payload.name}`;
       let n = sampleCounts.get(key);
       if (n === undefined) {
+        const least = payload.json.length >= 5e6 ? config.largeMinSamples : config.minSamples;
         n = payload.name === "small" ? config.smallSamples : Math.min(
           config.maxSamples,
-          Math.max(config.minSamples, Math.round(config.sampleBudgetMs / perCallMs)),
+          Math.max(least, Math.round(config.sampleBudgetMs / perCallMs)),
         );
         sampleCounts.set(key, n);
       }
       sequentialRuns[payload.name] = await sequential(call, n);
+      payloadSeconds[payload.name] = (performance.now() - payloadStart) / 1000;
     }
     const sequentialDone = performance.now();
     const smallValue = valueFor(subject.values, small);
@@ -242,7 +260,15 @@ async function runOnce(
     const peakRss = client.pid === undefined ? undefined : rssOf(client.pid)?.peak;
     const seconds = [started, sequentialDone, inFlightDone, performance.now()]
       .map((t, i, all) => (all[i + 1] - t) / 1000).slice(0, 3);
-    return { spawnMs, peakRss, sequential: sequentialRuns, callsPerSec, notesPerSec, seconds };
+    return {
+      spawnMs,
+      peakRss,
+      sequential: sequentialRuns,
+      callsPerSec,
+      notesPerSec,
+      seconds,
+      payloadSeconds,
+    };
   } finally {
     await client.close();
   }

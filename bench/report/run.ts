@@ -3,7 +3,7 @@
 // raw frames over the same transport, node:child_process fork IPC, a Web Worker). Writes
 // REPORT.md, SVG charts and results.json (every figure) to the output directory.
 //
-//   deno run -A bench/report/run.ts [--quick] [--out bench/report]
+//   deno run -A bench/report/run.ts [--quick] [--out dir] [--runs n] [--payloads 1KB,1MB]
 //
 // The full run takes about 15 minutes on 2 cores; --quick exercises every code path in under
 // two minutes (CI runs it to prove the harness works; its figures mean little).
@@ -22,7 +22,12 @@ import { runSuite, subjects, warmUp } from "./_suite.ts";
 import { evaluateTargets } from "./_targets.ts";
 
 const args = Deno.args;
-const config = args.includes("--quick") ? QUICK : FULL;
+const config = { ...(args.includes("--quick") ? QUICK : FULL) };
+// For trying the harness out: --runs 1, --payloads small,1MB (the committed report uses neither).
+const runsArg = args.indexOf("--runs");
+if (runsArg >= 0) config.runs = Number(args[runsArg + 1]);
+const payloadsArg = args.indexOf("--payloads");
+if (payloadsArg >= 0) config.payloads = ["small", ...args[payloadsArg + 1].split(",")];
 const outIndex = args.indexOf("--out");
 // By default the report goes to bench/REPORT.md and its charts and results.json beside this
 // file; with --out everything goes to that directory.
