@@ -105,3 +105,20 @@ export function resetPeakRss(pid: number | "self"): boolean {
     return false;
   }
 }
+
+/**
+ * Runs `attempt`, and once more if it throws (a peer that died on a shared, busy machine
+ * should not void a quarter hour of measurements); a second failure is thrown.
+ */
+export async function retryOnce<T>(
+  label: string,
+  attempt: () => Promise<T>,
+  log: (line: string) => void,
+): Promise<T> {
+  try {
+    return await attempt();
+  } catch (error) {
+    log(`${label} failed, retrying once with a fresh peer: ${error}`);
+    return await attempt();
+  }
+}

@@ -14,7 +14,14 @@ import {
   WebWorkerClient,
 } from "./_clients.ts";
 import type { ReportConfig } from "./_config.ts";
-import { callsPerSecond, estimate, notesPerSecond, rssOf, sequential } from "./_measure.ts";
+import {
+  callsPerSecond,
+  estimate,
+  notesPerSecond,
+  retryOnce,
+  rssOf,
+  sequential,
+} from "./_measure.ts";
 import { rawNote, type ReportPayload, valueFor } from "./_payloads.ts";
 import { spawnPeer } from "./_peers.ts";
 import {
@@ -178,7 +185,11 @@ export async function runSuite(
     const shift = Math.floor(run * list.length / config.runs);
     const order = [...list.slice(shift), ...list.slice(0, shift)];
     for (const subject of order) {
-      const record = await runOnce(config, subject, payloads, small, run === 0, sampleCounts);
+      const record = await retryOnce(
+        `run ${run + 1}/${config.runs} ${subject.id}`,
+        () => runOnce(config, subject, payloads, small, run === 0, sampleCounts),
+        log,
+      );
       runs.get(subject.id)!.push(record);
       const smallP50 = record.sequential.small.percentiles[0];
       log(
