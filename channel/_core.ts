@@ -20,6 +20,7 @@ import {
   SENT,
 } from "./_outgoing_call.ts";
 import { EnvelopeHeads } from "./_envelope_heads.ts";
+import { IdTable } from "./_id_table.ts";
 import { readVarint, varintEnd } from "./_varint.ts";
 import { StreamInbox, StreamPump } from "./_stream.ts";
 import type { Channel } from "./channel.ts";
@@ -93,6 +94,8 @@ const MAX_CONTROL_FRAME_BYTES = 1024;
 const ENVELOPE_SLACK = 32;
 /** Envelope bytes a body shares a batch with, at most (but for long method names). */
 const LARGE_HEAD_BYTES = 64;
+/** The most slots of the id rings that hold the calls in flight (more wait in a Map). */
+const MAX_ID_RING = 1024;
 /** How many incoming method names are matched without decoding them. */
 const RECENT_METHODS = 8;
 /** How long a failing channel waits to flush its GOODBYE before dropping the transport. */
@@ -135,7 +138,7 @@ export class ChannelCore implements OutgoingHost {
   readonly #reading: Promise<void>;
   #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
-  readonly #calls = new Map<number, OutgoingCall>();
+  readonly #calls: IdTable<OutgoingCall>;
   #queue: OutgoingCall[] = [];
   #queueHead = 0;
   #queued = 0;
@@ -144,7 +147,7 @@ export class ChannelCore implements OutgoingHost {
   #peerMaxFrame = MAX_CONTROL_FRAME_BYTES;
   #peerWindow = 1;
 
-  readonly #incoming = new Map<number, IncomingCall>();
+  readonly #incoming: IdTable<IncomingCall>;
   #maxPeerId = 0;
   readonly #handlerCache = new Map<string, Handler>();
   readonly #methodBytes = new Map<string, Uint8Array>();
@@ -175,6 +178,9 @@ export class ChannelCore implements OutgoingHost {
     this.#transport = transport;
     this.#config = config;
     this.#defaultCodecs = defaultCodecs;
+    const ring = Math.min(config.maxInFlight, MAX_ID_RING);
+    this.#calls = new IdTable(ring);
+    this.#incoming = new IdTable(ring);
     this.opened = this.#openedResolvers.promise;
     this.closed = this.#closedResolvers.promise;
     // Both are reported through the public API; keep them from surfacing as unhandled.
@@ -288,7 +294,7 @@ export class ChannelCore implements OutgoingHost {
       : fresh
       ? Math.ceil(call.timeoutMs)
       : Math.max(1, Math.ceil(call.deadline - performance.now()));
-    this.#calls.set(id, call);
+    this.#calls.add(call);
     const method = this.#methodName(call.method);
     this.#writeParts(this.#heads.call(id, call.flags, timeoutMs, method), call.body);
     call.body = EMPTY;
@@ -436,7 +442,7 @@ export class ChannelCore implements OutgoingHost {
         return;
       }
     }
-    this.#incoming.set(id, call);
+    this.#incoming.add(call);
     if (timeoutMs > 0) {
       call.timeoutMs = timeoutMs;
       call.deadlineAt = this.#receivedAt + timeoutMs;

@@ -563,9 +563,9 @@ for (const kind of transportKinds) {
       buffer.fill(2);
       assert.equal(await pending, size);
       // A stream that refills one buffer for every item, as a file reader does.
-      async function* refilled() {
+      const refilled = async function* () {
         for (let i = 0; i < 3; i++) yield buffer.fill(i + 1);
-      }
+      };
       assert.equal(await pair.client.remote.sums(refilled()), size * 6);
     }
   });
