@@ -11,8 +11,8 @@ export function time(ms: number): string {
 
 /** A rate: `812`, `48.2k`, `1.21M` (per second, unit added by the caller). */
 export function rate(perSec: number): string {
-  if (perSec >= 1e6) return `${sig(perSec / 1e6)}M`;
-  if (perSec >= 1e3) return `${sig(perSec / 1e3)}k`;
+  if (perSec >= 999_500) return `${sig(perSec / 1e6)}M`;
+  if (perSec >= 999.5) return `${sig(perSec / 1e3)}k`;
   return sig(perSec);
 }
 

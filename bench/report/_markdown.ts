@@ -152,8 +152,9 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
   out.push("## In-memory codec speed", "");
   out.push(
     "The same codec instances in the harness process, no I/O: the reference for the targets " +
-      "that compare calls and notifications with the codec's own speed. MB/s count the JSON " +
-      "bytes.",
+      "that compare calls and notifications with the codec's own speed. Measured at the start " +
+      "of every run (after a warm-up), so it sees the same load as the calls; MB/s count the " +
+      "JSON bytes. The raw codec returns its input and is left out.",
     "",
   );
   out.push(

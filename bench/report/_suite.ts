@@ -169,18 +169,23 @@ export async function warmUp(list: readonly Subject[]): Promise<void> {
   }
 }
 
-/** Measures every subject `config.runs` times. */
+/**
+ * Measures every subject `config.runs` times, calling `beforeRun` at the start of each run
+ * (for measurements that should see the same machine load as the run).
+ */
 export async function runSuite(
   config: ReportConfig,
   list: readonly Subject[],
   payloads: readonly ReportPayload[],
   log: (line: string) => void,
+  beforeRun: (run: number) => void = () => {},
 ): Promise<SubjectResult[]> {
   const sampleCounts = new Map<string, number>();
   const runs = new Map<string, SubjectRun[]>(list.map((subject) => [subject.id, []]));
   const small = payloads.find((payload) => payload.name === "small");
   if (small === undefined) throw new RangeError("The suite needs the small payload");
   for (let run = 0; run < config.runs; run++) {
+    beforeRun(run);
     // Rotate the order, so no subject always runs first (or last) in a run.
     const shift = Math.floor(run * list.length / config.runs);
     const order = [...list.slice(shift), ...list.slice(0, shift)];

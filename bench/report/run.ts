@@ -9,7 +9,7 @@
 // two minutes (CI runs it to prove the harness works; its figures mean little).
 
 import { runArrow } from "./_arrow.ts";
-import { measureCodecSpeed } from "./_codec_speed.ts";
+import { CodecSpeedMeter } from "./_codec_speed.ts";
 import { FULL, QUICK } from "./_config.ts";
 import { environment, loadAverage } from "./_env.ts";
 import { renderCharts } from "./_charts.ts";
@@ -52,18 +52,20 @@ try {
   const payloads = reportPayloads(config.payloads);
   const small = payloads[0];
 
-  log("in-memory codec speed");
-  const codecSpeed = await measureCodecSpeed(
-    config.codecs,
+  // The raw codec returns its input: it has no speed of its own to compare with.
+  const meter = await CodecSpeedMeter.create(
+    config.codecs.filter((codec) => codec !== "raw"),
     payloads,
-    config.runs,
     config.codecBudgetMs,
   );
-
   const list = await subjects(config, small, socketDir);
   log(`warming up ${list.length} peers (module caches)`);
   await warmUp(list);
-  const suite = await runSuite(config, list, payloads, log);
+  const suite = await runSuite(config, list, payloads, log, (run) => {
+    log(`run ${run + 1}/${config.runs} in-memory codec speed`);
+    meter.run();
+  });
+  const codecSpeed = meter.results();
 
   log("arrow");
   const arrow = await runArrow(config, socketDir, log);
