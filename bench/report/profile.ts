@@ -1,10 +1,11 @@
 // Profiles one report workload on both sides of a Unix socket and prints the functions with
 // the most self time in each process, with file:line, as the report's analysis quotes them.
 //
-//   deno run -A bench/report/profile.ts <json|msgpack|protobuf|raw> <notes|calls|stream> [count]
+//   deno run -A bench/report/profile.ts <json|msgpack|protobuf|raw> <mode> [count]
 //
-// notes: `count` one-way messages (64 raw bytes, or the small object); calls: `count` small
-// calls with 256 in flight; stream: `count` MiB streamed from the peer in 1 MiB raw items.
+// Modes: notes, `count` one-way messages (64 raw bytes, or the small object); calls, `count`
+// small calls with 256 in flight; big, `count` sequential calls echoing the 1MB payload;
+// stream, `count` MiB streamed from the peer in 1 MiB raw items.
 // The peer runs with --cpu-prof; this script re-runs itself with --cpu-prof as the driver.
 // Profiles go to a fresh temporary directory, printed at the end.
 
@@ -16,15 +17,19 @@ import { rawNote, reportPayloads, valueFor } from "./_payloads.ts";
 
 const PEER = new URL("./children/conduit_peer.ts", import.meta.url).pathname;
 const [codec, mode, countArg, dirArg] = Deno.args;
-const count = Number(
-  countArg ?? (mode === "notes" ? 1_000_000 : mode === "stream" ? 1024 : 300_000),
-);
+const DEFAULT_COUNTS: Record<string, number> = {
+  notes: 1_000_000,
+  calls: 300_000,
+  big: 100,
+  stream: 1024,
+};
+const count = Number(countArg ?? DEFAULT_COUNTS[mode]);
 
 if (
   !["json", "msgpack", "protobuf", "raw"].includes(codec) ||
-  !["notes", "calls", "stream"].includes(mode)
+  !(mode in DEFAULT_COUNTS)
 ) {
-  console.error("usage: profile.ts <json|msgpack|protobuf|raw> <notes|calls|stream> [count]");
+  console.error("usage: profile.ts <json|msgpack|protobuf|raw> <notes|calls|big|stream> [count]");
   Deno.exit(2);
 }
 
@@ -90,6 +95,17 @@ async function drive(codec: CodecName, mode: string, count: number, dir: string)
     const value = codec === "raw" ? rawNote() : small.value;
     const rate = await notesPerSecond(client, value, count, 8192);
     console.log(`${count} ${codec} notifications: ${rate.toFixed(0)}/s`);
+  } else if (mode === "big") {
+    const [big] = reportPayloads(["1MB"]);
+    const value = valueFor(codec, big);
+    const start = performance.now();
+    for (let i = 0; i < count; i++) await client.echo(value);
+    const seconds = (performance.now() - start) / 1000;
+    console.log(
+      `${count} ${codec} 1MB calls: ${
+        (2 * count * big.json.length / 1e6 / seconds).toFixed(1)
+      } MB/s`,
+    );
   } else if (mode === "calls") {
     const value = valueFor(codec, small);
     const rate = await callsPerSecond(() => client.echoSmall(value), 256, count);
@@ -135,7 +151,7 @@ function summarize(profile: CpuProfile, top = 15): string {
       /^file:\/\/.*?\/(?=(channel|framing|transports|codecs|bench)\/)/,
       "",
     )
-      .replace(/^.*node_modules\//, "npm:");
+      .replace(/^.*(node_modules|registry\.npmjs\.org)\//, "npm:");
     const key = `${frame.functionName || "(anonymous)"} ${file}${
       file ? `:${frame.lineNumber + 1}` : ""
     }`;
