@@ -150,6 +150,7 @@ export class ChannelCore implements OutgoingHost {
   readonly #incoming: IdTable<IncomingCall>;
   #maxPeerId = 0;
   readonly #handlerCache = new Map<string, Handler>();
+  readonly #notificationContexts = new Map<string, NotificationContext>();
   readonly #methodBytes = new Map<string, Uint8Array>();
   /** The method names of recent incoming frames, to match their bytes without decoding. */
   readonly #recentMethods: Array<{ bytes: Uint8Array; name: string }> = [];
@@ -533,15 +534,25 @@ export class ChannelCore implements OutgoingHost {
 
     try {
       const param = decodeChecked(this.#codecsFor(method).param, body);
-      this.#closeController ??= new AbortController();
-      const ctx = new NotificationContext(this.channel, method, this.#closeController.signal);
-      const result = handler.call(this.#config.handlers, param, ctx);
+      const result = handler.call(this.#config.handlers, param, this.#notificationContext(method));
       if (isThenable(result)) {
         Promise.resolve(result).catch((error) => this.#reportNotificationError(error, method));
       }
     } catch (error) {
       this.#reportNotificationError(error, method);
     }
+  }
+
+  /** One context per method, shared by its notifications: it holds nothing per message. */
+  #notificationContext(method: string): NotificationContext {
+    let ctx = this.#notificationContexts.get(method);
+    if (ctx === undefined) {
+      this.#closeController ??= new AbortController();
+      ctx = new NotificationContext(this.channel, method, this.#closeController.signal);
+      // Bounded: only methods that have a handler get here.
+      this.#notificationContexts.set(method, ctx);
+    }
+    return ctx;
   }
 
   #reportNotificationError(error: unknown, method: string): void {

@@ -174,8 +174,8 @@ export abstract class BatchPacker {
     const trailerBytes = trailer.length;
     // Frame k's staged bytes (header included), or its header when it was queued by reference.
     const headBytes = (k: number): number => {
-      const staged = stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
-      return staged > 0 ? staged : this.headerBytes(frames[k].length);
+      const stagedLength = stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
+      return stagedLength > 0 ? stagedLength : this.headerBytes(frames[k].length);
     };
     const chunks: Uint8Array[] = [];
     // Trailer bytes owed at the start of the next chunk, after a payload passed uncopied.
