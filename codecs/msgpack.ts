@@ -39,6 +39,9 @@
  * @module
  */
 
+// The ESM build, named explicitly: the package's main entry resolves to its CommonJS build in
+// Deno, which loads 5-10x slower (it dominated a worker's spawn-to-first-reply), and the
+// CachedKeyDecoder below comes from the ESM build too, so only one build loads.
 import {
   DecodeError,
   Decoder,
@@ -48,7 +51,7 @@ import {
   EXT_TIMESTAMP,
   ExtData,
   type ExtensionCodecType,
-} from "@msgpack/msgpack";
+} from "@msgpack/msgpack/dist.esm/index.mjs";
 import { CachedKeyDecoder } from "@msgpack/msgpack/dist.esm/CachedKeyDecoder.mjs";
 import { CodecError } from "../errors.ts";
 import type { Codec } from "./types.ts";
