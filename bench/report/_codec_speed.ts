@@ -19,6 +19,8 @@ export interface CodecSpeed {
   roundTripsPerSec: Spread;
   encodeMBps: Spread;
   roundTripMBps: Spread;
+  /** Each run's figures, in run order, for ratios paired by run. */
+  perRun: { encodesPerSec: number[]; roundTripMBps: number[] };
 }
 
 interface Rates {
@@ -98,6 +100,10 @@ export class CodecSpeedMeter {
           roundTripsPerSec: spread(rates.roundTrip)!,
           encodeMBps: spread(rates.encode.map((r) => r * mb))!,
           roundTripMBps: spread(rates.roundTrip.map((r) => r * mb))!,
+          perRun: {
+            encodesPerSec: [...rates.encode],
+            roundTripMBps: rates.roundTrip.map((r) => r * mb),
+          },
         };
       }
     }

@@ -210,13 +210,14 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
       `${bytes(total)} streamed from the peer in ${
         bytes(config.streamItemBytes)
       } items (conduit: a handler yielding raw-codec \`Uint8Array\`s, consumed with ` +
-        "`for await`; raw frames: the same frames written one way with backpressure). RSS " +
-        "growth is the peak (`VmHWM`, reset through `/proc/<pid>/clear_refs` at the start) " +
-        "minus the RSS at the start.",
+        "`for await`; raw frames: the same frames written one way with backpressure). Each " +
+        "stream has a fresh driver process, so what the harness allocated before does not " +
+        "hide the driver's growth. RSS growth is the peak (`VmHWM`, reset through " +
+        "`/proc/<pid>/clear_refs` at the start) minus the RSS at the start.",
       "",
     );
     out.push(
-      "| transport | approach | MB/s | % of raw | harness RSS growth | peer RSS growth |",
+      "| transport | approach | MB/s | % of raw | driver RSS growth | peer RSS growth |",
       "| --- | --- | ---: | ---: | ---: | ---: |",
     );
     for (const cell of results.streams) {

@@ -1,11 +1,12 @@
 // A long stream from the peer (1 GiB of 1 MiB raw items in the full run), consumed as fast as
-// the parent can: MB/s and the peak RSS growth of both processes, against raw frames sent
-// one way over the same transport.
+// the driver can: MB/s and the peak RSS growth of both processes, against raw frames sent
+// one way over the same transport. Each stream has a driver process of its own (this module
+// run as a program), spawned by the harness.
 
-import { methodCodecsFor } from "./_bench_api.ts";
+import { methodCodecsFor, type TransportName } from "./_bench_api.ts";
 import { conduitClient, RawFrameClient } from "./_clients.ts";
 import type { ReportConfig } from "./_config.ts";
-import { resetPeakRss, rssOf } from "./_measure.ts";
+import { resetPeakRss, retryOnce, rssOf } from "./_measure.ts";
 import { spawnPeer } from "./_peers.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -16,7 +17,7 @@ export interface StreamCell {
   /** Bytes streamed per run. */
   bytes: number;
   mbps: Spread;
-  /** How far the peak RSS rose above the RSS at the start, in MiB. */
+  /** How far the driver's peak RSS rose above its RSS at the start, in MiB. */
   parentGrowthMiB: Spread;
   childGrowthMiB: Spread;
   runs: StreamRun[];
@@ -37,44 +38,16 @@ export async function runStreams(
   socketDir: string,
   log: (line: string) => void,
 ): Promise<StreamCell[]> {
-  const { methodCodecs } = await methodCodecsFor("json");
   const total = config.streamItems * config.streamItemBytes;
   const runs = new Map<string, StreamRun[]>();
   for (let run = 0; run < config.runs; run++) {
     for (const transport of config.transports) {
       for (const approach of ["conduit", "raw-frames"] as const) {
-        let result: StreamRun;
-        if (approach === "conduit") {
-          const peer = await spawnPeer(
-            transport,
-            new URL("conduit_peer.ts", CHILDREN),
-            ["json"],
-            socketDir,
-          );
-          const client = await conduitClient(peer, methodCodecs);
-          await client.noted();
-          result = await measured(peer.pid, async () => {
-            let bytes = 0;
-            const stream = client.channel.remote.blobs(
-              { count: config.streamItems, bytes: config.streamItemBytes },
-              { timeout: Infinity },
-            );
-            for await (const item of stream) bytes += item.length;
-            return bytes;
-          }, total);
-          await client.close();
-        } else {
-          const client = new RawFrameClient(
-            await spawnPeer(transport, new URL("raw_frame_echo.ts", CHILDREN), [], socketDir),
-          );
-          await client.noted();
-          result = await measured(
-            client.pid,
-            () => client.source(config.streamItems, config.streamItemBytes),
-            total,
-          );
-          await client.close();
-        }
+        const result = await retryOnce(
+          `run ${run + 1}/${config.runs} stream ${transport} ${approach}`,
+          () => streamInFreshProcess(transport, approach, config, socketDir),
+          log,
+        );
         const key = `${transport} ${approach}`;
         if (!runs.has(key)) runs.set(key, []);
         runs.get(key)!.push(result);
@@ -82,7 +55,7 @@ export async function runStreams(
           `run ${run + 1}/${config.runs} stream ${key}: ${
             result.mbps.toFixed(0)
           } MB/s, rss growth ` +
-            `parent ${result.parentGrowthMiB.toFixed(1)} MiB, peer ${
+            `driver ${result.parentGrowthMiB.toFixed(1)} MiB, peer ${
               result.childGrowthMiB.toFixed(1)
             } MiB`,
         );
@@ -105,6 +78,85 @@ export async function runStreams(
     }
   }
   return cells;
+}
+
+/**
+ * Runs one stream with a fresh driver process (this module as a program), so the driver's
+ * RSS growth is not hidden by what the harness process has allocated before.
+ */
+async function streamInFreshProcess(
+  transport: TransportName,
+  approach: "conduit" | "raw-frames",
+  config: ReportConfig,
+  socketDir: string,
+): Promise<StreamRun> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL(import.meta.url).pathname,
+      transport,
+      approach,
+      String(config.streamItems),
+      String(config.streamItemBytes),
+      socketDir,
+    ],
+    stdin: "null",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) throw new Error(`The stream driver exited with code ${output.code}`);
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+/** The driver's side of one stream: spawns the peer, streams, measures both processes. */
+async function streamOnce(
+  transport: TransportName,
+  approach: "conduit" | "raw-frames",
+  items: number,
+  itemBytes: number,
+  socketDir: string,
+): Promise<StreamRun> {
+  const total = items * itemBytes;
+  if (approach === "conduit") {
+    const peer = await spawnPeer(
+      transport,
+      new URL("conduit_peer.ts", CHILDREN),
+      ["json"],
+      socketDir,
+    );
+    const client = await conduitClient(peer, (await methodCodecsFor("json")).methodCodecs);
+    await client.noted();
+    const result = await measured(peer.pid, async () => {
+      let bytes = 0;
+      const stream = client.channel.remote.blobs(
+        { count: items, bytes: itemBytes },
+        { timeout: Infinity },
+      );
+      for await (const item of stream) bytes += item.length;
+      return bytes;
+    }, total);
+    await client.close();
+    return result;
+  }
+  const client = new RawFrameClient(
+    await spawnPeer(transport, new URL("raw_frame_echo.ts", CHILDREN), [], socketDir),
+  );
+  await client.noted();
+  const result = await measured(client.pid, () => client.source(items, itemBytes), total);
+  await client.close();
+  return result;
+}
+
+if (import.meta.main) {
+  const [transport, approach, items, itemBytes, socketDir] = Deno.args;
+  const result = await streamOnce(
+    transport as TransportName,
+    approach as "conduit" | "raw-frames",
+    Number(items),
+    Number(itemBytes),
+    socketDir,
+  );
+  console.log(JSON.stringify(result));
 }
 
 async function measured(

@@ -1,12 +1,18 @@
-// The issue's targets, each checked against this run's figures (same-run ratios). A target is
-// met only if every case it covers meets it; the measured text lists each case.
+// The issue's targets, each checked against this run's figures. Ratios are paired by run: the
+// ratio of run k's figure to run k's reference (measured minutes apart at most, in the same
+// pass over the subjects), then the median of those ratios, so a load swing between runs
+// does not land on one side of a ratio only. A target is met only if every case it covers
+// meets it; the measured text lists each case.
 
-import { percent, rate, sig, time, times } from "./_format.ts";
+import { percent, rate, sig, spreadOf, time, times } from "./_format.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
-import type { SubjectResult } from "./_suite.ts";
+import { type Spread, spread } from "./_stats.ts";
+import type { SubjectResult, SubjectRun } from "./_suite.ts";
 
 const P50 = 0;
 const P99 = 2;
+
+type Case = [label: string, text: string, ok: boolean];
 
 /** Every target with this run's figures. */
 export function evaluateTargets(results: ReportResults): TargetResult[] {
@@ -15,7 +21,7 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   const codecs = results.config.codecs;
   const transports = results.config.transports;
   const targets: TargetResult[] = [];
-  const add = (target: string, cases: Array<[label: string, text: string, ok: boolean]>) => {
+  const add = (target: string, cases: Case[]) => {
     if (cases.length === 0) {
       targets.push({ target, measured: "– (not measured: too few samples or runs)", met: false });
       return;
@@ -26,85 +32,123 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       met: cases.every(([, , ok]) => ok),
     });
   };
-  const p = (subject: SubjectResult | undefined, payload: string, index: number) =>
-    subject?.sequential[payload]?.latencyMs.percentiles[index]?.median;
+  /** Per-run ratios of two subjects' figures, paired by run. */
+  const paired = (
+    subject: SubjectResult | undefined,
+    reference: SubjectResult | undefined,
+    figure: (run: SubjectRun) => number | undefined,
+  ): Spread | undefined => {
+    if (subject === undefined || reference === undefined) return undefined;
+    return spread(subject.runs.map((run, k) => {
+      const a = figure(run);
+      const b = reference.runs[k] === undefined ? undefined : figure(reference.runs[k]);
+      return a === undefined || b === undefined ? undefined : a / b;
+    }));
+  };
+  const p50 = (run: SubjectRun) => run.sequential.small?.percentiles[P50];
+  const mbps1MB = (run: SubjectRun) => {
+    const summary = run.sequential["1MB"];
+    const bytes = results.payloads.find((payload) => payload.name === "1MB")?.jsonBytes;
+    return summary && bytes ? 2 * bytes / 1e6 / (summary.avg / 1000) : undefined;
+  };
 
   const rawUnix = find("raw-frames unix");
-  const ceilingP50 = p(rawUnix, "small", P50);
+  const ceilingP50 = rawUnix?.sequential.small?.latencyMs.percentiles[P50]?.median;
   add(
     "Small call over a Unix socket: p50 ≤ 1.5× the raw-frame ping-pong p50" +
       (ceilingP50 === undefined ? "" : ` (${time(ceilingP50)})`),
-    codecs.flatMap((codec) => {
-      const p50 = p(find(`conduit unix ${codec}`), "small", P50);
-      if (p50 === undefined || ceilingP50 === undefined) return [];
-      const ratio = p50 / ceilingP50;
-      return [[codec, `${time(p50)} = ${times(ratio)}`, ratio <= 1.5]];
+    codecs.flatMap((codec): Case[] => {
+      const subject = find(`conduit unix ${codec}`);
+      const ratio = paired(subject, rawUnix, p50);
+      const own = subject?.sequential.small?.latencyMs.percentiles[P50]?.median;
+      if (ratio === undefined || own === undefined) return [];
+      return [[codec, `${time(own)} = ${spreadOf(ratio, times)}`, ratio.median <= 1.5]];
     }),
   );
   add(
     "Small call over a Unix socket: p99 ≤ 4× its own p50",
-    codecs.flatMap((codec) => {
+    codecs.flatMap((codec): Case[] => {
       const subject = find(`conduit unix ${codec}`);
-      const p50 = p(subject, "small", P50);
-      const p99 = p(subject, "small", P99);
-      if (p50 === undefined || p99 === undefined) return [];
-      return [[codec, `p99 ${time(p99)} = ${times(p99 / p50)} p50`, p99 / p50 <= 4]];
+      const ratio = subject && spread(subject.runs.map((run) => {
+        const [a, b] = [run.sequential.small?.percentiles[P99], p50(run)];
+        return a === undefined || b === undefined ? undefined : a / b;
+      }));
+      const p99 = subject?.sequential.small?.latencyMs.percentiles[P99]?.median;
+      if (!ratio || p99 === undefined) return [];
+      return [[codec, `p99 ${time(p99)} = ${spreadOf(ratio, times)} p50`, ratio.median <= 4]];
     }),
   );
   add(
     "≥ 200k small calls/s with 256 in flight over a Unix socket",
-    codecs.flatMap((codec) => {
+    codecs.flatMap((codec): Case[] => {
       const value = find(`conduit unix ${codec}`)?.callsPerSec["256"]?.median;
       // Each call runs the codec's round trip once in each process: that bounds the rate.
       const bound = results.codecSpeed[codec]?.small?.roundTripsPerSec.median;
-      const note = bound === undefined || codec === "raw"
-        ? ""
-        : ` (the codec's own round trip: ${rate(bound)}/s)`;
+      const note = bound === undefined ? "" : ` (the codec's own round trip: ${rate(bound)}/s)`;
       return value === undefined ? [] : [[codec, `${rate(value)}/s${note}`, value >= 200_000]];
     }),
   );
   add(
     "≥ 1M one-way 64 B notifications/s with the raw codec",
-    transports.flatMap((transport) => {
+    transports.flatMap((transport): Case[] => {
       const value = find(`conduit ${transport} raw`)?.notesPerSec.median;
       return value === undefined ? [] : [[transport, `${rate(value)}/s`, value >= 1_000_000]];
     }),
   );
-  const msgpackEncode = results.codecSpeed.msgpack?.small?.encodesPerSec.median;
+  const msgpackSmall = results.codecSpeed.msgpack?.small;
   add(
     "msgpack notifications ≥ 70% of the codec's in-memory encode rate" +
-      (msgpackEncode === undefined ? "" : ` (${rate(msgpackEncode)}/s)`),
-    transports.flatMap((transport) => {
-      const value = find(`conduit ${transport} msgpack`)?.notesPerSec.median;
-      if (value === undefined || msgpackEncode === undefined) return [];
-      const ratio = value / msgpackEncode;
-      return [[transport, `${rate(value)}/s = ${percent(ratio)}`, ratio >= 0.7]];
+      (msgpackSmall === undefined ? "" : ` (${rate(msgpackSmall.encodesPerSec.median)}/s)`),
+    transports.flatMap((transport): Case[] => {
+      const subject = find(`conduit ${transport} msgpack`);
+      if (subject === undefined || msgpackSmall === undefined) return [];
+      const ratio = spread(subject.runs.map((run, k) => {
+        const encodes = msgpackSmall.perRun.encodesPerSec[k];
+        return encodes === undefined ? undefined : run.notesPerSec / encodes;
+      }));
+      if (ratio === undefined) return [];
+      return [[
+        transport,
+        `${rate(subject.notesPerSec.median)}/s = ${spreadOf(ratio, percent)}`,
+        ratio.median >= 0.7,
+      ]];
     }),
   );
   add(
     "Raw-codec 1 MB calls ≥ 60% of the raw-frame ceiling of the same transport",
-    transports.flatMap((transport) => {
-      const call = find(`conduit ${transport} raw`)?.sequential["1MB"]?.mbps.median;
-      const ceiling = find(`raw-frames ${transport}`)?.sequential["1MB"]?.mbps.median;
-      if (call === undefined || ceiling === undefined) return [];
+    transports.flatMap((transport): Case[] => {
+      const subject = find(`conduit ${transport} raw`);
+      const ceiling = find(`raw-frames ${transport}`);
+      const ratio = paired(subject, ceiling, mbps1MB);
+      const call = subject?.sequential["1MB"]?.mbps.median;
+      const top = ceiling?.sequential["1MB"]?.mbps.median;
+      if (ratio === undefined || call === undefined || top === undefined) return [];
       return [[
         transport,
-        `${sig(call)} of ${sig(ceiling)} MB/s = ${percent(call / ceiling)}`,
-        call / ceiling >= 0.6,
+        `${sig(call)} of ${sig(top)} MB/s = ${spreadOf(ratio, percent)}`,
+        ratio.median >= 0.6,
       ]];
     }),
   );
   add(
     "JSON / msgpack 1 MB calls ≥ 80% of the same codec's in-memory round-trip speed",
     ["json", "msgpack"].flatMap((codec) => {
-      const memory = results.codecSpeed[codec]?.["1MB"]?.roundTripMBps.median;
-      return transports.flatMap((transport): Array<[string, string, boolean]> => {
-        const call = find(`conduit ${transport} ${codec}`)?.sequential["1MB"]?.mbps.median;
-        if (call === undefined || memory === undefined) return [];
+      const memory = results.codecSpeed[codec]?.["1MB"];
+      return transports.flatMap((transport): Case[] => {
+        const subject = find(`conduit ${transport} ${codec}`);
+        if (subject === undefined || memory === undefined) return [];
+        const ratio = spread(subject.runs.map((run, k) => {
+          const call = mbps1MB(run);
+          const own = memory.perRun.roundTripMBps[k];
+          return call === undefined || own === undefined ? undefined : call / own;
+        }));
+        if (ratio === undefined) return [];
         return [[
           `${codec}/${transport}`,
-          `${sig(call)} of ${sig(memory)} MB/s = ${percent(call / memory)}`,
-          call / memory >= 0.8,
+          `${sig(subject.sequential["1MB"].mbps.median)} of ${
+            sig(memory.roundTripMBps.median)
+          } MB/s = ${spreadOf(ratio, percent)}`,
+          ratio.median >= 0.8,
         ]];
       });
     }),
@@ -112,7 +156,7 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   add(
     "Spawn-to-first-reply ≤ 150 ms",
     transports.flatMap((transport) =>
-      codecs.flatMap((codec): Array<[string, string, boolean]> => {
+      codecs.flatMap((codec): Case[] => {
         const value = find(`conduit ${transport} ${codec}`)?.spawnMs.median;
         return value === undefined ? [] : [[`${transport}/${codec}`, time(value), value <= 150]];
       })
@@ -120,14 +164,14 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   );
   const gib = results.config.streamItems * results.config.streamItemBytes / 2 ** 30;
   add(
-    `A ${sig(gib)} GiB stream with peak RSS growth ≤ 64 MiB (parent / peer)`,
-    results.streams.filter((cell) => cell.approach === "conduit").map((cell) => {
-      const parent = cell.parentGrowthMiB.max;
-      const child = cell.childGrowthMiB.max;
+    `A ${sig(gib)} GiB stream with peak RSS growth ≤ 64 MiB (driver / peer, worst run)`,
+    results.streams.filter((cell) => cell.approach === "conduit").map((cell): Case => {
+      const driver = cell.parentGrowthMiB.max;
+      const peer = cell.childGrowthMiB.max;
       return [
         cell.transport,
-        `${sig(parent)} / ${sig(child)} MiB (worst run)`,
-        parent <= 64 && child <= 64,
+        `${sig(driver)} / ${sig(peer)} MiB`,
+        driver <= 64 && peer <= 64,
       ];
     }),
   );

@@ -100,7 +100,13 @@ try {
   );
   // Formatted as `deno fmt --check` (a CI gate) expects the committed files to be.
   const fmt = await new Deno.Command(Deno.execPath(), {
-    args: ["fmt", "--quiet", reportPath, `${chartDir}/results.json`],
+    args: [
+      "fmt",
+      "--quiet",
+      reportPath,
+      `${chartDir}/results.json`,
+      ...Object.keys(charts).map((name) => `${chartDir}/${name}`),
+    ],
   }).output();
   if (!fmt.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(fmt.stderr)}`);
   log(`wrote ${reportPath}, ${chartDir}/results.json and ${Object.keys(charts).length} charts`);
