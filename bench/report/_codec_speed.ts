@@ -1,12 +1,13 @@
-// In-memory codec speed, in this process, with the very codec instances the channel uses:
-// the reference the targets compare calls and notifications against. It is measured at the
-// start of every run of the suite, so it sees the same machine load as the calls it is
-// compared with.
+// In-memory codec speed with the very codec instances the channel uses: the reference the
+// targets compare calls and notifications against. Each run measures in a fresh process
+// (this module run as a program), like the peers the calls go to, and at the start of every
+// run of the suite, so it sees the same machine load as the calls it is compared with. (In
+// the harness process itself, whose heap holds every payload and result, a 1 MB JSON round
+// trip measured about half as fast.)
 
 import assert from "node:assert/strict";
-import type { Codec } from "../../codecs/types.ts";
 import { type CodecName, methodCodecsFor } from "./_bench_api.ts";
-import { type ReportPayload, valueFor } from "./_payloads.ts";
+import { reportPayloads, valueFor } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 /** One codec on one payload, over the runs. MB/s count the payload's JSON bytes. */
@@ -23,92 +24,91 @@ export interface CodecSpeed {
   perRun: { encodesPerSec: number[]; roundTripMBps: number[] };
 }
 
-interface Rates {
-  encode: number[];
-  decode: number[];
-  roundTrip: number[];
-}
+/** One run's rates: codec → payload → figures. */
+export type CodecSpeedRun = Record<string, Record<string, CodecRates>>;
 
-interface Entry {
-  codec: Codec<unknown>;
-  value: unknown;
-  bytes: Uint8Array;
+/** What one run measured for one codec on one payload. */
+export interface CodecRates {
+  bytes: number;
   jsonBytes: number;
-  rates: Rates;
+  encodesPerSec: number;
+  decodesPerSec: number;
+  roundTripsPerSec: number;
 }
 
-/** Measures codecs on payloads once per {@linkcode CodecSpeedMeter.run} call. */
-export class CodecSpeedMeter {
-  readonly #entries = new Map<string, Map<string, Entry>>();
-  readonly #budgetMs: number;
+/** Measures every codec × payload once, in a fresh process. */
+export async function measureCodecSpeed(
+  codecs: readonly CodecName[],
+  payloads: readonly string[],
+  budgetMs: number,
+): Promise<CodecSpeedRun> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL(import.meta.url).pathname,
+      JSON.stringify({ codecs, payloads, budgetMs }),
+    ],
+    stdin: "null",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) throw new Error(`The codec speed process exited with ${output.code}`);
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
 
-  private constructor(budgetMs: number) {
-    this.#budgetMs = budgetMs;
-  }
-
-  /** Prepares every codec × payload, checking that each codec carries each payload whole. */
-  static async create(
-    codecs: readonly CodecName[],
-    payloads: readonly ReportPayload[],
-    budgetMs: number,
-  ): Promise<CodecSpeedMeter> {
-    const meter = new CodecSpeedMeter(budgetMs);
-    for (const name of codecs) {
-      const set = await methodCodecsFor(name);
-      const entries = new Map<string, Entry>();
-      for (const payload of payloads) {
-        const codec = payload.name === "small" ? set.small : set.payload;
-        const value = valueFor(name, payload);
-        const bytes = codec.encode(value);
-        // Every codec must carry the whole payload, or the comparison means nothing.
-        assert.deepStrictEqual(codec.decode(bytes), value, `${name} ${payload.name}`);
-        entries.set(payload.name, {
-          codec,
-          value,
-          bytes,
-          jsonBytes: payload.json.length,
-          rates: { encode: [], decode: [], roundTrip: [] },
-        });
-      }
-      meter.#entries.set(name, entries);
-    }
-    return meter;
-  }
-
-  /** One run: encode, decode and round trip of every codec × payload. */
-  run(): void {
-    for (const entries of this.#entries.values()) {
-      for (const { codec, value, bytes, rates } of entries.values()) {
-        rates.encode.push(rate(() => codec.encode(value), this.#budgetMs));
-        rates.decode.push(rate(() => codec.decode(bytes), this.#budgetMs));
-        rates.roundTrip.push(rate(() => codec.decode(codec.encode(value)), this.#budgetMs));
-      }
+/** codec → payload → speed over the runs. */
+export function combineCodecRuns(runs: readonly CodecSpeedRun[]): Record<
+  string,
+  Record<string, CodecSpeed>
+> {
+  const result: Record<string, Record<string, CodecSpeed>> = {};
+  if (runs.length === 0) return result;
+  for (const [codec, byPayload] of Object.entries(runs[0])) {
+    result[codec] = {};
+    for (const [payload, first] of Object.entries(byPayload)) {
+      const all = runs.map((run) => run[codec][payload]);
+      const mb = first.jsonBytes / 1e6;
+      const encodes = all.map((r) => r.encodesPerSec);
+      const roundTrips = all.map((r) => r.roundTripsPerSec);
+      result[codec][payload] = {
+        bytes: first.bytes,
+        encodesPerSec: spread(encodes)!,
+        decodesPerSec: spread(all.map((r) => r.decodesPerSec))!,
+        roundTripsPerSec: spread(roundTrips)!,
+        encodeMBps: spread(encodes.map((r) => r * mb))!,
+        roundTripMBps: spread(roundTrips.map((r) => r * mb))!,
+        perRun: { encodesPerSec: encodes, roundTripMBps: roundTrips.map((r) => r * mb) },
+      };
     }
   }
+  return result;
+}
 
-  /** codec → payload → speed over the runs so far. */
-  results(): Record<string, Record<string, CodecSpeed>> {
-    const result: Record<string, Record<string, CodecSpeed>> = {};
-    for (const [name, entries] of this.#entries) {
-      result[name] = {};
-      for (const [payload, { bytes, jsonBytes, rates }] of entries) {
-        const mb = jsonBytes / 1e6;
-        result[name][payload] = {
-          bytes: bytes.length,
-          encodesPerSec: spread(rates.encode)!,
-          decodesPerSec: spread(rates.decode)!,
-          roundTripsPerSec: spread(rates.roundTrip)!,
-          encodeMBps: spread(rates.encode.map((r) => r * mb))!,
-          roundTripMBps: spread(rates.roundTrip.map((r) => r * mb))!,
-          perRun: {
-            encodesPerSec: [...rates.encode],
-            roundTripMBps: rates.roundTrip.map((r) => r * mb),
-          },
-        };
-      }
+if (import.meta.main) {
+  const task: { codecs: CodecName[]; payloads: string[]; budgetMs: number } = JSON.parse(
+    Deno.args[0],
+  );
+  const payloads = reportPayloads(task.payloads);
+  const result: CodecSpeedRun = {};
+  for (const name of task.codecs) {
+    const set = await methodCodecsFor(name);
+    result[name] = {};
+    for (const payload of payloads) {
+      const codec = payload.name === "small" ? set.small : set.payload;
+      const value = valueFor(name, payload);
+      const bytes = codec.encode(value);
+      // Every codec must carry the whole payload, or the comparison means nothing.
+      assert.deepStrictEqual(codec.decode(bytes), value, `${name} ${payload.name}`);
+      result[name][payload.name] = {
+        bytes: bytes.length,
+        jsonBytes: payload.json.length,
+        encodesPerSec: rate(() => codec.encode(value), task.budgetMs),
+        decodesPerSec: rate(() => codec.decode(bytes), task.budgetMs),
+        roundTripsPerSec: rate(() => codec.decode(codec.encode(value)), task.budgetMs),
+      };
     }
-    return result;
   }
+  console.log(JSON.stringify(result));
 }
 
 /**

@@ -1,7 +1,9 @@
 // The main grid: every approach (conduit on each transport × codec, the raw-frame ceiling on
 // each transport, NDJSON over stdio, fork IPC, a Web Worker) measured the same way. Runs are
-// interleaved (run 1 of every subject, then run 2, …) and each run spawns a fresh peer, so a
-// noisy minute on a shared machine lands in one run of many cells, not in every run of one.
+// interleaved (run 1 of every subject, then run 2, …), and each run of each subject has a
+// fresh driver process (this module run as a program) that spawns a fresh peer: a noisy
+// minute on a shared machine lands in one run of many cells, not in every run of one, and no
+// measurement inherits another's heap or JIT state.
 
 import assert from "node:assert/strict";
 import { type CodecName, methodCodecsFor, type TransportName } from "./_bench_api.ts";
@@ -22,7 +24,7 @@ import {
   rssOf,
   sequential,
 } from "./_measure.ts";
-import { rawNote, type ReportPayload, valueFor } from "./_payloads.ts";
+import { rawNote, type ReportPayload, reportPayloads, valueFor } from "./_payloads.ts";
 import { spawnPeer } from "./_peers.ts";
 import {
   combineRuns,
@@ -179,22 +181,30 @@ export async function runSuite(
   config: ReportConfig,
   list: readonly Subject[],
   payloads: readonly ReportPayload[],
+  socketDir: string,
   log: (line: string) => void,
-  beforeRun: (run: number) => void = () => {},
+  beforeRun: (run: number) => Promise<void> = () => Promise.resolve(),
 ): Promise<SubjectResult[]> {
-  const sampleCounts = new Map<string, number>();
+  const sampleCounts: Record<string, number> = {};
   const runs = new Map<string, SubjectRun[]>(list.map((subject) => [subject.id, []]));
   const small = payloads.find((payload) => payload.name === "small");
   if (small === undefined) throw new RangeError("The suite needs the small payload");
   for (let run = 0; run < config.runs; run++) {
-    beforeRun(run);
+    await beforeRun(run);
     // Rotate the order, so no subject always runs first (or last) in a run.
     const shift = Math.floor(run * list.length / config.runs);
     const order = [...list.slice(shift), ...list.slice(0, shift)];
     for (const subject of order) {
       const record = await retryOnce(
         `run ${run + 1}/${config.runs} ${subject.id}`,
-        () => runOnce(config, subject, payloads, small, run === 0, sampleCounts),
+        () =>
+          runInDriver({
+            config,
+            subjectId: subject.id,
+            verify: run === 0,
+            sampleCounts,
+            socketDir,
+          }),
         log,
       );
       runs.get(subject.id)!.push(record);
@@ -214,13 +224,56 @@ export async function runSuite(
   return list.map((subject) => summarizeSubject(subject, runs.get(subject.id)!, payloads));
 }
 
+/** What a driver process is asked to measure. */
+interface DriverTask {
+  config: ReportConfig;
+  subjectId: string;
+  /** Check that the first echo of each payload equals what was sent. */
+  verify: boolean;
+  /** Samples per `subject payload`, decided by the first run; the driver adds its own. */
+  sampleCounts: Record<string, number>;
+  socketDir: string;
+}
+
+/** Runs one subject once in a fresh driver process; adds its sample counts to the task's. */
+async function runInDriver(task: DriverTask): Promise<SubjectRun> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL(import.meta.url).pathname, JSON.stringify(task)],
+    stdin: "null",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) {
+    throw new Error(`The driver of ${task.subjectId} exited with ${output.code}`);
+  }
+  const { record, sampleCounts } = JSON.parse(new TextDecoder().decode(output.stdout));
+  Object.assign(task.sampleCounts, sampleCounts);
+  // JSON has no undefined: percentiles that were not claimed come back as null.
+  for (const summary of Object.values(record.sequential) as LatencySummary[]) {
+    summary.percentiles = summary.percentiles.map((p) => p ?? undefined);
+  }
+  record.peakRss ??= undefined;
+  return record;
+}
+
+if (import.meta.main) {
+  const task: DriverTask = JSON.parse(Deno.args[0]);
+  const payloads = reportPayloads(task.config.payloads);
+  const small = payloads[0];
+  const subject = (await subjects(task.config, small, task.socketDir))
+    .find((candidate) => candidate.id === task.subjectId);
+  if (subject === undefined) throw new RangeError(`No subject "${task.subjectId}"`);
+  const counts = task.sampleCounts;
+  const record = await runOnce(task.config, subject, payloads, small, task.verify, counts);
+  console.log(JSON.stringify({ record, sampleCounts: counts }));
+}
+
 async function runOnce(
   config: ReportConfig,
   subject: Subject,
   payloads: readonly ReportPayload[],
   small: ReportPayload,
   verify: boolean,
-  sampleCounts: Map<string, number>,
+  sampleCounts: Record<string, number>,
 ): Promise<SubjectRun> {
   const started = performance.now();
   const client = await subject.start();
@@ -246,14 +299,14 @@ async function runOnce(
       }
       perCallMs ??= await estimate(call, config.warmupMs, 1);
       const key = `${subject.id} ${payload.name}`;
-      let n = sampleCounts.get(key);
+      let n = sampleCounts[key];
       if (n === undefined) {
         const least = payload.json.length >= 5e6 ? config.largeMinSamples : config.minSamples;
         n = payload.name === "small" ? config.smallSamples : Math.min(
           config.maxSamples,
           Math.max(least, Math.round(config.sampleBudgetMs / perCallMs)),
         );
-        sampleCounts.set(key, n);
+        sampleCounts[key] = n;
       }
       sequentialRuns[payload.name] = await sequential(call, n);
       payloadSeconds[payload.name] = (performance.now() - payloadStart) / 1000;

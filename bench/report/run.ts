@@ -9,7 +9,7 @@
 // two minutes (CI runs it to prove the harness works; its figures mean little).
 
 import { runArrow } from "./_arrow.ts";
-import { CodecSpeedMeter } from "./_codec_speed.ts";
+import { type CodecSpeedRun, combineCodecRuns, measureCodecSpeed } from "./_codec_speed.ts";
 import { FULL, QUICK } from "./_config.ts";
 import { environment, loadAverage } from "./_env.ts";
 import { renderCharts } from "./_charts.ts";
@@ -53,19 +53,21 @@ try {
   const small = payloads[0];
 
   // The raw codec returns its input: it has no speed of its own to compare with.
-  const meter = await CodecSpeedMeter.create(
-    config.codecs.filter((codec) => codec !== "raw"),
-    payloads,
-    config.codecBudgetMs,
-  );
+  const codecRuns: CodecSpeedRun[] = [];
   const list = await subjects(config, small, socketDir);
   log(`warming up ${list.length} peers (module caches)`);
   await warmUp(list);
-  const suite = await runSuite(config, list, payloads, log, (run) => {
+  const suite = await runSuite(config, list, payloads, socketDir, log, async (run) => {
     log(`run ${run + 1}/${config.runs} in-memory codec speed`);
-    meter.run();
+    codecRuns.push(
+      await measureCodecSpeed(
+        config.codecs.filter((codec) => codec !== "raw"),
+        config.payloads,
+        config.codecBudgetMs,
+      ),
+    );
   });
-  const codecSpeed = meter.results();
+  const codecSpeed = combineCodecRuns(codecRuns);
 
   log("arrow");
   const arrow = await runArrow(config, socketDir, log);
