@@ -1,9 +1,9 @@
 // In-memory codec speed with the very codec instances the channel uses: the reference the
-// targets compare calls and notifications against. Each run measures in a fresh process
-// (this module run as a program), like the peers the calls go to, and at the start of every
-// run of the suite, so it sees the same machine load as the calls it is compared with. (In
-// the harness process itself, whose heap holds every payload and result, a 1 MB JSON round
-// trip measured about half as fast.)
+// targets compare calls and notifications against. It is measured at the start of every run
+// of the suite, so it sees the same machine load as the calls it is compared with, in fresh
+// processes (this module run as a program) that hold one payload each. (In the harness
+// process itself, whose heap holds every payload and result, a 1 MB JSON round trip measured
+// about half as fast.)
 
 import assert from "node:assert/strict";
 import { type CodecName, methodCodecsFor } from "./_bench_api.ts";
@@ -36,24 +36,35 @@ export interface CodecRates {
   roundTripsPerSec: number;
 }
 
-/** Measures every codec × payload once, in a fresh process. */
+/**
+ * Measures every codec × payload once: each payload in a fresh process of its own, whose heap
+ * holds that payload only (the codecs allocate, and a heap full of other payloads makes every
+ * collection dearer).
+ */
 export async function measureCodecSpeed(
   codecs: readonly CodecName[],
   payloads: readonly string[],
   budgetMs: number,
 ): Promise<CodecSpeedRun> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      new URL(import.meta.url).pathname,
-      JSON.stringify({ codecs, payloads, budgetMs }),
-    ],
-    stdin: "null",
-    stderr: "inherit",
-  }).output();
-  if (!output.success) throw new Error(`The codec speed process exited with ${output.code}`);
-  return JSON.parse(new TextDecoder().decode(output.stdout));
+  const result: CodecSpeedRun = {};
+  for (const payload of payloads) {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL(import.meta.url).pathname,
+        JSON.stringify({ codecs, payloads: [payload], budgetMs }),
+      ],
+      stdin: "null",
+      stderr: "inherit",
+    }).output();
+    if (!output.success) throw new Error(`The codec speed process exited with ${output.code}`);
+    const run: CodecSpeedRun = JSON.parse(new TextDecoder().decode(output.stdout));
+    for (const [codec, byPayload] of Object.entries(run)) {
+      Object.assign(result[codec] ??= {}, byPayload);
+    }
+  }
+  return result;
 }
 
 /** codec → payload → speed over the runs. */

@@ -31,6 +31,11 @@ export function percent(ratio: number): string {
   return `${(ratio * 100).toFixed(0)}%`;
 }
 
+/** A percentage with one decimal, for figures checked against a threshold: `79.6%`. */
+export function percent1(ratio: number): string {
+  return `${(ratio * 100).toFixed(1)}%`;
+}
+
 /** A spread: the median, then min–max when there were several runs. */
 export function spreadOf(value: Spread | undefined, format: (x: number) => string): string {
   if (value === undefined) return "–";

@@ -4,7 +4,7 @@
 // does not land on one side of a ratio only. A target is met only if every case it covers
 // meets it; the measured text lists each case.
 
-import { percent, rate, sig, spreadOf, time, times } from "./_format.ts";
+import { percent1, rate, sig, spreadOf, time, times } from "./_format.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
 import { type Spread, spread } from "./_stats.ts";
 import type { SubjectResult, SubjectRun } from "./_suite.ts";
@@ -109,7 +109,7 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       if (ratio === undefined) return [];
       return [[
         transport,
-        `${rate(subject.notesPerSec.median)}/s = ${spreadOf(ratio, percent)}`,
+        `${rate(subject.notesPerSec.median)}/s = ${spreadOf(ratio, percent1)}`,
         ratio.median >= 0.7,
       ]];
     }),
@@ -125,7 +125,7 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       if (ratio === undefined || call === undefined || top === undefined) return [];
       return [[
         transport,
-        `${sig(call)} of ${sig(top)} MB/s = ${spreadOf(ratio, percent)}`,
+        `${sig(call)} of ${sig(top)} MB/s = ${spreadOf(ratio, percent1)}`,
         ratio.median >= 0.6,
       ]];
     }),
@@ -147,7 +147,7 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
           `${codec}/${transport}`,
           `${sig(subject.sequential["1MB"].mbps.median)} of ${
             sig(memory.roundTripMBps.median)
-          } MB/s = ${spreadOf(ratio, percent)}`,
+          } MB/s = ${spreadOf(ratio, percent1)}`,
           ratio.median >= 0.8,
         ]];
       });

@@ -4,9 +4,11 @@
 // REPORT.md, SVG charts and results.json (every figure) to the output directory.
 //
 //   deno run -A bench/report/run.ts [--quick] [--out dir] [--runs n] [--payloads 1KB,1MB]
+//   deno run -A bench/report/run.ts --render bench/report/results.json
 //
-// The full run takes about 15 minutes on 2 cores; --quick exercises every code path in under
-// two minutes (CI runs it to prove the harness works; its figures mean little).
+// The full run takes about 12 minutes on 2 cores; --quick exercises every code path in under
+// two minutes (CI runs it to prove the harness works; its figures mean little). --render
+// measures nothing: it rewrites the report, charts and targets from a results.json.
 
 import { runArrow } from "./_arrow.ts";
 import { type CodecSpeedRun, combineCodecRuns, measureCodecSpeed } from "./_codec_speed.ts";
@@ -45,57 +47,73 @@ const log = (line: string) => {
   console.error(`[${seconds} s] ${line}`);
 };
 
-const env = await environment();
-log(`${config.mode} run; load average ${env.loadBefore}`);
-const socketDir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cdr" });
-try {
-  const payloads = reportPayloads(config.payloads);
-  const small = payloads[0];
-
-  // The raw codec returns its input: it has no speed of its own to compare with.
-  const codecRuns: CodecSpeedRun[] = [];
-  const list = await subjects(config, small, socketDir);
-  log(`warming up ${list.length} peers (module caches)`);
-  await warmUp(list);
-  const suite = await runSuite(config, list, payloads, socketDir, log, async (run) => {
-    log(`run ${run + 1}/${config.runs} in-memory codec speed`);
-    codecRuns.push(
-      await measureCodecSpeed(
-        config.codecs.filter((codec) => codec !== "raw"),
-        config.payloads,
-        config.codecBudgetMs,
-      ),
-    );
-  });
-  const codecSpeed = combineCodecRuns(codecRuns);
-
-  log("arrow");
-  const arrow = await runArrow(config, socketDir, log);
-  log("streams");
-  const streams = await runStreams(config, socketDir, log);
-
-  env.loadAfter = loadAverage();
-  env.seconds = Math.round((performance.now() - started) / 1000);
-  const results: ReportResults = {
-    environment: env,
-    config,
-    payloads: payloads.map((payload) => ({ name: payload.name, jsonBytes: payload.json.length })),
-    parentPeakRssMiB: (rssOf("self")?.peak ?? 0) / 2 ** 20,
-    codecSpeed,
-    suite,
-    arrow,
-    streams,
-    targets: [],
-  };
+const renderArg = args.indexOf("--render");
+if (renderArg >= 0) {
+  const results: ReportResults = undefinedForNull(
+    JSON.parse(await Deno.readTextFile(args[renderArg + 1])),
+  );
   results.targets = evaluateTargets(results);
+  await write(results);
+} else {
+  await write(await measure());
+}
 
+async function measure(): Promise<ReportResults> {
+  const env = await environment();
+  log(`${config.mode} run; load average ${env.loadBefore}`);
+  const socketDir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cdr" });
+  try {
+    const payloads = reportPayloads(config.payloads);
+    const small = payloads[0];
+    // The raw codec returns its input: it has no speed of its own to compare with.
+    const codecRuns: CodecSpeedRun[] = [];
+    const list = await subjects(config, small, socketDir);
+    log(`warming up ${list.length} peers (module caches)`);
+    await warmUp(list);
+    const suite = await runSuite(config, list, payloads, socketDir, log, async (run) => {
+      log(`run ${run + 1}/${config.runs} in-memory codec speed`);
+      codecRuns.push(
+        await measureCodecSpeed(
+          config.codecs.filter((codec) => codec !== "raw"),
+          config.payloads,
+          config.codecBudgetMs,
+        ),
+      );
+    });
+    log("arrow");
+    const arrow = await runArrow(config, socketDir, log);
+    log("streams");
+    const streams = await runStreams(config, socketDir, log);
+    env.loadAfter = loadAverage();
+    env.seconds = Math.round((performance.now() - started) / 1000);
+    const results: ReportResults = {
+      environment: env,
+      config,
+      payloads: payloads.map((payload) => ({ name: payload.name, jsonBytes: payload.json.length })),
+      parentPeakRssMiB: (rssOf("self")?.peak ?? 0) / 2 ** 20,
+      codecSpeed: combineCodecRuns(codecRuns),
+      suite,
+      arrow,
+      streams,
+      targets: [],
+    };
+    results.targets = evaluateTargets(results);
+    return results;
+  } finally {
+    await Deno.remove(socketDir, { recursive: true });
+  }
+}
+
+async function write(results: ReportResults): Promise<void> {
   await Deno.mkdir(chartDir, { recursive: true });
   const charts = renderCharts(results);
   for (const [name, svg] of Object.entries(charts)) {
     await Deno.writeTextFile(`${chartDir}/${name}`, svg);
   }
   await Deno.writeTextFile(`${chartDir}/results.json`, JSON.stringify(results, null, 1) + "\n");
-  const notes = config.mode === "full" ? await Deno.readTextFile(NOTES).catch(() => "") : "";
+  const notes = results.config.mode === "full"
+    ? await Deno.readTextFile(NOTES).catch(() => "")
+    : "";
   await Deno.writeTextFile(
     reportPath,
     renderMarkdown(results, { charts: Object.keys(charts), chartPrefix, notes }),
@@ -115,6 +133,17 @@ try {
   for (const target of results.targets) {
     log(`${target.met ? "met   " : "MISSED"} ${target.target}: ${target.measured}`);
   }
-} finally {
-  await Deno.remove(socketDir, { recursive: true });
+}
+
+/** JSON has no `undefined` (a percentile too few samples support, say): null stands for it. */
+function undefinedForNull<T>(value: T): T {
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => value[i] = item === null ? undefined : undefinedForNull(item));
+  } else if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    for (const [key, item] of Object.entries(record)) {
+      record[key] = item === null ? undefined : undefinedForNull(item);
+    }
+  }
+  return value;
 }
