@@ -62,13 +62,18 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
         .join(", ")
     } |`,
   );
-  out.push(`| harness peak RSS | ${sig(results.parentPeakRssMiB)} MiB |`);
+  out.push(
+    `| harness peak RSS | ${sig(results.parentPeakRssMiB)} MiB (it holds every payload and ` +
+      "the Arrow tables; measurements run in driver processes of their own) |",
+  );
   out.push("");
 
   out.push("## Targets", "");
   out.push(
-    "Same-run figures. A target counts as met only if every case it covers meets it " +
-      "(✗ marks the cases that do not).",
+    "Same-run figures. A ratio is taken run by run (run k of a cell against run k of its " +
+      "reference, measured in the same pass minutes apart at most) and the median of those " +
+      "ratios is given, with their min–max. A target counts as met only if every case it " +
+      "covers meets it (✗ marks the cases that do not).",
     "",
   );
   out.push("| target | measured (median of runs) | met |", "| --- | --- | --- |");
@@ -79,11 +84,13 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
 
   out.push("## Method", "");
   out.push(
-    "- **Peers are real processes.** For stdio the harness spawns the peer with piped " +
+    "- **Peers are real processes.** For stdio the driver spawns the peer with piped " +
       "stdin/stdout; for Unix sockets and TCP (loopback, `setNoDelay`) it listens and the peer " +
-      "connects. Each run of each cell spawns a fresh peer with `deno run -A`.",
+      "connects. Each run of each cell has a fresh driver process and a fresh peer " +
+      "(`deno run -A`), so no measurement inherits another's heap or JIT state; the harness " +
+      "only orchestrates.",
     "- **Sequential calls** echo a payload: the peer returns what it received, so each round " +
-      "trip encodes and decodes the payload twice on each side. Payloads are the codec " +
+      "trip encodes and decodes the payload once on each side. Payloads are the codec " +
       "benchmarks' structured records (`bench/_codec_payloads.ts`) scaled by JSON size; every " +
       "codec carries the same objects, Protobuf with the equivalent schema (verification on, " +
       "the default), the raw codec their compact JSON bytes.",
@@ -105,7 +112,7 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
       "unconfirmed; the figure runs from the first send to the confirmation of the last.",
     "- **Spawn-to-first-reply**: from spawning the peer to the answer of its first call " +
       "(handshake included). **Peak RSS**: the peer's `VmHWM` at the end of its run.",
-    "- Latencies are `performance.now()` around each awaited call, in the parent process.",
+    "- Latencies are `performance.now()` around each awaited call, in the driver process.",
     "",
   );
 
@@ -151,10 +158,10 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
 
   out.push("## In-memory codec speed", "");
   out.push(
-    "The same codec instances in the harness process, no I/O: the reference for the targets " +
-      "that compare calls and notifications with the codec's own speed. Measured at the start " +
-      "of every run (after a warm-up), so it sees the same load as the calls; MB/s count the " +
-      "JSON bytes. The raw codec returns its input and is left out.",
+    "The same codec instances without I/O, in fresh processes holding one payload each: the " +
+      "reference for the targets that compare calls and notifications with the codec's own " +
+      "speed. Measured at the start of every run (after a warm-up), so it sees the same load " +
+      "as the calls; MB/s count the JSON bytes. The raw codec returns its input and is left out.",
     "",
   );
   out.push(
@@ -178,7 +185,7 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
       "Rows of five columns (int32, float64, dictionary utf8, timestamp, bool) echoed as an " +
         "Arrow table (arrow codec) and as an array of row objects (JSON). Rows/s count both " +
         "directions. 1M rows as JSON (76 MB, seconds a call) are measured over the Unix socket " +
-        "only.",
+        "only. Both codecs are driven from the harness process, which holds the tables and rows.",
       "",
     );
     out.push(
