@@ -5,9 +5,7 @@
 import { jsonCodec } from "../codecs/json.ts";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
-import { memoryPair } from "../transports/memory.ts";
-import type { Transport } from "../transports/types.ts";
-import { connectUnix, listenUnix } from "../transports/unix.ts";
+import { memory, type TestPair, unix } from "../channel/_test_transports.ts";
 import { type Channel, openChannel } from "../channel/mod.ts";
 
 /** The transports the channel benchmarks run over. */
@@ -23,28 +21,9 @@ export interface EchoApi {
 /** A small RPC-like param (~60 bytes of JSON). */
 export const SMALL = { id: 42, name: "conduit", tags: ["bench", "small", "call"] };
 
-/** Two connected transports of `kind`, and how to release them. */
-export async function transportPair(
-  kind: PairKind,
-): Promise<{ a: Transport; b: Transport; cleanup: () => Promise<void> }> {
-  if (kind === "memory") {
-    const [a, b] = memoryPair();
-    return { a, b, cleanup: () => Promise.all([a.close(), b.close()]).then(() => {}) };
-  }
-  const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cdb" });
-  const listener = await listenUnix(`${dir}/s`);
-  const accepted = listener.accept();
-  const b = await connectUnix(`${dir}/s`);
-  const a = await accepted;
-  await listener.close();
-  return {
-    a,
-    b,
-    async cleanup() {
-      await Promise.all([a.close(), b.close()]);
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+/** Two connected transports of `kind`, and how to release them (the channel tests' pairs). */
+export function transportPair(kind: PairKind): Promise<TestPair> {
+  return (kind === "memory" ? memory : unix).pair();
 }
 
 /** A client channel to an echo server channel over `kind`. */

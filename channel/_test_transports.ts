@@ -22,7 +22,11 @@ export const memory: TransportKind = {
   name: "memory",
   pair() {
     const [a, b] = memoryPair();
-    return Promise.resolve({ a, b, cleanup: () => Promise.resolve() });
+    return Promise.resolve({
+      a,
+      b,
+      cleanup: () => Promise.all([a.close(), b.close()]).then(() => {}),
+    });
   },
 };
 
