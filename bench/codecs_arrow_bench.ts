@@ -8,57 +8,20 @@
 //
 //   deno bench -A bench/codecs_arrow_bench.ts
 
-import {
-  Bool,
-  Float64,
-  Int32,
-  type Table,
-  TimestampMillisecond,
-  vectorFromArray,
-} from "apache-arrow";
+import { Float64, Int32, type Table, TimestampMillisecond } from "apache-arrow";
 import {
   ArrowBatchDecoder,
   ArrowBatchEncoder,
   arrowCodec,
-  tableFromColumns,
   tableFromRows,
 } from "../codecs/arrow.ts";
 import { jsonCodec } from "../codecs/json.ts";
+import { makeRows, makeTable, type Row, START } from "./report/_arrow_rows.ts";
 
-interface Row {
-  id: number;
-  value: number;
-  tag: string;
-  at: number;
-  flag: boolean;
-}
-
-const TAGS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
-const START = Date.UTC(2024, 0, 1);
 const TYPES = { id: new Int32(), value: new Float64(), at: new TimestampMillisecond() };
 
 const arrow = arrowCodec();
 const json = jsonCodec<Row[]>();
-
-function makeRows(count: number): Row[] {
-  return Array.from({ length: count }, (_, i) => ({
-    id: i,
-    value: i * 1.25 + 0.5,
-    tag: TAGS[(i * 7) % TAGS.length],
-    at: START + i * 1000,
-    flag: i % 3 === 0,
-  }));
-}
-
-function makeTable(rows: readonly Row[]): Table {
-  return tableFromColumns({
-    id: Int32Array.from(rows, (r) => r.id),
-    value: Float64Array.from(rows, (r) => r.value),
-    tag: rows.map((r) => r.tag),
-    at: vectorFromArray(rows.map((r) => r.at), new TimestampMillisecond()),
-    flag: vectorFromArray(rows.map((r) => r.flag), new Bool()),
-  });
-}
 
 // Touches every value of every column, as a consumer of the decoded data would.
 function readAll(table: Table): number {

@@ -1,4 +1,4 @@
-// Rows for the Arrow part of the report, shaped like bench/codecs_arrow_bench.ts: five
+// Rows for the Arrow benchmarks (bench/codecs_arrow_bench.ts and the report): five
 // columns (int32, float64, dictionary-encoded utf8, millisecond timestamp, bool), sent as an
 // Arrow table by the arrow codec and as an array of row objects by JSON.
 
@@ -15,7 +15,8 @@ export interface Row {
 }
 
 const TAGS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
-const START = Date.UTC(2024, 0, 1);
+/** The first row's timestamp; row `i` is `i` seconds later. */
+export const START: number = Date.UTC(2024, 0, 1);
 
 /** `count` deterministic rows. */
 export function makeRows(count: number): Row[] {
