@@ -1007,22 +1007,26 @@ export class ChannelCore implements OutgoingHost {
     return this.closed.then(() => this.#shutdown, () => this.#shutdown);
   }
 
+  /** Fails every call still waiting in the queue (none of them reached the wire). */
+  #failQueued(error: unknown): void {
+    for (let i = this.#queueHead; i < this.#queue.length; i++) {
+      const call = this.#queue[i];
+      if (call.state !== QUEUED) continue;
+      call.state = DONE;
+      call.signal?.removeEventListener("abort", call);
+      call.fail(error, true);
+    }
+    this.#queue = [];
+    this.#queueHead = 0;
+    this.#queued = 0;
+  }
+
   #startClosing(): void {
     this.state = CLOSING;
     this.#sentGoodbye = true;
     this.#write(encodeBodyFrame(FRAME_KINDS.goodbye, EMPTY));
     if (this.#queued > 0) {
-      const error = new ConnectionClosedError("The channel closed before the call was sent");
-      for (let i = this.#queueHead; i < this.#queue.length; i++) {
-        const call = this.#queue[i];
-        if (call.state !== QUEUED) continue;
-        call.state = DONE;
-        call.signal?.removeEventListener("abort", call);
-        call.fail(error, true);
-      }
-      this.#queue = [];
-      this.#queueHead = 0;
-      this.#queued = 0;
+      this.#failQueued(new ConnectionClosedError("The channel closed before the call was sent"));
     }
     const drain = this.#config.drainTimeout;
     this.#drainTimer = setTimeout(() => {
@@ -1121,15 +1125,7 @@ export class ChannelCore implements OutgoingHost {
       call.fail(error, true);
     }
     this.#calls.clear();
-    for (let i = this.#queueHead; i < this.#queue.length; i++) {
-      const call = this.#queue[i];
-      if (call.state !== QUEUED) continue;
-      call.state = DONE;
-      call.signal?.removeEventListener("abort", call);
-      call.fail(error, true);
-    }
-    this.#queue = [];
-    this.#queued = 0;
+    this.#failQueued(error);
     for (const call of this.#incoming.values()) {
       call.done = true;
       call.abort(error);
