@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { TransportClosedError } from "../errors.ts";
-import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
+import { connectPair, stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
-import type { Listener, Transport } from "./types.ts";
+import type { Listener } from "./types.ts";
 
 const TLS_DIR = new URL("../testdata/tls/", import.meta.url);
 const cert = await Deno.readTextFile(new URL("server.pem", TLS_DIR));
@@ -105,15 +105,6 @@ Deno.test("tls: the certificate is checked against the name connected to", async
 
 function portOf(listener: Listener): number {
   return (listener.addr as Deno.NetAddr).port;
-}
-
-async function connectPair(
-  listener: Listener,
-  connect: () => Promise<Transport>,
-): Promise<[Transport, Transport]> {
-  const accepted = listener.accept();
-  const a = await connect();
-  return [a, await accepted];
 }
 
 Deno.test("tcp listener: accept() returns each connection, and rejects once the listener closes", async () => {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
+import { connectPair, stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
 import { connectUnix, listenUnix, MAX_UNIX_PATH_BYTES } from "./unix.ts";
 import type { Listener, Transport } from "./types.ts";
 
@@ -147,15 +147,6 @@ async function rejectsWith(
 
 function tempDir(): Promise<string> {
   return Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
-}
-
-async function connectPair(
-  listener: Listener,
-  connect: () => Promise<Transport>,
-): Promise<[Transport, Transport]> {
-  const accepted = listener.accept();
-  const a = await connect();
-  return [a, await accepted];
 }
 
 async function echoOnce(a: Transport, b: Transport): Promise<void> {
