@@ -33,6 +33,14 @@ export interface Codec<T = unknown> {
   /** Encodes one value. The returned bytes belong to the caller (the codec keeps no
    * reference to them). Throws `CodecError` for a value the format cannot represent. */
   encode(value: T): Uint8Array;
+  /**
+   * Optional: encodes one value like {@linkcode Codec.encode}, but the bytes may be a view
+   * of the codec's own scratch memory, valid only until the next call of any method of this
+   * codec. A channel that copies every encoding into its write batch at once calls this
+   * instead of `encode`, saving one buffer per message; it copies the view itself when it
+   * must keep the bytes longer. Throws `CodecError` like `encode`.
+   */
+  encodeView?(value: T): Uint8Array;
   /** Decodes one value from exactly these bytes. Throws `CodecError` for bytes that are not
    * one valid value. The result may be a view over `bytes` (raw, Arrow): keep `bytes`
    * unchanged while the result is in use. */
