@@ -13,6 +13,7 @@
  * | --- | --- | --- |
  * | `name` | – | `name` is a non-empty token without spaces |
  * | `round trip` | `samples` | each sample survives `decode(encode(v))` (checked with `equal`); the encoded bytes are a `Uint8Array` the caller owns (later encodes do not change them); `decode` leaves its input unchanged and honours a non-zero `byteOffset` |
+ * | `encode view` | the codec has `encodeView` | for every sample, `encodeView` gives `encode`'s bytes whatever call came before; a view is only read before the next call (the suite copies it to keep it, as users must, since the next call may overwrite it); bytes from `encode` never change through a later `encodeView` (no aliasing of its scratch); values encode rejects, `encodeView` rejects with `CodecError` too, and the codec works normally afterwards. With `arbitrary`, every generated value's view equals its encoding; with `large`, so does the 16 MiB value's |
  * | `empty values` | `empty` | each empty value round trips |
  * | `nesting` | `nested` | with `maxDepth`: `nested(maxDepth)` round trips and `nested(maxDepth + 1)` is a `CodecError` on encode (or, if encode accepts it, on decode). Without `maxDepth`: `nested(64)` round trips. Either way `nested(100_000)` gives a value or a `CodecError`, never a stack overflow |
  * | `unicode` | `unicode` | BMP, astral plane, combining marks, NUL, BOM round trip; lone surrogates round trip exactly when `loneSurrogates` is true, else encode/decode give a value or a `CodecError` |
@@ -168,6 +169,41 @@ export function codecConformance<T>(spec: CodecConformanceSpec<T>): void {
     }
   });
 
+  const encodeView = codec.encodeView?.bind(codec);
+  test("encode view", encodeView !== undefined, () => {
+    if (encodeView === undefined) return;
+    const owned = spec.samples.map((s) => codec.encode(s.value));
+    const expected = owned.map((bytes) => bytes.slice());
+    for (const [i, first] of spec.samples.entries()) {
+      const view = encodeView(first.value);
+      assert.ok(view instanceof Uint8Array, `${first.name}: encodeView is not a Uint8Array`);
+      assert.deepStrictEqual(view, expected[i], `${first.name}: encodeView differs from encode`);
+      // Valid only until the next call: keeping the bytes means copying them now.
+      const kept = view.slice();
+      for (const [j, second] of spec.samples.entries()) {
+        const fresh = codec.encode(second.value);
+        assert.deepStrictEqual(
+          encodeView(second.value),
+          expected[j],
+          `${second.name} after ${first.name}: encodeView differs from encode`,
+        );
+        assert.deepStrictEqual(
+          fresh,
+          expected[j],
+          `${second.name}: encodeView changed encode's bytes`,
+        );
+      }
+      equal(codec.decode(kept), first.value);
+    }
+    for (const [i, bytes] of owned.entries()) {
+      assert.deepStrictEqual(bytes, expected[i], `${spec.samples[i].name}: encode's bytes changed`);
+    }
+    for (const { name, value } of spec.unencodable ?? []) {
+      assertCodecError(codec, "encode", () => encodeView(value as T), `view of ${name}`);
+      assert.deepStrictEqual(encodeView(spec.samples[0].value), expected[0], `view after ${name}`);
+    }
+  });
+
   test("empty values", spec.empty !== undefined, () => {
     for (const [i, value] of (spec.empty ?? []).entries()) roundTrip(value, `empty[${i}]`);
   });
@@ -227,14 +263,25 @@ export function codecConformance<T>(spec: CodecConformanceSpec<T>): void {
 
   const large = spec.large;
   test("16 MiB value", large !== undefined, () => {
-    if (large !== undefined) roundTrip(large(), "16 MiB value");
+    if (large === undefined) return;
+    const value = large();
+    roundTrip(value, "16 MiB value");
+    if (encodeView !== undefined) {
+      assert.ok(equalBytes(encodeView(value), codec.encode(value)), "16 MiB value: view differs");
+    }
   });
 
   const arbitrary = spec.arbitrary;
   test("property round trip", arbitrary !== undefined, () => {
     if (arbitrary === undefined) return;
     fc.assert(
-      fc.property(arbitrary, (value) => equal(codec.decode(codec.encode(value)), value)),
+      fc.property(arbitrary, (value) => {
+        const bytes = codec.encode(value);
+        if (encodeView !== undefined) {
+          assert.deepStrictEqual(encodeView(value), bytes, "encodeView differs from encode");
+        }
+        equal(codec.decode(bytes), value);
+      }),
       { numRuns: runs },
     );
   });
@@ -347,6 +394,13 @@ function cutPoints(length: number): number[] {
   const cuts = new Set([0, 1, 2, 3, length - 3, length - 2, length - 1]);
   for (let i = 0; i < SAMPLED_CUTS; i++) cuts.add(Math.floor((i * length) / SAMPLED_CUTS));
   return [...cuts].filter((c) => c >= 0 && c < length).sort((a, b) => a - b);
+}
+
+/** Byte equality without deepStrictEqual's per-index walk, for multi-MiB buffers. */
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** Deterministic xorshift noise, so a failure reproduces. */

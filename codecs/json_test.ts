@@ -111,3 +111,33 @@ Deno.test("codec/json: errors name the codec, the operation and the cause", () =
 Deno.test("codec/json: a leading byte order mark is ignored", () => {
   assert.deepStrictEqual(codec.decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x5b, 0x5d])), []);
 });
+
+Deno.test("codec/json: encodeView grows its scratch for longer and wider texts", () => {
+  const view = jsonCodec<unknown>();
+  const values = [
+    { a: 1 }, // the first call makes a 4 KiB scratch
+    { wide: "✓".repeat(2_000) }, // fewer units than 4096, but 6000 bytes: encodeInto stops short
+    { ascii: "x".repeat(10_000) }, // more units than the scratch has bytes
+    { a: 2 },
+    { huge: "é".repeat(2_000_000) }, // past the scratch limit: bytes of its own
+    { a: 3 },
+  ];
+  for (const value of values) {
+    const expected = codec.encode(value);
+    const bytes = view.encodeView!(value);
+    assert.equal(bytes.length, expected.length);
+    assert.ok(bytes.every((byte, i) => byte === expected[i]), `${Object.keys(value)[0]}`);
+    assert.deepStrictEqual(codec.decode(bytes.slice()), value);
+  }
+});
+
+Deno.test("codec/json: a U+FFFD in valid UTF-8 decodes; invalid UTF-8 is a CodecError", () => {
+  assert.equal(codec.decode(utf8('"a\uFFFDb"')), "a\uFFFDb");
+  assert.deepStrictEqual(codec.decode(utf8('["\uFFFD","é"]')), ["\uFFFD", "é"]);
+  for (
+    const bad of [[0x22, 0xef, 0xbf, 0x22], [0x22, 0xf0, 0x9f, 0x98, 0x22], [0x22, 0x80, 0x22]]
+  ) {
+    const err = thrown(() => codec.decode(new Uint8Array(bad)));
+    assert.ok(err instanceof CodecError && err.cause instanceof TypeError, `${bad}`);
+  }
+});
