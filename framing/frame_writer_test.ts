@@ -73,6 +73,41 @@ Deno.test("FrameWriter: a lone frame is written within the same turn", async () 
   await writer.close();
 });
 
+Deno.test("FrameWriter: writeQueued starts the write at once, unless one is in flight", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  await writer.ready; // the stream has started
+  writer.writeQueued();
+  assert.equal(sink.writes.length, 0, "nothing queued, nothing written");
+  sink.hold();
+  writer.write(new Uint8Array([1]));
+  writer.writeQueued();
+  assert.deepEqual(sink.writes, [encodeFrame(new Uint8Array([1]))], "written synchronously");
+  writer.write(new Uint8Array([2]));
+  writer.writeQueued();
+  assert.equal(sink.writes.length, 1, "the first write is still in flight");
+  sink.release();
+  await writer.flush();
+  assert.deepEqual(sink.frames(), [new Uint8Array([1]), new Uint8Array([2])]);
+  await writer.close();
+});
+
+Deno.test("FrameWriter: a whole batch starts its write at once; the rest follows", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable, { maxBatchBytes: 1024 });
+  await writer.ready;
+  const frames = Array.from({ length: 30 }, (_, i) => new Uint8Array(100).fill(i));
+  for (const frame of frames.slice(0, 9)) writer.write(frame);
+  assert.equal(sink.writes.length, 0, "936 bytes queued: less than a batch");
+  writer.write(frames[9]);
+  assert.equal(sink.writes.length, 1, "1040 bytes queued: written without waiting");
+  for (const frame of frames.slice(10)) writer.write(frame);
+  await writer.flush();
+  for (const chunk of sink.writes) assert.ok(chunk.length <= 1024);
+  assert.deepEqual(sink.frames(), frames);
+  await writer.close();
+});
+
 Deno.test("FrameWriter: frames written while a write is in flight share the next write", async () => {
   const sink = new RecordingSink();
   const writer = new FrameWriter(sink.writable);
