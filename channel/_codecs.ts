@@ -1,5 +1,7 @@
-// Codec slots: a codec plus how it treats "no value" (docs/protocol.md §4, "No value").
+// Codec slots: a codec plus how it treats "no value" (docs/protocol.md §4, "No value"), and
+// bodies encoded and decoded through them.
 
+import { CodecError } from "../errors.ts";
 import type { Codec } from "../codecs/types.ts";
 
 /** A codec and whether an empty body means `undefined` for it. */
@@ -14,6 +16,20 @@ export interface MethodCodecs {
   readonly param: CodecSlot;
   readonly result: CodecSlot;
 }
+
+/** The body is new bytes of the channel's own (`Codec.encode`'s). */
+export const BODY_OWNED = 0;
+/** The body is a view of the codec's scratch memory, valid until the codec's next call. */
+export const BODY_SCRATCH = 1;
+/** The body is the caller's own bytes: the raw codec passes its values through. */
+export const BODY_LENT = 2;
+
+/**
+ * Who holds the bytes the last {@linkcode encodeBody} returned: {@linkcode BODY_OWNED},
+ * {@linkcode BODY_SCRATCH} or {@linkcode BODY_LENT}. Only the channel can keep the first kind
+ * as long as it likes; it must copy the others before they change.
+ */
+export let bodyHolder = BODY_OWNED;
 
 const EMPTY = new Uint8Array(0);
 const slots = new WeakMap<Codec<unknown>, CodecSlot>();
@@ -34,14 +50,40 @@ export function codecSlot(codec: Codec<unknown>): CodecSlot {
   return slot;
 }
 
-/** Encodes `value` as a body: empty for `undefined` when the codec cannot represent it. */
-export function encodeValue(slot: CodecSlot, value: unknown): Uint8Array {
-  if (value === undefined && slot.emptyIsUndefined) return EMPTY;
-  return slot.codec.encode(value);
+/**
+ * Encodes `value` as a body (empty for `undefined` when the codec cannot represent it), with
+ * the codec's `encodeView` when it has one, and sets {@linkcode bodyHolder}.
+ *
+ * @throws {CodecError} When the codec cannot encode `value` (any other error it throws
+ * becomes the cause).
+ */
+export function encodeBody(slot: CodecSlot, value: unknown): Uint8Array {
+  if (value === undefined && slot.emptyIsUndefined) {
+    bodyHolder = BODY_OWNED;
+    return EMPTY;
+  }
+  const codec = slot.codec;
+  const view = codec.encodeView !== undefined;
+  let body: Uint8Array;
+  try {
+    body = view ? codec.encodeView!(value) : codec.encode(value);
+  } catch (error) {
+    throw error instanceof CodecError ? error : new CodecError(codec.name, "encode", error);
+  }
+  bodyHolder = body === value ? BODY_LENT : view ? BODY_SCRATCH : BODY_OWNED;
+  return body;
 }
 
-/** Decodes a body: `undefined` for an empty one when the codec cannot decode it. */
-export function decodeValue(slot: CodecSlot, body: Uint8Array): unknown {
+/**
+ * Decodes a body: `undefined` for an empty one when the codec cannot decode it.
+ *
+ * @throws {CodecError} When the codec cannot decode `body`.
+ */
+export function decodeBody(slot: CodecSlot, body: Uint8Array): unknown {
   if (body.length === 0 && slot.emptyIsUndefined) return undefined;
-  return slot.codec.decode(body);
+  try {
+    return slot.codec.decode(body);
+  } catch (error) {
+    throw error instanceof CodecError ? error : new CodecError(slot.codec.name, "decode", error);
+  }
 }

@@ -4,12 +4,18 @@
 // FrameWriter, which coalesces the frames of one turn into one transport write.
 
 import type { Codec } from "../codecs/types.ts";
-import { CodecError, FrameTooLargeError, FramingError } from "../errors.ts";
+import { FrameTooLargeError, FramingError } from "../errors.ts";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
-import { DEFAULT_MAX_BATCH_BYTES } from "../framing/_packer.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
-import { type CodecSlot, decodeValue, encodeValue, type MethodCodecs } from "./_codecs.ts";
+import {
+  BODY_OWNED,
+  BODY_SCRATCH,
+  bodyHolder,
+  decodeBody,
+  encodeBody,
+  type MethodCodecs,
+} from "./_codecs.ts";
 import { IncomingCall, NotificationContext } from "./_incoming_call.ts";
 import {
   CANCELLED,
@@ -92,8 +98,6 @@ const CLOSED = 3;
 const MAX_CONTROL_FRAME_BYTES = 1024;
 /** Room kept for the envelope fields when checking a body against the peer's limit. */
 const ENVELOPE_SLACK = 32;
-/** Envelope bytes a body shares a batch with, at most (but for long method names). */
-const LARGE_HEAD_BYTES = 64;
 /** The most slots of the id rings that hold the calls in flight (more wait in a Map). */
 const MAX_ID_RING = 1024;
 /** How many incoming method names are matched without decoding them. */
@@ -235,7 +239,7 @@ export class ChannelCore implements OutgoingHost {
       call.source = param;
     } else {
       try {
-        call.body = encodeChecked(codecs.param, param);
+        call.body = encodeBody(codecs.param, param);
       } catch (error) {
         call.state = DONE;
         call.fail(error, true);
@@ -246,6 +250,16 @@ export class ChannelCore implements OutgoingHost {
         call.state = DONE;
         call.fail(new FrameTooLargeError(size, this.#peerMaxFrame), true);
         return call;
+      }
+      // The body must outlive this call if it waits in the queue or the FrameWriter keeps it
+      // (`size` overestimates the frame, which at worst copies a body that fits after all).
+      if (
+        bodyHolder !== BODY_OWNED &&
+        (this.#writer.keepsBody(size) ||
+          (bodyHolder === BODY_SCRATCH &&
+            (this.#queued > 0 || this.#calls.size >= this.#callLimit)))
+      ) {
+        call.body = call.body.slice();
       }
     }
     const timeout = options?.timeout ?? this.#config.defaultTimeout;
@@ -286,11 +300,11 @@ export class ChannelCore implements OutgoingHost {
     if (isAsyncIterable(param)) {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
-    const body = encodeChecked(this.#codecsFor(method).param, param);
+    const body = encodeBody(this.#codecsFor(method).param, param);
     const head = this.#heads.notify(this.#methodName(method));
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
-    this.#writeParts(head, body);
+    this.#writeBody(head, body);
   }
 
   /** Sends CALL; `fresh` when it goes out as it is made, so its whole timeout remains. */
@@ -365,7 +379,7 @@ export class ChannelCore implements OutgoingHost {
 
   sendParamItem(call: OutgoingCall, value: unknown): number {
     if (call.state !== SENT) return 0;
-    return this.#writeData(DATA_R0, call.id, encodeChecked(call.codecs.param, value));
+    return this.#writeData(DATA_R0, call.id, encodeBody(call.codecs.param, value));
   }
 
   sendParamEnd(call: OutgoingCall): void {
@@ -392,7 +406,7 @@ export class ChannelCore implements OutgoingHost {
 
   sendResultItem(call: IncomingCall, value: unknown): number {
     if (call.done) return 0;
-    return this.#writeData(DATA_R1, call.id, encodeChecked(call.codecs.result, value));
+    return this.#writeData(DATA_R1, call.id, encodeBody(call.codecs.result, value));
   }
 
   sendResultEnd(call: IncomingCall): void {
@@ -441,7 +455,7 @@ export class ChannelCore implements OutgoingHost {
       param = call.inbox = new StreamInbox<unknown>(call, this.#config.streamWindowBytes);
     } else {
       try {
-        param = decodeChecked(codecs.param, body);
+        param = decodeBody(codecs.param, body);
       } catch (error) {
         this.#writeError(id, {
           name: "InvalidParamError",
@@ -485,7 +499,7 @@ export class ChannelCore implements OutgoingHost {
     }
     let body: Uint8Array;
     try {
-      body = encodeChecked(call.codecs.result, value);
+      body = encodeBody(call.codecs.result, value);
     } catch (error) {
       this.sendResultFailure(call, error);
       return;
@@ -500,7 +514,7 @@ export class ChannelCore implements OutgoingHost {
         code: "frame_too_large",
       });
     } else {
-      this.#writeParts(head, body);
+      this.#writeBody(head, body);
     }
     this.#finishIncoming(call);
   }
@@ -541,7 +555,7 @@ export class ChannelCore implements OutgoingHost {
     if (handler === undefined) return;
 
     try {
-      const param = decodeChecked(this.#codecsFor(method).param, body);
+      const param = decodeBody(this.#codecsFor(method).param, body);
       const result = handler.call(this.#config.handlers, param, this.#notificationContext(method));
       if (isThenable(result)) {
         Promise.resolve(result).catch((error) => this.#reportNotificationError(error, method));
@@ -775,7 +789,7 @@ export class ChannelCore implements OutgoingHost {
     if (call.state === SENT) {
       let value: unknown;
       try {
-        value = decodeChecked(call.codecs.result, body);
+        value = decodeBody(call.codecs.result, body);
       } catch (error) {
         call.fail(error, true);
         this.#finishCall(call);
@@ -808,7 +822,7 @@ export class ChannelCore implements OutgoingHost {
     if (call.state !== SENT) return;
     let item: unknown;
     try {
-      item = decodeChecked(call.codecs.result, body);
+      item = decodeBody(call.codecs.result, body);
     } catch (error) {
       if (!call.charge(frame.length)) throw creditError(id, "result");
       this.cancelCall(call, error, "a stream item could not be decoded");
@@ -849,7 +863,7 @@ export class ChannelCore implements OutgoingHost {
     }
     let item: unknown;
     try {
-      item = decodeChecked(call.codecs.param, body);
+      item = decodeBody(call.codecs.param, body);
     } catch (error) {
       if (!inbox.charge(frame.length)) throw creditError(id, "param");
       inbox.fail(error, false);
@@ -1280,12 +1294,21 @@ export class ChannelCore implements OutgoingHost {
     }
   }
 
+  /**
+   * Sends a frame whose `body` came from {@linkcode encodeBody} just now: copied first if the
+   * FrameWriter would keep it while someone else may change it.
+   */
+  #writeBody(head: Uint8Array, body: Uint8Array): void {
+    const keep = bodyHolder !== BODY_OWNED && this.#writer.keepsBody(head.length + body.length);
+    this.#writeParts(head, keep ? body.slice() : body);
+  }
+
   /** Sends a stream item as DATA; returns its cost in credit (its payload bytes). */
   #writeData(type: number, id: number, body: Uint8Array): number {
     const head = this.#heads.id(type, id);
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
-    this.#writeParts(head, body);
+    this.#writeBody(head, body);
     return size;
   }
 
@@ -1337,29 +1360,6 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null &&
     typeof (value as { then?: unknown }).then === "function";
-}
-
-function encodeChecked(slot: CodecSlot, value: unknown): Uint8Array {
-  let body: Uint8Array;
-  try {
-    body = encodeValue(slot, value);
-  } catch (error) {
-    throw error instanceof CodecError ? error : new CodecError(slot.codec.name, "encode", error);
-  }
-  // The raw codec hands back the caller's own bytes. The FrameWriter copies a body that fits
-  // in a batch at once, but sends a larger one as it is, later: copy that one now, so the
-  // caller may reuse its buffer (say, the next chunk of a file) as soon as the send returns.
-  return body === value && body.length > DEFAULT_MAX_BATCH_BYTES - LARGE_HEAD_BYTES
-    ? body.slice()
-    : body;
-}
-
-function decodeChecked(slot: CodecSlot, body: Uint8Array): unknown {
-  try {
-    return decodeValue(slot, body);
-  } catch (error) {
-    throw error instanceof CodecError ? error : new CodecError(slot.codec.name, "decode", error);
-  }
 }
 
 function paramInbox(call: IncomingCall, what: string): StreamInbox<unknown> {

@@ -6,6 +6,7 @@
  */
 
 import { TransportClosedError } from "../errors.ts";
+import { FRAME_HEADER_BYTES } from "./_header.ts";
 import { DEFAULT_MAX_BATCH_BYTES, LengthPrefixPacker } from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 import type { FrameEncoderOptions } from "./frame_encoder_stream.ts";
@@ -195,6 +196,29 @@ export class FrameWriter {
     if (this.#closed) throw new TransportClosedError("FrameWriter is closed");
     this.#packer.addParts(head, body);
     this.#queued();
+  }
+
+  /**
+   * Whether {@linkcode writeParts} keeps the body of a frame of `payloadBytes` (head and body
+   * together) by reference, to write it later as it is, rather than copying it at once: true
+   * when the frame exceeds `maxBatchBytes`.
+   *
+   * @param payloadBytes The frame's payload size.
+   * @returns True when the writer would own the body until it is written.
+   *
+   * @example
+   * ```ts
+   * import { FrameWriter } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const writer = new FrameWriter(new WritableStream(), { maxBatchBytes: 1024 });
+   * assert.equal(writer.keepsBody(1020), false); // 4-byte header + 1020: one batch
+   * assert.equal(writer.keepsBody(1021), true);
+   * await writer.close();
+   * ```
+   */
+  keepsBody(payloadBytes: number): boolean {
+    return FRAME_HEADER_BYTES + payloadBytes > this.#packer.maxBatchBytes;
   }
 
   /**
