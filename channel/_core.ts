@@ -9,6 +9,7 @@ import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import {
+  BODY_LENT,
   BODY_OWNED,
   BODY_SCRATCH,
   bodyHolder,
@@ -151,6 +152,10 @@ export class ChannelCore implements OutgoingHost {
   #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
   readonly #calls: IdTable<OutgoingCall>;
+  /** Calls whose param is the caller's own bytes, until the FrameWriter has written them. */
+  readonly #lentCalls = new Set<OutgoingCall>();
+  /** Settles once the stream items of the producers' own bytes queued so far are written. */
+  #lentItemsWritten: Promise<void> | undefined;
   #queue: OutgoingCall[] = [];
   #queueHead = 0;
   #queued = 0;
@@ -251,13 +256,14 @@ export class ChannelCore implements OutgoingHost {
         call.fail(new FrameTooLargeError(size, this.#peerMaxFrame), true);
         return call;
       }
-      // The body must outlive this call if it waits in the queue or the FrameWriter keeps it
-      // (`size` overestimates the frame, which at worst copies a body that fits after all).
-      if (
-        bodyHolder !== BODY_OWNED &&
-        (this.#writer.keepsBody(size) ||
-          (bodyHolder === BODY_SCRATCH &&
-            (this.#queued > 0 || this.#calls.size >= this.#callLimit)))
+      // A codec's scratch view is copied if it outlives this call: waiting in the queue, or
+      // kept by the FrameWriter (`size` overestimates the frame: at worst a needless copy).
+      // The caller's own bytes are not: they must stay unchanged until the call settles.
+      const kept = this.#writer.keepsBody(size);
+      if (bodyHolder === BODY_LENT && kept) this.#lentCalls.add(call);
+      else if (
+        bodyHolder === BODY_SCRATCH &&
+        (kept || this.#queued > 0 || this.#calls.size >= this.#callLimit)
       ) {
         call.body = call.body.slice();
       }
@@ -321,6 +327,10 @@ export class ChannelCore implements OutgoingHost {
     const method = this.#methodName(call.method);
     this.#writeParts(this.#heads.call(id, call.flags, timeoutMs, method), call.body);
     call.body = EMPTY;
+    if (this.#lentCalls.size > 0 && this.#lentCalls.has(call)) {
+      const written = (): boolean => this.#lentCalls.delete(call);
+      this.#writer.flush().then(written, written);
+    }
     if (call.source !== undefined && this.state !== CLOSED) {
       const pump = call.pump = new StreamPump(call, call.source, this.#peerWindow);
       call.source = undefined;
@@ -356,6 +366,7 @@ export class ChannelCore implements OutgoingHost {
     if (call.state === QUEUED) {
       call.state = DONE;
       this.#queued--;
+      this.#lentCalls.delete(call);
       call.signal?.removeEventListener("abort", call);
       call.fail(error, true);
       return;
@@ -367,7 +378,14 @@ export class ChannelCore implements OutgoingHost {
     call.deadline = Infinity;
     call.signal?.removeEventListener("abort", call);
     call.pump?.stop();
-    call.fail(error, true);
+    if (this.#lentCalls.has(call)) {
+      // The param is the caller's bytes, still being sent: settling now would let the caller
+      // change them under the peer's feet.
+      const fail = (): void => call.fail(error, true);
+      this.#writer.flush().then(fail, fail);
+    } else {
+      call.fail(error, true);
+    }
     this.#write(
       encodeIdFrame(CANCEL_R0, call.id, utf8.encode(JSON.stringify({ reason, code }))),
     );
@@ -391,6 +409,7 @@ export class ChannelCore implements OutgoingHost {
   }
 
   writable(): Promise<void> | undefined {
+    if (this.#lentItemsWritten !== undefined) return this.#lentItemsWritten;
     return this.#writer.desiredSize > 0 ? undefined : this.#writer.ready;
   }
 
@@ -1308,7 +1327,18 @@ export class ChannelCore implements OutgoingHost {
     const head = this.#heads.id(type, id);
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
-    this.#writeBody(head, body);
+    if (bodyHolder === BODY_LENT && this.#writer.keepsBody(size)) {
+      // The producer's own bytes, written as they are: every pump pulls its next item (after
+      // which the producer may change them) only once they are written; see writable().
+      this.#writeParts(head, body);
+      const done = (): void => {
+        if (this.#lentItemsWritten === written) this.#lentItemsWritten = undefined;
+      };
+      const written: Promise<void> = this.#writer.flush().then(done, done);
+      this.#lentItemsWritten = written;
+    } else {
+      this.#writeBody(head, body);
+    }
     return size;
   }
 

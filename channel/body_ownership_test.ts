@@ -4,9 +4,14 @@
 // belong to the caller: the rules of channel.ts say when it may reuse them.
 
 import assert from "node:assert/strict";
+import { jsonCodec } from "../codecs/json.ts";
+import { rawCodec } from "../codecs/raw.ts";
 import type { Codec } from "../codecs/types.ts";
+import { helloBody } from "./_test_raw_peer.ts";
+import { ScriptedTransport } from "./_test_scripted_transport.ts";
 import { type TransportKind, transportKinds } from "./_test_transports.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
+import type { Envelope } from "./envelope.ts";
 
 /**
  * JSON through one scratch buffer: every `encodeView` first scribbles over everything the
@@ -126,3 +131,137 @@ for (const kind of transportKinds) {
     assert.deepEqual(await pair.client.remote.notes(), sent);
   });
 }
+
+interface Bytes {
+  blobs(count: number): AsyncIterable<Uint8Array>;
+  fills(items: AsyncIterable<Uint8Array>): Promise<number[]>;
+  note(bytes: Uint8Array): void;
+  notes(): number[];
+  tick(bytes: Uint8Array): void;
+  shared(fill: number): Uint8Array;
+}
+
+// Past a batch, so written from the producer's own buffer, yet below the FrameWriter's
+// high-water mark, so that its backpressure alone would not hold the producer back.
+const ITEM_BYTES = 200_000;
+
+/**
+ * One buffer for every item, refilled the moment `yield` returns. With `busy`, each item
+ * follows a burst of notifications on that channel, which keeps the receiver dispatching
+ * while the item waits to be read.
+ */
+async function* reusing(count: number, busy?: Channel<Bytes>): AsyncGenerator<Uint8Array> {
+  const buffer = new Uint8Array(ITEM_BYTES);
+  const tick = new Uint8Array(8);
+  for (let i = 1; i <= count; i++) {
+    for (let n = 0; busy !== undefined && n < 2000; n++) busy.notify("tick", tick);
+    buffer.fill(i);
+    yield buffer;
+    buffer.fill(0xff);
+  }
+}
+
+/** The byte `bytes` is filled with, or -1 if it holds more than one value. */
+function fillOf(bytes: Uint8Array): number {
+  const first = bytes[0];
+  for (let i = 1; i < bytes.length; i++) if (bytes[i] !== first) return -1;
+  return first;
+}
+
+async function connectRaw(
+  kind: TransportKind,
+): Promise<{ client: Channel<Bytes> } & AsyncDisposable> {
+  const pair = await kind.pair();
+  const json = jsonCodec();
+  const methodCodecs = {
+    blobs: { param: json },
+    fills: { result: json },
+    notes: json,
+    shared: { param: json },
+  };
+  // A window of many items, so that credit is not what holds a producer back.
+  const options = { codec: rawCodec, methodCodecs, streamWindowBytes: 64 << 20 };
+  const noted: number[] = [];
+  const shared = new Uint8Array(200_000);
+  const [server, client] = await Promise.all([
+    openChannel(pair.a, {
+      ...options,
+      handlers: {
+        blobs: (count: number) => reusing(count),
+        fills: async (items: AsyncIterable<Uint8Array>) =>
+          (await Array.fromAsync(items)).map(fillOf),
+        note: (bytes: Uint8Array) => void noted.push(fillOf(bytes)),
+        notes: () => noted,
+        tick: () => {},
+        shared(fill: number) {
+          shared.fill(fill);
+          queueMicrotask(() => shared.fill(0xff));
+          return shared;
+        },
+      },
+    }),
+    openChannel<Bytes>(pair.b, options),
+  ]);
+  return {
+    client,
+    async [Symbol.asyncDispose]() {
+      await Promise.all([client.close(), server.close()]);
+      await pair.cleanup();
+    },
+  };
+}
+
+for (const kind of transportKinds) {
+  const test = (name: string, fn: () => Promise<void>) =>
+    Deno.test(`channel over ${kind.name}: ${name}`, fn);
+
+  test("raw stream items: a producer may refill its one buffer once yield returns", async () => {
+    await using pair = await connectRaw(kind);
+    const expected = Array.from({ length: 16 }, (_, i) => i + 1);
+    // Result stream: the items are kept until the end, so they must stay as they arrived.
+    const items = await Array.fromAsync(pair.client.remote.blobs(expected.length));
+    assert.deepEqual(items.map(fillOf), expected);
+    // Param stream, also with the receiver kept busy.
+    assert.deepEqual(await pair.client.remote.fills(reusing(expected.length)), expected);
+    const busy = reusing(expected.length, pair.client);
+    assert.deepEqual(await pair.client.remote.fills(busy), expected);
+  });
+
+  test("raw notifications and results: the sender may change the bytes at once", async () => {
+    await using pair = await connectRaw(kind);
+    const buffer = new Uint8Array(200_000);
+    for (const fill of [1, 2, 3]) {
+      pair.client.notify("note", buffer.fill(fill));
+      buffer.fill(0xff);
+    }
+    assert.deepEqual(await pair.client.remote.notes(), [1, 2, 3]);
+    for (const fill of [4, 5]) assert.equal(fillOf(await pair.client.remote.shared(fill)), fill);
+  });
+}
+
+Deno.test("channel: a cancelled call settles only once the caller's own bytes are written", async () => {
+  const written: Envelope[] = [];
+  const transport = new ScriptedTransport((frames) => written.push(...frames));
+  const opening = openChannel<{ sum(bytes: Uint8Array): number }>(transport, {
+    codec: rawCodec,
+  });
+  transport.deliver([{ kind: "hello", body: helloBody({ codec: "raw" }) }]);
+  const channel = await opening;
+  transport.hold();
+  const param = new Uint8Array(200_000).fill(7);
+  const controller = new AbortController();
+  let settled = false;
+  const call = channel.remote.sum(param, { signal: controller.signal }).catch((e) => e)
+    .finally(() => settled = true);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  controller.abort(new Error("stop"));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(settled, false, "the param is still being written");
+  transport.release();
+  assert.equal((await call as Error).message, "stop");
+  param.fill(0xff);
+  const sent = written.find((frame) => frame.kind === "call");
+  assert.ok(sent?.kind === "call");
+  assert.equal(fillOf(sent.body), 7);
+  await channel.abort();
+});

@@ -5,62 +5,10 @@
 
 import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
-import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
-import type { Transport } from "../transports/types.ts";
 import { helloBody, json } from "./_test_raw_peer.ts";
+import { ScriptedTransport } from "./_test_scripted_transport.ts";
 import { type Channel, openChannel } from "./channel.ts";
-import { decodeEnvelope, encodeEnvelope, type Envelope } from "./envelope.ts";
-
-/** A transport fed by the test, whose sink calls `onWrite` with each frame the channel sends. */
-class ScriptedTransport implements Transport {
-  readonly readable: ReadableStream<Uint8Array>;
-  readonly writable: WritableStream<Uint8Array>;
-  #controller!: ReadableStreamDefaultController<Uint8Array>;
-  #open = true;
-
-  constructor(onWrite: (frames: Envelope[]) => void) {
-    this.readable = new ReadableStream({ start: (c) => void (this.#controller = c) });
-    const decoder = new FrameDecoder();
-    this.writable = new WritableStream({
-      write(chunk) {
-        decoder.push(chunk);
-        const frames: Envelope[] = [];
-        for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
-          frames.push(decodeEnvelope(f.slice()));
-        }
-        onWrite(frames);
-      },
-    });
-  }
-
-  /** Delivers `envelopes` to the channel as one read. */
-  deliver(envelopes: Envelope[]): void {
-    const frames = envelopes.map((e) => encodeFrame(encodeEnvelope(e)));
-    const chunk = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
-    let offset = 0;
-    for (const frame of frames) {
-      chunk.set(frame, offset);
-      offset += frame.length;
-    }
-    this.#controller.enqueue(chunk);
-  }
-
-  close(): Promise<void> {
-    if (this.#open) {
-      this.#open = false;
-      this.#controller.close();
-    }
-    return Promise.resolve();
-  }
-
-  abort(): Promise<void> {
-    return this.close();
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close();
-  }
-}
+import type { Envelope } from "./envelope.ts";
 
 const RUN = 200;
 

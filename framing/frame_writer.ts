@@ -109,7 +109,11 @@ export class FrameWriter {
   #closing: Promise<void> | undefined;
   #inFlightBytes = 0;
   #readyWaiters: Array<() => void> = [];
-  #idleWaiters: Array<() => void> = [];
+  /** Batches taken from the queue so far, and how many of them are written. */
+  #taken = 0;
+  #written = 0;
+  /** Each flush() waiting, with the batch that holds its frames (in increasing order). */
+  #flushWaiters: Array<{ batch: number; wake: () => void }> = [];
 
   /**
    * Creates a writer that takes the lock of `writable`.
@@ -168,7 +172,8 @@ export class FrameWriter {
    *
    * @param head The first bytes of the payload; the caller may reuse it once this returns.
    * @param body The rest of the payload. The caller may reuse it once this returns if the
-   * frame fits in `maxBatchBytes`; a larger one is owned by the writer from now on.
+   * frame fits in `maxBatchBytes` (see {@linkcode keepsBody}); a larger one is written as it
+   * is, so keep it unchanged until a {@linkcode flush} called after this resolves.
    * @throws {TransportClosedError} After `close()`/`abort()`, or once the byte stream has
    * failed (the failure is its `cause`).
    * @throws {FrameTooLargeError} When head and body together exceed `maxFrameBytes`; nothing
@@ -263,8 +268,15 @@ export class FrameWriter {
    */
   flush(): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    if (this.#idle()) return Promise.resolve();
-    return this.#wait(this.#idleWaiters);
+    // Queued frames go out with the next batch taken; without any, the last batch holds them.
+    const batch = this.#packer.empty ? this.#taken : this.#taken + 1;
+    if (batch <= this.#written) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.#flushWaiters.push({
+        batch,
+        wake: () => this.#failure !== undefined ? reject(this.#failure) : resolve(),
+      });
+    });
   }
 
   /**
@@ -302,10 +314,6 @@ export class FrameWriter {
     return this.desiredSize > 0 || (this.#packer.empty && this.#inFlightBytes === 0);
   }
 
-  #idle(): boolean {
-    return this.#packer.empty && !this.#pumping && !this.#scheduled;
-  }
-
   #wait(waiters: Array<() => void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       waiters.push(() => this.#failure !== undefined ? reject(this.#failure) : resolve());
@@ -334,13 +342,17 @@ export class FrameWriter {
     try {
       while (!packer.empty && this.#failure === undefined) {
         this.#inFlightBytes = packer.pendingBytes;
-        for (const chunk of packer.take()) {
+        const chunks = packer.take();
+        this.#taken++;
+        for (const chunk of chunks) {
           await this.#writer.write(chunk);
           this.#inFlightBytes -= chunk.length;
           if (this.#readyWaiters.length > 0 && this.#belowMark()) {
             wakeAll(this.#readyWaiters.splice(0));
           }
         }
+        this.#written = this.#taken;
+        this.#wakeFlushed();
         // Let the frames queued by the continuations of this write join the next batch.
         await undefined;
       }
@@ -351,7 +363,14 @@ export class FrameWriter {
       this.#inFlightBytes = 0;
     }
     wakeAll(this.#readyWaiters.splice(0));
-    wakeAll(this.#idleWaiters.splice(0));
+  }
+
+  #wakeFlushed(): void {
+    const waiters = this.#flushWaiters;
+    let woken = 0;
+    while (woken < waiters.length && waiters[woken].batch <= this.#written) woken++;
+    if (woken === 0) return;
+    for (const waiter of waiters.splice(0, woken)) waiter.wake();
   }
 
   #fail(error: TransportClosedError): void {
@@ -359,7 +378,7 @@ export class FrameWriter {
     this.#failure = error;
     this.#packer.clear();
     wakeAll(this.#readyWaiters.splice(0));
-    wakeAll(this.#idleWaiters.splice(0));
+    for (const waiter of this.#flushWaiters.splice(0)) waiter.wake();
   }
 }
 

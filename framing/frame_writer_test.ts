@@ -92,6 +92,31 @@ Deno.test("FrameWriter: writeQueued starts the write at once, unless one is in f
   await writer.close();
 });
 
+Deno.test("FrameWriter: flush waits for the frames queued so far, not for later ones", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  sink.hold();
+  writer.write(new Uint8Array([1]));
+  await microtasks(20);
+  assert.equal(sink.writes.length, 1, "the first frame's write is in flight");
+  let first = false;
+  const firstFlushed = writer.flush().then(() => first = true);
+  writer.write(new Uint8Array([2]));
+  let second = false;
+  const secondFlushed = writer.flush().then(() => second = true);
+  await microtasks(20);
+  assert.equal(first, false);
+  sink.release();
+  sink.hold(); // the second frame's write stays in flight
+  await firstFlushed;
+  await microtasks(20);
+  assert.equal(sink.writes.length, 2);
+  assert.equal(second, false, "the second frame is not written yet");
+  sink.release();
+  await secondFlushed;
+  await writer.close();
+});
+
 Deno.test("FrameWriter: a whole batch starts its write at once; the rest follows", async () => {
   const sink = new RecordingSink();
   const writer = new FrameWriter(sink.writable, { maxBatchBytes: 1024 });

@@ -23,8 +23,9 @@ export interface MemoryPairOptions {
 
 /**
  * Creates two connected in-memory transports: bytes written to one are read from the other.
- * Chunks pass by reference, with no copy, so a writer must not modify a chunk after writing
- * it. Like every transport the pair applies backpressure and follows the close semantics of
+ * Each chunk is copied as it is written, as a socket's kernel buffer would: the writer may
+ * reuse its bytes once the write resolved, and the reader owns what it reads. Like every
+ * transport the pair applies backpressure and follows the close semantics of
  * `Transport`; `abort()` errors the peer's `readable` with `TransportClosedError`.
  *
  * @param options Buffer size; see {@linkcode MemoryPairOptions}.
@@ -106,7 +107,9 @@ class MemoryChannel implements ByteChannel {
   }
 
   write(chunk: Uint8Array): Promise<void> {
-    return this.#writer.write(chunk);
+    // A copy, so that the reader never sees a writer reuse its buffer (a channel passes a
+    // stream producer's own bytes through, and lets it refill them once they are written).
+    return this.#writer.write(chunk.slice());
   }
 
   closeWrite(): Promise<void> {
