@@ -239,6 +239,7 @@ export class ChannelCore implements OutgoingHost {
       call.fail(this.#notOpenError(), true);
       return call;
     }
+    let lent = false;
     if (isAsyncIterable(param)) {
       call.flags = CALL_FLAG_STREAM_PARAM;
       call.source = param;
@@ -260,8 +261,8 @@ export class ChannelCore implements OutgoingHost {
       // kept by the FrameWriter (`size` overestimates the frame: at worst a needless copy).
       // The caller's own bytes are not: they must stay unchanged until the call settles.
       const kept = this.#writer.keepsBody(size);
-      if (bodyHolder === BODY_LENT && kept) this.#lentCalls.add(call);
-      else if (
+      lent = bodyHolder === BODY_LENT && kept;
+      if (
         bodyHolder === BODY_SCRATCH &&
         (kept || this.#queued > 0 || this.#calls.size >= this.#callLimit)
       ) {
@@ -292,6 +293,7 @@ export class ChannelCore implements OutgoingHost {
       call.signal = signal;
       signal.addEventListener("abort", call);
     }
+    if (lent) this.#lentCalls.add(call);
     if (this.#queued === 0 && this.#calls.size < this.#callLimit) this.#send(call, true);
     else {
       this.#queue.push(call);
@@ -1065,6 +1067,7 @@ export class ChannelCore implements OutgoingHost {
       const call = this.#queue[i];
       if (call.state !== QUEUED) continue;
       call.state = DONE;
+      this.#lentCalls.delete(call);
       call.signal?.removeEventListener("abort", call);
       call.fail(error, true);
     }
