@@ -46,7 +46,6 @@ import {
   DecodeError,
   Decoder,
   decodeTimestampExtension,
-  Encoder,
   encodeTimestampExtension,
   EXT_TIMESTAMP,
   ExtData,
@@ -54,6 +53,8 @@ import {
 } from "@msgpack/msgpack/dist.esm/index.mjs";
 import { CachedKeyDecoder } from "@msgpack/msgpack/dist.esm/CachedKeyDecoder.mjs";
 import { CodecError } from "../errors.ts";
+import { FALLBACK, MsgpackReader } from "./_msgpack_reader.ts";
+import { MsgpackWriter } from "./_msgpack_writer.ts";
 import type { Codec } from "./types.ts";
 
 export type { Codec };
@@ -106,7 +107,10 @@ export interface MsgpackCodecOptions {
 /**
  * Creates a MessagePack codec. Each instance keeps its own reusable encoder and decoder (and
  * their scratch buffer), so create one per channel rather than one per message; an instance
- * is not re-entrant across threads but serves any number of messages.
+ * is not re-entrant across threads but serves any number of messages. Its bytes are those of
+ * `@msgpack/msgpack`'s own `Encoder`, and it decodes what the library's `Decoder` decodes, to
+ * the same values; both directions run on faster routines of this module for what they cover
+ * and on the library for the rest.
  *
  * @typeParam T The values this codec carries.
  * @param options Decoding limits and the encoding depth limit.
@@ -128,18 +132,18 @@ export function msgpackCodec<T = unknown>(options: MsgpackCodecOptions = {}): Co
   return new _MsgpackCodec<T>(options);
 }
 
-/** Encoded sizes above this drop the grown scratch buffer instead of keeping it for good. */
-const RETAINED_SCRATCH_LIMIT = 4 * 1024 * 1024;
-
 class _MsgpackCodec<T> implements Codec<T> {
   readonly name: string = MSGPACK_CODEC_NAME;
   readonly #maxDepth: number;
   readonly #limits: Required<Omit<MsgpackCodecOptions, "maxDepth">>;
   readonly #extensions: ExtensionCodecType<undefined>;
   /** Index 0 serves the top-level value, index n a Map/Set payload n levels down. */
-  #encoders: Encoder[] = [];
+  #writers: MsgpackWriter[] = [];
+  #readers: MsgpackReader[] = [];
   #decoders: Decoder[] = [];
   #level = 0;
+  /** Cleared for the rest of a message once the fast reader hands it to the library. */
+  #fast = true;
 
   constructor(options: MsgpackCodecOptions) {
     this.#maxDepth = limit(options, "maxDepth", DEFAULT_MSGPACK_MAX_DEPTH, 1);
@@ -154,17 +158,18 @@ class _MsgpackCodec<T> implements Codec<T> {
       tryToEncode: (object) => this.#tryToEncode(object),
       decode: (data, type) => this.#decodeExtension(data, type),
     };
-    this.#encoders.push(this.#newEncoder());
+    this.#writers.push(this.#newWriter());
+    this.#readers.push(this.#newReader());
     this.#decoders.push(this.#newDecoder());
   }
 
   encode(value: T): Uint8Array {
+    return this.encodeView(value).slice();
+  }
+
+  encodeView(value: T): Uint8Array {
     try {
-      // Encoder.encode copies out of the scratch buffer: encodeSharedRef plus the slice the
-      // caller-owns-the-bytes contract needs is exactly what it does.
-      const bytes = this.#encoders[0].encode(value);
-      if (bytes.length > RETAINED_SCRATCH_LIMIT) this.#encoders = [this.#newEncoder()];
-      return bytes;
+      return this.#writers[0].encode(value);
     } catch (cause) {
       throw new CodecError(this.name, "encode", this.#explainEncode(cause));
     } finally {
@@ -174,16 +179,28 @@ class _MsgpackCodec<T> implements Codec<T> {
 
   decode(bytes: Uint8Array): T {
     try {
+      const value = this.#readers[0].read(bytes);
+      if (value !== FALLBACK) return value as T;
+      this.#fast = false;
       return this.#decoders[0].decode(bytes) as T;
     } catch (cause) {
       throw new CodecError(this.name, "decode", explainDecode(cause, bytes.length));
     } finally {
       this.#level = 0;
+      this.#fast = true;
     }
   }
 
-  #newEncoder(): Encoder {
-    return new Encoder({ extensionCodec: this.#extensions, maxDepth: this.#maxDepth });
+  #newWriter(): MsgpackWriter {
+    return new MsgpackWriter((object) => this.#tryToEncode(object), this.#maxDepth);
+  }
+
+  #newReader(): MsgpackReader {
+    return new MsgpackReader(
+      this.#limits,
+      (data, type) => this.#decodeExtension(data, type),
+      protoSafeKeys,
+    );
   }
 
   #newDecoder(): Decoder {
@@ -225,10 +242,10 @@ class _MsgpackCodec<T> implements Codec<T> {
     if (level > this.#maxDepth) {
       throw new RangeError(`Map and Set values nest deeper than maxDepth (${this.#maxDepth})`);
     }
-    const encoder = this.#encoders[level] ??= this.#newEncoder();
+    const writer = this.#writers[level] ??= this.#newWriter();
     this.#level = level;
     try {
-      return encoder.encodeSharedRef(items);
+      return writer.encode(items);
     } finally {
       this.#level = level - 1;
     }
@@ -261,10 +278,17 @@ class _MsgpackCodec<T> implements Codec<T> {
     if (level > this.#maxDepth) {
       throw new DecodeError(`Map and Set values nest deeper than maxDepth (${this.#maxDepth})`);
     }
-    const decoder = this.#decoders[level] ??= this.#newDecoder();
     this.#level = level;
     try {
-      const items = decoder.decode(data);
+      let items: unknown;
+      if (this.#fast) {
+        items = (this.#readers[level] ??= this.#newReader()).read(data);
+        // The whole message goes to the library then, not this payload alone: a payload
+        // decoded twice at every level of nesting would take 2^depth decodes.
+        if (items === FALLBACK) throw FALLBACK;
+      } else {
+        items = (this.#decoders[level] ??= this.#newDecoder()).decode(data);
+      }
       if (!Array.isArray(items)) throw new DecodeError(`A ${what} payload must be an array`);
       return items;
     } finally {

@@ -206,6 +206,16 @@ Deno.test("codec/msgpack: Map/Set nesting far past the limit is a CodecError, no
   assert.match(err.message, /maxDepth \(100\)/);
 });
 
+Deno.test("codec/msgpack: a fallback deep inside Map/Set payloads costs one more decode, not 2^depth", () => {
+  // At every level the payload's last member needs the library's decoder (a "__proto__" key),
+  // so a fast pass learns it only after decoding all the levels below.
+  let value: unknown = 0;
+  for (let i = 0; i < DEFAULT_MSGPACK_MAX_DEPTH - 10; i++) {
+    value = new Set([value, JSON.parse('{"__proto__":1}')]);
+  }
+  assert.deepStrictEqual(codec.decode(codec.encode(value)), value);
+});
+
 Deno.test("codec/msgpack: a codec keeps working after a failure", () => {
   assert.ok(thrown(() => codec.encode(new Map([["f", () => 1]]))) instanceof CodecError);
   assert.ok(

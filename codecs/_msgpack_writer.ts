@@ -1,0 +1,317 @@
+/**
+ * A MessagePack writer that produces exactly the bytes of `@msgpack/msgpack`'s `Encoder`
+ * (pinned 3.1) with the options `codecs/msgpack.ts` uses, in about half the time: it writes
+ * bytes straight into its buffer instead of through a `DataView` call per byte, reserves room
+ * once per value, writes short ASCII strings in one pass, and skips the extension hook for
+ * plain objects and arrays (no extension applies to them). `msgpack_test.ts` compares its
+ * output with the library's on generated values.
+ *
+ * @module
+ */
+
+import type { ExtData } from "@msgpack/msgpack/dist.esm/index.mjs";
+import { setInt64, setUint64 } from "@msgpack/msgpack/dist.esm/utils/int.mjs";
+import { utf8Count, utf8EncodeJs } from "@msgpack/msgpack/dist.esm/utils/utf8.mjs";
+
+/** Turns a value that is no array, plain object or primitive into an extension, or null. */
+export type ExtensionHook = (object: unknown) => ExtData | null;
+
+/** The first buffer size, as the library's. */
+const INITIAL_BYTES = 2048;
+/** Buffers grown past this serve one message and are dropped, not kept for good. */
+const RETAINED_BYTES = 4 * 1024 * 1024;
+/** Strings up to this many units go through the library's JavaScript UTF-8 encoder, longer
+ * ones through `TextEncoder.encodeInto`: the library's threshold, which decides how lone
+ * surrogates come out (WTF-8 below it, U+FFFD above). */
+const TEXT_ENCODER_THRESHOLD = 50;
+const FIXSTR_LIMIT = 32;
+/** The most bytes one UTF-16 unit takes in UTF-8. */
+const MAX_BYTES_PER_UNIT = 3;
+const textEncoder = new TextEncoder();
+const objectProto = Object.prototype;
+const arrayProto = Array.prototype;
+
+/** Encodes values into a buffer of its own; see the module doc. */
+export class MsgpackWriter {
+  readonly #extension: ExtensionHook;
+  readonly #maxDepth: number;
+  #bytes = new Uint8Array(INITIAL_BYTES);
+  #view = new DataView(this.#bytes.buffer);
+  #pos = 0;
+  #entered = false;
+
+  /**
+   * @param extension Called for every value that is not a plain object, an array or a
+   * primitive the format has (bigints, class instances, typed arrays, symbols, functions).
+   * @param maxDepth The deepest level a value may sit at, the top-level value being level 1.
+   */
+  constructor(extension: ExtensionHook, maxDepth: number) {
+    this.#extension = extension;
+    this.#maxDepth = maxDepth;
+  }
+
+  /**
+   * Encodes `value`. The bytes are a view of this writer's buffer, valid until its next
+   * `encode`. Throws the library's errors for what it refuses (too deep, unrecognized objects).
+   */
+  encode(value: unknown): Uint8Array {
+    // Re-entered from a getter or an extension hook while encoding: a writer of its own, as
+    // the library clones its encoder.
+    if (this.#entered) return new MsgpackWriter(this.#extension, this.#maxDepth).encode(value);
+    this.#entered = true;
+    this.#pos = 0;
+    try {
+      this.#value(value, 1);
+      const bytes = this.#bytes.subarray(0, this.#pos);
+      if (this.#bytes.length > RETAINED_BYTES) this.#resize(INITIAL_BYTES, 0);
+      return bytes;
+    } finally {
+      this.#entered = false;
+    }
+  }
+
+  #value(value: unknown, depth: number): void {
+    if (depth > this.#maxDepth) throw new Error(`Too deep objects in depth ${depth}`);
+    if (value == null) {
+      this.#ensure(1);
+      this.#bytes[this.#pos++] = 0xc0;
+      return;
+    }
+    switch (typeof value) {
+      case "boolean":
+        this.#ensure(1);
+        this.#bytes[this.#pos++] = value ? 0xc3 : 0xc2;
+        return;
+      case "number":
+        return this.#number(value);
+      case "string":
+        return this.#string(value);
+      case "object": {
+        // Plain objects and arrays are never Dates, Maps, Sets or ExtData, so the hook would
+        // return null for them; `Array.isArray` keeps an `Object.create(Array.prototype)` a map.
+        const proto = Object.getPrototypeOf(value);
+        if (proto === objectProto) return this.#map(value as Record<string, unknown>, depth);
+        if (proto === arrayProto && Array.isArray(value)) return this.#array(value, depth);
+      }
+    }
+    this.#object(value, depth);
+  }
+
+  /** The library's `encodeObject`: the extension hook first, then the built-in kinds. */
+  #object(value: unknown, depth: number): void {
+    const ext = this.#extension(value);
+    if (ext !== null) this.#ext(ext);
+    else if (Array.isArray(value)) this.#array(value, depth);
+    else if (ArrayBuffer.isView(value)) this.#binary(value);
+    else if (typeof value === "object") this.#map(value as Record<string, unknown>, depth);
+    else throw new Error(`Unrecognized object: ${Object.prototype.toString.apply(value)}`);
+  }
+
+  #number(n: number): void {
+    this.#ensure(9);
+    const b = this.#bytes;
+    let p = this.#pos;
+    if (Number.isSafeInteger(n)) {
+      if (n >= 0) {
+        if (n < 0x80) {
+          b[p++] = n;
+        } else if (n < 0x100) {
+          b[p++] = 0xcc;
+          b[p++] = n;
+        } else if (n < 0x10000) {
+          b[p++] = 0xcd;
+          b[p++] = n >>> 8;
+          b[p++] = n;
+        } else if (n < 0x100000000) {
+          b[p++] = 0xce;
+          p = writeU32(b, p, n);
+        } else {
+          b[p++] = 0xcf;
+          setUint64(this.#view, p, n);
+          p += 8;
+        }
+      } else if (n >= -0x20) {
+        b[p++] = 0xe0 | (n + 0x20);
+      } else if (n >= -0x80) {
+        b[p++] = 0xd0;
+        b[p++] = n; // a Uint8Array stores n mod 256: the two's complement byte
+      } else if (n >= -0x8000) {
+        b[p++] = 0xd1;
+        b[p++] = n >> 8;
+        b[p++] = n;
+      } else if (n >= -0x80000000) {
+        b[p++] = 0xd2;
+        p = writeU32(b, p, n);
+      } else {
+        b[p++] = 0xd3;
+        setInt64(this.#view, p, n);
+        p += 8;
+      }
+    } else {
+      b[p++] = 0xcb;
+      this.#view.setFloat64(p, n);
+      p += 8;
+    }
+    this.#pos = p;
+  }
+
+  #string(s: string): void {
+    const length = s.length;
+    if (length < FIXSTR_LIMIT) {
+      // Room for the general path too, so a non-ASCII unit can fall through to it.
+      this.#ensure(5 + length * MAX_BYTES_PER_UNIT);
+      const b = this.#bytes;
+      const start = this.#pos;
+      let p = start + 1;
+      let i = 0;
+      for (; i < length; i++) {
+        const unit = s.charCodeAt(i);
+        if (unit >= 0x80) break;
+        b[p++] = unit;
+      }
+      if (i === length) {
+        b[start] = 0xa0 + length;
+        this.#pos = p;
+        return;
+      }
+    }
+    const byteLength = utf8Count(s);
+    this.#ensure(5 + byteLength);
+    this.#stringHeader(byteLength);
+    if (length > TEXT_ENCODER_THRESHOLD) {
+      textEncoder.encodeInto(s, this.#bytes.subarray(this.#pos));
+    } else {
+      utf8EncodeJs(s, this.#bytes, this.#pos);
+    }
+    this.#pos += byteLength;
+  }
+
+  #stringHeader(byteLength: number): void {
+    const b = this.#bytes;
+    let p = this.#pos;
+    if (byteLength < FIXSTR_LIMIT) {
+      b[p++] = 0xa0 + byteLength;
+    } else if (byteLength < 0x100) {
+      b[p++] = 0xd9;
+      b[p++] = byteLength;
+    } else if (byteLength < 0x10000) {
+      b[p++] = 0xda;
+      b[p++] = byteLength >>> 8;
+      b[p++] = byteLength;
+    } else if (byteLength < 0x100000000) {
+      b[p++] = 0xdb;
+      p = writeU32(b, p, byteLength);
+    } else {
+      throw new Error(`Too long string: ${byteLength} bytes in UTF-8`);
+    }
+    this.#pos = p;
+  }
+
+  #array(array: unknown[], depth: number): void {
+    const size = array.length;
+    if (size < 16) this.#head(0x90 + size, 0, 0);
+    else if (size < 0x10000) this.#head(0xdc, 2, size);
+    else if (size < 0x100000000) this.#head(0xdd, 4, size);
+    else throw new Error(`Too large array: ${size}`);
+    for (const item of array) this.#value(item, depth + 1);
+  }
+
+  #map(object: Record<string, unknown>, depth: number): void {
+    const keys = Object.keys(object);
+    const size = keys.length;
+    if (size < 16) this.#head(0x80 + size, 0, 0);
+    else if (size < 0x10000) this.#head(0xde, 2, size);
+    else if (size < 0x100000000) this.#head(0xdf, 4, size);
+    else throw new Error(`Too large map object: ${size}`);
+    for (const key of keys) {
+      this.#string(key);
+      this.#value(object[key], depth + 1);
+    }
+  }
+
+  #binary(view: ArrayBufferView): void {
+    const size = view.byteLength;
+    if (size < 0x100) this.#head(0xc4, 1, size);
+    else if (size < 0x10000) this.#head(0xc5, 2, size);
+    else if (size < 0x100000000) this.#head(0xc6, 4, size);
+    else throw new Error(`Too large binary: ${size}`);
+    this.#raw(
+      view instanceof Uint8Array
+        ? view
+        : new Uint8Array(view.buffer, view.byteOffset, view.byteLength),
+    );
+  }
+
+  #ext(ext: ExtData): void {
+    if (typeof ext.data === "function") {
+      const data = ext.data(this.#pos + 6);
+      const size = data.length;
+      if (size >= 0x100000000) throw new Error(`Too large extension object: ${size}`);
+      this.#head(0xc9, 4, size);
+      this.#extType(ext.type);
+      this.#raw(data);
+      return;
+    }
+    const data = ext.data;
+    const size = data.length;
+    if (size === 1) this.#head(0xd4, 0, 0);
+    else if (size === 2) this.#head(0xd5, 0, 0);
+    else if (size === 4) this.#head(0xd6, 0, 0);
+    else if (size === 8) this.#head(0xd7, 0, 0);
+    else if (size === 16) this.#head(0xd8, 0, 0);
+    else if (size < 0x100) this.#head(0xc7, 1, size);
+    else if (size < 0x10000) this.#head(0xc8, 2, size);
+    else if (size < 0x100000000) this.#head(0xc9, 4, size);
+    else throw new Error(`Too large extension object: ${size}`);
+    this.#extType(ext.type);
+    this.#raw(data);
+  }
+
+  #extType(type: number): void {
+    this.#ensure(1);
+    this.#bytes[this.#pos++] = type; // stored mod 256, as DataView.setInt8 stores it
+  }
+
+  /** Writes a type byte and a big-endian length of `width` bytes (0: none). */
+  #head(type: number, width: 0 | 1 | 2 | 4, length: number): void {
+    this.#ensure(5);
+    const b = this.#bytes;
+    let p = this.#pos;
+    b[p++] = type;
+    if (width === 1) {
+      b[p++] = length;
+    } else if (width === 2) {
+      b[p++] = length >>> 8;
+      b[p++] = length;
+    } else if (width === 4) {
+      p = writeU32(b, p, length);
+    }
+    this.#pos = p;
+  }
+
+  #raw(data: Uint8Array): void {
+    this.#ensure(data.length);
+    this.#bytes.set(data, this.#pos);
+    this.#pos += data.length;
+  }
+
+  #ensure(size: number): void {
+    const required = this.#pos + size;
+    if (required > this.#bytes.length) this.#resize(required * 2, this.#pos);
+  }
+
+  #resize(size: number, keep: number): void {
+    const bytes = new Uint8Array(size);
+    bytes.set(this.#bytes.subarray(0, keep));
+    this.#bytes = bytes;
+    this.#view = new DataView(bytes.buffer);
+  }
+}
+
+function writeU32(b: Uint8Array, p: number, n: number): number {
+  b[p] = n >>> 24;
+  b[p + 1] = n >>> 16;
+  b[p + 2] = n >>> 8;
+  b[p + 3] = n;
+  return p + 4;
+}
