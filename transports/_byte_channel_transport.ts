@@ -15,6 +15,13 @@ export interface ByteChannel {
    */
   read(): Promise<Uint8Array | null>;
   /**
+   * Reads straight into `view`: resolves with the bytes read, a view of the start of `view`
+   * (or of the buffer a transfer moved it to), or `null` at the end of the stream. Optional;
+   * a channel that has it gives its transport a `readInto`. Called only when no other
+   * `read` or `readInto` is pending.
+   */
+  readInto?(view: Uint8Array): Promise<Uint8Array | null>;
+  /**
    * Writes all of `chunk`. Returns `undefined` when the bytes were written synchronously,
    * which spares a promise per chunk. Called again only after the previous call settled.
    */
@@ -37,16 +44,30 @@ const WRITE_HIGH_WATER_MARK = 64 * 1024;
  * Writes accepted by `writable` before `close()` are flushed, even when nobody awaited them:
  * the writable's size function counts chunks as they enter its queue, so `close()` knows how
  * many to let through before refusing the rest with TransportClosedError.
+ *
+ * Over a channel that can read into a given buffer, the transport has `readInto` too (a
+ * `FrameSource` in framing's terms): the holder of `readable`'s reader may read the next bytes
+ * straight into a buffer of its own between its reads, e.g. the rest of a large frame into
+ * that frame, which spares the copy out of the channel's read buffer.
  */
 export class ByteChannelTransport implements Transport {
   readonly readable: ReadableStream<Uint8Array>;
   readonly writable: WritableStream<Uint8Array>;
+  /**
+   * Reads the next bytes into `view` instead of through `readable`, which must be locked by
+   * the caller with no read pending. Resolves with the bytes read (a view of the start of
+   * `view`, or of the buffer it was transferred to) or `null` once `readable` has ended;
+   * rejects as a read of `readable` would. Present only over a channel that can do it.
+   */
+  readonly readInto: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   readonly #channel: ByteChannel;
   #readController!: ReadableStreamDefaultController<Uint8Array>;
   /** The channel read in flight, awaited on release so no op outlives the transport. */
   #reading: Promise<unknown> | undefined;
   /** The readable has ended, errored or been cancelled. */
   #readDone = false;
+  /** What the readable errored with, for `readInto` to throw too. */
+  #readError: unknown;
   /** The writable was closed by its owner, or a write failed. */
   #writeDone = false;
   #writing = false;
@@ -62,6 +83,8 @@ export class ByteChannelTransport implements Transport {
 
   constructor(channel: ByteChannel) {
     this.#channel = channel;
+    const direct = channel.readInto !== undefined;
+    this.readInto = direct ? (view) => this.#readInto(view) : undefined;
     this.readable = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#readController = controller;
@@ -71,7 +94,9 @@ export class ByteChannelTransport implements Transport {
         this.#readDone = true;
         this.#releaseIfDone();
       },
-    });
+      // With `readInto`, no read ahead: a chunk read ahead into the channel's buffer would
+      // have to be delivered before the bytes `readInto` reads.
+    }, { highWaterMark: direct ? 0 : 1 });
     this.writable = new WritableStream<Uint8Array>({
       write: (chunk) => this.#write(chunk),
       close: () => this.#closeWrite(),
@@ -131,6 +156,35 @@ export class ByteChannelTransport implements Transport {
     }
   }
 
+  async #readInto(view: Uint8Array): Promise<Uint8Array | null> {
+    if (this.#reading !== undefined) {
+      throw new TypeError(`readInto() on ${this.#channel.label} while a read is pending`);
+    }
+    if (this.#released) this.#endRead();
+    if (this.#readDone) return this.#readEnded();
+    let chunk: Uint8Array | null;
+    try {
+      chunk = await (this.#reading = this.#channel.readInto!(view));
+    } catch (error) {
+      this.#failRead(error);
+      return this.#readEnded();
+    } finally {
+      this.#reading = undefined;
+    }
+    if (this.#readDone) return this.#readEnded();
+    if (chunk === null) {
+      this.#endRead();
+      this.#releaseIfDone();
+    }
+    return chunk;
+  }
+
+  /** What `readInto` gives once the readable is done: its error, or the end. */
+  #readEnded(): null {
+    if (this.#readError !== undefined) throw this.#readError;
+    return null;
+  }
+
   #endRead(): void {
     if (this.#readDone) return;
     this.#readDone = true;
@@ -142,12 +196,11 @@ export class ByteChannelTransport implements Transport {
     if (this.#readDone) return;
     if (this.#released && !this.#aborted) return this.#endRead();
     this.#readDone = true;
-    this.#readController.error(
-      this.#aborted ? this.#closedError() : new TransportClosedError(
-        `Read from ${this.#channel.label} failed: ${messageOf(error)}`,
-        { cause: error },
-      ),
+    this.#readError = this.#aborted ? this.#closedError() : new TransportClosedError(
+      `Read from ${this.#channel.label} failed: ${messageOf(error)}`,
+      { cause: error },
     );
+    this.#readController.error(this.#readError);
   }
 
   #write(chunk: Uint8Array): Promise<void> | undefined {

@@ -28,6 +28,11 @@ class ConnChannel implements ByteChannel {
     return n === null ? null : this.#buffer.take(buffer.subarray(0, n));
   }
 
+  async readInto(view: Uint8Array): Promise<Uint8Array | null> {
+    const n = await this.#conn.read(view);
+    return n === null ? null : view.subarray(0, n);
+  }
+
   async write(chunk: Uint8Array): Promise<void> {
     let written = await this.#conn.write(chunk);
     while (written < chunk.length) written += await this.#conn.write(chunk.subarray(written));

@@ -1,0 +1,169 @@
+import assert from "node:assert/strict";
+import { TransportClosedError } from "../errors.ts";
+import { ReadBuffer } from "./_byte_channel_transport.ts";
+import { connectPair } from "./_conformance.ts";
+import { memoryPair } from "./memory.ts";
+import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
+import type { Transport } from "./types.ts";
+import { connectUnix, listenUnix } from "./unix.ts";
+
+type ReadInto = (view: Uint8Array) => Promise<Uint8Array | null>;
+
+interface Pair {
+  a: Transport;
+  /** The reading end, with its `readInto`. */
+  b: Transport & { readInto: ReadInto };
+  cleanup: () => Promise<void>;
+}
+
+const TLS_DIR = new URL("../testdata/tls/", import.meta.url);
+
+const PAIRS: Record<string, () => Promise<Pair>> = {
+  unix: async () => {
+    const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+    const listener = await listenUnix(`${dir}/s`);
+    const [a, b] = await connectPair(listener, () => connectUnix(`${dir}/s`));
+    return withReadInto(a, b, async () => {
+      await listener.close();
+      await Deno.remove(dir, { recursive: true });
+    });
+  },
+  tcp: async () => {
+    const listener = listenTcp();
+    const port = (listener.addr as Deno.NetAddr).port;
+    const [a, b] = await connectPair(listener, () => connectTcp({ port }));
+    return withReadInto(a, b, () => listener.close());
+  },
+  tls: async () => {
+    const listener = listenTls({
+      cert: await Deno.readTextFile(new URL("server.pem", TLS_DIR)),
+      key: await Deno.readTextFile(new URL("server.key", TLS_DIR)),
+    });
+    const port = (listener.addr as Deno.NetAddr).port;
+    const ca = await Deno.readTextFile(new URL("ca.pem", TLS_DIR));
+    const [a, b] = await connectPair(listener, () => connectTls({ port, caCerts: [ca] }));
+    return withReadInto(a, b, () => listener.close());
+  },
+};
+
+function withReadInto(a: Transport, b: Transport, release: () => Promise<void>): Pair {
+  const readInto = (b as { readInto?: ReadInto }).readInto;
+  assert.equal(typeof readInto, "function", "a socket transport has readInto");
+  return {
+    a,
+    b: Object.assign(b, { readInto: readInto! }),
+    cleanup: async () => {
+      await Promise.all([a.close(), b.close()]);
+      await release();
+    },
+  };
+}
+
+for (const [name, makePair] of Object.entries(PAIRS)) {
+  const test = (title: string, fn: (pair: Pair) => Promise<void>) =>
+    Deno.test(`${name}: ${title}`, async () => {
+      const pair = await makePair();
+      try {
+        await fn(pair);
+      } finally {
+        await pair.cleanup();
+      }
+    });
+
+  test("readInto() and readable reads, interleaved, deliver every byte in order", async ({ a, b }) => {
+    const sent = new Uint8Array(3 << 20);
+    for (let i = 0; i < sent.length; i++) sent[i] = (i * 7) % 253;
+    const writer = a.writable.getWriter();
+    const writing = (async () => {
+      for (let i = 0; i < sent.length; i += 50_000) {
+        await writer.write(sent.subarray(i, i + 50_000));
+      }
+      await writer.close();
+    })();
+    const reader = b.readable.getReader();
+    const received = new Uint8Array(sent.length);
+    let filled = 0;
+    const sizes = [1, 7, 65_536, 100, 300_000, 4];
+    for (let k = 0;; k++) {
+      let chunk: Uint8Array;
+      if (k % 2 === 0) {
+        const result = await reader.read();
+        if (result.done) break;
+        chunk = result.value;
+      } else {
+        const view = new Uint8Array(sizes[k % sizes.length]);
+        const read = await b.readInto(view);
+        if (read === null) break;
+        assert.equal(read.buffer, view.buffer, "the bytes land in the given buffer");
+        assert.equal(read.byteOffset, 0);
+        chunk = read;
+      }
+      received.set(chunk, filled);
+      filled += chunk.length;
+    }
+    await writing;
+    assert.equal(filled, sent.length);
+    assert.deepEqual(received, sent);
+    // Both ways of reading agree that the stream has ended.
+    assert.equal(await b.readInto(new Uint8Array(8)), null);
+    assert.equal((await reader.read()).done, true);
+  });
+
+  test("readInto() while a read of readable is pending is a TypeError", async ({ a, b }) => {
+    const reader = b.readable.getReader();
+    const pending = reader.read();
+    await assert.rejects(b.readInto(new Uint8Array(8)), TypeError);
+    const writer = a.writable.getWriter();
+    await writer.write(new Uint8Array([5]));
+    assert.deepEqual((await pending).value, new Uint8Array([5]));
+    writer.releaseLock();
+  });
+
+  test("a pending readInto() settles with null when the transport closes", async ({ b }) => {
+    const reading = b.readInto(new Uint8Array(8));
+    await b.close();
+    assert.equal(await reading, null);
+    assert.equal(await b.readInto(new Uint8Array(8)), null);
+  });
+
+  test("readInto() after abort() rejects with TransportClosedError", async ({ b }) => {
+    const reason = new Error("gone");
+    await b.abort(reason);
+    const error = await b.readInto(new Uint8Array(8)).catch((e) => e);
+    assert.ok(error instanceof TransportClosedError);
+    assert.equal(error.cause, reason);
+  });
+}
+
+Deno.test("memory: a transport over a channel that cannot read into a buffer has no readInto", async () => {
+  const [a, b] = memoryPair();
+  assert.equal((a as { readInto?: ReadInto }).readInto, undefined);
+  await Promise.all([a.close(), b.close()]);
+});
+
+Deno.test("ReadBuffer: a read filling half the buffer or more is handed out, a smaller one copied", () => {
+  const buffer = new ReadBuffer(64 * 1024);
+  const first = buffer.buffer;
+  assert.equal(first.length, 16 * 1024);
+  // A full read: handed out as is, and the next buffer is twice as large.
+  const full = buffer.take(first.subarray(0, first.length));
+  assert.equal(full.buffer, first.buffer);
+  assert.equal(buffer.buffer.length, 32 * 1024);
+  // A small read: copied out at its size, and the buffer is kept.
+  const second = buffer.buffer;
+  second.fill(9, 0, 100);
+  const small = buffer.take(second.subarray(0, 100));
+  assert.notEqual(small.buffer, second.buffer);
+  assert.equal(small.buffer.byteLength, 100);
+  assert.equal(buffer.buffer, second);
+  // Half of it: handed out, and the buffer does not grow.
+  const half = buffer.take(second.subarray(0, 16 * 1024));
+  assert.equal(half.buffer, second.buffer);
+  assert.equal(buffer.buffer.length, 32 * 1024);
+  assert.notEqual(buffer.buffer, second);
+  // Growth stops at the maximum.
+  buffer.take(buffer.buffer.subarray(0, 32 * 1024));
+  buffer.take(buffer.buffer.subarray(0, 64 * 1024));
+  assert.equal(buffer.buffer.length, 64 * 1024);
+  assert.deepEqual(small, new Uint8Array(100).fill(9));
+});
