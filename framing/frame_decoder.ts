@@ -53,12 +53,20 @@ export interface FrameDecoderOptions {
 const EMPTY = new Uint8Array(0);
 
 /**
+ * The least a frame must still need for readTarget() to offer it: below this, one ordinary
+ * read that also brings the frames after it beats a read into the frame alone.
+ */
+const DIRECT_READ_MIN_BYTES = 64 * 1024;
+
+/**
  * Splits a byte stream into length-prefixed frames, synchronously: {@linkcode push} a chunk,
  * then call {@linkcode next} until it returns `undefined` ("need more bytes").
  *
  * A frame that lies inside one chunk is returned as a view (`subarray`) of that chunk, with
  * no copy; only a frame that spans chunks is copied, once, into a buffer of its exact size.
- * The work is linear in the bytes pushed whatever the chunking.
+ * The work is linear in the bytes pushed whatever the chunking. A reader that can read into
+ * a given buffer spares even that copy for large frames by reading where
+ * {@linkcode readTarget} says (`FrameReader` does).
  *
  * Once it has thrown a `FramingError` the decoder has lost its place in the stream (there is
  * no way to find the next header), so every later call throws the same error.
@@ -84,12 +92,25 @@ export class FrameDecoder {
 
   #chunk: Uint8Array = EMPTY;
   #offset = 0;
-  #header = new Uint8Array(FRAME_HEADER_BYTES);
+  #header: Uint8Array = new Uint8Array(FRAME_HEADER_BYTES);
   #headerFill = 0;
   #partial: Uint8Array | undefined;
+  /** The partial frame's length, kept apart: a BYOB read detaches `#partial` for a while. */
+  #partialSize = 0;
   #partialFill = 0;
+  /** Bytes were read straight into the partial frame. */
+  #partialDirect = false;
   #bytesCopied = 0;
   #error: FramingError | undefined;
+  /** What readTarget() last returned, until the next push(): the header or the partial. */
+  #target: Uint8Array | undefined;
+  /** The target's place, kept apart: a detached view reads as empty at offset 0. */
+  #targetOffset = 0;
+  #targetLength = 0;
+  /** The byte length of the target's ArrayBuffer, which a transfer keeps. */
+  #targetBufferBytes = 0;
+  /** The last frame was read straight into its buffer: read the next header alone. */
+  #expectLarge = false;
 
   /**
    * Creates a decoder waiting for the first header.
@@ -134,8 +155,120 @@ export class FrameDecoder {
     if (this.#offset < this.#chunk.length) {
       throw new Error("FrameDecoder.push() called before next() drained the previous chunk");
     }
+    const target = this.#target;
+    if (target !== undefined) {
+      this.#target = undefined;
+      if (this.#filledTarget(target, chunk)) {
+        this.#chunk = EMPTY;
+        this.#offset = 0;
+        return;
+      }
+    }
+    this.#expectLarge = false;
     this.#chunk = chunk;
     this.#offset = 0;
+  }
+
+  /**
+   * Payload bytes the frame being assembled still needs: 0 unless a header has announced a
+   * frame that the chunks pushed so far only partly hold.
+   *
+   * @example
+   * ```ts
+   * import { FrameDecoder } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const decoder = new FrameDecoder();
+   * decoder.push(new Uint8Array([0, 0, 0, 10, 1, 2, 3])); // 10 announced, 3 given
+   * assert.equal(decoder.next(), undefined);
+   * assert.equal(decoder.pendingBytes, 7);
+   * ```
+   */
+  get pendingBytes(): number {
+    return this.#partial === undefined ? 0 : this.#partialSize - this.#partialFill;
+  }
+
+  /**
+   * Where the next bytes of the stream should be read so that they need no copy, or
+   * `undefined` when an ordinary chunk is as good. The target is the unfilled rest of a frame
+   * that needed at least 64 KiB more when it was first offered, or, right after such a frame,
+   * the next header alone (large frames tend to come in runs).
+   *
+   * Read at most its length into it, then {@linkcode push} the filled start of it, or the
+   * view a BYOB read returned (over this buffer, transferred): the decoder takes those bytes
+   * where they are. Pushing any other chunk instead is fine while the target's buffer is
+   * still attached. `FrameReader` does all this.
+   *
+   * @returns A view into the decoder's own buffers, or `undefined`.
+   * @throws {FramingError} The error an earlier call threw, if any.
+   *
+   * @example
+   * ```ts
+   * import { encodeFrame, FrameDecoder } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const bytes = encodeFrame(new Uint8Array(100_000).fill(1));
+   * const decoder = new FrameDecoder();
+   * decoder.push(bytes.subarray(0, 1000));
+   * assert.equal(decoder.next(), undefined);
+   * assert.equal(decoder.pendingBytes, 99_004);
+   * const target = decoder.readTarget()!;
+   * assert.equal(target.length, 99_004);
+   * target.set(bytes.subarray(1000)); // as a read into the target would
+   * decoder.push(target);
+   * assert.equal(decoder.next()?.length, 100_000);
+   * assert.equal(decoder.bytesCopied, 996); // the first chunk's payload only
+   * ```
+   */
+  readTarget(): Uint8Array | undefined {
+    if (this.#error !== undefined) throw this.#error;
+    if (this.#offset < this.#chunk.length) {
+      throw new Error("FrameDecoder.readTarget() called before next() drained the chunk");
+    }
+    let target: Uint8Array;
+    const partial = this.#partial;
+    if (partial !== undefined) {
+      const pending = this.#partialSize - this.#partialFill;
+      if (pending === 0 || (pending < DIRECT_READ_MIN_BYTES && !this.#partialDirect)) {
+        return undefined;
+      }
+      target = partial.subarray(this.#partialFill);
+    } else if (this.#expectLarge) {
+      target = this.#header.subarray(this.#headerFill);
+    } else {
+      return undefined;
+    }
+    this.#target = target;
+    this.#targetOffset = target.byteOffset;
+    this.#targetLength = target.length;
+    this.#targetBufferBytes = target.buffer.byteLength;
+    return target;
+  }
+
+  /** Takes `chunk` as the bytes read into `target`, if it is them; false for another chunk. */
+  #filledTarget(target: Uint8Array, chunk: Uint8Array): boolean {
+    const transferred = chunk.buffer !== target.buffer;
+    // A transfer leaves the target's buffer detached, with a byte length of 0.
+    if (transferred && target.buffer.byteLength !== 0) return false;
+    if (
+      chunk.byteOffset !== this.#targetOffset || chunk.length > this.#targetLength ||
+      chunk.buffer.byteLength !== this.#targetBufferBytes
+    ) {
+      if (!transferred) return false;
+      throw new Error(
+        "FrameDecoder.push() needs the view the read into readTarget() returned: " +
+          "that buffer was transferred, and the bytes already assembled in it with it",
+      );
+    }
+    if (this.#partial !== undefined) {
+      if (transferred) this.#partial = new Uint8Array(chunk.buffer);
+      this.#partialFill += chunk.length;
+      this.#partialDirect = true;
+    } else {
+      if (transferred) this.#header = new Uint8Array(chunk.buffer);
+      this.#headerFill += chunk.length;
+    }
+    return true;
   }
 
   /**
@@ -152,13 +285,16 @@ export class FrameDecoder {
 
     const partial = this.#partial;
     if (partial !== undefined) {
-      const take = Math.min(partial.length - this.#partialFill, size - offset);
-      partial.set(chunk.subarray(offset, offset + take), this.#partialFill);
-      this.#partialFill += take;
-      this.#bytesCopied += take;
-      this.#offset = offset + take;
-      if (this.#partialFill < partial.length) return undefined;
+      const take = Math.min(this.#partialSize - this.#partialFill, size - offset);
+      if (take > 0) {
+        partial.set(chunk.subarray(offset, offset + take), this.#partialFill);
+        this.#partialFill += take;
+        this.#bytesCopied += take;
+        this.#offset = offset + take;
+      }
+      if (this.#partialFill < this.#partialSize) return undefined;
       this.#partial = undefined;
+      this.#expectLarge = this.#partialDirect;
       return partial;
     }
 
@@ -186,10 +322,12 @@ export class FrameDecoder {
       return chunk.subarray(offset, offset + length);
     }
     const frame = new Uint8Array(length);
-    frame.set(chunk.subarray(offset));
+    if (offset < size) frame.set(chunk.subarray(offset));
     this.#bytesCopied += size - offset;
     this.#partial = frame;
+    this.#partialSize = length;
     this.#partialFill = size - offset;
+    this.#partialDirect = false;
     this.#offset = size;
     return undefined;
   }
@@ -206,7 +344,7 @@ export class FrameDecoder {
       throw new Error("FrameDecoder.end() called before next() drained the last chunk");
     }
     if (this.#partial !== undefined) {
-      throw this.#error = new TruncatedFrameError(this.#partial.length - this.#partialFill);
+      throw this.#error = new TruncatedFrameError(this.#partialSize - this.#partialFill);
     }
     if (this.#headerFill > 0) {
       throw this.#error = new TruncatedFrameError(FRAME_HEADER_BYTES - this.#headerFill);

@@ -218,6 +218,186 @@ Deno.test("FrameDecoder: maxFrameBytes outside 0..2^32-1 is a RangeError", () =>
   }
 });
 
+/**
+ * Decodes `bytes` as a reader would that reads into the decoder's `readTarget()` whenever it
+ * offers one (in place, or by transferring the target's buffer the way a BYOB read does) and
+ * takes an ordinary chunk of the next size otherwise. Returns the frames (copied) and the
+ * decoder.
+ */
+function decodeDirect(
+  bytes: Uint8Array,
+  sizes: readonly number[],
+  transfers: readonly boolean[],
+): { frames: Uint8Array[]; decoder: FrameDecoder; direct: number } {
+  const decoder = new FrameDecoder();
+  const frames: Uint8Array[] = [];
+  let offset = 0;
+  let direct = 0;
+  for (let k = 0; offset < bytes.length; k++) {
+    const size = sizes[k % sizes.length];
+    const target = decoder.readTarget();
+    if (target === undefined) {
+      decoder.push(bytes.subarray(offset, offset += size));
+    } else {
+      const n = Math.min(size, target.length, bytes.length - offset);
+      let into = target;
+      if (transfers[k % transfers.length]) {
+        const { byteOffset, length } = target;
+        into = new Uint8Array(transfer(target), byteOffset, length);
+        assert.equal(target.length, 0, "the transfer detached the target");
+      }
+      into.set(bytes.subarray(offset, offset += n));
+      decoder.push(into.subarray(0, n));
+      direct += n;
+    }
+    for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
+      frames.push(frame.slice());
+    }
+  }
+  decoder.end();
+  return { frames, decoder, direct };
+}
+
+Deno.test("FrameDecoder: reads into readTarget(), in place or transferred, decode the same frames", () => {
+  let directBytes = 0;
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.oneof(payloadArb(), fc.integer({ min: 60_000, max: 300_000 }).map((n) => fill(n))),
+        { minLength: 1, maxLength: 6 },
+      ),
+      fc.array(fc.integer({ min: 1, max: 90_000 }), { minLength: 1, maxLength: 20 }),
+      fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+      (frames, sizes, transfers) => {
+        const bytes = concat(frames.map(encodeFrame));
+        const { frames: decoded, decoder, direct } = decodeDirect(bytes, sizes, transfers);
+        assert.deepEqual(decoded, frames);
+        assert.equal(decoder.midFrame, false);
+        // Every byte is either read where it belongs, or copied at most once.
+        assert.ok(decoder.bytesCopied + direct <= bytes.length);
+        directBytes += direct;
+      },
+    ),
+    { numRuns: 40 },
+  );
+  assert.ok(directBytes > 0, "some runs read into the target");
+});
+
+Deno.test("FrameDecoder: a large frame is read into its own buffer, and the next header alone", () => {
+  const big = fill(300_000);
+  const bytes = concat([encodeFrame(big), encodeFrame(fill(200_000)), encodeFrame(fill(10))]);
+  const decoder = new FrameDecoder();
+  assert.equal(decoder.readTarget(), undefined, "nothing to offer before the first header");
+  decoder.push(bytes.subarray(0, 1000));
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.pendingBytes, 299_004);
+
+  const target = decoder.readTarget()!;
+  assert.equal(target.length, 299_004);
+  assert.equal(target.byteOffset, 996);
+  target.set(bytes.subarray(1000, 200_000));
+  decoder.push(target.subarray(0, 199_000));
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.pendingBytes, 100_004);
+  // Once reading into the frame, it stays there to its end, below 64 KiB too.
+  const rest = decoder.readTarget()!;
+  assert.equal(rest.length, 100_004);
+  assert.equal(rest.buffer, target.buffer);
+  rest.set(bytes.subarray(200_000, 300_004));
+  decoder.push(rest);
+  const frame = decoder.next()!;
+  assert.equal(frame.buffer, target.buffer, "the frame is the buffer read into");
+  assert.deepEqual(frame, big);
+  assert.equal(decoder.bytesCopied, 996);
+
+  // The next header is read alone, then its whole frame into its buffer.
+  const header = decoder.readTarget()!;
+  assert.equal(header.length, 4);
+  header.set(bytes.subarray(300_004, 300_008));
+  decoder.push(header);
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.pendingBytes, 200_000);
+  const second = decoder.readTarget()!;
+  assert.equal(second.length, 200_000);
+  second.set(bytes.subarray(300_008, 500_008));
+  decoder.push(second);
+  assert.deepEqual(decoder.next(), fill(200_000));
+  assert.equal(decoder.bytesCopied, 996);
+
+  // A small frame after the header read: an ordinary chunk serves it, and frames again come
+  // as views of their chunk, with no read target until a large frame spans chunks.
+  const tail = bytes.subarray(500_008);
+  const small = decoder.readTarget()!;
+  small.set(tail.subarray(0, 4));
+  decoder.push(small);
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.pendingBytes, 10);
+  assert.equal(decoder.readTarget(), undefined, "10 bytes are not worth a read of their own");
+  decoder.push(tail.subarray(4));
+  assert.deepEqual(decoder.next(), fill(10));
+  assert.equal(decoder.readTarget(), undefined);
+  decoder.push(encodeFrame(fill(3)));
+  assert.equal(decoder.next()!.byteOffset, 4);
+  decoder.end();
+});
+
+Deno.test("FrameDecoder: a frame needing under 64 KiB more gets no read target", () => {
+  const decoder = new FrameDecoder();
+  decoder.push(encodeFrame(fill(70_000)).subarray(0, 10_000));
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.pendingBytes, 60_004);
+  assert.equal(decoder.readTarget(), undefined);
+});
+
+Deno.test("FrameDecoder: another chunk pushed instead of the read target is decoded as usual", () => {
+  const bytes = encodeFrame(fill(100_000));
+  const decoder = new FrameDecoder();
+  decoder.push(bytes.subarray(0, 50));
+  decoder.next();
+  const target = decoder.readTarget()!;
+  target.fill(0xee); // scribbled on, then not pushed: the next push must overwrite it
+  decoder.push(bytes.subarray(50));
+  assert.deepEqual(decoder.next(), fill(100_000));
+  assert.equal(decoder.bytesCopied, 100_000);
+});
+
+Deno.test("FrameDecoder: a transferred read target must come back as the read's view", () => {
+  const decoder = new FrameDecoder();
+  decoder.push(encodeFrame(fill(100_000)).subarray(0, 50));
+  decoder.next();
+  const target = decoder.readTarget()!;
+  const moved = new Uint8Array(transfer(target));
+  assert.throws(
+    () => decoder.push(moved.subarray(0, 10)),
+    /needs the view the read into readTarget\(\) returned/,
+  );
+});
+
+Deno.test("FrameDecoder: a stream ending during a read into the target names what is missing", () => {
+  const decoder = new FrameDecoder();
+  decoder.push(encodeFrame(fill(100_000)).subarray(0, 50));
+  decoder.next();
+  const target = decoder.readTarget()!;
+  // A BYOB read that found the end transfers the buffer and returns no bytes.
+  const { byteOffset } = target;
+  decoder.push(new Uint8Array(transfer(target), byteOffset, 0));
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.pendingBytes, 99_954);
+  const err = thrown(() => decoder.end());
+  assert.ok(err instanceof TruncatedFrameError);
+  assert.equal(err.missing, 99_954);
+});
+
+Deno.test("FrameDecoder: readTarget() refuses an undrained chunk and repeats a sticky error", () => {
+  const decoder = new FrameDecoder({ maxFrameBytes: 3 });
+  decoder.push(concat([encodeFrame(fill(1)), encodeFrame(fill(4))]));
+  decoder.next();
+  assert.throws(() => decoder.readTarget(), /drained/);
+  const err = thrown(() => decoder.next());
+  assert.ok(err instanceof FrameTooLargeError);
+  assert.throws(() => decoder.readTarget(), (e) => e === err);
+});
+
 Deno.test("encodeFrame: writes a big-endian length before the payload", () => {
   assert.deepEqual(
     encodeFrame(fill(0x0102_03)).subarray(0, 4),
@@ -230,4 +410,9 @@ function fill(length: number): Uint8Array {
   const bytes = new Uint8Array(length);
   for (let i = 0; i < length; i++) bytes[i] = i % 251;
   return bytes;
+}
+
+/** Moves a view's buffer as a BYOB read does, detaching the view. */
+function transfer(view: Uint8Array): ArrayBuffer {
+  return (view.buffer as ArrayBuffer).transfer();
 }

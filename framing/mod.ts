@@ -4,8 +4,9 @@
  *
  * - Length-prefixed binary, the default: a 4-byte big-endian length, then the payload.
  *   {@linkcode FrameDecoderStream} and {@linkcode FrameEncoderStream}; the synchronous
- *   {@linkcode FrameDecoder} for parse loops and the coalescing {@linkcode FrameWriter} for
- *   hot write paths.
+ *   {@linkcode FrameDecoder} for parse loops (with {@linkcode FrameReader}, which reads large
+ *   frames straight into their buffers) and the coalescing {@linkcode FrameWriter} for hot
+ *   write paths.
  * - Newline-delimited (NDJSON, JSON Lines), for JSON peers and JSON-over-stdio:
  *   {@linkcode NdjsonDecoderStream} and {@linkcode NdjsonEncoderStream}.
  * - Content-Length (the Language Server Protocol's framing):
@@ -39,6 +40,7 @@
 
 export * from "./frame_decoder.ts";
 export * from "./frame_decoder_stream.ts";
+export * from "./frame_reader.ts";
 export * from "./frame_encoder_stream.ts";
 export * from "./frame_writer.ts";
 export * from "./content_length_decoder_stream.ts";
