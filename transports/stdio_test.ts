@@ -1,10 +1,16 @@
 import assert from "node:assert/strict";
 import { testTransportConformance } from "./_conformance.ts";
-import { childTransport, spawnTransport } from "./stdio.ts";
+import { resizePipes } from "./_pipe_buffer.ts";
+import { childTransport, spawnTransport, stdioTransport } from "./stdio.ts";
 import type { Transport } from "./types.ts";
 import { listenUnix } from "./unix.ts";
 
 const RELAY = new URL("../testdata/transports/stdio_relay.ts", import.meta.url).pathname;
+const STDIO_MODULE = new URL("./stdio.ts", import.meta.url).href;
+/** Pipe sizes can be read and set here (Linux, FFI granted): the pipe buffer tests run. */
+const PIPES_RESIZABLE = resizePipes([], 0) !== undefined;
+/** More than a pipe must carry before either side resizes it. */
+const BUSY_BYTES = 320 * 1024;
 
 // `a` is the parent side of a stdio transport to a real child; the child relays its stdio
 // (through stdioTransport) to a Unix socket whose other end is `b`. So every case crosses
@@ -163,6 +169,111 @@ Deno.test("stdio: the child side delivers small (sync) and large (async) writes 
   await child.close();
   assert.equal((await child.status).code, 0);
 });
+
+Deno.test({
+  name: "stdio: the parent enlarges each pipe of a child once it is busy",
+  ignore: !PIPES_RESIZABLE,
+  fn: async () => {
+    const child = spawnTransport("cat", { pipeBufferBytes: 512 * 1024 });
+    assert.deepEqual(pipeSizes(child.pid), [65536, 65536]);
+    await echo(child, 64 * 1024);
+    assert.deepEqual(pipeSizes(child.pid), [65536, 65536], "64 KiB is not busy yet");
+    await echo(child, BUSY_BYTES);
+    assert.deepEqual(pipeSizes(child.pid), [512 * 1024, 512 * 1024]);
+    await child.close();
+  },
+});
+
+Deno.test({
+  name: "stdio: pipeBufferBytes 0 leaves the pipes at the OS default",
+  ignore: !PIPES_RESIZABLE,
+  fn: async () => {
+    const child = spawnTransport("cat", { pipeBufferBytes: 0 });
+    await echo(child, BUSY_BYTES);
+    assert.deepEqual(pipeSizes(child.pid), [65536, 65536]);
+    await child.close();
+  },
+});
+
+Deno.test({
+  name: "stdio: the child side enlarges its busy stdin and stdout when FFI is granted",
+  ignore: !PIPES_RESIZABLE,
+  fn: async () => {
+    const code = `
+      import { stdioTransport } from ${JSON.stringify(STDIO_MODULE)};
+      const t = stdioTransport({ pipeBufferBytes: 256 * 1024 });
+      await t.readable.pipeTo(t.writable);
+      await t.close();`;
+    // `deno eval` grants every permission; the parent leaves the pipes alone.
+    const child = spawnTransport(Deno.execPath(), { args: ["eval", code], pipeBufferBytes: 0 });
+    await echo(child, BUSY_BYTES);
+    assert.deepEqual(pipeSizes(child.pid), [256 * 1024, 256 * 1024]);
+    await child.close();
+    assert.equal((await child.status).code, 0);
+  },
+});
+
+Deno.test({
+  name: "stdio: a child without FFI permission keeps its pipes and never prompts",
+  ignore: !PIPES_RESIZABLE,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "conduit-stdio-" });
+    const program = `${dir}/echo.ts`;
+    await Deno.writeTextFile(
+      program,
+      `import { stdioTransport } from ${JSON.stringify(STDIO_MODULE)};
+       const t = stdioTransport();
+       await t.readable.pipeTo(t.writable);
+       await t.close();`,
+    );
+    const child = spawnTransport(Deno.execPath(), {
+      args: ["run", "--no-prompt", program],
+      pipeBufferBytes: 0,
+    });
+    await echo(child, BUSY_BYTES);
+    assert.deepEqual(pipeSizes(child.pid), [65536, 65536]);
+    await child.close();
+    assert.equal((await child.status).code, 0);
+    await Deno.remove(dir, { recursive: true });
+  },
+});
+
+Deno.test("stdio: pipeBufferBytes must be a whole number of bytes, checked before spawning", () => {
+  for (const pipeBufferBytes of [-1, 0.5, NaN, Infinity]) {
+    assert.throws(
+      () => spawnTransport("/nonexistent/program", { pipeBufferBytes }),
+      (error: Error) =>
+        error instanceof RangeError && error.message.includes(`got ${pipeBufferBytes}`),
+    );
+    assert.throws(() => stdioTransport({ pipeBufferBytes }), RangeError);
+  }
+});
+
+/** The buffer sizes of `pid`'s stdin and stdout pipes. */
+function pipeSizes(pid: number): number[] | undefined {
+  return resizePipes([`/proc/${pid}/fd/0`, `/proc/${pid}/fd/1`], 0);
+}
+
+/** Sends `bytes` through an echoing child and reads them back, leaving the transport open. */
+async function echo(transport: Transport, bytes: number): Promise<void> {
+  const writer = transport.writable.getWriter();
+  const reader = transport.readable.getReader();
+  const chunk = new Uint8Array(16 * 1024).fill(5);
+  const writing = (async () => {
+    for (let sent = 0; sent < bytes; sent += chunk.length) await writer.write(chunk);
+  })();
+  let received = 0;
+  while (received < bytes) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`the child stopped echoing after ${received} bytes`);
+    assert.ok(value.every((b) => b === 5));
+    received += value.length;
+  }
+  await writing;
+  assert.equal(received, bytes);
+  writer.releaseLock();
+  reader.releaseLock();
+}
 
 async function echoOnce(transport: Transport): Promise<void> {
   const writer = transport.writable.getWriter();
