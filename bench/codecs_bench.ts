@@ -6,7 +6,9 @@
 //   deno bench -A --json bench/codecs_bench.ts > codecs.json && deno run -A bench/_codecs_table.ts codecs.json
 //
 // Cases: "round trip" is decode(encode(value)); "encode" and "decode" time one side, decode
-// from bytes encoded up front. The sizes printed at load (stderr) are what each codec produced.
+// from bytes encoded up front; "encode view" (codecs with `encodeView`, which the channel
+// uses) encodes into the codec's scratch memory instead of bytes of the caller's own. The
+// sizes printed at load (stderr) are what each codec produced.
 
 import assert from "node:assert/strict";
 import { benchCodecs, benchPayloads } from "./_codec_payloads.ts";
@@ -37,6 +39,16 @@ for (const payload of benchPayloads()) {
         codec.encode(value);
       },
     });
+    const encodeView = codec.encodeView?.bind(codec);
+    if (encodeView !== undefined) {
+      Deno.bench({
+        name: `codec/${codecName} ${name} encode view`,
+        group: `${name} encode`,
+        fn: () => {
+          encodeView(value);
+        },
+      });
+    }
     Deno.bench({
       name: `codec/${codecName} ${name} decode`,
       group: `${name} decode`,

@@ -18,7 +18,6 @@
  * @module
  */
 
-import { getInt64, getUint64 } from "@msgpack/msgpack/dist.esm/utils/int.mjs";
 import { utf8Decode } from "@msgpack/msgpack/dist.esm/utils/utf8.mjs";
 
 /** Returned by {@linkcode MsgpackReader.read} when the library must decide. */
@@ -48,7 +47,7 @@ export interface KeyDecoder {
 /** Strings up to this many bytes are checked for ASCII and built here. */
 const ASCII_FAST_BYTES = 64;
 const EMPTY = new Uint8Array(0);
-const EMPTY_VIEW = new DataView(EMPTY.buffer);
+const TWO_32 = 4294967296;
 const fromCharCode = String.fromCharCode;
 /** V8's `ConsString::kMinLength`: shorter concatenations are copied into flat strings. */
 const CONS_STRING_MIN_LENGTH = 13;
@@ -59,7 +58,8 @@ export class MsgpackReader {
   readonly #extension: ExtensionDecoder;
   readonly #keys: KeyDecoder;
   #bytes: Uint8Array = EMPTY;
-  #view: DataView = EMPTY_VIEW;
+  /** Made on the first float of a message: a DataView per message costs as much as a key. */
+  #view: DataView | undefined;
   #pos = 0;
 
   /**
@@ -78,7 +78,6 @@ export class MsgpackReader {
   /** The value `bytes` holds, or {@linkcode FALLBACK}. Binary values are views of `bytes`. */
   read(bytes: Uint8Array): unknown {
     this.#bytes = bytes;
-    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.#pos = 0;
     try {
       const value = this.#value(0);
@@ -89,7 +88,7 @@ export class MsgpackReader {
     } finally {
       // Not to keep a large input alive until the next read.
       this.#bytes = EMPTY;
-      this.#view = EMPTY_VIEW;
+      this.#view = undefined;
     }
   }
 
@@ -124,25 +123,32 @@ export class MsgpackReader {
       case 0xc9:
         return this.#ext(this.#length(4));
       case 0xca:
-        return this.#view.getFloat32(this.#advance(4));
+        return this.#dataView().getFloat32(this.#advance(4));
       case 0xcb:
-        return this.#view.getFloat64(this.#advance(8));
+        return this.#dataView().getFloat64(this.#advance(8));
       case 0xcc:
         return this.#length(1);
       case 0xcd:
         return this.#length(2);
       case 0xce:
         return this.#length(4);
-      case 0xcf:
-        return getUint64(this.#view, this.#advance(8));
+      case 0xcf: {
+        // As the library's getUint64 and getInt64: high word * 2^32 + low word.
+        const p = this.#advance(8);
+        return (int32(b, p) >>> 0) * TWO_32 + (int32(b, p + 4) >>> 0);
+      }
       case 0xd0:
-        return this.#view.getInt8(this.#advance(1));
-      case 0xd1:
-        return this.#view.getInt16(this.#advance(2));
+        return (b[this.#advance(1)] << 24) >> 24;
+      case 0xd1: {
+        const p = this.#advance(2);
+        return (((b[p] << 8) | b[p + 1]) << 16) >> 16;
+      }
       case 0xd2:
-        return this.#view.getInt32(this.#advance(4));
-      case 0xd3:
-        return getInt64(this.#view, this.#advance(8));
+        return int32(b, this.#advance(4));
+      case 0xd3: {
+        const p = this.#advance(8);
+        return int32(b, p) * TWO_32 + (int32(b, p + 4) >>> 0);
+      }
       case 0xd4:
         return this.#ext(1);
       case 0xd5:
@@ -178,7 +184,12 @@ export class MsgpackReader {
     const p = this.#advance(width);
     if (width === 1) return b[p];
     if (width === 2) return (b[p] << 8) | b[p + 1];
-    return ((b[p] << 24) | (b[p + 1] << 16) | (b[p + 2] << 8) | b[p + 3]) >>> 0;
+    return int32(b, p) >>> 0;
+  }
+
+  #dataView(): DataView {
+    const b = this.#bytes;
+    return this.#view ??= new DataView(b.buffer, b.byteOffset, b.byteLength);
   }
 
   /** Moves past `size` bytes that must all be there; returns where they start. */
@@ -262,6 +273,11 @@ export class MsgpackReader {
     const type = (this.#bytes[typeAt] << 24) >> 24;
     return this.#extension(this.#bytes.subarray(start, start + size), type);
   }
+}
+
+/** The big-endian signed 32-bit integer at `p`. */
+function int32(b: Uint8Array, p: number): number {
+  return (b[p] << 24) | (b[p + 1] << 16) | (b[p + 2] << 8) | b[p + 3];
 }
 
 /** The bytes as a string if they are all ASCII, else `undefined`. */

@@ -59,6 +59,8 @@ const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     { depthSize: "small" },
     fc.constantFrom(null, true, false, -0, NaN, Infinity, 2 ** 40, -(2 ** 40), 2 ** 53 - 1),
     fc.integer(),
+    fc.integer({ min: -70_000, max: 70_000 }), // every width of int, near its edges
+    fc.constantFrom(-(2 ** 31), 2 ** 31, 2 ** 32 - 1, -(2 ** 53) + 1, 2 ** 53 - 1, -(2 ** 33)),
     fc.double(),
     fc.string({ unit: "binary", maxLength: 80 }),
     fc.string({ unit: "grapheme", minLength: 60, maxLength: 300 }),
