@@ -62,7 +62,7 @@ export const FULL: ReportConfig = {
   smallSamples: 10_000,
   warmupMs: 100,
   inFlight: [[1, 3_000], [16, 10_000], [256, 30_000]],
-  notes: 100_000,
+  notes: 400_000,
   noteWindow: 8192,
   arrowRows: [1_000, 100_000, 1_000_000],
   arrowMinSamples: 1,
