@@ -34,6 +34,8 @@ export interface ConformanceTarget {
 const ECHO_SIZES = [1, 2, 100, 4095, 65535, 65536, 65537, 1 << 20, 16 << 20];
 const SMALL_WRITES = 100_000;
 const BOTH_WAYS_BYTES = 4 << 20;
+const READ_INTO_BYTES = 3 << 20;
+const READ_INTO_SIZES = [1, 7, 65_536, 100, 300_000, 4, 1 << 20];
 
 /** Registers the conformance cases for `target`. */
 export function testTransportConformance(target: ConformanceTarget): void {
@@ -194,6 +196,52 @@ export function testTransportConformance(target: ConformanceTarget): void {
     }
   });
 
+  test("readInto() mixed with readable reads: every byte, in order, then null", async () => {
+    await withPair(target, async ({ a, b }) => {
+      // Both directions at once; each end that has readInto reads with both ways, mixed.
+      const send = async (t: Transport, seed: number) => {
+        const sent = pattern(READ_INTO_BYTES, seed);
+        const writer = t.writable.getWriter();
+        for (let off = 0; off < sent.length; off += 50_000) {
+          await writer.write(sent.subarray(off, off + 50_000));
+        }
+        await writer.close();
+      };
+      const receive = async (t: Transport, seed: number) => {
+        if (t.readInto === undefined) {
+          await drainReadable(t);
+          return;
+        }
+        assertBytesEqual(await readMixed(t, t.readInto), pattern(READ_INTO_BYTES, seed), "mixed");
+      };
+      await Promise.all([send(a, 1), send(b, 2), receive(b, 1), receive(a, 2)]);
+    });
+  });
+
+  test("readInto(): TypeError while a read is pending, TransportClosedError after abort()", async () => {
+    await withPair(target, async ({ a, b }) => {
+      for (const [t, peer] of [[a, b], [b, a]]) {
+        if (t.readInto === undefined) continue;
+        const reader = t.readable.getReader();
+        const pending = reader.read();
+        await assert.rejects(t.readInto(new Uint8Array(8)), TypeError);
+        const writer = peer.writable.getWriter();
+        await writer.write(new Uint8Array([5]));
+        writer.releaseLock();
+        assert.deepEqual((await pending).value, new Uint8Array([5]));
+        reader.releaseLock();
+      }
+      const reason = new Error("test abort");
+      for (const t of [a, b]) {
+        if (t.readInto === undefined) continue;
+        await t.abort(reason);
+        const error = await t.readInto(new Uint8Array(8)).catch((e) => e);
+        assert.ok(error instanceof TransportClosedError, `got ${error}`);
+        assert.equal(error.cause, reason);
+      }
+    });
+  });
+
   test("close() and abort() are idempotent and can race", async () => {
     await withPair(target, async ({ a, b }) => {
       await Promise.all([a.close(), a.close(), a.abort(), drainAndClose(b)]);
@@ -214,6 +262,46 @@ async function withPair(
     await Promise.all([pair.a.close(), pair.b.close()]);
     await pair.cleanup?.();
   }
+}
+
+async function drainReadable(t: Transport): Promise<void> {
+  for await (const _ of t.readable);
+}
+
+/**
+ * Reads `t` to its end, alternating `readable` reads and `readInto` reads of varied sizes,
+ * and checks that both ways then see the end.
+ */
+async function readMixed(
+  t: Transport,
+  readInto: (view: Uint8Array) => Promise<Uint8Array | null>,
+): Promise<Uint8Array> {
+  const reader = t.readable.getReader();
+  const chunks: Uint8Array[] = [];
+  for (let k = 0;; k++) {
+    let chunk: Uint8Array;
+    if (k % 2 === 0) {
+      const result = await reader.read();
+      if (result.done) break;
+      chunk = result.value;
+    } else {
+      const size = READ_INTO_SIZES[(k >> 1) % READ_INTO_SIZES.length];
+      const read = await readInto(new Uint8Array(size));
+      if (read === null) break;
+      // The view may have been transferred to another ArrayBuffer, but it starts there.
+      assert.equal(read.byteOffset, 0, "readInto() fills its view from the start");
+      assert.ok(
+        read.length > 0 && read.length <= size,
+        `readInto() read ${read.length} of ${size}`,
+      );
+      chunk = read;
+    }
+    chunks.push(chunk);
+  }
+  assert.equal(await readInto(new Uint8Array(8)), null, "readInto() after the end");
+  assert.equal((await reader.read()).done, true, "readable after the end");
+  reader.releaseLock();
+  return concat(chunks);
 }
 
 async function drainAndClose(t: Transport): Promise<void> {

@@ -374,6 +374,15 @@ class ChildChannel implements ByteChannel {
     return null;
   }
 
+  // The BYOB reader reads into `view` itself (transferring its ArrayBuffer), no copy.
+  async readInto(view: Uint8Array): Promise<Uint8Array | null> {
+    if (view.length === 0) return view;
+    const { done, value } = await this.#stdout.read(view);
+    if (done) return null;
+    this.#stdoutResizer.count(value.length);
+    return value;
+  }
+
   write(chunk: Uint8Array): Promise<void> {
     this.#stdinResizer.count(chunk.length);
     return this.#stdin.write(chunk);
@@ -420,6 +429,13 @@ class StdioChannel implements ByteChannel {
     if (n === null) return null;
     this.#stdinResizer.count(n);
     return this.#buffer.take(buffer.subarray(0, n));
+  }
+
+  async readInto(view: Uint8Array): Promise<Uint8Array | null> {
+    const n = await Deno.stdin.read(view);
+    if (n === null) return null;
+    this.#stdinResizer.count(n);
+    return view.subarray(0, n);
   }
 
   write(chunk: Uint8Array): Promise<void> | undefined {

@@ -282,3 +282,73 @@ async function echoOnce(transport: Transport): Promise<void> {
   assert.deepEqual(await Array.fromAsync(transport.readable), [new Uint8Array([1, 2, 3])]);
   await transport.close();
 }
+
+Deno.test("stdio: the child side's readInto() and readable reads, mixed, keep every byte in order", async () => {
+  // The child reads its stdin both ways, checks the end and the pending-read rule, and
+  // echoes what it read once it has it all; any failure is its exit code.
+  const code = `
+    import assert from "node:assert/strict";
+    import { stdioTransport } from ${JSON.stringify(STDIO_MODULE)};
+    const t = stdioTransport();
+    assert.equal(typeof t.readInto, "function");
+    const reader = t.readable.getReader();
+    const pending = reader.read();
+    // Let the stream start and pass the read on, then tell the parent to send.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await assert.rejects(t.readInto(new Uint8Array(8)), TypeError);
+    const writer = t.writable.getWriter();
+    await writer.write(new Uint8Array([0xaa]));
+    const chunks = [(await pending).value];
+    const sizes = [1, 7, 65536, 100, 300000, 4];
+    for (let k = 0;; k++) {
+      if (k % 2 === 0) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks.push(value);
+      } else {
+        const view = new Uint8Array(sizes[(k >> 1) % sizes.length]);
+        const read = await t.readInto(view);
+        if (read === null) break;
+        assert.equal(read.buffer, view.buffer);
+        chunks.push(read);
+      }
+    }
+    assert.equal(await t.readInto(new Uint8Array(8)), null);
+    assert.equal((await reader.read()).done, true);
+    for (const chunk of chunks) await writer.write(chunk);
+    await writer.close();
+    await t.close();`;
+  const child = spawnTransport(Deno.execPath(), { args: ["eval", code] });
+  const sent = new Uint8Array(3 << 20);
+  for (let i = 0; i < sent.length; i++) sent[i] = (i * 7 + (i >> 9)) % 251;
+  const reader = child.readable.getReader();
+  assert.deepEqual((await reader.read()).value, new Uint8Array([0xaa]), "the child is ready");
+  const writer = child.writable.getWriter();
+  const writing = (async () => {
+    for (let i = 0; i < sent.length; i += 50_000) await writer.write(sent.subarray(i, i + 50_000));
+    await writer.close();
+  })();
+  const parts: Uint8Array[] = [];
+  for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value);
+  const echoed = new Uint8Array(await new Blob(parts as BlobPart[]).arrayBuffer());
+  await writing;
+  assert.equal((await child.status).code, 0);
+  assert.equal(echoed.length, sent.length);
+  assert.ok(echoed.every((byte, i) => byte === sent[i]), "the echo differs from what was sent");
+  await child.close();
+});
+
+Deno.test("stdio: the parent side's readInto() reads the child's stdout, and null once closed", async () => {
+  await using child = spawnTransport("cat");
+  assert.equal(typeof child.readInto, "function");
+  const writer = child.writable.getWriter();
+  await writer.write(new Uint8Array([1, 2, 3]));
+  const read = await child.readInto!(new Uint8Array(16));
+  assert.deepEqual(read, new Uint8Array([1, 2, 3]));
+  writer.releaseLock();
+  // close() ends cat's input; cat exits, its stdout ends, and the pending read sees the end.
+  const pending = child.readInto!(new Uint8Array(16));
+  await child.close();
+  assert.equal(await pending, null);
+  assert.equal(await child.readInto!(new Uint8Array(16)), null);
+});

@@ -51,6 +51,55 @@ export interface Transport extends AsyncDisposable {
   readonly readable: ReadableStream<Uint8Array>;
   /** Bytes to the peer. Closing it half-closes the transport. */
   readonly writable: WritableStream<Uint8Array>;
+  /**
+   * Reads the next bytes from the peer straight into `view`, instead of through `readable`,
+   * so a large message can land in its own buffer with no copy (framing's `FrameReader`
+   * reads the rest of a large frame this way). Optional: the Unix socket, TCP, TLS and stdio
+   * transports have it, the in-memory one does not.
+   *
+   * The caller holds `readable`'s reader and mixes the two ways of reading as it likes: a
+   * transport with `readInto` reads nothing ahead into `readable`, so the bytes arrive in
+   * order whichever way they are read. It resolves with the bytes read (at least one byte of
+   * a non-empty `view`): a view of the start of `view`, or of the buffer `view`'s ArrayBuffer
+   * was transferred to (the parent side of stdio reads with a BYOB reader, which detaches
+   * `view`: read only into a buffer nothing else views). It resolves with `null` once the
+   * stream has ended (as `readable` ends; also when `close()` ends a pending read), rejects
+   * with `TransportClosedError` once the connection broke or after `abort()`, and with
+   * `TypeError` when called while a read of either kind is pending.
+   *
+   * @param view Where the bytes go; its length is the most that is read.
+   * @returns The bytes read, or `null` at the end of the stream.
+   *
+   * @example
+   * ```ts
+   * import { connectUnix, listenUnix } from "@conduit/ipc/transports/unix";
+   * import assert from "node:assert/strict";
+   *
+   * const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+   * const listener = await listenUnix(`${dir}/s`);
+   * const accepted = listener.accept();
+   * await using a = await connectUnix(`${dir}/s`);
+   * await using b = await accepted;
+   * const writer = a.writable.getWriter();
+   * await writer.write(new Uint8Array([1, 2, 3, 4, 5]));
+   * await writer.close();
+   *
+   * const reader = b.readable.getReader();
+   * const into = new Uint8Array(5);
+   * for (let filled = 0; filled < into.length;) {
+   *   const read = await b.readInto!(into.subarray(filled));
+   *   assert.ok(read !== null, "the stream ended early");
+   *   filled += read.length;
+   * }
+   * assert.deepEqual(into, new Uint8Array([1, 2, 3, 4, 5]));
+   * // Both ways of reading see the end.
+   * assert.equal(await b.readInto!(new Uint8Array(8)), null);
+   * assert.equal((await reader.read()).done, true);
+   * await listener.close();
+   * await Deno.remove(dir, { recursive: true });
+   * ```
+   */
+  readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   /** Flushes pending writes, closes both directions and releases every resource. */
   close(): Promise<void>;
   /**
