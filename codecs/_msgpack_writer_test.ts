@@ -105,7 +105,7 @@ Deno.test("msgpack writer: the library's bytes for every kind of value", () => {
       const [ours, theirs] = outcomes(writer, encoder, value);
       assert.deepStrictEqual(ours, theirs);
     }),
-    { numRuns: 1000 },
+    { numRuns: 400 },
   );
 });
 
