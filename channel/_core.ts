@@ -6,6 +6,7 @@
 import type { Codec } from "../codecs/types.ts";
 import { FrameTooLargeError, FramingError } from "../errors.ts";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
+import { FrameReader } from "../framing/frame_reader.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import {
@@ -149,7 +150,7 @@ export class ChannelCore implements OutgoingHost {
   readonly #openedResolvers = Promise.withResolvers<void>();
   readonly #closedResolvers = Promise.withResolvers<void>();
   readonly #reading: Promise<void>;
-  #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  #reader: FrameReader | undefined;
 
   readonly #calls: IdTable<OutgoingCall>;
   /** Calls whose param is the caller's own bytes, until the FrameWriter has written them. */
@@ -609,8 +610,9 @@ export class ChannelCore implements OutgoingHost {
   // ---------------------------------------------------------------- incoming frames
 
   async #readLoop(): Promise<void> {
-    const reader = this.#reader = this.#transport.readable.getReader();
     const decoder = this.#decoder;
+    // Reads the rest of a large frame straight into its own buffer when the transport can.
+    const reader = this.#reader = new FrameReader(this.#transport, decoder);
     try {
       while (true) {
         const { value, done } = await reader.read();
