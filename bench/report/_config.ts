@@ -38,9 +38,9 @@ export interface ReportConfig {
   arrowRows: number[];
   /** Fewest samples per Arrow cell per run (1M rows as JSON take seconds a call). */
   arrowMinSamples: number;
-  /** The stream: this many items of this many bytes. */
-  streamItems: number;
-  streamItemBytes: number;
+  /** Bytes per stream, and the item sizes each is streamed in (one cell per size). */
+  streamBytes: number;
+  streamItemSizes: number[];
   /** Time per in-memory codec measurement (after a third as much warm-up), in ms. */
   codecBudgetMs: number;
 }
@@ -66,8 +66,8 @@ export const FULL: ReportConfig = {
   noteWindow: 8192,
   arrowRows: [1_000, 100_000, 1_000_000],
   arrowMinSamples: 1,
-  streamItems: 1024,
-  streamItemBytes: 1024 * 1024,
+  streamBytes: 2 ** 30,
+  streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 150,
 };
 
@@ -89,7 +89,7 @@ export const QUICK: ReportConfig = {
   noteWindow: 2048,
   arrowRows: [1_000],
   arrowMinSamples: 3,
-  streamItems: 16,
-  streamItemBytes: 1024 * 1024,
+  streamBytes: 16 * 1024 * 1024,
+  streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 10,
 };

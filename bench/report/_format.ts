@@ -52,3 +52,11 @@ export function sig(value: number): string {
   if (abs >= 1) return value.toFixed(2);
   return value.toPrecision(2);
 }
+
+/** A byte count in binary units: `64 KiB`, `1 MiB`. */
+export function bytes(value: number): string {
+  if (value >= 2 ** 30) return `${sig(value / 2 ** 30)} GiB`;
+  if (value >= 2 ** 20) return `${sig(value / 2 ** 20)} MiB`;
+  if (value >= 1024) return `${sig(value / 1024)} KiB`;
+  return `${value} B`;
+}

@@ -1,6 +1,6 @@
 // The Markdown report: environment, targets, method, then every table, with the charts.
 
-import { mbps, percent, rate, sig, spreadOf, time, times } from "./_format.ts";
+import { bytes, mbps, percent, rate, sig, spreadOf, time, times } from "./_format.ts";
 import type { ReportResults } from "./_results.ts";
 import { minSamplesFor, PERCENTILES } from "./_stats.ts";
 import type { SubjectResult } from "./_suite.ts";
@@ -214,9 +214,9 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
     const total = results.streams[0].bytes;
     out.push("## Streams", "");
     out.push(
-      `${bytes(total)} streamed from the peer in ${
-        bytes(config.streamItemBytes)
-      } items (conduit: a handler yielding raw-codec \`Uint8Array\`s, consumed with ` +
+      `${
+        bytes(total)
+      } streamed from the peer in items of each size below (conduit: a handler yielding raw-codec \`Uint8Array\`s, consumed with ` +
         "`for await`; raw frames: the same frames written one way with backpressure). Each " +
         "stream has a fresh driver process, so what the harness allocated before does not " +
         "hide the driver's growth. RSS growth is the peak (`VmHWM`, reset through " +
@@ -224,15 +224,18 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
       "",
     );
     out.push(
-      "| transport | approach | MB/s | % of raw | driver RSS growth | peer RSS growth |",
-      "| --- | --- | ---: | ---: | ---: | ---: |",
+      "| transport | item | approach | MB/s | % of raw | driver RSS growth | peer RSS growth |",
+      "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
     );
     for (const cell of results.streams) {
       const raw = results.streams.find((other) =>
-        other.transport === cell.transport && other.approach === "raw-frames"
+        other.transport === cell.transport && other.itemBytes === cell.itemBytes &&
+        other.approach === "raw-frames"
       );
       out.push(
-        `| ${cell.transport} | ${cell.approach} | ${spreadOf(cell.mbps, mbps)} | ${
+        `| ${cell.transport} | ${bytes(cell.itemBytes)} | ${cell.approach} | ${
+          spreadOf(cell.mbps, mbps)
+        } | ${
           cell.approach === "conduit" && raw ? percent(cell.mbps.median / raw.mbps.median) : ""
         } | ${spreadOf(cell.parentGrowthMiB, mib)} | ${spreadOf(cell.childGrowthMiB, mib)} |`,
       );
@@ -281,13 +284,6 @@ function sequentialTable(
 
 function label(p: number): string {
   return `p${String(Number((p * 100).toFixed(1)))}`;
-}
-
-function bytes(value: number): string {
-  if (value >= 2 ** 30) return `${sig(value / 2 ** 30)} GiB`;
-  if (value >= 2 ** 20) return `${sig(value / 2 ** 20)} MiB`;
-  if (value >= 1024) return `${sig(value / 1024)} KiB`;
-  return `${value} B`;
 }
 
 function mib(value: number): string {

@@ -1,4 +1,4 @@
-// A long stream from the peer (1 GiB of 1 MiB raw items in the full run), consumed as fast as
+// A long stream from the peer (1 GiB of 64 KiB and of 1 MiB raw items in the full run), consumed as fast as
 // the driver can: MB/s and the peak RSS growth of both processes, against raw frames sent
 // one way over the same transport. Each stream has a driver process of its own (this module
 // run as a program), spawned by the harness.
@@ -10,12 +10,14 @@ import { resetPeakRss, retryOnce, rssOf } from "./_measure.ts";
 import { spawnPeer } from "./_peers.ts";
 import { type Spread, spread } from "./_stats.ts";
 
-/** One transport × approach. */
+/** One transport × approach × item size. */
 export interface StreamCell {
   transport: string;
   approach: "conduit" | "raw-frames";
   /** Bytes streamed per run. */
   bytes: number;
+  /** Bytes per item. */
+  itemBytes: number;
   mbps: Spread;
   /** How far the driver's peak RSS rose above its RSS at the start, in MiB. */
   parentGrowthMiB: Spread;
@@ -38,45 +40,43 @@ export async function runStreams(
   socketDir: string,
   log: (line: string) => void,
 ): Promise<StreamCell[]> {
-  const total = config.streamItems * config.streamItemBytes;
+  const total = config.streamBytes;
   const runs = new Map<string, StreamRun[]>();
+  const cases = config.transports.flatMap((transport) =>
+    config.streamItemSizes.flatMap((itemBytes) =>
+      (["conduit", "raw-frames"] as const).map((approach) => ({ transport, itemBytes, approach }))
+    )
+  );
   for (let run = 0; run < config.runs; run++) {
-    for (const transport of config.transports) {
-      for (const approach of ["conduit", "raw-frames"] as const) {
-        const result = await retryOnce(
-          `run ${run + 1}/${config.runs} stream ${transport} ${approach}`,
-          () => streamInFreshProcess(transport, approach, config, socketDir),
-          log,
-        );
-        const key = `${transport} ${approach}`;
-        if (!runs.has(key)) runs.set(key, []);
-        runs.get(key)!.push(result);
-        log(
-          `run ${run + 1}/${config.runs} stream ${key}: ${
-            result.mbps.toFixed(0)
-          } MB/s, rss growth ` +
-            `driver ${result.parentGrowthMiB.toFixed(1)} MiB, peer ${
-              result.childGrowthMiB.toFixed(1)
-            } MiB`,
-        );
-      }
+    for (const { transport, itemBytes, approach } of cases) {
+      const key = `${transport} ${approach} ${itemBytes}`;
+      const result = await retryOnce(
+        `run ${run + 1}/${config.runs} stream ${key}`,
+        () => streamInFreshProcess(transport, approach, total / itemBytes, itemBytes, socketDir),
+        log,
+      );
+      if (!runs.has(key)) runs.set(key, []);
+      runs.get(key)!.push(result);
+      log(
+        `run ${run + 1}/${config.runs} stream ${key}: ${result.mbps.toFixed(0)} MB/s, ` +
+          `rss growth driver ${result.parentGrowthMiB.toFixed(1)} MiB, ` +
+          `peer ${result.childGrowthMiB.toFixed(1)} MiB`,
+      );
     }
   }
-  const cells: StreamCell[] = [];
-  for (const transport of config.transports) {
-    for (const approach of ["conduit", "raw-frames"] as const) {
-      const perRun = runs.get(`${transport} ${approach}`)!;
-      cells.push({
-        transport,
-        approach,
-        bytes: total,
-        mbps: spread(perRun.map((r) => r.mbps))!,
-        parentGrowthMiB: spread(perRun.map((r) => r.parentGrowthMiB))!,
-        childGrowthMiB: spread(perRun.map((r) => r.childGrowthMiB))!,
-        runs: perRun,
-      });
-    }
-  }
+  const cells = cases.map(({ transport, itemBytes, approach }): StreamCell => {
+    const perRun = runs.get(`${transport} ${approach} ${itemBytes}`)!;
+    return {
+      transport,
+      approach,
+      bytes: total,
+      itemBytes,
+      mbps: spread(perRun.map((r) => r.mbps))!,
+      parentGrowthMiB: spread(perRun.map((r) => r.parentGrowthMiB))!,
+      childGrowthMiB: spread(perRun.map((r) => r.childGrowthMiB))!,
+      runs: perRun,
+    };
+  });
   return cells;
 }
 
@@ -87,7 +87,8 @@ export async function runStreams(
 async function streamInFreshProcess(
   transport: TransportName,
   approach: "conduit" | "raw-frames",
-  config: ReportConfig,
+  items: number,
+  itemBytes: number,
   socketDir: string,
 ): Promise<StreamRun> {
   const output = await new Deno.Command(Deno.execPath(), {
@@ -97,8 +98,8 @@ async function streamInFreshProcess(
       new URL(import.meta.url).pathname,
       transport,
       approach,
-      String(config.streamItems),
-      String(config.streamItemBytes),
+      String(items),
+      String(itemBytes),
       socketDir,
     ],
     stdin: "null",

@@ -4,7 +4,7 @@
 // does not land on one side of a ratio only. A target is met only if every case it covers
 // meets it; the measured text lists each case.
 
-import { percent1, rate, sig, spreadOf, time, times } from "./_format.ts";
+import { bytes, percent1, rate, sig, spreadOf, time, times } from "./_format.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
 import { type Spread, spread } from "./_stats.ts";
 import type { SubjectResult, SubjectRun } from "./_suite.ts";
@@ -162,14 +162,14 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       })
     ),
   );
-  const gib = results.config.streamItems * results.config.streamItemBytes / 2 ** 30;
+  const gib = results.config.streamBytes / 2 ** 30;
   add(
     `A ${sig(gib)} GiB stream with peak RSS growth ≤ 64 MiB (driver / peer, worst run)`,
     results.streams.filter((cell) => cell.approach === "conduit").map((cell): Case => {
       const driver = cell.parentGrowthMiB.max;
       const peer = cell.childGrowthMiB.max;
       return [
-        cell.transport,
+        `${cell.transport}, ${bytes(cell.itemBytes)} items`,
         `${sig(driver)} / ${sig(peer)} MiB`,
         driver <= 64 && peer <= 64,
       ];
