@@ -104,14 +104,12 @@ const ENVELOPE_SLACK = 32;
 const MAX_ID_RING = 1024;
 /** How many incoming method names are matched without decoding them. */
 const RECENT_METHODS = 8;
-/** Frames of one read dispatched in a row before the read loop lets their output leave. */
-const FRAMES_PER_TURN = 32;
 /**
- * Microtask ticks the read loop then yields: enough for the transport write in flight to
- * resolve when the OS took it at once (7 ticks on Deno 2.9), so the next one can start, and
- * for a caller's `await` on a settled call to go on and make its next call.
+ * Frames of one read dispatched before the answers queued so far start leaving, so the peer
+ * works on them while the rest is dispatched instead of both sides taking turns. (The write
+ * cannot finish before the read is dispatched, so the rest leaves at the end.)
  */
-const YIELD_TICKS = 8;
+const EARLY_WRITE_FRAMES = 32;
 /** How long a failing channel waits to flush its GOODBYE before dropping the transport. */
 const FAILURE_FLUSH_MS = 1000;
 
@@ -625,16 +623,7 @@ export class ChannelCore implements OutgoingHost {
         while ((frame = decoder.next()) !== undefined) {
           this.#onFrame(frame);
           if (this.state === CLOSED) return;
-          if (++dispatched === FRAMES_PER_TURN) {
-            // A long read: let what it produced so far leave now (the answers queued, and the
-            // calls the continuations of the settled ones make), so the peer works on them
-            // while the rest is dispatched, instead of both sides taking turns.
-            dispatched = 0;
-            this.#writer.writeQueued();
-            for (let i = 0; i < YIELD_TICKS; i++) await undefined;
-            if (this.state === CLOSED) return;
-            this.#writer.writeQueued();
-          }
+          if (++dispatched === EARLY_WRITE_FRAMES) this.#writer.writeQueued();
         }
       }
       if (this.state === CLOSED) return;
