@@ -159,7 +159,8 @@ export interface ChannelOptions<Local extends object = object> {
  *
  * Bytes a codec passes through as they are (the raw codec's `Uint8Array`s) are sent from
  * your buffer, not a copy, where the channel can tell when it is done with them: keep a
- * call's param unchanged until the call settles, and a stream producer may refill its buffer
+ * call's param unchanged until the call settles (a call cancelled while its param is still
+ * being written settles once it is written), and a stream producer may refill its buffer
  * once `yield` returns (the next item is pulled only after the last one was written). A
  * notification's param or a handler's result larger than a write batch (64 KiB) is copied,
  * so it may change at once. A received raw value is a view of the bytes that arrived.
