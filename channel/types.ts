@@ -26,7 +26,12 @@ import type { Channel } from "./channel.ts";
 
 /** Per-call options a caller passes as the second argument of a remote method. */
 export interface CallOptions {
-  /** Aborting it rejects the call at once with the signal's reason and cancels it remotely. */
+  /**
+   * Aborting it rejects the call with the signal's reason and cancels it remotely: at once,
+   * except that a call whose param is the caller's own bytes (raw codec, larger than a write
+   * batch) still being written settles once they are written, so they stay unchanged until
+   * the call settles.
+   */
   signal?: AbortSignal;
   /**
    * The call's deadline in milliseconds; `Infinity` for none. The handler's signal fires when
