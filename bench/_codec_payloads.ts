@@ -9,6 +9,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { protobufCodec } from "../codecs/protobuf.ts";
 import type { Codec } from "../codecs/types.ts";
+import { BENCH_PROTO } from "./_bench_proto.ts";
 
 /** One record: a little of everything JSON-like data holds. */
 export interface BenchRecord {
@@ -44,24 +45,7 @@ export interface BenchPayload {
   jsonBytes: number;
 }
 
-/** The Protobuf schema equivalent to {@linkcode BenchCall} and {@linkcode BenchBatch}. */
-export const BENCH_PROTO = `
-syntax = "proto3";
-package bench;
-message Params { uint32 user_id = 1; repeated string fields = 2; }
-message Call { uint32 id = 1; string method = 2; Params params = 3; double deadline = 4; }
-message Location { double lat = 1; double lon = 2; string city = 3; }
-message Record {
-  uint32 id = 1;
-  string name = 2;
-  string email = 3;
-  bool active = 4;
-  double score = 5;
-  repeated string tags = 6;
-  Location location = 7;
-}
-message Batch { repeated Record records = 1; }
-`;
+export { BENCH_PROTO };
 
 const FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia"];
 const LAST = ["Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson"];

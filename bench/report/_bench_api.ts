@@ -65,7 +65,7 @@ export async function methodCodecsFor(codec: CodecName): Promise<BenchCodecs> {
     }
     case "protobuf": {
       const { protobufCodec } = await import("../../codecs/protobuf.ts");
-      const { BENCH_PROTO } = await import("../_codec_payloads.ts");
+      const { BENCH_PROTO } = await import("../_bench_proto.ts");
       return both(
         protobufCodec({ proto: BENCH_PROTO, type: "bench.Batch" }),
         protobufCodec({ proto: BENCH_PROTO, type: "bench.Call" }),
