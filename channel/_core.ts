@@ -184,6 +184,8 @@ export class ChannelCore implements OutgoingHost {
   #peerGoodbye: { code?: string; reason?: string } | undefined;
   #closeController: AbortController | undefined;
   #shutdown: Promise<void> | undefined;
+  /** Resolved when the channel stops being open, to end the waits of `ready()`. */
+  #leftOpen: PromiseWithResolvers<void> | undefined;
 
   constructor(
     channel: Channel<Record<string, never>>,
@@ -312,6 +314,46 @@ export class ChannelCore implements OutgoingHost {
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
     this.#writeBody(head, body);
+  }
+
+  /** The FrameWriter's room below its high-water mark while open, else 0. */
+  get desiredSize(): number {
+    return this.state === OPEN ? this.#writer.desiredSize : 0;
+  }
+
+  /**
+   * Resolves once the outgoing queue is below its high-water mark; rejects with a
+   * ConnectionClosedError, like `notify`, once the channel is no longer open.
+   */
+  ready(): Promise<void> {
+    if (this.state === OPEN) {
+      return this.#writer.desiredSize > 0 ? Promise.resolve() : this.#readyWhileOpen();
+    }
+    if (this.state === HANDSHAKE) {
+      return this.opened.then(() => this.ready(), () => Promise.reject(this.#notOpenError()));
+    }
+    return Promise.reject(this.#notOpenError());
+  }
+
+  // A writer whose queue drains after close() started would resolve, yet notify would throw:
+  // the wait ends as soon as the channel leaves OPEN, whichever comes first.
+  #readyWhileOpen(): Promise<void> {
+    this.#leftOpen ??= Promise.withResolvers<void>();
+    return Promise.race([this.#writer.ready, this.#leftOpen.promise]).then(
+      () => {
+        if (this.state !== OPEN) throw this.#notOpenError();
+      },
+      (error) => {
+        throw this.state !== OPEN
+          ? this.#notOpenError()
+          : new ConnectionClosedError("Writing to the transport failed", { cause: error });
+      },
+    );
+  }
+
+  #stopWaitingForReady(): void {
+    this.#leftOpen?.resolve();
+    this.#leftOpen = undefined;
   }
 
   /** Sends CALL; `fresh` when it goes out as it is made, so its whole timeout remains. */
@@ -1069,6 +1111,7 @@ export class ChannelCore implements OutgoingHost {
 
   #startClosing(): void {
     this.state = CLOSING;
+    this.#stopWaitingForReady();
     this.#sentGoodbye = true;
     this.#write(encodeBodyFrame(FRAME_KINDS.goodbye, EMPTY));
     if (this.#queued > 0) {
@@ -1156,6 +1199,7 @@ export class ChannelCore implements OutgoingHost {
     if (this.state === CLOSED) return;
     const wasHandshake = this.state === HANDSHAKE;
     this.state = CLOSED;
+    this.#stopWaitingForReady();
     this.#clearTimers();
     if (goodbye !== undefined && !this.#sentGoodbye) {
       this.#sentGoodbye = true;

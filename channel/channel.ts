@@ -319,7 +319,61 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   }
 
   /**
-   * Sends a notification: runs the peer's handler of that name and expects no answer.
+   * Bytes that may still be queued for the peer before the outgoing queue reaches its
+   * high-water mark (1 MiB): negative past it, 0 unless the channel is open. Calls and
+   * streams respect it on their own; a producer of notifications checks it, as with a
+   * `WritableStreamDefaultWriter`, and awaits {@linkcode ready} when it is not positive.
+   */
+  get desiredSize(): number {
+    return this.#core.desiredSize;
+  }
+
+  /**
+   * Resolves once the outgoing queue is below its high-water mark (at once while it is); a
+   * new promise on each read. Rejects with `ConnectionClosedError`, as {@linkcode notify}
+   * throws, once the channel is closing or closed, or its transport failed, also while
+   * waiting. Before the handshake completes it waits for it.
+   *
+   * @example Notifying in a loop without queueing without bound
+   * ```ts
+   * import { openChannel } from "@conduit/ipc/channel";
+   * import { rawCodec } from "@conduit/ipc/codecs/raw";
+   * import { memoryPair } from "@conduit/ipc/transports/memory";
+   * import assert from "node:assert/strict";
+   *
+   * interface Sink {
+   *   chunk(bytes: Uint8Array): void;
+   * }
+   * let received = 0;
+   * const [a, b] = memoryPair();
+   * const [server, client] = await Promise.all([
+   *   openChannel(a, {
+   *     codec: rawCodec,
+   *     handlers: { chunk: (bytes: Uint8Array) => void (received += bytes.length) } satisfies Sink,
+   *   }),
+   *   openChannel<Sink>(b, { codec: rawCodec }),
+   * ]);
+   * const chunk = new Uint8Array(16 * 1024);
+   * let lowest = Infinity;
+   * for (let i = 0; i < 1000; i++) {
+   *   if (client.desiredSize <= 0) await client.ready;
+   *   client.notify("chunk", chunk);
+   *   lowest = Math.min(lowest, client.desiredSize);
+   * }
+   * assert.ok(lowest > -chunk.length - 64); // never more than one frame past the mark
+   * await Promise.all([client.close(), server.closed]);
+   * assert.equal(received, 1000 * chunk.length);
+   * await assert.rejects(client.ready, { name: "ConnectionClosedError" });
+   * ```
+   */
+  get ready(): Promise<void> {
+    return this.#core.ready();
+  }
+
+  /**
+   * Sends a notification: runs the peer's handler of that name and expects no answer. It
+   * never waits: a producer that can outrun the peer awaits {@linkcode ready} when
+   * {@linkcode desiredSize} is not positive.
    *
    * @param method The peer's method.
    * @param param Its param.

@@ -1,0 +1,134 @@
+import assert from "node:assert/strict";
+import { rawCodec } from "../codecs/raw.ts";
+import { encodeFrame } from "../framing/frame_decoder.ts";
+import { unix } from "./_test_transports.ts";
+import { helloBody } from "./_test_raw_peer.ts";
+import { Channel, openChannel } from "./channel.ts";
+import { encodeEnvelope } from "./envelope.ts";
+import { ConnectionClosedError } from "./errors.ts";
+
+interface Sink {
+  chunk(bytes: Uint8Array): void;
+}
+
+const CHUNK_BYTES = 64 * 1024;
+/** A NOTIFY frame's header and envelope head on top of its body, generously. */
+const FRAME_OVERHEAD = 64;
+
+Deno.test("notify/ready: 200 MB of notifications stay within one frame of the mark, in order", async () => {
+  const pair = await unix.pair();
+  let received = 0;
+  let outOfOrder = 0;
+  const [server, client] = await Promise.all([
+    openChannel(pair.a, {
+      codec: rawCodec,
+      handlers: {
+        chunk(bytes: Uint8Array) {
+          const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+          if (bytes.length !== CHUNK_BYTES || view.getUint32(0) !== received) outOfOrder++;
+          received++;
+        },
+      } satisfies Sink,
+    }),
+    openChannel<Sink>(pair.b, { codec: rawCodec }),
+  ]);
+  const count = Math.ceil(200e6 / CHUNK_BYTES);
+  const chunk = new Uint8Array(CHUNK_BYTES);
+  const view = new DataView(chunk.buffer);
+  let waits = 0;
+  let lowest = Infinity;
+  for (let i = 0; i < count; i++) {
+    if (client.desiredSize <= 0) {
+      waits++;
+      await client.ready;
+      assert.ok(client.desiredSize > 0, `desiredSize ${client.desiredSize} after ready`);
+    }
+    view.setUint32(0, i);
+    client.notify("chunk", chunk);
+    lowest = Math.min(lowest, client.desiredSize);
+  }
+  // The queue went past the mark (so the loop did wait), but never by more than one frame.
+  assert.ok(waits > 0);
+  assert.ok(lowest <= 0);
+  assert.ok(lowest > -(CHUNK_BYTES + FRAME_OVERHEAD), `lowest desiredSize ${lowest}`);
+  await Promise.all([client.close(), server.closed]);
+  assert.equal(received, count);
+  assert.equal(outOfOrder, 0);
+  await pair.cleanup();
+});
+
+Deno.test("notify/ready: rejects like notify once closing or closed, also while waiting", async () => {
+  const pair = await unix.pair();
+  const [server, client] = await Promise.all([
+    openChannel(pair.a, { codec: rawCodec, handlers: { chunk() {} } satisfies Sink }),
+    openChannel<Sink>(pair.b, { codec: rawCodec }),
+  ]);
+  await client.ready;
+  assert.ok(client.desiredSize > 0);
+  // Past the mark in one turn: this wait is pending when close() starts.
+  const chunk = new Uint8Array(CHUNK_BYTES);
+  while (client.desiredSize > 0) client.notify("chunk", chunk);
+  const waiting = client.ready;
+  const closing = client.close();
+  assert.equal(client.desiredSize, 0);
+  await assert.rejects(waiting, ConnectionClosedError);
+  await assert.rejects(client.ready, ConnectionClosedError);
+  assert.throws(() => client.notify("chunk", chunk), ConnectionClosedError);
+  await Promise.all([closing, server.closed]);
+  await assert.rejects(client.ready, /The channel is closed/);
+  assert.equal(client.desiredSize, 0);
+  await pair.cleanup();
+});
+
+Deno.test("notify/ready: a pending wait rejects when the peer dies", async () => {
+  const pair = await unix.pair();
+  const opening = openChannel<Sink>(pair.b, { codec: rawCodec });
+  // The peer answers the handshake, then never reads again: the kernel buffers fill up.
+  const writer = pair.a.writable.getWriter();
+  await writer.write(
+    encodeFrame(encodeEnvelope({ kind: "hello", body: helloBody({ codec: "raw" }) })),
+  );
+  const reader = pair.a.readable.getReader();
+  await reader.read();
+  reader.releaseLock();
+  writer.releaseLock();
+  const client = await opening;
+  const chunk = new Uint8Array(CHUNK_BYTES);
+  // Far more than a socket buffers, so the queue cannot drain below the mark.
+  for (let i = 0; i < 512; i++) client.notify("chunk", chunk);
+  let settled = false;
+  const waiting = client.ready.finally(() => settled = true);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(settled, false);
+  await pair.a.abort(new Error("peer died"));
+  await assert.rejects(waiting, ConnectionClosedError);
+  await assert.rejects(client.closed, ConnectionClosedError);
+  assert.equal(client.desiredSize, 0);
+  await pair.cleanup();
+});
+
+Deno.test("notify/ready: waits for the handshake, and rejects if it fails", async () => {
+  const pair = await unix.pair();
+  const client = new Channel<Sink>(pair.b, { codec: rawCodec });
+  assert.equal(client.desiredSize, 0);
+  let settled = false;
+  const waiting = client.ready.finally(() => settled = true);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(settled, false);
+  const server = await openChannel(pair.a, { codec: rawCodec });
+  await waiting;
+  assert.ok(client.desiredSize > 0);
+  await Promise.all([client.close(), server.close()]);
+  await pair.cleanup();
+
+  const other = await unix.pair();
+  const mismatched = new Channel(other.b, { codec: rawCodec });
+  const failing = mismatched.ready;
+  await Promise.allSettled([
+    mismatched.opened,
+    openChannel(other.a, { codec: { ...rawCodec, name: "other" } }),
+  ]);
+  await assert.rejects(failing, ConnectionClosedError);
+  await mismatched.closed.catch(() => {});
+  await other.cleanup();
+});
