@@ -272,7 +272,7 @@ async function drainReadable(t: Transport): Promise<void> {
  * Reads `t` to its end, alternating `readable` reads and `readInto` reads of varied sizes,
  * and checks that both ways then see the end.
  */
-async function readMixed(
+export async function readMixed(
   t: Transport,
   readInto: (view: Uint8Array) => Promise<Uint8Array | null>,
 ): Promise<Uint8Array> {
