@@ -3,8 +3,8 @@
  * (pinned 3.1) with the options `codecs/msgpack.ts` uses, in about half the time: it writes
  * bytes straight into its buffer instead of through a `DataView` call per byte, reserves room
  * once per value, writes short ASCII strings in one pass, and skips the extension hook for
- * plain objects and arrays (no extension applies to them). `msgpack_test.ts` compares its
- * output with the library's on generated values.
+ * plain objects and arrays (no extension applies to them). `_msgpack_writer_test.ts` compares
+ * its output with the library's on generated values.
  *
  * @module
  */
@@ -187,24 +187,11 @@ export class MsgpackWriter {
   }
 
   #stringHeader(byteLength: number): void {
-    const b = this.#bytes;
-    let p = this.#pos;
-    if (byteLength < FIXSTR_LIMIT) {
-      b[p++] = 0xa0 + byteLength;
-    } else if (byteLength < 0x100) {
-      b[p++] = 0xd9;
-      b[p++] = byteLength;
-    } else if (byteLength < 0x10000) {
-      b[p++] = 0xda;
-      b[p++] = byteLength >>> 8;
-      b[p++] = byteLength;
-    } else if (byteLength < 0x100000000) {
-      b[p++] = 0xdb;
-      p = writeU32(b, p, byteLength);
-    } else {
-      throw new Error(`Too long string: ${byteLength} bytes in UTF-8`);
-    }
-    this.#pos = p;
+    if (byteLength < FIXSTR_LIMIT) this.#head(0xa0 + byteLength, 0, 0);
+    else if (byteLength < 0x100) this.#head(0xd9, 1, byteLength);
+    else if (byteLength < 0x10000) this.#head(0xda, 2, byteLength);
+    else if (byteLength < 0x100000000) this.#head(0xdb, 4, byteLength);
+    else throw new Error(`Too long string: ${byteLength} bytes in UTF-8`);
   }
 
   #array(array: unknown[], depth: number): void {
