@@ -12,8 +12,8 @@
  * The library spends most of a decode in its string routines and its explicit stack; this
  * reader decodes short ASCII strings in one pass, leaves the rest to the library's own UTF-8
  * routine (so strings come out identical, invalid UTF-8 included), and recurses instead of
- * keeping a stack. `msgpack_test.ts` compares its output with the library's, on generated
- * values and on random bytes.
+ * keeping a stack. `_msgpack_reader_test.ts` compares its output with the library's, on
+ * generated values and on random bytes.
  *
  * @module
  */
