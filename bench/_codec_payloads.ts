@@ -45,8 +45,6 @@ export interface BenchPayload {
   jsonBytes: number;
 }
 
-export { BENCH_PROTO };
-
 const FIRST = ["Ada", "Alan", "Grace", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia"];
 const LAST = ["Lovelace", "Turing", "Hopper", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson"];
 const CITIES = ["London", "Zürich", "São Paulo", "Kraków", "Tokyo", "Montréal", "Nairobi"];
