@@ -172,10 +172,16 @@ export abstract class BatchPacker {
     const max = this.maxBatchBytes;
     const trailer = this.trailer;
     const trailerBytes = trailer.length;
+    const stagedBytes = (k: number): number => stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
     // Frame k's staged bytes (header included), or its header when it was queued by reference.
-    const headBytes = (k: number): number => {
-      const stagedLength = stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
-      return stagedLength > 0 ? stagedLength : this.headerBytes(frames[k].length);
+    const headBytes = (k: number): number => stagedBytes(k) || this.headerBytes(frames[k].length);
+    // Frame k's whole encoding. A frame staged whole (nothing left by reference, where a
+    // staged head always leaves a non-empty body) has its trailer staged already.
+    const frameBytes = (k: number): number => {
+      const length = frames[k].length;
+      const staged = stagedBytes(k);
+      if (staged > 0 && length === 0) return staged;
+      return (staged || this.headerBytes(length)) + length + trailerBytes;
     };
     const chunks: Uint8Array[] = [];
     // Trailer bytes owed at the start of the next chunk, after a payload passed uncopied.
@@ -185,7 +191,7 @@ export abstract class BatchPacker {
       let runBytes = carry;
       let j = i;
       while (j < count) {
-        const need = headBytes(j) + frames[j].length + trailerBytes;
+        const need = frameBytes(j);
         if (runBytes + need > max) break;
         runBytes += need;
         j++;
@@ -194,7 +200,7 @@ export abstract class BatchPacker {
       // is passed on uncopied.
       let large: Uint8Array | undefined;
       let largeHead = 0;
-      if (j < count && headBytes(j) + frames[j].length + trailerBytes > max) {
+      if (j < count && frameBytes(j) > max) {
         large = frames[j];
         largeHead = headBytes(j);
       }
