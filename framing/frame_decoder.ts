@@ -102,13 +102,12 @@ export class FrameDecoder {
   #partialDirect = false;
   #bytesCopied = 0;
   #error: FramingError | undefined;
-  /** What readTarget() last returned, until the next push(): the header or the partial. */
+  /**
+   * What readTarget() last returned, until the next push(): the unfilled rest of the partial
+   * frame, or else of the header (whose fill and size say where it lies, as the view itself
+   * reads as empty at offset 0 once a transfer detached it).
+   */
   #target: Uint8Array | undefined;
-  /** The target's place, kept apart: a detached view reads as empty at offset 0. */
-  #targetOffset = 0;
-  #targetLength = 0;
-  /** The byte length of the target's ArrayBuffer, which a transfer keeps. */
-  #targetBufferBytes = 0;
   /** The last frame was read straight into its buffer: read the next header alone. */
   #expectLarge = false;
 
@@ -239,9 +238,6 @@ export class FrameDecoder {
       return undefined;
     }
     this.#target = target;
-    this.#targetOffset = target.byteOffset;
-    this.#targetLength = target.length;
-    this.#targetBufferBytes = target.buffer.byteLength;
     return target;
   }
 
@@ -250,9 +246,12 @@ export class FrameDecoder {
     const transferred = chunk.buffer !== target.buffer;
     // A transfer leaves the target's buffer detached, with a byte length of 0.
     if (transferred && target.buffer.byteLength !== 0) return false;
+    const inPartial = this.#partial !== undefined;
+    const fill = inPartial ? this.#partialFill : this.#headerFill;
+    // The size of the target's own buffer, which a transfer keeps.
+    const size = inPartial ? this.#partialSize : FRAME_HEADER_BYTES;
     if (
-      chunk.byteOffset !== this.#targetOffset || chunk.length > this.#targetLength ||
-      chunk.buffer.byteLength !== this.#targetBufferBytes
+      chunk.byteOffset !== fill || chunk.length > size - fill || chunk.buffer.byteLength !== size
     ) {
       if (!transferred) return false;
       throw new Error(
@@ -260,7 +259,7 @@ export class FrameDecoder {
           "that buffer was transferred, and the bytes already assembled in it with it",
       );
     }
-    if (this.#partial !== undefined) {
+    if (inPartial) {
       if (transferred) this.#partial = new Uint8Array(chunk.buffer);
       this.#partialFill += chunk.length;
       this.#partialDirect = true;
