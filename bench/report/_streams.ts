@@ -1,5 +1,5 @@
-// A long stream from the peer (1 GiB of 64 KiB and of 1 MiB raw items in the full run), consumed as fast as
-// the driver can: MB/s and the peak RSS growth of both processes, against raw frames sent
+// A long stream from the peer (1 GiB of 64 KiB and of 1 MiB raw items in the full run),
+// consumed as fast as the driver can: MB/s and the peak RSS growth of both processes, against raw frames sent
 // one way over the same transport. Each stream has a driver process of its own (this module
 // run as a program), spawned by the harness.
 
@@ -10,10 +10,12 @@ import { resetPeakRss, retryOnce, rssOf } from "./_measure.ts";
 import { spawnPeer } from "./_peers.ts";
 import { type Spread, spread } from "./_stats.ts";
 
+type Approach = "conduit" | "raw-frames";
+
 /** One transport × approach × item size. */
 export interface StreamCell {
   transport: string;
-  approach: "conduit" | "raw-frames";
+  approach: Approach;
   /** Bytes streamed per run. */
   bytes: number;
   /** Bytes per item. */
@@ -32,6 +34,15 @@ export interface StreamRun {
   childGrowthMiB: number;
 }
 
+/** What a driver process streams: its command line, as JSON. */
+interface StreamJob {
+  transport: TransportName;
+  approach: Approach;
+  items: number;
+  itemBytes: number;
+  socketDir: string;
+}
+
 const CHILDREN = new URL("./children/", import.meta.url);
 
 /** Streams over every transport, `config.runs` times. */
@@ -41,67 +52,46 @@ export async function runStreams(
   log: (line: string) => void,
 ): Promise<StreamCell[]> {
   const total = config.streamBytes;
-  const runs = new Map<string, StreamRun[]>();
   const cases = config.transports.flatMap((transport) =>
     config.streamItemSizes.flatMap((itemBytes) =>
-      (["conduit", "raw-frames"] as const).map((approach) => ({ transport, itemBytes, approach }))
+      (["conduit", "raw-frames"] as const).map((approach) => ({
+        job: { transport, approach, items: total / itemBytes, itemBytes, socketDir },
+        runs: [] as StreamRun[],
+      }))
     )
   );
   for (let run = 0; run < config.runs; run++) {
-    for (const { transport, itemBytes, approach } of cases) {
-      const key = `${transport} ${approach} ${itemBytes}`;
-      const result = await retryOnce(
-        `run ${run + 1}/${config.runs} stream ${key}`,
-        () => streamInFreshProcess(transport, approach, total / itemBytes, itemBytes, socketDir),
-        log,
-      );
-      if (!runs.has(key)) runs.set(key, []);
-      runs.get(key)!.push(result);
+    for (const { job, runs } of cases) {
+      const label = `run ${run + 1}/${config.runs} stream ` +
+        `${job.transport} ${job.approach} ${job.itemBytes}`;
+      const result = await retryOnce(label, () => streamInFreshProcess(job), log);
+      runs.push(result);
       log(
-        `run ${run + 1}/${config.runs} stream ${key}: ${result.mbps.toFixed(0)} MB/s, ` +
+        `${label}: ${result.mbps.toFixed(0)} MB/s, ` +
           `rss growth driver ${result.parentGrowthMiB.toFixed(1)} MiB, ` +
           `peer ${result.childGrowthMiB.toFixed(1)} MiB`,
       );
     }
   }
-  const cells = cases.map(({ transport, itemBytes, approach }): StreamCell => {
-    const perRun = runs.get(`${transport} ${approach} ${itemBytes}`)!;
-    return {
-      transport,
-      approach,
-      bytes: total,
-      itemBytes,
-      mbps: spread(perRun.map((r) => r.mbps))!,
-      parentGrowthMiB: spread(perRun.map((r) => r.parentGrowthMiB))!,
-      childGrowthMiB: spread(perRun.map((r) => r.childGrowthMiB))!,
-      runs: perRun,
-    };
-  });
-  return cells;
+  return cases.map(({ job: { transport, approach, itemBytes }, runs }): StreamCell => ({
+    transport,
+    approach,
+    bytes: total,
+    itemBytes,
+    mbps: spread(runs.map((r) => r.mbps))!,
+    parentGrowthMiB: spread(runs.map((r) => r.parentGrowthMiB))!,
+    childGrowthMiB: spread(runs.map((r) => r.childGrowthMiB))!,
+    runs,
+  }));
 }
 
 /**
  * Runs one stream with a fresh driver process (this module as a program), so the driver's
  * RSS growth is not hidden by what the harness process has allocated before.
  */
-async function streamInFreshProcess(
-  transport: TransportName,
-  approach: "conduit" | "raw-frames",
-  items: number,
-  itemBytes: number,
-  socketDir: string,
-): Promise<StreamRun> {
+async function streamInFreshProcess(job: StreamJob): Promise<StreamRun> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      new URL(import.meta.url).pathname,
-      transport,
-      approach,
-      String(items),
-      String(itemBytes),
-      socketDir,
-    ],
+    args: ["run", "-A", new URL(import.meta.url).pathname, JSON.stringify(job)],
     stdin: "null",
     stderr: "inherit",
   }).output();
@@ -111,11 +101,7 @@ async function streamInFreshProcess(
 
 /** The driver's side of one stream: spawns the peer, streams, measures both processes. */
 async function streamOnce(
-  transport: TransportName,
-  approach: "conduit" | "raw-frames",
-  items: number,
-  itemBytes: number,
-  socketDir: string,
+  { transport, approach, items, itemBytes, socketDir }: StreamJob,
 ): Promise<StreamRun> {
   const total = items * itemBytes;
   if (approach === "conduit") {
@@ -149,15 +135,7 @@ async function streamOnce(
 }
 
 if (import.meta.main) {
-  const [transport, approach, items, itemBytes, socketDir] = Deno.args;
-  const result = await streamOnce(
-    transport as TransportName,
-    approach as "conduit" | "raw-frames",
-    Number(items),
-    Number(itemBytes),
-    socketDir,
-  );
-  console.log(JSON.stringify(result));
+  console.log(JSON.stringify(await streamOnce(JSON.parse(Deno.args[0]))));
 }
 
 async function measured(
