@@ -15,6 +15,7 @@ import { conduitClient } from "./report/_clients.ts";
 import { notesPerSecond } from "./report/_measure.ts";
 import { rawNote } from "./report/_payloads.ts";
 import { type Peer, spawnPeer } from "./report/_peers.ts";
+import { spread } from "./report/_stats.ts";
 import { serveBench } from "./report/children/conduit_peer.ts";
 import { spawnTransport, stdioTransport } from "../transports/stdio.ts";
 import { resizePipes } from "../transports/_pipe_buffer.ts";
@@ -100,9 +101,9 @@ function push(map: Map<string, number[]>, key: string, value: number): void {
   map.set(key, [...map.get(key) ?? [], value]);
 }
 
+/** The report's median: the mean of the middle two for an even count of runs. */
 function median(values: number[]): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.floor(sorted.length / 2)];
+  return spread(values)?.median ?? NaN;
 }
 
 function flag(name: string): string | undefined {
