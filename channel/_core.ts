@@ -812,6 +812,9 @@ export class ChannelCore implements OutgoingHost {
 
   /** Remembers an incoming method name (decoded and checked by decodeEnvelope). */
   #rememberMethod(name: string): void {
+    // A recent name gets here too (a CALL with a streamed param always does): adding it again
+    // would push the other names out.
+    for (const recent of this.#recentMethods) if (recent.name === name) return;
     const recent = { bytes: utf8.encode(name), name };
     if (this.#recentMethods.length < RECENT_METHODS) this.#recentMethods.push(recent);
     else this.#recentMethods[this.#nextRecent++ % RECENT_METHODS] = recent;
