@@ -83,11 +83,18 @@ async function connect(
   return {
     client: clientChannel,
     codecs,
-    async [Symbol.asyncDispose]() {
-      await Promise.all([clientChannel.close(), serverChannel.close()]);
-      await pair.cleanup();
-    },
+    [Symbol.asyncDispose]: () => closeBoth(clientChannel, serverChannel, pair),
   };
+}
+
+/** Closes both ends, then what the transport pair holds. */
+async function closeBoth(
+  client: Channel<object>,
+  server: Channel<object>,
+  pair: { cleanup(): Promise<void> },
+): Promise<void> {
+  await Promise.all([client.close(), server.close()]);
+  await pair.cleanup();
 }
 
 for (const kind of transportKinds) {
@@ -204,10 +211,7 @@ async function connectRaw(
   ]);
   return {
     client,
-    async [Symbol.asyncDispose]() {
-      await Promise.all([client.close(), server.close()]);
-      await pair.cleanup();
-    },
+    [Symbol.asyncDispose]: () => closeBoth(client, server, pair),
   };
 }
 
