@@ -92,7 +92,8 @@ function stdioPeer(bytes: number): Peer {
   return { transport: child, pid: child.pid, status: child.status, close: () => child.close() };
 }
 
-/** The voluntary and involuntary context switches of process `pid`'s main thread. */
+/** How many times process `pid`'s main thread was put on a CPU: one per context switch into it
+ * (the third field of schedstat, its run count). */
 function contextSwitches(pid: number): number {
   return Number(Deno.readTextFileSync(`/proc/${pid}/task/${pid}/schedstat`).split(" ")[2]);
 }
