@@ -109,11 +109,9 @@ export class FrameWriter {
   #closing: Promise<void> | undefined;
   #inFlightBytes = 0;
   #readyWaiters: Array<() => void> = [];
-  /** Batches taken from the queue so far, and how many of them are written. */
-  #taken = 0;
-  #written = 0;
-  /** Each flush() waiting, with the batch that holds its frames (in increasing order). */
-  #flushWaiters: Array<{ batch: number; wake: () => void }> = [];
+  /** The flush() calls waiting for the batch in flight, and for the frames still queued. */
+  #flushWaiters: Array<() => void> = [];
+  #queuedFlushWaiters: Array<() => void> = [];
 
   /**
    * Creates a writer that takes the lock of `writable`.
@@ -268,15 +266,11 @@ export class FrameWriter {
    */
   flush(): Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    // Queued frames go out with the next batch taken; without any, the last batch holds them.
-    const batch = this.#packer.empty ? this.#taken : this.#taken + 1;
-    if (batch <= this.#written) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      this.#flushWaiters.push({
-        batch,
-        wake: () => this.#failure !== undefined ? reject(this.#failure) : resolve(),
-      });
-    });
+    // Queued frames go out with the next batch taken; without any, the batch in flight (if
+    // any: #inFlightBytes counts down to 0 as its last chunk is written) holds them.
+    if (!this.#packer.empty) return this.#wait(this.#queuedFlushWaiters);
+    if (this.#inFlightBytes > 0) return this.#wait(this.#flushWaiters);
+    return Promise.resolve();
   }
 
   /**
@@ -343,7 +337,11 @@ export class FrameWriter {
       while (!packer.empty && this.#failure === undefined) {
         this.#inFlightBytes = packer.pendingBytes;
         const chunks = packer.take();
-        this.#taken++;
+        // The frames the queued flush() calls wait for are in this batch now (and the waiters
+        // of the batch before were woken once it was written).
+        const inBatch = this.#queuedFlushWaiters;
+        this.#queuedFlushWaiters = this.#flushWaiters;
+        this.#flushWaiters = inBatch;
         for (const chunk of chunks) {
           await this.#writer.write(chunk);
           this.#inFlightBytes -= chunk.length;
@@ -351,8 +349,7 @@ export class FrameWriter {
             wakeAll(this.#readyWaiters.splice(0));
           }
         }
-        this.#written = this.#taken;
-        this.#wakeFlushed();
+        if (inBatch.length > 0) wakeAll(inBatch.splice(0));
         // Let the frames queued by the continuations of this write join the next batch.
         await undefined;
       }
@@ -365,20 +362,13 @@ export class FrameWriter {
     wakeAll(this.#readyWaiters.splice(0));
   }
 
-  #wakeFlushed(): void {
-    const waiters = this.#flushWaiters;
-    let woken = 0;
-    while (woken < waiters.length && waiters[woken].batch <= this.#written) woken++;
-    if (woken === 0) return;
-    for (const waiter of waiters.splice(0, woken)) waiter.wake();
-  }
-
   #fail(error: TransportClosedError): void {
     if (this.#failure !== undefined) return;
     this.#failure = error;
     this.#packer.clear();
     wakeAll(this.#readyWaiters.splice(0));
-    for (const waiter of this.#flushWaiters.splice(0)) waiter.wake();
+    wakeAll(this.#flushWaiters.splice(0));
+    wakeAll(this.#queuedFlushWaiters.splice(0));
   }
 }
 
