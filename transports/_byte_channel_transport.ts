@@ -35,6 +35,9 @@ export interface ByteChannel {
   close(abortive: boolean): Promise<void>;
 }
 
+/** What `pull` returns: the read it starts is followed by `#reading`, not by the stream. */
+const RESOLVED: Promise<void> = Promise.resolve();
+
 /** The most bytes the writable queues before `writer.ready` waits: 64 KiB. */
 const WRITE_HIGH_WATER_MARK = 64 * 1024;
 
@@ -57,13 +60,21 @@ export class ByteChannelTransport implements Transport {
    * Reads the next bytes into `view` instead of through `readable`, which must be locked by
    * the caller with no read pending. Resolves with the bytes read (a view of the start of
    * `view`, or of the buffer it was transferred to) or `null` once `readable` has ended;
-   * rejects as a read of `readable` would. Present only over a channel that can do it.
+   * rejects as a read of `readable` would, and with a TypeError while a read of `readable` is
+   * pending or a chunk it read waits in its queue. Present only over a channel that can do it.
    */
   readonly readInto: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   readonly #channel: ByteChannel;
   #readController!: ReadableStreamDefaultController<Uint8Array>;
   /** The channel read in flight, awaited on release so no op outlives the transport. */
   #reading: Promise<unknown> | undefined;
+  /** A pull came while `readInto` was reading: the readable still owes a read. */
+  #pullWanted = false;
+  /**
+   * Settles one microtask after construction, once the readable has started and passed any
+   * read already requested to `pull`; `undefined` from then on.
+   */
+  #starting: Promise<void> | undefined;
   /** The readable has ended, errored or been cancelled. */
   #readDone = false;
   /** What the readable errored with, for `readInto` to throw too. */
@@ -89,7 +100,7 @@ export class ByteChannelTransport implements Transport {
       start: (controller) => {
         this.#readController = controller;
       },
-      pull: () => this.#pull(),
+      pull: this.#pull,
       cancel: () => {
         this.#readDone = true;
         this.#releaseIfDone();
@@ -97,6 +108,8 @@ export class ByteChannelTransport implements Transport {
       // With `readInto`, no read ahead: a chunk read ahead into the channel's buffer would
       // have to be delivered before the bytes `readInto` reads.
     }, { highWaterMark: direct ? 0 : 1 });
+    // The stream's own start reaction was queued above, so this runs right after it.
+    if (direct) this.#starting = Promise.resolve().then(() => this.#starting = undefined);
     this.writable = new WritableStream<Uint8Array>({
       write: (chunk) => this.#write(chunk),
       close: () => this.#closeWrite(),
@@ -134,30 +147,46 @@ export class ByteChannelTransport implements Transport {
     await this.#release(false);
   }
 
-  async #pull(): Promise<void> {
-    while (!this.#readDone) {
-      if (this.#released) return this.#endRead();
-      let chunk: Uint8Array | null;
-      try {
-        chunk = await (this.#reading = this.#channel.read());
-      } catch (error) {
-        return this.#failRead(error);
-      } finally {
-        this.#reading = undefined;
-      }
-      // close() or cancel() ended the readable while the read was in flight.
-      if (this.#readDone) return;
-      if (chunk === null) {
-        this.#endRead();
-        this.#releaseIfDone();
-        return;
-      }
-      if (chunk.length > 0) return this.#readController.enqueue(chunk);
-    }
+  // `pull` starts the channel read and returns at once, so the stream never counts a pull as
+  // running: a read() it is asked for reaches `pull` synchronously (the stream would hold it
+  // back until a running pull settled), and `#reading` tells `readInto` of every read the
+  // readable owes. A pull while a read is in flight changes nothing: enqueueing its chunk
+  // asks for the next pull if the readable still owes one.
+  readonly #pull = (): Promise<void> => {
+    if (this.#reading !== undefined) this.#pullWanted = true;
+    else if (!this.#readDone) this.#readNext();
+    return RESOLVED;
+  };
+
+  #readNext(): void {
+    if (this.#released) return this.#endRead();
+    (this.#reading = this.#channel.read()).then(this.#onRead, this.#onReadFailed);
   }
 
+  readonly #onRead = (chunk: Uint8Array | null): void => {
+    this.#reading = undefined;
+    this.#pullWanted = false;
+    // close() or cancel() ended the readable while the read was in flight.
+    if (this.#readDone) return;
+    if (chunk === null) {
+      this.#endRead();
+      this.#releaseIfDone();
+    } else if (chunk.length > 0) this.#readController.enqueue(chunk);
+    else this.#readNext();
+  };
+
+  readonly #onReadFailed = (error: unknown): void => {
+    this.#reading = undefined;
+    this.#pullWanted = false;
+    this.#failRead(error);
+  };
+
   async #readInto(view: Uint8Array): Promise<Uint8Array | null> {
-    if (this.#reading !== undefined) {
+    // Only in the first microtask of the transport's life: a read() requested before the
+    // readable started reaches `pull` then.
+    if (this.#starting !== undefined) await this.#starting;
+    // A chunk in the queue (read for a reader released since) comes before any byte read now.
+    if (this.#reading !== undefined || (this.#readController.desiredSize ?? 0) < 0) {
       throw new TypeError(`readInto() on ${this.#channel.label} while a read is pending`);
     }
     if (this.#released) this.#endRead();
@@ -166,15 +195,20 @@ export class ByteChannelTransport implements Transport {
     try {
       chunk = await (this.#reading = this.#channel.readInto!(view));
     } catch (error) {
+      this.#reading = undefined;
+      this.#pullWanted = false;
       this.#failRead(error);
       return this.#readEnded();
-    } finally {
-      this.#reading = undefined;
     }
+    this.#reading = undefined;
     if (this.#readDone) return this.#readEnded();
     if (chunk === null) {
       this.#endRead();
       this.#releaseIfDone();
+    } else if (this.#pullWanted) {
+      // The caller read the readable while this was pending: serve that read now.
+      this.#pullWanted = false;
+      this.#readNext();
     }
     return chunk;
   }

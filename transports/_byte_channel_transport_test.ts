@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ReadBuffer } from "./_byte_channel_transport.ts";
 import { connectPair, readMixed } from "./_conformance.ts";
+import { connTransport } from "./_conn_transport.ts";
 import { memoryPair } from "./memory.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
 import type { Transport } from "./types.ts";
@@ -92,6 +93,55 @@ for (const [name, makePair] of Object.entries(PAIRS)) {
     assert.deepEqual(received, sent);
   });
 
+  test("readInto(): TypeError for a read() made while the last read's pull is settling", async ({ a, b }) => {
+    const writer = a.writable.getWriter();
+    await writer.write(new Uint8Array([1]));
+    const reader = b.readable.getReader();
+    assert.deepEqual((await reader.read()).value, new Uint8Array([1]));
+    // The stream may still count the pull that served the read above as running: this read
+    // then waits for it to settle before reaching the source, a few microtasks later.
+    const pending = reader.read();
+    const refused = assert.rejects(b.readInto(new Uint8Array(8)), TypeError);
+    await writer.write(new Uint8Array([2, 3]));
+    await refused;
+    assert.deepEqual((await pending).value, new Uint8Array([2, 3]));
+    writer.releaseLock();
+    reader.releaseLock();
+  });
+
+  test("readInto(): TypeError while a chunk read for a released reader waits in readable", async ({ a, b }) => {
+    const first = b.readable.getReader();
+    const abandoned = first.read();
+    first.releaseLock();
+    await assert.rejects(abandoned, TypeError);
+    const writer = a.writable.getWriter();
+    await writer.write(new Uint8Array([1, 2]));
+    // The read started for the released reader lands in the readable's queue, ahead of
+    // anything readInto() could read. (Refused either way: while still in flight, as a read.)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const reader = b.readable.getReader();
+    const refused = assert.rejects(b.readInto(new Uint8Array(8)), TypeError);
+    await writer.write(new Uint8Array([3]));
+    await refused;
+    assert.deepEqual((await reader.read()).value, new Uint8Array([1, 2]));
+    assert.deepEqual((await b.readInto(new Uint8Array(8)))?.[0], 3);
+    writer.releaseLock();
+    reader.releaseLock();
+  });
+
+  test("a read() made while readInto() is pending is served once it has read", async ({ a, b }) => {
+    const reader = b.readable.getReader();
+    const into = b.readInto(new Uint8Array(8));
+    const next = reader.read();
+    const writer = a.writable.getWriter();
+    await writer.write(new Uint8Array([1]));
+    assert.deepEqual(await into, new Uint8Array([1]));
+    await writer.write(new Uint8Array([2]));
+    assert.deepEqual((await next).value, new Uint8Array([2]));
+    writer.releaseLock();
+    reader.releaseLock();
+  });
+
   test("a pending readInto() settles with null when the transport closes", async ({ b }) => {
     const reading = b.readInto(new Uint8Array(8));
     await b.close();
@@ -99,6 +149,28 @@ for (const [name, makePair] of Object.entries(PAIRS)) {
     assert.equal(await b.readInto(new Uint8Array(8)), null);
   });
 }
+
+Deno.test("unix: readInto(): TypeError for a read() made before the readable started", async () => {
+  const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+  const listener = Deno.listen({ transport: "unix", path: `${dir}/s` });
+  const accepted = listener.accept();
+  const conn = await Deno.connect({ transport: "unix", path: `${dir}/s` });
+  const peer = await accepted;
+  // Wrapped and read in one turn: the stream has not started, so the read has not reached
+  // the source's pull yet.
+  const t = connTransport(conn, "test socket");
+  const reader = t.readable.getReader();
+  const pending = reader.read();
+  const refused = assert.rejects(t.readInto!(new Uint8Array(8)), TypeError);
+  await peer.write(new Uint8Array([1]));
+  await refused;
+  assert.deepEqual((await pending).value, new Uint8Array([1]));
+  reader.releaseLock();
+  peer.close();
+  await t.close();
+  listener.close();
+  await Deno.remove(dir, { recursive: true });
+});
 
 Deno.test("memory: a transport over a channel that cannot read into a buffer has no readInto", async () => {
   const [a, b] = memoryPair();
