@@ -3,6 +3,7 @@
 // (the same transport and framing with no codec or protocol: the floor under a call).
 
 import { jsonCodec } from "../codecs/json.ts";
+import { rawCodec } from "../codecs/raw.ts";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import { memory, type TestPair, unix } from "../channel/_test_transports.ts";
@@ -26,19 +27,25 @@ export function transportPair(kind: PairKind): Promise<TestPair> {
   return (kind === "memory" ? memory : unix).pair();
 }
 
-/** A client channel to an echo server channel over `kind`. */
-export async function channelPair(
+/** The service the raw-codec benchmarks call: the same echo, on bytes. */
+export interface RawEchoApi {
+  echo(value: Uint8Array): Uint8Array;
+}
+
+/** A client channel to an echo server channel over `kind`, with the JSON or the raw codec. */
+export async function channelPair<Api extends EchoApi | RawEchoApi = EchoApi>(
   kind: PairKind,
   maxInFlight = 1024,
-): Promise<{ client: Channel<EchoApi>; close: () => Promise<void> }> {
+  codec: "json" | "raw" = "json",
+): Promise<{ client: Channel<Api>; close: () => Promise<void> }> {
   const pair = await transportPair(kind);
   const [server, client] = await Promise.all([
     openChannel(pair.a, {
-      codec: jsonCodec(),
+      codec: codec === "raw" ? rawCodec : jsonCodec(),
       maxInFlight,
       handlers: { echo: (value: unknown) => value },
     }),
-    openChannel<EchoApi>(pair.b, { codec: jsonCodec(), maxInFlight }),
+    openChannel<Api>(pair.b, { codec: codec === "raw" ? rawCodec : jsonCodec(), maxInFlight }),
   ]);
   return {
     client,
