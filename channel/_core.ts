@@ -82,6 +82,7 @@ export interface CoreConfig {
   handshakeTimeout: number;
   defaultTimeout: number;
   drainTimeout: number;
+  writeHighWaterMark: number;
   heartbeat: { intervalMs: number; timeoutMs: number } | undefined;
   trustPeer: boolean;
   errorClasses: Map<string, ErrorClass>;
@@ -206,7 +207,10 @@ export class ChannelCore implements OutgoingHost {
     this.opened.catch(() => {});
     this.closed.catch(() => {});
     this.#decoder = new FrameDecoder({ maxFrameBytes: config.maxFrameBytes });
-    this.#writer = new FrameWriter(transport.writable, { maxFrameBytes: 0xffff_ffff });
+    this.#writer = new FrameWriter(transport.writable, {
+      maxFrameBytes: 0xffff_ffff,
+      highWaterMark: config.writeHighWaterMark,
+    });
     this.#write(encodeBodyFrame(
       FRAME_KINDS.hello,
       utf8.encode(JSON.stringify({
@@ -306,6 +310,16 @@ export class ChannelCore implements OutgoingHost {
   /** Sends a notification. */
   notify(method: string, param: unknown): void {
     if (this.state !== OPEN) throw this.#notOpenError();
+    // The writer learns that its stream failed before the channel does (nothing reads its
+    // failure until the next write): the frame would be dropped, and the caller not told.
+    const writeError = this.#writer.error;
+    if (writeError !== undefined) {
+      const error = new ConnectionClosedError("Writing to the transport failed", {
+        cause: writeError,
+      });
+      this.#fail(error);
+      throw error;
+    }
     if (isAsyncIterable(param)) {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
@@ -648,6 +662,11 @@ export class ChannelCore implements OutgoingHost {
   }
 
   // ---------------------------------------------------------------- incoming frames
+
+  /** Hands a received item's memory back to the frame decoder (see Channel.recycle). */
+  recycle(item: Uint8Array): boolean {
+    return this.#decoder.recycle(item);
+  }
 
   async #readLoop(): Promise<void> {
     const decoder = this.#decoder;

@@ -36,6 +36,7 @@
 
 import type { Codec } from "../codecs/types.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
+import { DEFAULT_WRITER_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "./_codecs.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
@@ -54,6 +55,8 @@ export const DEFAULT_HANDSHAKE_TIMEOUT = 10_000;
 export const DEFAULT_CALL_TIMEOUT = 60_000;
 /** The default {@linkcode ChannelOptions.drainTimeout}: 5 s. */
 export const DEFAULT_DRAIN_TIMEOUT = 5_000;
+/** The default {@linkcode ChannelOptions.writeHighWaterMark}: 1 MiB queued for the peer. */
+export const DEFAULT_WRITE_HIGH_WATER_MARK: number = DEFAULT_WRITER_HIGH_WATER_MARK;
 /** The default {@linkcode ChannelOptions.trustPeer}: false (no stack traces sent). */
 export const DEFAULT_TRUST_PEER = false;
 
@@ -130,6 +133,15 @@ export interface ChannelOptions<Local extends object = object> {
    * @default {DEFAULT_DRAIN_TIMEOUT} (5 s)
    */
   drainTimeout?: number;
+  /**
+   * Bytes queued for the peer at which {@linkcode Channel.desiredSize} reaches zero and
+   * {@linkcode Channel.ready} starts waiting; stream producers wait at it too. Lower it to
+   * bound the memory a fast notification producer holds; 0 makes `ready` wait until every
+   * queued frame is written.
+   *
+   * @default {DEFAULT_WRITE_HIGH_WATER_MARK} (1 MiB)
+   */
+  writeHighWaterMark?: number;
   /** Send PINGs and close if the peer goes silent. Off unless given. */
   heartbeat?: HeartbeatOptions;
   /**
@@ -216,6 +228,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    *
    * @param transport The connection to the peer; the channel owns and closes it.
    * @param options The codec, handlers and limits.
+   * @throws {RangeError} When a limit is out of range; the message names it and its value.
    */
   constructor(transport: Transport, options: ChannelOptions) {
     const codec = options.codec;
@@ -265,6 +278,11 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         ),
         defaultTimeout: positive("defaultTimeout", options.defaultTimeout ?? DEFAULT_CALL_TIMEOUT),
         drainTimeout: positive("drainTimeout", options.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT),
+        writeHighWaterMark: integer(
+          "writeHighWaterMark",
+          options.writeHighWaterMark ?? DEFAULT_WRITE_HIGH_WATER_MARK,
+          0,
+        ),
         heartbeat,
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
         errorClasses,
@@ -320,7 +338,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
 
   /**
    * Bytes that may still be queued for the peer before the outgoing queue reaches its
-   * high-water mark (1 MiB): negative past it, 0 unless the channel is open. Calls and
+   * high-water mark ({@linkcode ChannelOptions.writeHighWaterMark}, 1 MiB by default):
+   * negative past it, 0 unless the channel is open or once its transport failed. Calls and
    * streams respect it on their own; a producer of notifications checks it, as with a
    * `WritableStreamDefaultWriter`, and awaits {@linkcode ready} when it is not positive.
    */
@@ -375,9 +394,18 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * never waits: a producer that can outrun the peer awaits {@linkcode ready} when
    * {@linkcode desiredSize} is not positive.
    *
+   * A frame that cannot be written throws instead of being dropped: once the transport's
+   * write side is known to have failed (a write of an earlier frame failed), `notify` throws
+   * and the channel closes with that failure. A failure is known only once the write that
+   * met it settles: a notification queued while that write is in flight returns normally,
+   * is lost with it, and the channel's {@linkcode closed} rejects then. A notification that
+   * returned has reached the queue, not the peer: acknowledge with a call when it matters.
+   *
    * @param method The peer's method.
    * @param param Its param.
-   * @throws {ConnectionClosedError} When the channel is closing or closed.
+   * @throws {ConnectionClosedError} When the channel is closing or closed, or its transport's
+   * write side has failed (the `TransportClosedError` is its `cause`).
+   * @throws {FrameTooLargeError} When the notification exceeds the peer's `maxFrameBytes`.
    */
   notify<K extends MethodName<Remote>>(method: K, param: RemoteArgs<Remote[K]>[0]): void {
     this.#core.notify(method, param);

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { rawCodec } from "../codecs/raw.ts";
+import { TransportClosedError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
+import { memoryPair } from "../transports/memory.ts";
+import { listenUnix } from "../transports/unix.ts";
 import { unix } from "./_test_transports.ts";
 import { helloBody } from "./_test_raw_peer.ts";
 import { Channel, openChannel } from "./channel.ts";
@@ -132,3 +135,121 @@ Deno.test("notify/ready: waits for the handshake, and rejects if it fails", asyn
   await mismatched.closed.catch(() => {});
   await other.cleanup();
 });
+
+Deno.test("notify/ready: a smaller writeHighWaterMark is honoured over a Unix socket", async () => {
+  const mark = 16 * 1024;
+  const chunk = new Uint8Array(4 * 1024);
+  const pair = await unix.pair();
+  let received = 0;
+  const [server, client] = await Promise.all([
+    openChannel(pair.a, {
+      codec: rawCodec,
+      handlers: { chunk: (bytes: Uint8Array) => void (received += bytes.length) } satisfies Sink,
+    }),
+    openChannel<Sink>(pair.b, { codec: rawCodec, writeHighWaterMark: mark }),
+  ]);
+  const count = 2000;
+  let waits = 0;
+  let lowest = Infinity;
+  let highest = -Infinity;
+  for (let i = 0; i < count; i++) {
+    if (client.desiredSize <= 0) {
+      waits++;
+      await client.ready;
+    }
+    highest = Math.max(highest, client.desiredSize);
+    client.notify("chunk", chunk);
+    lowest = Math.min(lowest, client.desiredSize);
+  }
+  // Measured against the smaller mark (the default would leave ~1 MiB of room), and never
+  // more than one frame past it.
+  assert.ok(waits > 0);
+  assert.ok(highest <= mark, `highest desiredSize ${highest}`);
+  assert.ok(lowest > -(chunk.length + FRAME_OVERHEAD), `lowest desiredSize ${lowest}`);
+  await Promise.all([client.close(), server.closed]);
+  assert.equal(received, count * chunk.length);
+  await pair.cleanup();
+});
+
+Deno.test("notify/ready: writeHighWaterMark 0 waits until the queue is written", async () => {
+  const pair = await unix.pair();
+  const [server, client] = await Promise.all([
+    openChannel(pair.a, { codec: rawCodec, handlers: { chunk() {} } satisfies Sink }),
+    openChannel<Sink>(pair.b, { codec: rawCodec, writeHighWaterMark: 0 }),
+  ]);
+  await client.ready;
+  assert.equal(client.desiredSize, 0);
+  client.notify("chunk", new Uint8Array(100));
+  assert.ok(client.desiredSize < -100);
+  await client.ready;
+  assert.equal(client.desiredSize, 0);
+  await Promise.all([client.close(), server.closed]);
+  await pair.cleanup();
+});
+
+Deno.test("notify/ready: writeHighWaterMark out of range is a RangeError naming it", async () => {
+  const [a, b] = memoryPair();
+  for (const value of [-1, 1.5, NaN]) {
+    assert.throws(
+      () => new Channel(a, { codec: rawCodec, writeHighWaterMark: value }),
+      (error: unknown) =>
+        error instanceof RangeError &&
+        error.message ===
+          `writeHighWaterMark must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}, got ${value}`,
+    );
+  }
+  await Promise.all([a.close(), b.close()]);
+});
+
+Deno.test("notify: throws ConnectionClosedError once a write to the transport has failed", async () => {
+  const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+  const listener = await listenUnix(`${dir}/s`);
+  const hello = encodeFrame(encodeEnvelope({ kind: "hello", body: helloBody({ codec: "raw" }) }));
+  // A real peer that answers the handshake, then shuts down its receiving side and keeps the
+  // connection open: writes to it fail (EPIPE), while the channel's reads see no end.
+  const peer = new Deno.Command("python3", {
+    args: ["-c", SHUT_RD_PEER, `${dir}/s`, bytesToHex(hello)],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const client = await openChannel<Sink>(await listener.accept(), {
+    codec: rawCodec,
+    writeHighWaterMark: 1024,
+  });
+  const lines = peer.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  assert.equal((await lines.read()).value, "shut\n");
+  // Past the mark, so ready() waits for the write, which fails: the channel is still open.
+  client.notify("chunk", new Uint8Array(2048));
+  await assert.rejects(client.ready, /Writing to the transport failed/);
+  assert.equal(client.desiredSize, 0);
+  assert.throws(
+    () => client.notify("chunk", new Uint8Array(8)),
+    (error: unknown) =>
+      error instanceof ConnectionClosedError && error.cause instanceof TransportClosedError,
+  );
+  await assert.rejects(client.closed, /Writing to the transport failed/);
+  assert.throws(() => client.notify("chunk", new Uint8Array(8)), /The channel is closed/);
+  await peer.stdin.close();
+  await lines.cancel();
+  assert.equal((await peer.status).code, 0);
+  await listener.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+/** Connects to argv[1], sends the bytes of argv[2] (hex), reads, shuts down its reading. */
+const SHUT_RD_PEER = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(bytes.fromhex(sys.argv[2]))
+s.recv(4096)
+s.shutdown(socket.SHUT_RD)
+print("shut", flush=True)
+sys.stdin.read()
+s.close()
+`;
+
+function bytesToHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}

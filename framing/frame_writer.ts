@@ -147,6 +147,33 @@ export class FrameWriter {
   }
 
   /**
+   * The `TransportClosedError` every call throws or rejects with since the byte stream failed
+   * or the writer was aborted (the failure is its `cause`); `undefined` until then, and after
+   * a plain {@linkcode close}. A write in flight fails it only once its promise settles, so
+   * frames queued before then are dropped with the batch.
+   *
+   * @example
+   * ```ts
+   * import { TransportClosedError } from "@conduit/ipc/errors";
+   * import { FrameWriter } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const gone = new Error("peer gone");
+   * const writer = new FrameWriter(new WritableStream({ write: () => Promise.reject(gone) }));
+   * writer.write(new Uint8Array(8));
+   * const known = writer.error; // undefined: the write is still in flight
+   * await writer.flush().catch(() => {});
+   * assert.equal(known, undefined);
+   * assert.ok(writer.error instanceof TransportClosedError);
+   * assert.equal(writer.error.cause, gone);
+   * assert.throws(() => writer.write(new Uint8Array(8)), writer.error);
+   * ```
+   */
+  get error(): TransportClosedError | undefined {
+    return this.#failure;
+  }
+
+  /**
    * Queues one frame. Never waits; check {@linkcode desiredSize} or await {@linkcode ready}
    * to respect backpressure.
    *
