@@ -337,6 +337,65 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   }
 
   /**
+   * Hands the memory of a received `Uint8Array` back to the channel, which reads a later frame
+   * of the same size into it instead of allocating: a consumer of large raw items (64 KiB and
+   * more) that recycles each one once done with it keeps the receiving side from allocating a
+   * fresh buffer per item, which the garbage collector reclaims only in large batches.
+   *
+   * After it returns true the item's bytes belong to the channel again and may be overwritten
+   * by a later frame at any time, so do not read them again: the item is detached (it reads
+   * as empty), and so is every other view of the frame it came in (other byte fields a codec
+   * decoded from the same message). It returns false, taking nothing, for bytes the channel
+   * cannot reuse safely: items smaller than 64 KiB or that arrived inside a larger read (views
+   * of a buffer other frames share), bytes that did not come from this channel, or an item
+   * recycled already.
+   *
+   * @param item A value received from this channel (a param, a result or a stream item), or
+   * a view into one.
+   * @returns Whether the channel took the memory.
+   *
+   * @example Recycling the items of a stream
+   * ```ts
+   * import { openChannel } from "@conduit/ipc/channel";
+   * import { rawCodec } from "@conduit/ipc/codecs/raw";
+   * import { connectUnix, listenUnix } from "@conduit/ipc/transports/unix";
+   * import assert from "node:assert/strict";
+   *
+   * const handlers = {
+   *   async *blobs(count: Uint8Array): AsyncIterable<Uint8Array> {
+   *     for (let i = 0; i < count[0]; i++) yield new Uint8Array(1024 * 1024).fill(i);
+   *   },
+   * };
+   * const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+   * const listener = await listenUnix(`${dir}/s`);
+   * const accepted = listener.accept();
+   * const connected = await connectUnix(`${dir}/s`);
+   * const [client, server] = await Promise.all([
+   *   openChannel<typeof handlers>(connected, { codec: rawCodec }),
+   *   openChannel(await accepted, { codec: rawCodec, handlers }),
+   * ]);
+   *
+   * let taken = 0;
+   * let i = 0;
+   * for await (const item of client.remote.blobs(new Uint8Array([8]))) {
+   *   assert.equal(item.length, 1024 * 1024);
+   *   assert.ok(item.every((byte) => byte === i)); // a reused buffer holds the new item only
+   *   if (client.recycle(item)) taken++;
+   *   assert.equal(client.recycle(item), false); // once only
+   *   i++;
+   * }
+   * assert.equal(i, 8);
+   * assert.ok(taken > 0);
+   * assert.equal(client.recycle(new Uint8Array(1024 * 1024)), false); // not the channel's
+   * await Promise.all([client.close(), server.closed, listener.close()]);
+   * await Deno.remove(dir, { recursive: true });
+   * ```
+   */
+  recycle(item: Uint8Array): boolean {
+    return this.#core.recycle(item);
+  }
+
+  /**
    * Bytes that may still be queued for the peer before the outgoing queue reaches its
    * high-water mark ({@linkcode ChannelOptions.writeHighWaterMark}, 1 MiB by default):
    * negative past it, 0 unless the channel is open or once its transport failed. Calls and

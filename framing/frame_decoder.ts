@@ -50,11 +50,27 @@ export interface FrameDecoderOptions {
   maxFrameBytes?: number;
 }
 
+/**
+ * The most buffers a {@linkcode FrameDecoder} keeps for reuse from
+ * {@linkcode FrameDecoder.recycle}: 4. Recycling more drops the oldest, so the pool holds the
+ * sizes of the latest frames.
+ *
+ * @example
+ * ```ts
+ * import { MAX_RECYCLED_BUFFERS } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(MAX_RECYCLED_BUFFERS, 4);
+ * ```
+ */
+export const MAX_RECYCLED_BUFFERS = 4;
+
 const EMPTY = new Uint8Array(0);
 
 /**
  * The least a frame must still need for readTarget() to offer it: below this, one ordinary
- * read that also brings the frames after it beats a read into the frame alone.
+ * read that also brings the frames after it beats a read into the frame alone. Also the
+ * least a frame's buffer must hold for recycle() to take it back.
  */
 const DIRECT_READ_MIN_BYTES = 64 * 1024;
 
@@ -66,7 +82,9 @@ const DIRECT_READ_MIN_BYTES = 64 * 1024;
  * no copy; only a frame that spans chunks is copied, once, into a buffer of its exact size.
  * The work is linear in the bytes pushed whatever the chunking. A reader that can read into
  * a given buffer spares even that copy for large frames by reading where
- * {@linkcode readTarget} says (`FrameReader` does).
+ * {@linkcode readTarget} says (`FrameReader` does). A frame of 64 KiB or more that got a buffer
+ * of its own can be handed back with {@linkcode recycle} once its bytes are no longer needed,
+ * so that a later frame of the same size reuses that memory instead of allocating.
  *
  * Once it has thrown a `FramingError` the decoder has lost its place in the stream (there is
  * no way to find the next header), so every later call throws the same error.
@@ -101,6 +119,14 @@ export class FrameDecoder {
   /** Bytes were read straight into the partial frame. */
   #partialDirect = false;
   #bytesCopied = 0;
+  #buffersAllocated = 0;
+  /**
+   * The buffers of the large frames returned whole and not yet recycled: only memory that
+   * backs nothing but one whole frame may be reused.
+   */
+  readonly #frameBuffers = new WeakSet<ArrayBufferLike>();
+  /** Recycled buffers, oldest first, at most MAX_RECYCLED_BUFFERS. */
+  readonly #recycled: ArrayBuffer[] = [];
   #error: FramingError | undefined;
   /**
    * What readTarget() last returned, until the next push(): the unfilled rest of the partial
@@ -134,6 +160,14 @@ export class FrameDecoder {
    */
   get bytesCopied(): number {
     return this.#bytesCopied;
+  }
+
+  /**
+   * Buffers allocated so far for frames that spanned chunks, one per frame unless it reused a
+   * buffer handed back through {@linkcode recycle}. Exposed for tests and diagnostics.
+   */
+  get buffersAllocated(): number {
+    return this.#buffersAllocated;
   }
 
   /** Whether a frame (or its header) has started and not yet finished. */
@@ -294,6 +328,8 @@ export class FrameDecoder {
       if (this.#partialFill < this.#partialSize) return undefined;
       this.#partial = undefined;
       this.#expectLarge = this.#partialDirect;
+      // Registered only now: a read into the frame may have transferred its buffer.
+      if (this.#partialSize >= DIRECT_READ_MIN_BYTES) this.#frameBuffers.add(partial.buffer);
       return partial;
     }
 
@@ -320,7 +356,7 @@ export class FrameDecoder {
       this.#offset = offset + length;
       return chunk.subarray(offset, offset + length);
     }
-    const frame = new Uint8Array(length);
+    const frame = this.#frameBuffer(length);
     if (offset < size) frame.set(chunk.subarray(offset));
     this.#bytesCopied += size - offset;
     this.#partial = frame;
@@ -329,6 +365,63 @@ export class FrameDecoder {
     this.#partialDirect = false;
     this.#offset = size;
     return undefined;
+  }
+
+  /**
+   * Hands back the memory of a frame this decoder returned, for a later frame of the same
+   * size to reuse instead of allocating. It takes only the buffer of a frame of 64 KiB or more
+   * that spanned chunks (those get a buffer of their own), once: `bytes` may be the frame or
+   * any view into it, such as the part a codec passed through.
+   *
+   * When it returns true the buffer is detached: `bytes` and every other view of that frame
+   * read as empty from then on, and its memory will hold a later frame. So call it only once
+   * nothing needs any part of the frame any more.
+   *
+   * @param bytes A frame, or a view into one, that is no longer needed.
+   * @returns Whether the memory was taken; false for a frame that was a view into a chunk,
+   * a smaller frame, bytes this decoder did not return, or a frame recycled already.
+   *
+   * @example
+   * ```ts
+   * import { encodeFrame, FrameDecoder } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const decoder = new FrameDecoder();
+   * const receive = (fill: number): Uint8Array => {
+   *   const bytes = encodeFrame(new Uint8Array(100_000).fill(fill));
+   *   decoder.push(bytes.subarray(0, 1000)); // the frame spans two chunks
+   *   assert.equal(decoder.next(), undefined);
+   *   decoder.push(bytes.subarray(1000));
+   *   return decoder.next()!;
+   * };
+   * const first = receive(1);
+   * assert.equal(decoder.recycle(first), true);
+   * assert.equal(first.length, 0); // detached: its memory is the decoder's again
+   * assert.equal(decoder.recycle(first), false);
+   * const second = receive(2);
+   * assert.equal(second[99_999], 2);
+   * assert.equal(decoder.buffersAllocated, 1); // the second frame reused the first's memory
+   * ```
+   */
+  recycle(bytes: Uint8Array): boolean {
+    const buffer = bytes.buffer;
+    if (!this.#frameBuffers.delete(buffer)) return false;
+    const recycled = this.#recycled;
+    if (recycled.length === MAX_RECYCLED_BUFFERS) recycled.shift();
+    // A transfer moves the memory without copying it and leaves every view of the frame
+    // empty, so a stale view can neither read a later frame nor recycle the memory again.
+    recycled.push((buffer as ArrayBuffer).transfer());
+    return true;
+  }
+
+  /** A buffer for a frame of `length` bytes that spans chunks: a recycled one if it fits. */
+  #frameBuffer(length: number): Uint8Array {
+    const recycled = this.#recycled;
+    for (let i = recycled.length - 1; i >= 0; i--) {
+      if (recycled[i].byteLength === length) return new Uint8Array(recycled.splice(i, 1)[0]);
+    }
+    this.#buffersAllocated++;
+    return new Uint8Array(length);
   }
 
   /**
