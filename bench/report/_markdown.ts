@@ -217,7 +217,8 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
       `${
         bytes(total)
       } streamed from the peer in items of each size below (conduit: a handler yielding raw-codec \`Uint8Array\`s, consumed with ` +
-        "`for await`; raw frames: the same frames written one way with backpressure). Each " +
+        "`for await`; conduit-recycle: the same, each item handed back with `channel.recycle(item)` " +
+        "once counted; raw frames: the same frames written one way with backpressure). Each " +
         "stream has a fresh driver process, so what the harness allocated before does not " +
         "hide the driver's growth. RSS growth is the peak (`VmHWM`, reset through " +
         "`/proc/<pid>/clear_refs` at the start) minus the RSS at the start.",
@@ -236,7 +237,7 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
         `| ${cell.transport} | ${bytes(cell.itemBytes)} | ${cell.approach} | ${
           spreadOf(cell.mbps, mbps)
         } | ${
-          cell.approach === "conduit" && raw ? percent(cell.mbps.median / raw.mbps.median) : ""
+          cell.approach !== "raw-frames" && raw ? percent(cell.mbps.median / raw.mbps.median) : ""
         } | ${spreadOf(cell.parentGrowthMiB, mib)} | ${spreadOf(cell.childGrowthMiB, mib)} |`,
       );
     }

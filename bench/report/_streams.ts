@@ -1,7 +1,11 @@
 // A long stream from the peer (1 GiB of 64 KiB and of 1 MiB raw items in the full run),
-// consumed as fast as the driver can: MB/s and the peak RSS growth of both processes, against raw frames sent
-// one way over the same transport. Each stream has a driver process of its own (this module
-// run as a program), spawned by the harness.
+// consumed as fast as the driver can: MB/s and the peak RSS growth of both processes, against
+// raw frames sent one way over the same transport. "conduit-recycle" is conduit with each item
+// handed back through `Channel.recycle` once counted, so the driver reuses item buffers. Each
+// stream has a driver process of its own (this module run as a program), spawned by the
+// harness; by hand:
+//   deno run -A bench/report/_streams.ts \
+//     '{"transport":"unix","approach":"conduit-recycle","items":1024,"itemBytes":1048576,"socketDir":"/tmp"}'
 
 import { methodCodecsFor, type TransportName } from "./_bench_api.ts";
 import { conduitClient, RawFrameClient } from "./_clients.ts";
@@ -10,7 +14,7 @@ import { resetPeakRss, retryOnce, rssOf } from "./_measure.ts";
 import { spawnPeer } from "./_peers.ts";
 import { type Spread, spread } from "./_stats.ts";
 
-type Approach = "conduit" | "raw-frames";
+type Approach = "conduit" | "conduit-recycle" | "raw-frames";
 
 /** One transport × approach × item size. */
 export interface StreamCell {
@@ -54,7 +58,7 @@ export async function runStreams(
   const total = config.streamBytes;
   const cases = config.transports.flatMap((transport) =>
     config.streamItemSizes.flatMap((itemBytes) =>
-      (["conduit", "raw-frames"] as const).map((approach) => ({
+      (["conduit", "conduit-recycle", "raw-frames"] as const).map((approach) => ({
         job: { transport, approach, items: total / itemBytes, itemBytes, socketDir },
         runs: [] as StreamRun[],
       }))
@@ -104,7 +108,8 @@ async function streamOnce(
   { transport, approach, items, itemBytes, socketDir }: StreamJob,
 ): Promise<StreamRun> {
   const total = items * itemBytes;
-  if (approach === "conduit") {
+  if (approach !== "raw-frames") {
+    const recycle = approach === "conduit-recycle";
     const peer = await spawnPeer(
       transport,
       new URL("conduit_peer.ts", CHILDREN),
@@ -119,7 +124,10 @@ async function streamOnce(
         { count: items, bytes: itemBytes },
         { timeout: Infinity },
       );
-      for await (const item of stream) bytes += item.length;
+      for await (const item of stream) {
+        bytes += item.length;
+        if (recycle) client.channel.recycle(item);
+      }
       return bytes;
     }, total);
     await client.close();

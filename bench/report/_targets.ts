@@ -170,11 +170,13 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   const gib = results.config.streamBytes / 2 ** 30;
   add(
     `A ${sig(gib)} GiB stream with peak RSS growth ≤ 64 MiB (driver / peer, worst run)`,
-    results.streams.filter((cell) => cell.approach === "conduit").map((cell): Case => {
+    results.streams.filter((cell) => cell.approach !== "raw-frames").map((cell): Case => {
       const driver = cell.parentGrowthMiB.max;
       const peer = cell.childGrowthMiB.max;
       return [
-        `${cell.transport}, ${bytes(cell.itemBytes)} items`,
+        `${cell.transport}, ${bytes(cell.itemBytes)} items${
+          cell.approach === "conduit-recycle" ? ", recycled" : ""
+        }`,
         `${sig(driver)} / ${sig(peer)} MiB`,
         driver <= 64 && peer <= 64,
       ];
