@@ -187,6 +187,8 @@ export class ChannelCore implements OutgoingHost {
   #shutdown: Promise<void> | undefined;
   /** Resolved when the channel stops being open, to end the waits of `ready()`. */
   #leftOpen: PromiseWithResolvers<void> | undefined;
+  /** What the channel failed with (undefined while open, and after a graceful close). */
+  #failure: ConnectionClosedError | undefined;
 
   constructor(
     channel: Channel<Record<string, never>>,
@@ -210,6 +212,11 @@ export class ChannelCore implements OutgoingHost {
     this.#writer = new FrameWriter(transport.writable, {
       maxFrameBytes: 0xffff_ffff,
       highWaterMark: config.writeHighWaterMark,
+      // A failed write (the peer stopped reading, the socket broke) fails the channel now:
+      // otherwise it would be noticed only at the next write or when reads end, and pending
+      // calls would wait for their deadlines.
+      onFailure: (error) =>
+        this.#fail(new ConnectionClosedError("Writing to the transport failed", { cause: error })),
     });
     this.#write(encodeBodyFrame(
       FRAME_KINDS.hello,
@@ -310,16 +317,6 @@ export class ChannelCore implements OutgoingHost {
   /** Sends a notification. */
   notify(method: string, param: unknown): void {
     if (this.state !== OPEN) throw this.#notOpenError();
-    // The writer learns that its stream failed before the channel does (nothing reads its
-    // failure until the next write): the frame would be dropped, and the caller not told.
-    const writeError = this.#writer.error;
-    if (writeError !== undefined) {
-      const error = new ConnectionClosedError("Writing to the transport failed", {
-        cause: writeError,
-      });
-      this.#fail(error);
-      throw error;
-    }
     if (isAsyncIterable(param)) {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
@@ -1221,6 +1218,7 @@ export class ChannelCore implements OutgoingHost {
     if (this.state === CLOSED) return;
     const wasHandshake = this.state === HANDSHAKE;
     this.state = CLOSED;
+    this.#failure = error;
     this.#stopWaitingForReady();
     this.#clearTimers();
     if (goodbye !== undefined && !this.#sentGoodbye) {
@@ -1439,6 +1437,7 @@ export class ChannelCore implements OutgoingHost {
         : this.state === CLOSING
         ? "The channel is closing"
         : "The channel is closed",
+      this.#failure && { cause: this.#failure },
     );
   }
 }

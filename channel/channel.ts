@@ -453,17 +453,16 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * never waits: a producer that can outrun the peer awaits {@linkcode ready} when
    * {@linkcode desiredSize} is not positive.
    *
-   * A frame that cannot be written throws instead of being dropped: once the transport's
-   * write side is known to have failed (a write of an earlier frame failed), `notify` throws
-   * and the channel closes with that failure. A failure is known only once the write that
-   * met it settles: a notification queued while that write is in flight returns normally,
-   * is lost with it, and the channel's {@linkcode closed} rejects then. A notification that
-   * returned has reached the queue, not the peer: acknowledge with a call when it matters.
+   * A write that fails closes the channel at once (pending calls fail, {@linkcode closed}
+   * rejects), so a later `notify` throws. A failure is known only once the write that met it
+   * settles: a notification queued while that write is in flight returns normally and is
+   * lost with it. A notification that returned has reached the queue, not the peer:
+   * acknowledge with a call when it matters.
    *
    * @param method The peer's method.
    * @param param Its param.
-   * @throws {ConnectionClosedError} When the channel is closing or closed, or its transport's
-   * write side has failed (the `TransportClosedError` is its `cause`).
+   * @throws {ConnectionClosedError} When the channel is closing or closed; after a failure,
+   * its `cause` is the error the channel closed with.
    * @throws {FrameTooLargeError} When the notification exceeds the peer's `maxFrameBytes`.
    */
   notify<K extends MethodName<Remote>>(method: K, param: RemoteArgs<Remote[K]>[0]): void {

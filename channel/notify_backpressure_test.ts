@@ -14,6 +14,11 @@ interface Sink {
   chunk(bytes: Uint8Array): void;
 }
 
+/** A sink with a method whose calls the test's peer never answers. */
+interface SilentSink extends Sink {
+  wait(bytes: Uint8Array): Uint8Array;
+}
+
 const CHUNK_BYTES = 64 * 1024;
 /** A NOTIFY frame's header and envelope head on top of its body, generously. */
 const FRAME_OVERHEAD = 64;
@@ -201,7 +206,7 @@ Deno.test("notify/ready: writeHighWaterMark out of range is a RangeError naming 
   await Promise.all([a.close(), b.close()]);
 });
 
-Deno.test("notify: throws ConnectionClosedError once a write to the transport has failed", async () => {
+Deno.test("a failed write closes the channel at once: pending calls settle, notify throws with the failure as cause", async () => {
   const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
   const listener = await listenUnix(`${dir}/s`);
   const hello = encodeFrame(encodeEnvelope({ kind: "hello", body: helloBody({ codec: "raw" }) }));
@@ -213,23 +218,37 @@ Deno.test("notify: throws ConnectionClosedError once a write to the transport ha
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const client = await openChannel<Sink>(await listener.accept(), {
+  const client = await openChannel<SilentSink>(await listener.accept(), {
     codec: rawCodec,
     writeHighWaterMark: 1024,
   });
   const lines = peer.stdout.pipeThrough(new TextDecoderStream()).getReader();
   assert.equal((await lines.read()).value, "shut\n");
-  // Past the mark, so ready() waits for the write, which fails: the channel is still open.
+  // A call the peer will never answer, with no deadline: only the failure can settle it.
+  const pending = client.remote.wait(new Uint8Array(8), { timeout: Infinity });
+  // Past the mark, so ready() waits for the write, which fails (EPIPE): that alone closes the
+  // channel, before any later write or the end of reads.
   client.notify("chunk", new Uint8Array(2048));
-  await assert.rejects(client.ready, /Writing to the transport failed/);
+  await assert.rejects(client.ready, ConnectionClosedError);
   assert.equal(client.desiredSize, 0);
+  const failedWrite = (error: unknown) =>
+    error instanceof ConnectionClosedError &&
+    /Writing to the transport failed/.test(error.message) &&
+    error.cause instanceof TransportClosedError;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const settled = await Promise.race([
+    pending.then(() => "resolved", (error) => failedWrite(error) ? "failed" : String(error)),
+    new Promise((resolve) => timer = setTimeout(resolve, 10_000, "still pending after 10 s")),
+  ]);
+  clearTimeout(timer);
+  assert.equal(settled, "failed");
+  await assert.rejects(client.closed, failedWrite);
   assert.throws(
     () => client.notify("chunk", new Uint8Array(8)),
     (error: unknown) =>
-      error instanceof ConnectionClosedError && error.cause instanceof TransportClosedError,
+      error instanceof ConnectionClosedError && error.message === "The channel is closed" &&
+      failedWrite(error.cause),
   );
-  await assert.rejects(client.closed, /Writing to the transport failed/);
-  assert.throws(() => client.notify("chunk", new Uint8Array(8)), /The channel is closed/);
   await peer.stdin.close();
   await lines.cancel();
   assert.equal((await peer.status).code, 0);

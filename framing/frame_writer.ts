@@ -52,6 +52,12 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * @default {DEFAULT_WRITER_HIGH_WATER_MARK} (1 MiB)
    */
   highWaterMark?: number;
+  /**
+   * Called once, synchronously, when the writer fails: its byte stream failed (even while
+   * idle) or {@linkcode FrameWriter.abort} was called. It gets the error every later call
+   * throws, so an owner learns of a failure before its next write; it must not throw.
+   */
+  onFailure?: (error: TransportClosedError) => void;
 }
 
 /**
@@ -112,6 +118,7 @@ export class FrameWriter {
   /** The flush() calls waiting for the batch in flight, and for the frames still queued. */
   #flushWaiters: Array<() => void> = [];
   #queuedFlushWaiters: Array<() => void> = [];
+  readonly #onFailure: ((error: TransportClosedError) => void) | undefined;
 
   /**
    * Creates a writer that takes the lock of `writable`.
@@ -131,6 +138,7 @@ export class FrameWriter {
       options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
     );
     this.#highWaterMark = highWaterMark;
+    this.#onFailure = options.onFailure;
     this.#writer = writable.getWriter();
     // The stream can fail while we are idle (the peer went away): learn it now, so the next
     // write() throws instead of queueing frames that can never be sent.
@@ -396,6 +404,7 @@ export class FrameWriter {
     wakeAll(this.#readyWaiters.splice(0));
     wakeAll(this.#flushWaiters.splice(0));
     wakeAll(this.#queuedFlushWaiters.splice(0));
+    this.#onFailure?.(error);
   }
 }
 

@@ -235,6 +235,41 @@ Deno.test("FrameWriter: a stream that fails while idle is noticed before the nex
   });
 });
 
+Deno.test("FrameWriter: onFailure is called once, with the writer's error, however it fails", async () => {
+  const seen: TransportClosedError[] = [];
+  const onFailure = (error: TransportClosedError) => seen.push(error);
+  // A write that fails.
+  const cause = new Error("broken pipe");
+  const writer = new FrameWriter(new RecordingSink(() => cause).writable, { onFailure });
+  writer.write(new Uint8Array([1]));
+  assert.equal(seen.length, 0);
+  await writer.flush().catch(() => {});
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0], writer.error);
+  assert.equal(seen[0].cause, cause);
+  await writer.close().catch(() => {});
+  await writer.abort();
+  assert.equal(seen.length, 1);
+  // A stream that fails while the writer is idle.
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const idle = new FrameWriter(writable, { onFailure });
+  const gone = new Error("peer went away");
+  await readable.cancel(gone);
+  await microtasks(10);
+  assert.equal(seen.length, 2);
+  assert.equal(seen[1].cause, gone);
+  // abort(), and not a plain close().
+  const closed = new FrameWriter(new RecordingSink().writable, { onFailure });
+  await closed.close();
+  assert.equal(seen.length, 2);
+  const aborted = new FrameWriter(new RecordingSink().writable, { onFailure });
+  const reason = new Error("shutting down");
+  await aborted.abort(reason);
+  assert.equal(seen.length, 3);
+  assert.equal(seen[2].cause, reason);
+  assert.equal(idle.error, seen[1]);
+});
+
 Deno.test("FrameWriter: waiting ready and flush reject when the sink fails", async () => {
   const cause = new Error("broken pipe");
   let failNext = false;
