@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { rawCodec } from "../codecs/raw.ts";
+import { holdsPattern, pattern } from "../framing/_test_util.ts";
 import { type TransportKind, transportKinds } from "./_test_transports.ts";
 import { type Channel, openChannel } from "./channel.ts";
 import type { CallContext } from "./types.ts";
@@ -15,20 +16,6 @@ interface Api {
   echo(bytes: Uint8Array): Uint8Array;
   /** Recycles its param: [whether it was taken, the param's length afterwards / 1 KiB]. */
   recycleParam(bytes: Uint8Array): Uint8Array;
-}
-
-function pattern(i: number, size: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  for (let j = 0; j < size; j++) bytes[j] = (i * 131 + j * 7 + (j >>> 8)) & 0xff;
-  return bytes;
-}
-
-function holds(bytes: Uint8Array, i: number, size: number): boolean {
-  if (bytes.length !== size) return false;
-  for (let j = 0; j < size; j++) {
-    if (bytes[j] !== ((i * 131 + j * 7 + (j >>> 8)) & 0xff)) return false;
-  }
-  return true;
 }
 
 async function connect(
@@ -66,7 +53,7 @@ for (const kind of transportKinds) {
     let i = 0;
     let taken = 0;
     for await (const item of pair.client.remote.blobs(new Uint8Array([count, 1]))) {
-      assert.ok(holds(item, i, MIB), `item ${i} holds its own bytes`);
+      assert.ok(holdsPattern(item, i, MIB), `item ${i} holds its own bytes`);
       if (pair.client.recycle(item)) {
         taken++;
         assert.equal(item.length, 0, "a recycled item is detached");
@@ -84,13 +71,13 @@ for (const kind of transportKinds) {
     const kept: Array<[Uint8Array, number]> = [];
     let i = 0;
     for await (const item of pair.client.remote.blobs(new Uint8Array([24, 1]))) {
-      assert.ok(holds(item, i, MIB), `item ${i} holds its own bytes`);
+      assert.ok(holdsPattern(item, i, MIB), `item ${i} holds its own bytes`);
       if (i % 3 === 0) kept.push([item, i]);
       else pair.client.recycle(item);
       i++;
     }
     assert.equal(kept.length, 8);
-    for (const [item, i] of kept) assert.ok(holds(item, i, MIB), `kept item ${i}`);
+    for (const [item, i] of kept) assert.ok(holdsPattern(item, i, MIB), `kept item ${i}`);
   });
 
   test("recycle: a large param or result can be recycled; small and foreign bytes are refused", async () => {
@@ -101,18 +88,18 @@ for (const kind of transportKinds) {
     // Below 64 KiB the bytes are a view of a buffer other frames share: refused, unchanged.
     assert.deepEqual(await client.remote.recycleParam(pattern(2, 4096)), new Uint8Array([0, 4]));
     const result = await client.remote.echo(pattern(3, MIB));
-    assert.ok(holds(result, 3, MIB));
+    assert.ok(holdsPattern(result, 3, MIB));
     assert.equal(client.recycle(result), true);
     const small = await client.remote.echo(pattern(4, 1000));
     assert.equal(client.recycle(small), false);
-    assert.ok(holds(small, 4, 1000));
+    assert.ok(holdsPattern(small, 4, 1000));
     const foreign = pattern(5, MIB);
     assert.equal(client.recycle(foreign), false);
-    assert.ok(holds(foreign, 5, MIB));
+    assert.ok(holdsPattern(foreign, 5, MIB));
     // Calls after recycling still see their own bytes.
     for (let i = 6; i < 10; i++) {
       const echoed = await client.remote.echo(pattern(i, MIB));
-      assert.ok(holds(echoed, i, MIB), `echo ${i}`);
+      assert.ok(holdsPattern(echoed, i, MIB), `echo ${i}`);
       client.recycle(echoed);
     }
   });

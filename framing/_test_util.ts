@@ -71,3 +71,23 @@ export function thrown(fn: () => unknown): unknown {
   }
   throw new Error("expected the function to throw");
 }
+
+/** Payload `i` of `size` bytes: a pattern that differs from one payload to the next. */
+export function pattern(i: number, size: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  for (let j = 0; j < size; j++) bytes[j] = patternByte(i, j);
+  return bytes;
+}
+
+/** Whether `bytes` is exactly `pattern(i, size)`, checked without allocating. */
+export function holdsPattern(bytes: Uint8Array, i: number, size: number): boolean {
+  if (bytes.length !== size) return false;
+  for (let j = 0; j < size; j++) {
+    if (bytes[j] !== patternByte(i, j)) return false;
+  }
+  return true;
+}
+
+function patternByte(i: number, j: number): number {
+  return (i * 131 + j * 7 + (j >>> 8)) & 0xff;
+}

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { memoryPair } from "../transports/memory.ts";
 import type { Transport } from "../transports/types.ts";
-import { connectUnix, listenUnix } from "../transports/unix.ts";
+import { unix } from "../channel/_test_transports.ts";
 import { FrameDecoder } from "./frame_decoder.ts";
 import { FrameReader, type FrameSource } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";
@@ -10,24 +10,6 @@ const KIB = 1024;
 const MIB = 1024 * KIB;
 /** Small and large frames, in runs, as a channel carrying big results sees them. */
 const SIZES = [64, MIB, MIB, 3 * MIB, 10, 200 * KIB, MIB, 0, 70 * KIB, 5, 2 * MIB];
-
-/** A Unix socket pair; `b` reads. */
-async function unixPair(): Promise<{ a: Transport; b: Transport; cleanup: () => Promise<void> }> {
-  const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
-  const listener = await listenUnix(`${dir}/s`);
-  const accepted = listener.accept();
-  const a = await connectUnix(`${dir}/s`);
-  const b = await accepted;
-  return {
-    a,
-    b,
-    cleanup: async () => {
-      await Promise.all([a.close(), b.close()]);
-      await listener.close();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
-}
 
 /** Writes frames of `sizes` (each filled with its index), then closes the writable. */
 async function writeFrames(transport: Transport, sizes: readonly number[]): Promise<void> {
@@ -65,7 +47,7 @@ function assertFrames(frames: readonly Uint8Array[], sizes: readonly number[]): 
 }
 
 Deno.test("FrameReader: over a Unix socket, large frames are read into their own buffers", async () => {
-  const { a, b, cleanup } = await unixPair();
+  const { a, b, cleanup } = await unix.pair();
   try {
     const [, { frames, decoder }] = await Promise.all([writeFrames(a, SIZES), readFrames(b)]);
     assertFrames(frames, SIZES);
@@ -95,7 +77,7 @@ Deno.test("FrameReader: a source without readInto is read through its readable",
 });
 
 Deno.test("FrameReader: a stream ending inside a frame read into its buffer is a TruncatedFrameError", async () => {
-  const { a, b, cleanup } = await unixPair();
+  const { a, b, cleanup } = await unix.pair();
   try {
     const writer = a.writable.getWriter();
     // A header announcing 1 MiB, then only 300 KiB of it.
@@ -114,7 +96,7 @@ Deno.test("FrameReader: a stream ending inside a frame read into its buffer is a
 });
 
 Deno.test("FrameReader: cancel() settles a pending read and locks the stream no longer after releaseLock()", async () => {
-  const { b, cleanup } = await unixPair();
+  const { b, cleanup } = await unix.pair();
   try {
     const reader = new FrameReader(b, new FrameDecoder());
     assert.equal(b.readable.locked, true);

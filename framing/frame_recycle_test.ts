@@ -1,52 +1,20 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Transport } from "../transports/types.ts";
-import { connectUnix, listenUnix } from "../transports/unix.ts";
+import { unix } from "../channel/_test_transports.ts";
 import { encodeFrame, FrameDecoder, MAX_RECYCLED_BUFFERS } from "./frame_decoder.ts";
 import { FrameReader } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";
+import { holdsPattern, pattern } from "./_test_util.ts";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
 
-/** A Unix socket pair; `b` reads. */
-async function unixPair(): Promise<{ a: Transport; b: Transport; cleanup: () => Promise<void> }> {
-  const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
-  const listener = await listenUnix(`${dir}/s`);
-  const accepted = listener.accept();
-  const a = await connectUnix(`${dir}/s`);
-  const b = await accepted;
-  return {
-    a,
-    b,
-    cleanup: async () => {
-      await Promise.all([a.close(), b.close()]);
-      await listener.close();
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
-}
-
-/** Frame `i`'s payload of `size` bytes: a pattern that differs from one frame to the next. */
-function payload(i: number, size: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  for (let j = 0; j < size; j++) bytes[j] = (i * 131 + j * 7 + (j >>> 8)) & 0xff;
-  return bytes;
-}
-
-function holds(frame: Uint8Array, i: number, size: number): boolean {
-  if (frame.length !== size) return false;
-  for (let j = 0; j < size; j++) {
-    if (frame[j] !== ((i * 131 + j * 7 + (j >>> 8)) & 0xff)) return false;
-  }
-  return true;
-}
-
-/** Writes frames of `sizes` (frame i holds payload(i, size)), then closes the writable. */
+/** Writes frames of `sizes` (frame i holds pattern(i, size)), then closes the writable. */
 async function writeFrames(transport: Transport, sizes: readonly number[]): Promise<void> {
   const writer = new FrameWriter(transport.writable);
   for (const [i, size] of sizes.entries()) {
-    writer.write(payload(i, size));
+    writer.write(pattern(i, size));
     if (writer.desiredSize <= 0) await writer.ready;
   }
   await writer.close();
@@ -86,14 +54,14 @@ function receive(decoder: FrameDecoder, bytes: Uint8Array, first = 1000): Uint8A
 }
 
 Deno.test("recycle: over a Unix socket, 1 MiB frames handed back reuse one buffer, each frame intact", async () => {
-  const { a, b, cleanup } = await unixPair();
+  const { a, b, cleanup } = await unix.pair();
   try {
     const sizes = Array.from({ length: 24 }, () => MIB);
     let taken = 0;
     const [, decoder] = await Promise.all([
       writeFrames(a, sizes),
       readFrames(b, (frame, i, decoder) => {
-        assert.ok(holds(frame, i, MIB), `frame ${i} holds its own bytes`);
+        assert.ok(holdsPattern(frame, i, MIB), `frame ${i} holds its own bytes`);
         if (decoder.recycle(frame)) {
           taken++;
           assert.equal(frame.length, 0, "a recycled frame is detached");
@@ -110,19 +78,19 @@ Deno.test("recycle: over a Unix socket, 1 MiB frames handed back reuse one buffe
 });
 
 Deno.test("recycle: frames kept while others are recycled are never overwritten", async () => {
-  const { a, b, cleanup } = await unixPair();
+  const { a, b, cleanup } = await unix.pair();
   try {
     const sizes = [MIB, 200 * KIB, MIB, 10, MIB, MIB, 70 * KIB, MIB, MIB, 5, MIB, 200 * KIB, MIB];
     const kept: Array<[Uint8Array, number]> = [];
     await Promise.all([
       writeFrames(a, sizes),
       readFrames(b, (frame, i, decoder) => {
-        assert.ok(holds(frame, i, sizes[i]), `frame ${i} holds its own bytes`);
+        assert.ok(holdsPattern(frame, i, sizes[i]), `frame ${i} holds its own bytes`);
         if (i % 3 === 0) kept.push([frame, i]);
         else decoder.recycle(frame);
       }),
     ]);
-    for (const [frame, i] of kept) assert.ok(holds(frame, i, sizes[i]), `kept frame ${i}`);
+    for (const [frame, i] of kept) assert.ok(holdsPattern(frame, i, sizes[i]), `kept frame ${i}`);
   } finally {
     await cleanup();
   }
@@ -157,7 +125,7 @@ Deno.test("recycle: refuses small frames, views of a chunk, foreign bytes and a 
 
 Deno.test("recycle: a frame still being assembled cannot be recycled", () => {
   const decoder = new FrameDecoder();
-  const bytes = encodeFrame(payload(0, 100 * KIB));
+  const bytes = encodeFrame(pattern(0, 100 * KIB));
   decoder.push(bytes.subarray(0, 1000));
   assert.equal(decoder.next(), undefined);
   const target = decoder.readTarget()!;
@@ -165,24 +133,24 @@ Deno.test("recycle: a frame still being assembled cannot be recycled", () => {
   target.set(bytes.subarray(1000));
   decoder.push(target);
   const frame = decoder.next()!;
-  assert.ok(holds(frame, 0, 100 * KIB));
+  assert.ok(holdsPattern(frame, 0, 100 * KIB));
   assert.equal(decoder.recycle(frame), true, "once whole and returned");
 });
 
 Deno.test("recycle: a pooled buffer goes only to a frame of its size, and only once", () => {
   const decoder = new FrameDecoder();
-  const [first] = receive(decoder, encodeFrame(payload(0, 100 * KIB)));
+  const [first] = receive(decoder, encodeFrame(pattern(0, 100 * KIB)));
   assert.equal(decoder.recycle(first), true);
   assert.equal(decoder.buffersAllocated, 1);
   // Another size allocates; the pooled 100 KiB buffer waits.
-  const [other] = receive(decoder, encodeFrame(payload(1, 90 * KIB)));
-  assert.ok(holds(other, 1, 90 * KIB));
+  const [other] = receive(decoder, encodeFrame(pattern(1, 90 * KIB)));
+  assert.ok(holdsPattern(other, 1, 90 * KIB));
   assert.equal(decoder.buffersAllocated, 2);
   // Two frames of 100 KiB at once: the first takes the pooled buffer, the second needs a new
   // one, so the two never share memory.
   const bytes = new Uint8Array([
-    ...encodeFrame(payload(2, 100 * KIB)),
-    ...encodeFrame(payload(3, 100 * KIB)),
+    ...encodeFrame(pattern(2, 100 * KIB)),
+    ...encodeFrame(pattern(3, 100 * KIB)),
   ]);
   const frames: Uint8Array[] = [];
   for (let offset = 0; offset < bytes.length; offset += 30 * KIB) {
@@ -194,8 +162,8 @@ Deno.test("recycle: a pooled buffer goes only to a frame of its size, and only o
   assert.equal(frames.length, 2);
   assert.equal(decoder.buffersAllocated, 3);
   assert.notEqual(frames[0].buffer, frames[1].buffer);
-  assert.ok(holds(frames[0], 2, 100 * KIB));
-  assert.ok(holds(frames[1], 3, 100 * KIB));
+  assert.ok(holdsPattern(frames[0], 2, 100 * KIB));
+  assert.ok(holdsPattern(frames[1], 3, 100 * KIB));
 });
 
 Deno.test(`recycle: the pool keeps at most MAX_RECYCLED_BUFFERS (${MAX_RECYCLED_BUFFERS}) buffers`, () => {
@@ -203,13 +171,13 @@ Deno.test(`recycle: the pool keeps at most MAX_RECYCLED_BUFFERS (${MAX_RECYCLED_
   const count = MAX_RECYCLED_BUFFERS + 3;
   const frames = Array.from(
     { length: count },
-    (_, i) => receive(decoder, encodeFrame(payload(i, 100 * KIB)))[0],
+    (_, i) => receive(decoder, encodeFrame(pattern(i, 100 * KIB)))[0],
   );
   assert.equal(decoder.buffersAllocated, count);
   for (const frame of frames) assert.equal(decoder.recycle(frame), true);
   for (let i = 0; i < count; i++) {
-    const [frame] = receive(decoder, encodeFrame(payload(i, 100 * KIB)));
-    assert.ok(holds(frame, i, 100 * KIB));
+    const [frame] = receive(decoder, encodeFrame(pattern(i, 100 * KIB)));
+    assert.ok(holdsPattern(frame, i, 100 * KIB));
   }
   // Only MAX_RECYCLED_BUFFERS of the recycled buffers were kept for the next frames.
   assert.equal(decoder.buffersAllocated, count + count - MAX_RECYCLED_BUFFERS);
@@ -245,7 +213,7 @@ Deno.test("recycle: any frame sizes, chunking and recycle choices decode every f
       );
       let at = 0;
       for (const [i, { size }] of steps.entries()) {
-        stream.set(encodeFrame(payload(i, size)), at);
+        stream.set(encodeFrame(pattern(i, size)), at);
         at += 4 + size;
       }
       const decoder = new FrameDecoder();
@@ -272,14 +240,14 @@ Deno.test("recycle: any frame sizes, chunking and recycle choices decode every f
         decoder.push(chunk);
         for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
           const i = received++;
-          if (!holds(frame, i, steps[i].size)) return false;
+          if (!holdsPattern(frame, i, steps[i].size)) return false;
           if (steps[i].recycle) decoder.recycle(frame);
           else kept.push([frame, i]);
         }
       }
       decoder.end();
       return received === steps.length &&
-        kept.every(([frame, i]) => holds(frame, i, steps[i].size));
+        kept.every(([frame, i]) => holdsPattern(frame, i, steps[i].size));
     }),
     { numRuns: 150 },
   );
