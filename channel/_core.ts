@@ -27,21 +27,15 @@ import {
   QUEUED,
   SENT,
 } from "./_outgoing_call.ts";
-import { EnvelopeHeads } from "./_envelope_heads.ts";
+import { EnvelopeHeads } from "../protocol/_heads.ts";
 import { IdTable } from "./_id_table.ts";
-import { readVarint, varintEnd } from "./_varint.ts";
+import { Cursor, readVarint } from "../protocol/_varint.ts";
 import { StreamInbox, StreamPump } from "./_stream.ts";
 import type { Channel } from "./channel.ts";
-import {
-  CALL_FLAG_STREAM_PARAM,
-  decodeEnvelope,
-  encodeBodyFrame,
-  encodeIdFrame,
-  type Envelope,
-  FRAME_KINDS,
-  MAX_METHOD_BYTES,
-  R_FLAG,
-} from "./envelope.ts";
+import { decodeEnvelope, type Envelope } from "../protocol/envelope.ts";
+import { encodeBodyFrame, encodeIdFrame } from "../protocol/_encode.ts";
+import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "../protocol/frame_kinds.ts";
+import { MAX_METHOD_BYTES } from "../protocol/limits.ts";
 import { decodeErrorBody, encodeErrorBody, type ErrorClass } from "./error_codec.ts";
 import {
   CallCancelledError,
@@ -173,6 +167,7 @@ export class ChannelCore implements OutgoingHost {
   readonly #recentMethods: Array<{ bytes: Uint8Array; name: string }> = [];
   #nextRecent = 0;
   #afterMethod = 0;
+  readonly #cursor = new Cursor();
 
   #deadlineTimer: Timer | undefined;
   #deadlineAt = Infinity;
@@ -761,19 +756,19 @@ export class ChannelCore implements OutgoingHost {
     const type = frame[0];
     switch (type) {
       case RESULT_R1: {
-        const id = readVarint(frame, 1);
-        if (varintEnd < 0 || id === 0) return false;
-        this.#onResult(id, frame.subarray(varintEnd));
+        const id = readVarint(frame, 1, this.#cursor);
+        if (this.#cursor.end < 0 || id === 0) return false;
+        this.#onResult(id, frame.subarray(this.#cursor.end));
         return true;
       }
       case FRAME_KINDS.call: {
-        const id = readVarint(frame, 1);
-        if (varintEnd < 0 || id === 0) return false;
+        const id = readVarint(frame, 1, this.#cursor);
+        if (this.#cursor.end < 0 || id === 0) return false;
         // A streamed param (flags 1) is rare: decodeEnvelope checks its empty body.
-        if (frame[varintEnd] !== 0) return false;
-        const timeoutMs = readVarint(frame, varintEnd + 1);
-        if (varintEnd < 0) return false;
-        const method = this.#recentMethod(frame, varintEnd);
+        if (frame[this.#cursor.end] !== 0) return false;
+        const timeoutMs = readVarint(frame, this.#cursor.end + 1, this.#cursor);
+        if (this.#cursor.end < 0) return false;
+        const method = this.#recentMethod(frame, this.#cursor.end);
         if (method === undefined) return false;
         this.#onCall(id, 0, timeoutMs, method, frame.subarray(this.#afterMethod));
         return true;
@@ -786,19 +781,19 @@ export class ChannelCore implements OutgoingHost {
       }
       case DATA_R0:
       case DATA_R1: {
-        const id = readVarint(frame, 1);
-        if (varintEnd < 0 || id === 0) return false;
-        const body = frame.subarray(varintEnd);
+        const id = readVarint(frame, 1, this.#cursor);
+        if (this.#cursor.end < 0 || id === 0) return false;
+        const body = frame.subarray(this.#cursor.end);
         if (type === DATA_R1) this.#onResultData(id, body, frame);
         else this.#onParamData(id, body, frame);
         return true;
       }
       case CREDIT_R0:
       case CREDIT_R1: {
-        const id = readVarint(frame, 1);
-        if (varintEnd < 0 || id === 0) return false;
-        const bytes = readVarint(frame, varintEnd);
-        if (varintEnd !== frame.length || bytes === 0) return false;
+        const id = readVarint(frame, 1, this.#cursor);
+        if (this.#cursor.end < 0 || id === 0) return false;
+        const bytes = readVarint(frame, this.#cursor.end, this.#cursor);
+        if (this.#cursor.end !== frame.length || bytes === 0) return false;
         if (type === CREDIT_R1) this.#onParamCredit(id, bytes);
         else this.#onResultCredit(id, bytes);
         return true;
@@ -813,8 +808,8 @@ export class ChannelCore implements OutgoingHost {
    * sets #afterMethod to the offset after the name.
    */
   #recentMethod(frame: Uint8Array, offset: number): string | undefined {
-    const length = readVarint(frame, offset);
-    const start = varintEnd;
+    const length = readVarint(frame, offset, this.#cursor);
+    const start = this.#cursor.end;
     if (start < 0 || start + length > frame.length) return undefined;
     search: for (const recent of this.#recentMethods) {
       const bytes = recent.bytes;

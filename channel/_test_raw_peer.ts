@@ -3,7 +3,7 @@
 
 import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
 import type { Transport } from "../transports/types.ts";
-import { decodeEnvelope, encodeEnvelope, type Envelope } from "./envelope.ts";
+import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 
 const utf8 = new TextEncoder();
 

@@ -4,7 +4,7 @@
 
 import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
 import type { Transport } from "../transports/types.ts";
-import { decodeEnvelope, encodeEnvelope, type Envelope } from "./envelope.ts";
+import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 
 /** A transport fed by the test, whose sink calls `onWrite` with the frames of each write. */
 export class ScriptedTransport implements Transport {

@@ -11,7 +11,7 @@ import { helloBody } from "./_test_raw_peer.ts";
 import { ScriptedTransport } from "./_test_scripted_transport.ts";
 import { type TransportKind, transportKinds } from "./_test_transports.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
-import type { Envelope } from "./envelope.ts";
+import type { Envelope } from "../protocol/envelope.ts";
 
 /**
  * JSON through one scratch buffer: every `encodeView` first scribbles over everything the

@@ -7,7 +7,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { helloBody, json } from "./_test_raw_peer.ts";
 import { ScriptedTransport } from "./_test_scripted_transport.ts";
 import { openChannel } from "./channel.ts";
-import type { Envelope } from "./envelope.ts";
+import type { Envelope } from "../protocol/envelope.ts";
 
 const RUN = 200;
 

@@ -215,17 +215,4 @@ export class HandshakeError extends ConduitError {
   }
 }
 
-/**
- * The peer sent something the protocol forbids (a malformed or unknown frame, an id it never
- * issued, a result twice, a stream item after its end, a frame too large). The connection is
- * closed; pending calls fail with a {@linkcode ConnectionClosedError} whose `cause` is this.
- *
- * @example
- * ```ts
- * import { ProtocolError } from "@conduit/ipc/channel";
- * import assert from "node:assert/strict";
- *
- * assert.equal(new ProtocolError("unknown frame kind 0x7f").name, "ProtocolError");
- * ```
- */
-export class ProtocolError extends ConduitError {}
+export { ProtocolError } from "../protocol/protocol_error.ts";

@@ -27,5 +27,17 @@
 export * from "./channel.ts";
 export * from "./types.ts";
 export * from "./errors.ts";
-export * from "./envelope.ts";
+export * from "../protocol/envelope.ts";
+export * from "../protocol/frame_kinds.ts";
+export { MAX_METHOD_BYTES } from "../protocol/limits.ts";
+// Wire internals, public here until the API is curated; a peer implementer uses
+// @conduit/ipc/protocol.
+export {
+  dataCost,
+  encodeBodyFrame,
+  encodeCall,
+  encodeCredit,
+  encodeIdFrame,
+  encodeNotify,
+} from "../protocol/_encode.ts";
 export * from "./error_codec.ts";

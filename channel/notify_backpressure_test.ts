@@ -7,7 +7,7 @@ import { listenUnix } from "../transports/unix.ts";
 import { unix } from "./_test_transports.ts";
 import { helloBody } from "./_test_raw_peer.ts";
 import { Channel, openChannel } from "./channel.ts";
-import { encodeEnvelope } from "./envelope.ts";
+import { encodeEnvelope } from "../protocol/envelope.ts";
 import { ConnectionClosedError } from "./errors.ts";
 
 interface Sink {

@@ -1,7 +1,7 @@
 // Regenerates vectors.json from the reference encoder: `deno run -A testdata/protocol/generate_vectors.ts`.
 // Review the diff by hand: the vectors are the contract other implementations test against.
 
-import { encodeEnvelope, type Envelope } from "../../channel/envelope.ts";
+import { encodeEnvelope, type Envelope } from "../../protocol/envelope.ts";
 import { encodeFrame } from "../../framing/frame_decoder.ts";
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));

@@ -3,8 +3,9 @@
 // FrameWriter.writeParts(head, body), so a frame costs no buffer of its own: allocating one
 // costs far more than the frame's few head bytes (about 0.7 µs per ArrayBuffer in Deno 2.9).
 
-import { MAX_VARINT_BYTES, writeVarint } from "./_varint.ts";
-import { FRAME_KINDS, MAX_METHOD_BYTES } from "./envelope.ts";
+import { writeVarint } from "./_varint.ts";
+import { MAX_METHOD_BYTES, MAX_VARINT_BYTES } from "./limits.ts";
+import { FRAME_KINDS } from "./frame_kinds.ts";
 
 /** The longest head: CALL with four maximal varints and the longest method name. */
 const MAX_HEAD_BYTES = 1 + 4 * MAX_VARINT_BYTES + MAX_METHOD_BYTES;

@@ -1,8 +1,7 @@
 // Unsigned LEB128 varints as the protocol defines them (docs/protocol.md §3): minimal on write;
 // on read at most 8 bytes, minimal, and at most 2^53 - 1.
 
-/** The most bytes a protocol varint may take. */
-export const MAX_VARINT_BYTES = 8;
+import { MAX_VARINT_BYTES } from "./limits.ts";
 
 /** Bytes `value` takes as a varint. `value` must be an integer in [0, 2^53 - 1]. */
 export function varintSize(value: number): number {
@@ -38,10 +37,13 @@ export function writeVarint(bytes: Uint8Array, offset: number, value: number): n
 }
 
 /**
- * The outcome of the last {@linkcode readVarint}: the offset after the varint, or a negative
- * number naming what was wrong. Kept in a module variable so reading allocates nothing.
+ * Where a read stopped: {@linkcode readVarint}'s second result. Each reader owns one and
+ * reuses it, so reading allocates nothing.
  */
-export let varintEnd = 0;
+export class Cursor {
+  /** The offset after the last varint read, or a negative `VARINT_*` code. */
+  end = 0;
+}
 
 /** Varint failure: the frame ended inside the varint. */
 export const VARINT_TRUNCATED = -1;
@@ -53,15 +55,15 @@ export const VARINT_NOT_MINIMAL = -3;
 export const VARINT_TOO_BIG = -4;
 
 /**
- * Reads a varint at `offset`. Returns its value and sets {@linkcode varintEnd} to the offset
- * after it, or to a negative `VARINT_*` code (the returned value is then meaningless).
+ * Reads a varint at `offset`. Returns its value and sets `cursor.end` to the offset after it,
+ * or to a negative `VARINT_*` code (the returned value is then meaningless).
  */
-export function readVarint(bytes: Uint8Array, offset: number): number {
+export function readVarint(bytes: Uint8Array, offset: number, cursor: Cursor): number {
   const length = bytes.length;
   if (offset < length) {
     const first = bytes[offset];
     if (first < 0x80) {
-      varintEnd = offset + 1;
+      cursor.end = offset + 1;
       return first;
     }
   }
@@ -69,30 +71,30 @@ export function readVarint(bytes: Uint8Array, offset: number): number {
   let scale = 1;
   for (let i = 0; i < MAX_VARINT_BYTES; i++) {
     if (offset + i >= length) {
-      varintEnd = VARINT_TRUNCATED;
+      cursor.end = VARINT_TRUNCATED;
       return 0;
     }
     const byte = bytes[offset + i];
     value += (byte & 0x7f) * scale;
     if (byte < 0x80) {
       if (byte === 0 && i > 0) {
-        varintEnd = VARINT_NOT_MINIMAL;
+        cursor.end = VARINT_NOT_MINIMAL;
         return 0;
       }
       if (value > Number.MAX_SAFE_INTEGER) {
-        varintEnd = VARINT_TOO_BIG;
+        cursor.end = VARINT_TOO_BIG;
         return 0;
       }
-      varintEnd = offset + i + 1;
+      cursor.end = offset + i + 1;
       return value;
     }
     scale *= 0x80;
   }
-  varintEnd = VARINT_TOO_LONG;
+  cursor.end = VARINT_TOO_LONG;
   return 0;
 }
 
-/** Describes a negative {@linkcode varintEnd} code. */
+/** Describes a negative `Cursor.end` code. */
 export function varintProblem(code: number): string {
   switch (code) {
     case VARINT_TRUNCATED:

@@ -1,0 +1,208 @@
+/**
+ * The conduit envelope: the frame kinds of docs/protocol.md §4 to bytes and back. Pure and
+ * synchronous; {@linkcode decodeEnvelope} throws {@linkcode ProtocolError} for anything the
+ * protocol forbids, so a peer's bytes never crash the reader.
+ *
+ * @example
+ * ```ts
+ * import { decodeEnvelope, encodeEnvelope } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const bytes = encodeEnvelope({ kind: "credit", id: 7, receiverId: false, bytes: 4096 });
+ * assert.deepEqual(bytes, new Uint8Array([0x22, 7, 0x80, 0x20]));
+ * assert.deepEqual(decodeEnvelope(bytes), { kind: "credit", id: 7, receiverId: false, bytes: 4096 });
+ * ```
+ *
+ * @module
+ */
+
+import {
+  encodeBodyFrame,
+  encodeCall,
+  encodeCredit,
+  encodeIdFrame,
+  encodeNotify,
+} from "./_encode.ts";
+import { describeType, FrameParser, type FrameSink } from "./_frame_table.ts";
+import { FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
+
+export { describeType };
+
+/**
+ * A decoded frame: its kind, its fields, and its body (a view into the frame).
+ *
+ * @example
+ * ```ts
+ * import { type Envelope, encodeEnvelope } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const end: Envelope = { kind: "end", id: 5, receiverId: true };
+ * assert.deepEqual(encodeEnvelope(end), new Uint8Array([0xa1, 5]));
+ * ```
+ */
+export type Envelope =
+  | { kind: "hello"; body: Uint8Array }
+  | { kind: "goodbye"; body: Uint8Array }
+  | { kind: "ping"; nonce: number }
+  | { kind: "pong"; nonce: number }
+  | {
+    kind: "call";
+    id: number;
+    flags: number;
+    timeoutMs: number;
+    method: string;
+    body: Uint8Array;
+  }
+  | { kind: "notify"; method: string; body: Uint8Array }
+  | { kind: "result"; id: number; body: Uint8Array }
+  | { kind: "error"; id: number; receiverId: boolean; body: Uint8Array }
+  | { kind: "cancel"; id: number; receiverId: boolean; body: Uint8Array }
+  | { kind: "data"; id: number; receiverId: boolean; body: Uint8Array }
+  | { kind: "end"; id: number; receiverId: boolean }
+  | { kind: "credit"; id: number; receiverId: boolean; bytes: number };
+
+const EMPTY = new Uint8Array(0);
+const encoder = new TextEncoder();
+
+/**
+ * Encodes one envelope as a frame payload (without the 4-byte length header, which the
+ * framing layer adds).
+ *
+ * @param envelope The frame to encode.
+ * @returns A new buffer holding the frame payload.
+ *
+ * @example
+ * ```ts
+ * import { encodeEnvelope } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const body = new TextEncoder().encode("3");
+ * assert.deepEqual(encodeEnvelope({ kind: "result", id: 1, body }), new Uint8Array([0x92, 1, 0x33]));
+ * ```
+ */
+export function encodeEnvelope(envelope: Envelope): Uint8Array {
+  switch (envelope.kind) {
+    case "hello":
+    case "goodbye":
+      return encodeBodyFrame(FRAME_KINDS[envelope.kind], envelope.body);
+    case "ping":
+    case "pong":
+      return encodeIdFrame(FRAME_KINDS[envelope.kind], envelope.nonce, EMPTY);
+    case "call":
+      return encodeCall(
+        envelope.id,
+        envelope.flags,
+        envelope.timeoutMs,
+        encoder.encode(envelope.method),
+        envelope.body,
+      );
+    case "notify":
+      return encodeNotify(encoder.encode(envelope.method), envelope.body);
+    case "result":
+      return encodeIdFrame(FRAME_KINDS.result | R_FLAG, envelope.id, envelope.body);
+    case "error":
+    case "cancel":
+    case "data":
+      return encodeIdFrame(
+        FRAME_KINDS[envelope.kind] | (envelope.receiverId ? R_FLAG : 0),
+        envelope.id,
+        envelope.body,
+      );
+    case "end":
+      return encodeIdFrame(
+        FRAME_KINDS.end | (envelope.receiverId ? R_FLAG : 0),
+        envelope.id,
+        EMPTY,
+      );
+    case "credit":
+      return encodeCredit(
+        FRAME_KINDS.credit | (envelope.receiverId ? R_FLAG : 0),
+        envelope.id,
+        envelope.bytes,
+      );
+  }
+}
+
+/**
+ * Decodes one frame payload into an {@linkcode Envelope}. Bodies are views into `frame`.
+ *
+ * @param frame One frame payload, as the framing layer returns it.
+ * @returns The decoded frame.
+ * @throws {ProtocolError} For an empty frame, an unknown kind, an R flag the kind does not
+ * allow, a malformed varint, a missing field, trailing bytes where the kind has no body, an
+ * invalid method name, an id of 0, or unknown CALL flags.
+ *
+ * @example
+ * ```ts
+ * import { decodeEnvelope, ProtocolError } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(decodeEnvelope(new Uint8Array([0xa1, 5])), { kind: "end", id: 5, receiverId: true });
+ * assert.throws(() => decodeEnvelope(new Uint8Array([0x7f])), ProtocolError);
+ * ```
+ */
+export function decodeEnvelope(frame: Uint8Array): Envelope {
+  const builder = new EnvelopeBuilder();
+  parser.read(frame, builder);
+  return builder.envelope!;
+}
+
+// Holds no state between frames but its cursor, and a read never re-enters it.
+const parser = new FrameParser();
+
+/** A sink that builds the Envelope of the frame it reads. */
+class EnvelopeBuilder implements FrameSink {
+  envelope: Envelope | undefined;
+
+  hello(body: Uint8Array): void {
+    this.envelope = { kind: "hello", body };
+  }
+  goodbye(body: Uint8Array): void {
+    this.envelope = { kind: "goodbye", body };
+  }
+  ping(nonce: number): void {
+    this.envelope = { kind: "ping", nonce };
+  }
+  pong(nonce: number): void {
+    this.envelope = { kind: "pong", nonce };
+  }
+  call(id: number, flags: number, timeoutMs: number, method: string, body: Uint8Array): void {
+    this.envelope = { kind: "call", id, flags, timeoutMs, method, body };
+  }
+  notify(method: string, body: Uint8Array): void {
+    this.envelope = { kind: "notify", method, body };
+  }
+  result(id: number, body: Uint8Array): void {
+    this.envelope = { kind: "result", id, body };
+  }
+  callError(id: number, body: Uint8Array): void {
+    this.envelope = { kind: "error", id, receiverId: true, body };
+  }
+  paramError(id: number, body: Uint8Array): void {
+    this.envelope = { kind: "error", id, receiverId: false, body };
+  }
+  cancel(id: number, body: Uint8Array): void {
+    this.envelope = { kind: "cancel", id, receiverId: false, body };
+  }
+  paramCancel(id: number, body: Uint8Array): void {
+    this.envelope = { kind: "cancel", id, receiverId: true, body };
+  }
+  resultItem(id: number, body: Uint8Array): void {
+    this.envelope = { kind: "data", id, receiverId: true, body };
+  }
+  paramItem(id: number, body: Uint8Array): void {
+    this.envelope = { kind: "data", id, receiverId: false, body };
+  }
+  resultEnd(id: number): void {
+    this.envelope = { kind: "end", id, receiverId: true };
+  }
+  paramEnd(id: number): void {
+    this.envelope = { kind: "end", id, receiverId: false };
+  }
+  paramCredit(id: number, bytes: number): void {
+    this.envelope = { kind: "credit", id, receiverId: true, bytes };
+  }
+  resultCredit(id: number, bytes: number): void {
+    this.envelope = { kind: "credit", id, receiverId: false, bytes };
+  }
+}

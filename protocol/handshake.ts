@@ -1,0 +1,247 @@
+/**
+ * The bodies of the control frames (docs/protocol.md §2, §10): HELLO, whose JSON announces
+ * a peer's codec and limits, and GOODBYE, whose JSON names why a peer closes. Pure functions:
+ * a peer implementer builds and checks them without a connection.
+ *
+ * @example
+ * ```ts
+ * import { helloBody, parseHello } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const body = helloBody({ codec: "json", maxFrameBytes: 65536, maxInFlight: 8, streamWindowBytes: 4096 });
+ * const outcome = parseHello(body, "json");
+ * assert.ok(outcome.ok);
+ * assert.equal(outcome.peer.maxInFlight, 8);
+ * ```
+ *
+ * @module
+ */
+
+import { parseJson } from "./_json.ts";
+import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./limits.ts";
+
+/**
+ * The peer's HELLO: its codec and limits.
+ *
+ * @example
+ * ```ts
+ * import { helloBody, parseHello, type PeerInfo } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const outcome = parseHello(
+ *   helloBody({ codec: "raw", maxFrameBytes: 4096, maxInFlight: 1, streamWindowBytes: 1 }),
+ *   "raw",
+ * );
+ * const peer: PeerInfo | undefined = outcome.ok ? outcome.peer : undefined;
+ * assert.equal(peer?.codec, "raw");
+ * ```
+ */
+export interface PeerInfo {
+  /** The protocol version the peer speaks. */
+  readonly version: number;
+  /** The peer's channel codec name. */
+  readonly codec: string;
+  /** The largest frame payload the peer accepts. */
+  readonly maxFrameBytes: number;
+  /** How many of this side's calls the peer handles at once. */
+  readonly maxInFlight: number;
+  /** The credit the peer grants to each stream it receives. */
+  readonly streamWindowBytes: number;
+  /** The extensions the peer understands. */
+  readonly features: readonly string[];
+}
+
+/** What this side announces in its HELLO (see {@linkcode helloBody}). */
+export interface HelloOptions {
+  /** The channel codec's name. */
+  codec: string;
+  /** The largest frame payload this side accepts. */
+  maxFrameBytes: number;
+  /** How many of the peer's calls this side handles at once. */
+  maxInFlight: number;
+  /** The credit this side grants to each stream it receives. */
+  streamWindowBytes: number;
+}
+
+/**
+ * The outcome of {@linkcode parseHello}: the peer, or the GOODBYE code and message to refuse
+ * it with.
+ */
+export type HelloOutcome =
+  | { readonly ok: true; readonly peer: PeerInfo }
+  | { readonly ok: false; readonly code: string; readonly message: string };
+
+/** Why a peer closes: a GOODBYE body (both fields absent for a graceful close). */
+export interface Goodbye {
+  /** The failure, e.g. `"protocol_error"`; absent for a graceful close. */
+  readonly code?: string;
+  /** Words for a human. */
+  readonly reason?: string;
+}
+
+const utf8 = new TextEncoder();
+/** The longest GOODBYE reason sent, in UTF-16 code units: the frame stays under its limit. */
+const MAX_REASON_LENGTH = 600;
+
+/**
+ * The HELLO body this side sends: the protocol name and version, its codec and limits.
+ *
+ * @param options The codec name and limits to announce.
+ * @returns The JSON body, UTF-8.
+ *
+ * @example
+ * ```ts
+ * import { helloBody } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const hello = JSON.parse(new TextDecoder().decode(
+ *   helloBody({ codec: "json", maxFrameBytes: 1024, maxInFlight: 1, streamWindowBytes: 1 }),
+ * ));
+ * assert.equal(hello.protocol, "conduit");
+ * assert.equal(hello.version, 1);
+ * ```
+ */
+export function helloBody(options: HelloOptions): Uint8Array {
+  return utf8.encode(JSON.stringify({
+    protocol: "conduit",
+    version: PROTOCOL_VERSION,
+    codec: options.codec,
+    maxFrameBytes: options.maxFrameBytes,
+    maxInFlight: options.maxInFlight,
+    streamWindowBytes: options.streamWindowBytes,
+    features: [],
+  }));
+}
+
+/**
+ * Checks the peer's HELLO body against this side: the protocol, the version and the codec
+ * must match, the limits must be integers in range (`maxFrameBytes` is capped at 2^32 - 1).
+ *
+ * @param body The HELLO frame's body.
+ * @param codec This side's codec name.
+ * @returns The peer, or the GOODBYE code (`protocol_mismatch`, `version_mismatch`,
+ * `codec_mismatch`, `invalid_hello`) and a message naming both values.
+ *
+ * @example
+ * ```ts
+ * import { helloBody, parseHello } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const outcome = parseHello(
+ *   helloBody({ codec: "msgpack", maxFrameBytes: 1024, maxInFlight: 1, streamWindowBytes: 1 }),
+ *   "json",
+ * );
+ * assert.equal(outcome.ok, false);
+ * assert.equal(!outcome.ok && outcome.code, "codec_mismatch");
+ * ```
+ */
+export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
+  const hello = parseJson(body) as Record<string, unknown> | undefined;
+  if (typeof hello !== "object" || hello === null || hello.protocol !== "conduit") {
+    return refuse(
+      "protocol_mismatch",
+      `The peer does not speak conduit (its HELLO has protocol ${JSON.stringify(hello?.protocol)})`,
+    );
+  }
+  if (hello.version !== PROTOCOL_VERSION) {
+    return refuse(
+      "version_mismatch",
+      `Protocol version mismatch: this side speaks ${PROTOCOL_VERSION}, the peer ${
+        JSON.stringify(hello.version)
+      }`,
+    );
+  }
+  if (hello.codec !== codec) {
+    return refuse(
+      "codec_mismatch",
+      `Codec mismatch: this side speaks "${codec}", the peer ${JSON.stringify(hello.codec)}`,
+    );
+  }
+  const limits: Array<[string, number]> = [
+    ["maxFrameBytes", MAX_CONTROL_FRAME_BYTES],
+    ["maxInFlight", 1],
+    ["streamWindowBytes", 1],
+  ];
+  const features = hello.features ?? [];
+  if (!isStrings(features)) {
+    return refuse("invalid_hello", "The peer's HELLO features are not strings");
+  }
+  const values: number[] = [];
+  for (const [name, min] of limits) {
+    const value = hello[name];
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+      return refuse(
+        "invalid_hello",
+        `The peer's HELLO has ${name} ${JSON.stringify(value)} (must be an integer >= ${min})`,
+      );
+    }
+    values.push(value);
+  }
+  return {
+    ok: true,
+    peer: {
+      version: PROTOCOL_VERSION,
+      codec,
+      maxFrameBytes: Math.min(values[0], 0xffff_ffff),
+      maxInFlight: values[1],
+      streamWindowBytes: values[2],
+      features: features as string[],
+    },
+  };
+}
+
+/**
+ * The GOODBYE body for `goodbye`: empty for a graceful close, else its JSON with the reason
+ * cut to 600 characters so the frame fits the control frame limit.
+ *
+ * @param goodbye The code and reason; omit both for a graceful close.
+ * @returns The body.
+ *
+ * @example
+ * ```ts
+ * import { goodbyeBody, parseGoodbye } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(goodbyeBody({}).length, 0);
+ * const body = goodbyeBody({ code: "protocol_error", reason: "x".repeat(5000) });
+ * assert.equal(parseGoodbye(body).reason?.length, 600);
+ * ```
+ */
+export function goodbyeBody(goodbye: Goodbye): Uint8Array {
+  if (goodbye.code === undefined) return new Uint8Array(0);
+  const reason = (goodbye.reason ?? "").slice(0, MAX_REASON_LENGTH);
+  return utf8.encode(JSON.stringify({ code: goodbye.code, reason }));
+}
+
+/**
+ * Reads a GOODBYE body; fields that are absent or not strings are left out.
+ *
+ * @param body The GOODBYE frame's body.
+ * @returns Its code and reason.
+ *
+ * @example
+ * ```ts
+ * import { parseGoodbye } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseGoodbye(new Uint8Array(0)), {});
+ * const body = new TextEncoder().encode('{"code":"aborted","reason":"drain timeout"}');
+ * assert.deepEqual(parseGoodbye(body), { code: "aborted", reason: "drain timeout" });
+ * ```
+ */
+export function parseGoodbye(body: Uint8Array): Goodbye {
+  if (body.length === 0) return {};
+  const parsed = parseJson(body) as Record<string, unknown> | undefined;
+  const goodbye: { code?: string; reason?: string } = {};
+  if (typeof parsed?.code === "string") goodbye.code = parsed.code;
+  if (typeof parsed?.reason === "string") goodbye.reason = parsed.reason;
+  return goodbye;
+}
+
+function refuse(code: string, message: string): HelloOutcome {
+  return { ok: false, code, message };
+}
+
+function isStrings(value: unknown): boolean {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
