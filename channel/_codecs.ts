@@ -25,11 +25,14 @@ export const BODY_SCRATCH = 1;
 export const BODY_LENT = 2;
 
 /**
- * Who holds the bytes the last {@linkcode encodeBody} returned: {@linkcode BODY_OWNED},
- * {@linkcode BODY_SCRATCH} or {@linkcode BODY_LENT}. Only the channel can keep the first kind
- * as long as it likes; it must copy the others before they change.
+ * Who holds `body`, which {@linkcode encodeBody} just made of `value` with `slot`:
+ * {@linkcode BODY_OWNED}, {@linkcode BODY_SCRATCH} or {@linkcode BODY_LENT}. Only the channel
+ * can keep the first kind as long as it likes; it must copy the others before they change.
  */
-export let bodyHolder = BODY_OWNED;
+export function bodyHolder(slot: CodecSlot, value: unknown, body: Uint8Array): number {
+  if (body === value) return BODY_LENT;
+  return slot.codec.encodeView !== undefined && body.length > 0 ? BODY_SCRATCH : BODY_OWNED;
+}
 
 const EMPTY = new Uint8Array(0);
 const slots = new WeakMap<Codec<unknown>, CodecSlot>();
@@ -52,16 +55,13 @@ export function codecSlot(codec: Codec<unknown>): CodecSlot {
 
 /**
  * Encodes `value` as a body (empty for `undefined` when the codec cannot represent it), with
- * the codec's `encodeView` when it has one, and sets {@linkcode bodyHolder}.
+ * the codec's `encodeView` when it has one (see {@linkcode bodyHolder}).
  *
  * @throws {CodecError} When the codec cannot encode `value` (any other error it throws
  * becomes the cause).
  */
 export function encodeBody(slot: CodecSlot, value: unknown): Uint8Array {
-  if (value === undefined && slot.emptyIsUndefined) {
-    bodyHolder = BODY_OWNED;
-    return EMPTY;
-  }
+  if (value === undefined && slot.emptyIsUndefined) return EMPTY;
   const codec = slot.codec;
   const view = codec.encodeView !== undefined;
   let body: Uint8Array;
@@ -70,7 +70,6 @@ export function encodeBody(slot: CodecSlot, value: unknown): Uint8Array {
   } catch (error) {
     throw error instanceof CodecError ? error : new CodecError(codec.name, "encode", error);
   }
-  bodyHolder = body === value ? BODY_LENT : view ? BODY_SCRATCH : BODY_OWNED;
   return body;
 }
 

@@ -1,61 +1,61 @@
-// The handler's side of one call: the CallContext the handler receives, and the owner of the
-// call's param stream (consumed) and result stream (produced).
+// The handler's side of one call: the context the handler receives, and the owner of the
+// call's param stream (consumed) and result stream (produced). Its state changes only here;
+// it writes its own frames through the outbox, and tells its registry when it is over.
 
 import type { MethodCodecs } from "./_codecs.ts";
-import type { InboxOwner, PumpOwner, StreamInbox, StreamPump } from "./_stream.ts";
-import type { Channel } from "./channel.ts";
-import type { CallContext } from "./types.ts";
+import { isAsyncIterable } from "./_outgoing_call.ts";
+import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_stream.ts";
+import type { EngineError, Outbox } from "./_wire.ts";
 
-/** What an incoming call needs from the channel core. */
-export interface IncomingHost {
+/** What an incoming call asks of the registry that holds it. */
+export interface ServedCalls {
   /** The public channel, for `ctx.channel`. */
-  readonly channel: Channel<Record<string, never>>;
-  /** Sends CREDIT(R=1) for the call's param stream. */
-  sendParamCredit(call: IncomingCall, bytes: number): void;
-  /** Sends CANCEL(R=1): the handler stopped reading the param stream. */
-  cancelParamStream(call: IncomingCall): void;
-  /** Sends one result stream item as DATA(R=1); returns its cost. */
-  sendResultItem(call: IncomingCall, value: unknown): number;
-  /** Sends END(R=1), the call's terminal frame. */
-  sendResultEnd(call: IncomingCall): void;
-  /** Sends ERROR(R=1), the call's terminal frame. */
-  sendResultFailure(call: IncomingCall, error: unknown): void;
-  /** The transport's backpressure, as for {@linkcode PumpOwner.writable}. */
-  writable(): Promise<void> | undefined;
+  readonly channel: object;
+  /** The credit the peer grants each stream it receives. */
+  readonly peerWindow: number;
+  /** The call's terminal frame was written (or the connection is gone). */
+  finished(call: IncomingCall): void;
 }
 
-/** One call the peer started, being served here. */
-export class IncomingCall implements CallContext<Record<string, never>>, InboxOwner, PumpOwner {
+/** One call the peer started, being served here (the handler's `CallContext`). */
+export class IncomingCall implements InboxOwner, PumpOwner {
   readonly id: number;
   readonly method: string;
   readonly codecs: MethodCodecs;
-  readonly #host: IncomingHost;
+  readonly #calls: ServedCalls;
+  readonly #outbox: Outbox;
   /** `performance.now()` deadline, `Infinity` for none. */
-  deadlineAt = Infinity;
-  timeoutMs = 0;
-  /** Whether the terminal frame was sent (or the connection is gone). */
-  done = false;
-  inbox: StreamInbox<unknown> | undefined;
-  pump: StreamPump | undefined;
+  #deadlineAt = Infinity;
+  #timeoutMs = 0;
+  #done = false;
+  #inbox: StreamInbox<unknown> | undefined;
+  #pump: StreamPump | undefined;
   #controller: AbortController | undefined;
   #aborted = false;
   #reason: unknown;
 
-  constructor(host: IncomingHost, id: number, method: string, codecs: MethodCodecs) {
-    this.#host = host;
+  constructor(
+    calls: ServedCalls,
+    outbox: Outbox,
+    id: number,
+    method: string,
+    codecs: MethodCodecs,
+  ) {
+    this.#calls = calls;
+    this.#outbox = outbox;
     this.id = id;
     this.method = method;
     this.codecs = codecs;
   }
 
   get deadline(): number | undefined {
-    return this.deadlineAt === Infinity
+    return this.#deadlineAt === Infinity
       ? undefined
-      : Math.round(performance.timeOrigin + this.deadlineAt);
+      : Math.round(performance.timeOrigin + this.#deadlineAt);
   }
 
-  get channel(): Channel<Record<string, never>> {
-    return this.#host.channel;
+  get channel(): object {
+    return this.#calls.channel;
   }
 
   // Created on first use: most handlers never look at their signal.
@@ -67,49 +67,138 @@ export class IncomingCall implements CallContext<Record<string, never>>, InboxOw
     return this.#controller.signal;
   }
 
+  /** The `performance.now()` deadline, `Infinity` for none. */
+  get deadlineAt(): number {
+    return this.#deadlineAt;
+  }
+
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  /** Whether the terminal frame was written (or the connection is gone). */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** The param stream, when the param is one. */
+  get inbox(): StreamInbox<unknown> | undefined {
+    return this.#inbox;
+  }
+
+  // ---- transitions the registry asks for ----
+
+  /** The param arrives as a stream: the inbox the handler reads. */
+  openInbox(window: number): StreamInbox<unknown> {
+    return this.#inbox = new StreamInbox<unknown>(this, window);
+  }
+
+  /** The call has a deadline `timeoutMs` after `receivedAt`. */
+  setDeadline(receivedAt: number, timeoutMs: number): void {
+    this.#timeoutMs = timeoutMs;
+    this.#deadlineAt = receivedAt + timeoutMs;
+  }
+
+  /** The handler returned (or its promise fulfilled) `value`: answer with it. */
+  complete(value: unknown): void {
+    if (this.#done) return;
+    if (isAsyncIterable(value)) {
+      const pump = this.#pump = new StreamPump(this, value, this.#calls.peerWindow);
+      pump.run();
+      return;
+    }
+    try {
+      this.#outbox.result(this.id, this.method, this.codecs.result, value);
+    } catch (error) {
+      this.sendFailure(error);
+      return;
+    }
+    this.#calls.finished(this);
+  }
+
+  /** Ends the call early (cancelled by the caller, or past its deadline) with `error`. */
+  stop(reason: Error, code: string): void {
+    this.#abort(reason);
+    this.#pump?.stop();
+    this.#outbox.failCall(this.id, errorFields(reason, code));
+    this.#calls.finished(this);
+  }
+
+  /** The call is over: its terminal frame is written. */
+  finish(): void {
+    this.#done = true;
+    this.#inbox?.close();
+  }
+
+  /** The connection is gone: the handler's signal fires, its streams fail. */
+  drop(error: unknown): void {
+    this.#done = true;
+    this.#abort(error);
+    this.#pump?.stop();
+    this.#inbox?.fail(error, true);
+  }
+
+  /** Credit for the result stream arrived. */
+  resultCredit(bytes: number): void {
+    this.#pump?.credit(bytes);
+  }
+
+  // ---- InboxOwner: the param stream ----
+
+  grantCredit(bytes: number): void {
+    if (!this.#done) this.#outbox.paramCredit(this.id, bytes);
+  }
+
+  abandonStream(): void {
+    if (!this.#done) this.#outbox.paramCancel(this.id);
+  }
+
+  // ---- PumpOwner: the result stream ----
+
+  sendItem(value: unknown): number {
+    if (this.#done) return 0;
+    return this.#outbox.resultItem(this.id, this.codecs.result, value);
+  }
+
+  sendEnd(): void {
+    if (this.#done) return;
+    this.#outbox.resultEnd(this.id);
+    this.#calls.finished(this);
+  }
+
+  sendFailure(error: unknown): void {
+    if (this.#done) return;
+    this.#outbox.resultError(this.id, error);
+    this.#calls.finished(this);
+  }
+
+  writable(): Promise<void> | undefined {
+    return this.#outbox.writable();
+  }
+
   /** Fires the handler's signal. */
-  abort(reason: unknown): void {
+  #abort(reason: unknown): void {
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason;
     this.#controller?.abort(reason);
   }
-
-  grantCredit(bytes: number): void {
-    this.#host.sendParamCredit(this, bytes);
-  }
-
-  abandonStream(): void {
-    this.#host.cancelParamStream(this);
-  }
-
-  sendItem(value: unknown): number {
-    return this.#host.sendResultItem(this, value);
-  }
-
-  sendEnd(): void {
-    this.#host.sendResultEnd(this);
-  }
-
-  sendFailure(error: unknown): void {
-    this.#host.sendResultFailure(this, error);
-  }
-
-  writable(): Promise<void> | undefined {
-    return this.#host.writable();
-  }
 }
 
 /** The context of a notification handler: no deadline, and a signal that fires on close. */
-export class NotificationContext implements CallContext<Record<string, never>> {
+export class NotificationContext {
   readonly method: string;
-  readonly channel: Channel<Record<string, never>>;
+  readonly channel: object;
   readonly signal: AbortSignal;
   readonly deadline: undefined;
 
-  constructor(channel: Channel<Record<string, never>>, method: string, signal: AbortSignal) {
+  constructor(channel: object, method: string, signal: AbortSignal) {
     this.channel = channel;
     this.method = method;
     this.signal = signal;
   }
+}
+
+function errorFields(reason: Error, code: string): EngineError {
+  return { name: reason.name, message: reason.message, code };
 }

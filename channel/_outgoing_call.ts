@@ -1,170 +1,265 @@
-// The caller's side of one call. The object a remote method returns is this call itself: it
-// is awaitable (a unary result) and async-iterable (a result stream); the first use decides
-// which, and the remote's TypeScript type shows only the right face.
+// The caller's side of one call on the wire: queued for a slot, sent, cancelled, done. Its
+// state changes only here; the registry of calls (_outgoing.ts) asks for the changes. It
+// writes its own frames (its param stream, its result stream's credit, its cancel) through
+// the outbox, and its outcome reaches the caller through its CallResult faces.
 
 import { ConduitError } from "../errors.ts";
+import { CallResult, reasonText } from "./_call_result.ts";
 import type { MethodCodecs } from "./_codecs.ts";
-import { type InboxOwner, type PumpOwner, StreamInbox, type StreamPump } from "./_stream.ts";
-import type { RemoteStream } from "./types.ts";
-
-/** What an outgoing call needs from the channel core. */
-export interface OutgoingHost {
-  /** Cancels the call: drops it from the queue, or sends CANCEL and waits for its terminal frame. */
-  cancelCall(call: OutgoingCall, error: unknown, reason: string, code?: string): void;
-  /** Sends CREDIT(R=0) for the call's result stream. */
-  sendResultCredit(call: OutgoingCall, bytes: number): void;
-  /** Sends one param stream item as DATA(R=0); returns its cost. */
-  sendParamItem(call: OutgoingCall, value: unknown): number;
-  /** Sends END(R=0). */
-  sendParamEnd(call: OutgoingCall): void;
-  /** Sends ERROR(R=0). */
-  sendParamFailure(call: OutgoingCall, error: unknown): void;
-  /** The transport's backpressure, as for {@linkcode PumpOwner.writable}. */
-  writable(): Promise<void> | undefined;
-}
+import { type PumpOwner, StreamPump } from "./_stream.ts";
+import type { Outbox } from "./_wire.ts";
+import type { CallOptions } from "./types.ts";
 
 /** Waiting for a slot under the peer's maxInFlight. */
 export const QUEUED = 0;
-/** CALL sent, terminal frame pending. */
+/** Sent, its terminal frame pending. */
 export const SENT = 1;
-/** Cancelled locally; CANCEL sent, waiting for the terminal frame to free the id. */
+/** Cancelled locally; the cancel is sent, waiting for the terminal frame to free the id. */
 export const CANCELLED = 2;
 /** Finished. */
 export const DONE = 3;
 
-const FACE_NONE = 0;
-const FACE_PROMISE = 1;
-const FACE_STREAM = 2;
-
-const PENDING = 0;
-const VALUE = 1;
-const FAILURE = 2;
-
 const EMPTY = new Uint8Array(0);
 
+/** What a call asks of the registry that holds it. */
+export interface CallRegistry {
+  /** The call has its id and is about to be written: from now on it is in flight. */
+  sending(call: OutgoingCall): void;
+  /** The call left the queue without being sent. */
+  unqueued(call: OutgoingCall): void;
+  /** The call is over on the wire (its id may be reused by nobody, but freed). */
+  finished(call: OutgoingCall): void;
+  /** Whether the connection is gone (a param stream must not start). */
+  readonly closed: boolean;
+  /** Whether the peer answers a cancelled call (else the call is finished at once). */
+  readonly answersCancelled: boolean;
+  /** The credit the peer grants each stream it receives. */
+  readonly peerWindow: number;
+}
+
 /** One call started by this side. */
-export class OutgoingCall
-  implements Promise<unknown>, RemoteStream<unknown>, InboxOwner, PumpOwner, EventListenerObject {
-  readonly method: string;
+export class OutgoingCall extends CallResult implements PumpOwner, EventListenerObject {
   readonly codecs: MethodCodecs;
-  readonly #host: OutgoingHost;
-  readonly #window: number;
-  id = 0;
-  state = QUEUED;
-  flags = 0;
-  body: Uint8Array = EMPTY;
-  source: AsyncIterable<unknown> | undefined;
-  pump: StreamPump | undefined;
-  /** `performance.now()` deadline, `Infinity` for none. */
-  deadline = Infinity;
-  timeoutMs = 0;
-  signal: AbortSignal | undefined;
-  /** Whether a DATA frame arrived (a RESULT may no longer follow). */
-  streaming = false;
-  #face = FACE_NONE;
-  #outcome = PENDING;
-  #value: unknown;
-  #error: unknown;
-  #promise: Promise<unknown> | undefined;
-  #resolve: ((value: unknown) => void) | undefined;
-  #reject: ((error: unknown) => void) | undefined;
-  #inbox: StreamInbox<unknown> | undefined;
-  #readable: ReadableStream<unknown> | undefined;
+  readonly #registry: CallRegistry;
+  readonly #outbox: Outbox;
+  #id = 0;
+  #state = QUEUED;
+  #streamParam = false;
+  /** The encoded param, until sent. */
+  #body: Uint8Array = EMPTY;
+  /** The param as given: a stream's source until sent, else the value `#body` came from. */
+  #param: unknown;
+  #pump: StreamPump | undefined;
+  #deadline = Infinity;
+  #timeoutMs = 0;
+  #signal: AbortSignal | undefined;
+  /** Whether a stream item arrived (a single result may no longer follow). */
+  #streaming = false;
+  /** Set while the param is the caller's own bytes, still held for writing. */
+  #lentWritten: Promise<void> | undefined;
 
-  constructor(host: OutgoingHost, method: string, codecs: MethodCodecs, window: number) {
-    this.#host = host;
-    this.method = method;
+  constructor(
+    registry: CallRegistry,
+    outbox: Outbox,
+    method: string,
+    codecs: MethodCodecs,
+    window: number,
+  ) {
+    super(method, window);
+    this.#registry = registry;
+    this.#outbox = outbox;
     this.codecs = codecs;
-    this.#window = window;
   }
 
-  // ---- the promise face ----
-
-  get [Symbol.toStringTag](): string {
-    return "OutgoingCall";
+  get id(): number {
+    return this.#id;
   }
 
-  then<R1 = unknown, R2 = never>(
-    onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
-    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
-  ): Promise<R1 | R2> {
-    return this.#asPromise().then(onfulfilled, onrejected);
+  get state(): number {
+    return this.#state;
   }
 
-  catch<R = never>(
-    onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null,
-  ): Promise<unknown | R> {
-    return this.#asPromise().catch(onrejected);
+  /** The `performance.now()` deadline, `Infinity` for none. */
+  get deadline(): number {
+    return this.#deadline;
   }
 
-  finally(onfinally?: (() => void) | null): Promise<unknown> {
-    return this.#asPromise().finally(onfinally);
+  get timeoutMs(): number {
+    return this.#timeoutMs;
   }
 
-  // ---- the stream face ----
+  /** Whether a stream item arrived. */
+  get streaming(): boolean {
+    return this.#streaming;
+  }
 
-  [Symbol.asyncIterator](): AsyncIterator<unknown> {
-    if (this.#face === FACE_PROMISE) {
-      throw new ConduitError(`The call to "${this.method}" was already awaited as a promise`);
+  // ---- transitions the registry asks for ----
+
+  /**
+   * Takes the param and options before the call is queued or sent; `waits` when it will wait
+   * for a slot. Returns false when the call failed at once (it is then done).
+   */
+  prepare(
+    param: unknown,
+    options: CallOptions | undefined,
+    timeout: number,
+    waits: boolean,
+  ): boolean {
+    if (isAsyncIterable(param)) {
+      this.#streamParam = true;
+    } else {
+      try {
+        this.#body = this.#outbox.callParam(this.method, this.codecs.param, param, waits);
+      } catch (error) {
+        this.reject(error);
+        return false;
+      }
     }
-    this.#face = FACE_STREAM;
-    const inbox = this.#streamInbox();
-    if (this.#outcome === VALUE) {
-      inbox.fail(
-        new ConduitError(
-          `"${this.method}" returned a single value, not a stream: await it instead`,
-        ),
-        true,
+    this.#param = param;
+    if (!(timeout > 0)) {
+      this.reject(
+        new RangeError(`timeout must be a positive number of ms or Infinity, got ${timeout}`),
       );
+      return false;
     }
-    return inbox;
+    if (timeout !== Infinity) {
+      this.#timeoutMs = timeout;
+      this.#deadline = performance.now() + timeout;
+    }
+    const signal = options?.signal;
+    if (signal !== undefined) {
+      if (signal.aborted) {
+        this.reject(signal.reason);
+        return false;
+      }
+      this.#signal = signal;
+      signal.addEventListener("abort", this);
+    }
+    return true;
   }
 
-  get readable(): ReadableStream<unknown> {
-    if (this.#readable === undefined) {
-      const iterator = this[Symbol.asyncIterator]();
-      this.#readable = new ReadableStream<unknown>({
-        async pull(controller) {
-          const step = await iterator.next();
-          if (step.done) controller.close();
-          else controller.enqueue(step.value);
-        },
-        async cancel() {
-          await iterator.return?.();
-        },
-      }, { highWaterMark: 0 });
-    }
-    return this.#readable;
+  /** Fails the call before it reached the wire, or as the connection goes. */
+  reject(error: unknown): void {
+    this.#state = DONE;
+    this.#signal?.removeEventListener("abort", this);
+    this.#pump?.stop();
+    this.fail(error, true);
   }
 
-  cancel(reason?: unknown): Promise<void> {
-    if (this.#inbox !== undefined && this.#face === FACE_STREAM) {
-      return this.#inbox.return().then(() => {});
-    }
-    this.#host.cancelCall(
-      this,
-      reason ?? new ConduitError(`The call to "${this.method}" was cancelled`),
-      reasonText(reason) ?? "cancelled by the caller",
+  /** Sends the call as `id`; `fresh` when it goes out as it is made (its whole timeout left). */
+  send(id: number, fresh: boolean): void {
+    this.#id = id;
+    this.#state = SENT;
+    // In flight before it is written: a failing write fails it with the rest.
+    this.#registry.sending(this);
+    const timeoutMs = this.#deadline === Infinity
+      ? 0
+      : fresh
+      ? Math.ceil(this.#timeoutMs)
+      : Math.max(1, Math.ceil(this.#deadline - performance.now()));
+    const written = this.#outbox.call(
+      id,
+      this.method,
+      this.#streamParam,
+      timeoutMs,
+      this.#body,
+      this.#param,
     );
-    return Promise.resolve();
+    this.#body = EMPTY;
+    const source = this.#streamParam ? this.#param as AsyncIterable<unknown> : undefined;
+    this.#param = undefined;
+    if (written !== undefined) {
+      this.#lentWritten = written;
+      const clear = (): void => {
+        if (this.#lentWritten === written) this.#lentWritten = undefined;
+      };
+      written.then(clear, clear);
+    }
+    if (source !== undefined && !this.#registry.closed) {
+      const pump = this.#pump = new StreamPump(this, source, this.#registry.peerWindow);
+      pump.run();
+    }
+  }
+
+  /** The terminal frame arrived: the call is over. */
+  finish(): void {
+    this.#state = DONE;
+    this.#signal?.removeEventListener("abort", this);
+    this.#pump?.stop();
+  }
+
+  /** A stream item arrived (a single result may no longer follow). */
+  markStreaming(): void {
+    this.#streaming = true;
+  }
+
+  /** Credit for the param stream arrived. */
+  paramCredit(bytes: number): void {
+    this.#pump?.credit(bytes);
+  }
+
+  /** The handler stopped reading the param stream. */
+  stopParam(): void {
+    this.#pump?.stop();
+  }
+
+  /**
+   * Cancels the call: drops it from the queue, or tells the peer and (when the peer answers
+   * cancelled calls) waits for its terminal frame to free the id. `code` is
+   * `deadline_exceeded` for a passed deadline.
+   */
+  abortCall(error: unknown, reason: string, code?: string): void {
+    if (this.#state === QUEUED) {
+      this.#state = DONE;
+      this.#registry.unqueued(this);
+      this.#signal?.removeEventListener("abort", this);
+      this.fail(error, true);
+      return;
+    }
+    if (this.#state !== SENT) return;
+    // Keep the id until the handler's terminal frame arrives, so the frames already on their
+    // way are recognised and dropped.
+    this.#state = CANCELLED;
+    this.#deadline = Infinity;
+    this.#signal?.removeEventListener("abort", this);
+    this.#pump?.stop();
+    if (this.#lentWritten !== undefined) {
+      // The param is the caller's bytes, still being sent: settling now would let the caller
+      // change them under the peer's feet.
+      const fail = (): void => this.fail(error, true);
+      this.#outbox.flush().then(fail, fail);
+    } else {
+      this.fail(error, true);
+    }
+    this.#outbox.cancel(this.#id, reason, code);
+    if (!this.#registry.answersCancelled) this.#registry.finished(this);
+  }
+
+  // ---- CallResult ----
+
+  cancelCall(error: unknown, reason: string): void {
+    this.abortCall(error, reason);
+  }
+
+  protected expectedOneValue(error: unknown): void {
+    if (this.#state === SENT) this.abortCall(error, "the caller expected one value");
   }
 
   // ---- the abort signal ----
 
   handleEvent(): void {
-    const reason = this.signal?.reason;
-    this.#host.cancelCall(this, reason, reasonText(reason) ?? "aborted by the caller");
+    const reason = this.#signal?.reason;
+    this.abortCall(reason, reasonText(reason) ?? "aborted by the caller");
   }
 
   // ---- InboxOwner: the result stream ----
 
   grantCredit(bytes: number): void {
-    this.#host.sendResultCredit(this, bytes);
+    if (this.#state === SENT) this.#outbox.resultCredit(this.#id, bytes);
   }
 
   abandonStream(): void {
-    this.#host.cancelCall(
-      this,
+    this.abortCall(
       new ConduitError(`The stream of "${this.method}" was cancelled`),
       "the caller stopped reading the stream",
     );
@@ -173,117 +268,24 @@ export class OutgoingCall
   // ---- PumpOwner: the param stream ----
 
   sendItem(value: unknown): number {
-    return this.#host.sendParamItem(this, value);
+    if (this.#state !== SENT) return 0;
+    return this.#outbox.paramItem(this.#id, this.codecs.param, value);
   }
 
   sendEnd(): void {
-    this.#host.sendParamEnd(this);
+    if (this.#state === SENT) this.#outbox.paramEnd(this.#id);
   }
 
   sendFailure(error: unknown): void {
-    this.#host.sendParamFailure(this, error);
+    if (this.#state === SENT) this.#outbox.paramError(this.#id, error);
   }
 
   writable(): Promise<void> | undefined {
-    return this.#host.writable();
-  }
-
-  // ---- what the channel core reports ----
-
-  /** A RESULT arrived. */
-  settle(value: unknown): void {
-    if (this.#outcome !== PENDING) return;
-    this.#outcome = VALUE;
-    this.#value = value;
-    if (this.#resolve !== undefined) this.#resolve(value);
-    else if (this.#inbox !== undefined) {
-      this.#inbox.fail(
-        new ConduitError(
-          `"${this.method}" returned a single value, not a stream: await it instead`,
-        ),
-        true,
-      );
-    }
-  }
-
-  /** The call failed; `immediate` drops buffered stream items (see StreamInbox.fail). */
-  fail(error: unknown, immediate: boolean): void {
-    if (this.#outcome !== PENDING) return;
-    this.#outcome = FAILURE;
-    this.#error = error;
-    this.#reject?.(error);
-    this.#inbox?.fail(error, immediate);
-  }
-
-  /**
-   * A DATA item arrived; returns false when it exceeds the stream's credit. Awaited as a
-   * promise, the call fails instead.
-   */
-  data(item: unknown, cost: number): boolean {
-    const inbox = this.#streamInbox();
-    if (!inbox.push(item, cost)) return false;
-    if (this.#face === FACE_PROMISE) this.#failAsStream();
-    return true;
-  }
-
-  /** Counts a DATA item that could not be decoded; false when beyond credit. */
-  charge(cost: number): boolean {
-    return this.#streamInbox().charge(cost);
-  }
-
-  /** END arrived. */
-  end(): void {
-    this.#streamInbox().end();
-    if (this.#face === FACE_PROMISE) this.#failAsStream();
-  }
-
-  #streamInbox(): StreamInbox<unknown> {
-    if (this.#inbox === undefined) {
-      this.#inbox = new StreamInbox<unknown>(this, this.#window);
-      if (this.#outcome === FAILURE) this.#inbox.fail(this.#error, true);
-    }
-    return this.#inbox;
-  }
-
-  #failAsStream(): void {
-    const error = new ConduitError(
-      `"${this.method}" returned a stream: iterate it instead of awaiting it`,
-    );
-    this.#reject?.(error);
-    this.#reject = this.#resolve = undefined;
-    if (this.state === SENT) this.#host.cancelCall(this, error, "the caller expected one value");
-  }
-
-  #asPromise(): Promise<unknown> {
-    if (this.#promise !== undefined) return this.#promise;
-    if (this.#face === FACE_STREAM) {
-      return Promise.reject(
-        new ConduitError(`The call to "${this.method}" is being read as a stream`),
-      );
-    }
-    this.#face = FACE_PROMISE;
-    if (this.#inbox !== undefined) {
-      const error = new ConduitError(
-        `"${this.method}" returned a stream: iterate it instead of awaiting it`,
-      );
-      this.#promise = Promise.reject(error);
-      if (this.state === SENT) this.#host.cancelCall(this, error, "the caller expected one value");
-    } else if (this.#outcome === VALUE) {
-      this.#promise = Promise.resolve(this.#value);
-    } else if (this.#outcome === FAILURE) {
-      this.#promise = Promise.reject(this.#error);
-    } else {
-      this.#promise = new Promise<unknown>((resolve, reject) => {
-        this.#resolve = resolve;
-        this.#reject = reject;
-      });
-    }
-    return this.#promise;
+    return this.#outbox.writable();
   }
 }
 
-function reasonText(reason: unknown): string | undefined {
-  if (reason === undefined) return undefined;
-  if (reason instanceof Error) return reason.message;
-  return String(reason);
+/** Whether `value` is a stream (a param or a handler's result). */
+export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 }

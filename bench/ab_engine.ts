@@ -1,0 +1,196 @@
+// A/B of the channel engine between two checkouts of this repository, in one run: each
+// measurement is a fresh process, rounds interleave the two sides (and alternate which goes
+// first), and the table gives each side's median with its min–max and the median ratio
+// (higher is better: B/A for rates, A/B for times).
+//
+//   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases=p50,calls256,notify,raw1m,spawn]
+//
+// Both sides run this file's measurements against their own code through its public API
+// (channel/mod.ts, codecs, transports/unix.ts, workers/mod.ts), so any two commits compare.
+//
+//   one case:  deno run -A bench/ab_engine.ts --case <case> <dir>   prints one number
+
+const CASES = {
+  p50: { label: "small call p50, Unix socket (µs)", lowerIsBetter: true },
+  calls256: { label: "calls/s, 256 in flight, Unix socket", lowerIsBetter: false },
+  notify: { label: "notifications/s, raw 64 B, Unix socket", lowerIsBetter: false },
+  raw1m: { label: "1 MiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
+  spawn: { label: "worker spawn-to-first-reply (ms)", lowerIsBetter: true },
+} as const;
+type CaseName = keyof typeof CASES;
+
+if (Deno.args[0] === "--case") {
+  console.log(await measure(Deno.args[1] as CaseName, Deno.args[2]));
+} else {
+  await compare();
+}
+
+async function compare(): Promise<void> {
+  const [a, b] = [Deno.args[0], Deno.args[1]].map((dir) => Deno.realPathSync(dir));
+  const rounds = Number(Deno.args[2] ?? 5);
+  const cases = (Deno.args[3]?.split(",") ?? Object.keys(CASES)) as CaseName[];
+  const results = new Map<string, number[]>();
+  for (let round = 0; round < rounds; round++) {
+    for (const name of cases) {
+      const order = round % 2 === 0 ? [a, b] : [b, a];
+      for (const dir of order) {
+        const value = await runCase(name, dir);
+        const key = `${name}|${dir}`;
+        results.set(key, [...results.get(key) ?? [], value]);
+        console.error(`round ${round + 1} ${name} ${dir === a ? "A" : "B"}: ${value.toFixed(2)}`);
+      }
+    }
+  }
+  console.log(`A = ${a}\nB = ${b}\n`);
+  console.log("| case | A median (min–max) | B median (min–max) | ratio |");
+  console.log("| --- | --- | --- | --- |");
+  for (const name of cases) {
+    const va = results.get(`${name}|${a}`)!;
+    const vb = results.get(`${name}|${b}`)!;
+    const [ma, mb] = [median(va), median(vb)];
+    const ratio = CASES[name].lowerIsBetter ? ma / mb : mb / ma;
+    console.log(
+      `| ${CASES[name].label} | ${fmt(ma)} (${fmt(Math.min(...va))}–${fmt(Math.max(...va))}) | ${
+        fmt(mb)
+      } (${fmt(Math.min(...vb))}–${fmt(Math.max(...vb))}) | ${ratio.toFixed(3)} |`,
+    );
+  }
+}
+
+async function runCase(name: CaseName, dir: string): Promise<number> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL(import.meta.url).pathname, "--case", name, dir],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) throw new Error(`case ${name} failed in ${dir}`);
+  return Number(new TextDecoder().decode(output.stdout).trim());
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function fmt(value: number): string {
+  return value >= 1000 ? Math.round(value).toLocaleString("en-US") : value.toFixed(1);
+}
+
+// ---------------------------------------------------------------- one measurement
+
+interface Api {
+  // deno-lint-ignore no-explicit-any
+  openChannel(transport: unknown, options: any): Promise<any>;
+}
+
+async function measure(name: CaseName, dir: string): Promise<number> {
+  const root = `file://${dir}/`;
+  if (name === "spawn") return await spawnToFirstReply(root);
+  const api: Api = await import(`${root}channel/mod.ts`);
+  const { jsonCodec } = await import(`${root}codecs/json.ts`);
+  const { rawCodec } = await import(`${root}codecs/raw.ts`);
+  const unix = await import(`${root}transports/unix.ts`);
+  const raw = name === "notify" || name === "raw1m";
+  const codec = () => raw ? rawCodec : jsonCodec();
+  const sockDir = await Deno.makeTempDir({ dir: "/tmp", prefix: "ab" });
+  const listener = await unix.listenUnix(`${sockDir}/s`);
+  const accepted = listener.accept();
+  const tb = await unix.connectUnix(`${sockDir}/s`);
+  const ta = await accepted;
+  await listener.close();
+  let received = 0;
+  const [server, client] = await Promise.all([
+    api.openChannel(ta, {
+      codec: codec(),
+      handlers: {
+        echo: (value: unknown) => value,
+        note: () => void received++,
+        count: () => raw ? new Uint8Array(new Float64Array([received]).buffer) : received,
+      },
+    }),
+    api.openChannel(tb, { codec: codec() }),
+  ]);
+  try {
+    return await run(name, client, () => received);
+  } finally {
+    await Promise.all([client.close(), server.close()]);
+    await Deno.remove(sockDir, { recursive: true });
+  }
+}
+
+// deno-lint-ignore no-explicit-any
+async function run(name: CaseName, client: any, received: () => number): Promise<number> {
+  const small = { id: 42, name: "conduit", tags: ["bench", "small", "call"] };
+  const echo = client.remote.echo;
+  switch (name) {
+    case "p50": {
+      for (let i = 0; i < 3000; i++) await echo(small);
+      const samples = new Float64Array(20_000);
+      for (let i = 0; i < samples.length; i++) {
+        const start = performance.now();
+        await echo(small);
+        samples[i] = performance.now() - start;
+      }
+      samples.sort();
+      return samples[samples.length >> 1] * 1000;
+    }
+    case "calls256": {
+      const lanes = async (total: number) => {
+        let started = 0;
+        const lane = async () => {
+          while (started++ < total) await echo(small);
+        };
+        await Promise.all(Array.from({ length: 256 }, lane));
+      };
+      await lanes(20_000);
+      const total = 150_000;
+      const start = performance.now();
+      await lanes(total);
+      return total / ((performance.now() - start) / 1000);
+    }
+    case "notify": {
+      const note = new Uint8Array(64).fill(7);
+      const send = async (count: number) => {
+        for (let i = 0; i < count; i++) {
+          if (client.desiredSize <= 0) await client.ready;
+          client.notify("note", note);
+        }
+        await client.remote.count(new Uint8Array(0));
+      };
+      await send(50_000);
+      const total = 500_000;
+      const before = received();
+      const start = performance.now();
+      await send(total);
+      const elapsed = performance.now() - start;
+      if (received() - before !== total) throw new Error("notifications lost");
+      return total / (elapsed / 1000);
+    }
+    case "raw1m": {
+      const blob = new Uint8Array(1024 * 1024).fill(3);
+      for (let i = 0; i < 30; i++) await echo(blob);
+      const calls = 300;
+      const start = performance.now();
+      for (let i = 0; i < calls; i++) await echo(blob);
+      return calls * blob.length / 1e6 / ((performance.now() - start) / 1000);
+    }
+    default:
+      throw new Error(`unknown case ${name}`);
+  }
+}
+
+async function spawnToFirstReply(root: string): Promise<number> {
+  const { spawnWorker } = await import(`${root}workers/mod.ts`);
+  const worker = new URL(`${root}bench/_ping_worker.ts`);
+  // One spawn first, so module loading of the parent is not counted.
+  const first = await spawnWorker(worker);
+  await first.remote.ping();
+  await first.close();
+  const started = performance.now();
+  const handle = await spawnWorker(worker);
+  await handle.remote.ping();
+  const elapsed = performance.now() - started;
+  await handle.close();
+  return elapsed;
+}

@@ -1,0 +1,213 @@
+// The two faces of a call's outcome: the object a remote method returns is awaitable (a unary
+// result) and async-iterable (a result stream); the first use decides which, and the
+// remote's TypeScript type shows only the right face. The call's life on the wire is the
+// subclass's (_outgoing_call.ts); this class only receives what the wire brought.
+
+import { ConduitError } from "../errors.ts";
+import { type InboxOwner, StreamInbox } from "./_stream.ts";
+import type { RemoteStream } from "./types.ts";
+
+const FACE_NONE = 0;
+const FACE_PROMISE = 1;
+const FACE_STREAM = 2;
+
+const PENDING = 0;
+const VALUE = 1;
+const FAILURE = 2;
+
+/** The outcome of one call, as a promise or as a stream. */
+export abstract class CallResult implements Promise<unknown>, RemoteStream<unknown>, InboxOwner {
+  readonly method: string;
+  readonly #window: number;
+  #face = FACE_NONE;
+  #outcome = PENDING;
+  #value: unknown;
+  #error: unknown;
+  #promise: Promise<unknown> | undefined;
+  #resolve: ((value: unknown) => void) | undefined;
+  #reject: ((error: unknown) => void) | undefined;
+  #inbox: StreamInbox<unknown> | undefined;
+  #readable: ReadableStream<unknown> | undefined;
+
+  constructor(method: string, window: number) {
+    this.method = method;
+    this.#window = window;
+  }
+
+  /** Cancels the call on the wire (the caller gave up on it). */
+  abstract cancelCall(error: unknown, reason: string): void;
+  /** The call turned out to be a stream while awaited as a promise: stop it. */
+  protected abstract expectedOneValue(error: unknown): void;
+  abstract grantCredit(bytes: number): void;
+  abstract abandonStream(): void;
+
+  // ---- the promise face ----
+
+  get [Symbol.toStringTag](): string {
+    return "OutgoingCall";
+  }
+
+  then<R1 = unknown, R2 = never>(
+    onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    return this.#asPromise().then(onfulfilled, onrejected);
+  }
+
+  catch<R = never>(
+    onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null,
+  ): Promise<unknown | R> {
+    return this.#asPromise().catch(onrejected);
+  }
+
+  finally(onfinally?: (() => void) | null): Promise<unknown> {
+    return this.#asPromise().finally(onfinally);
+  }
+
+  // ---- the stream face ----
+
+  [Symbol.asyncIterator](): AsyncIterator<unknown> {
+    if (this.#face === FACE_PROMISE) {
+      throw new ConduitError(`The call to "${this.method}" was already awaited as a promise`);
+    }
+    this.#face = FACE_STREAM;
+    const inbox = this.#streamInbox();
+    if (this.#outcome === VALUE) {
+      inbox.fail(
+        new ConduitError(
+          `"${this.method}" returned a single value, not a stream: await it instead`,
+        ),
+        true,
+      );
+    }
+    return inbox;
+  }
+
+  get readable(): ReadableStream<unknown> {
+    if (this.#readable === undefined) {
+      const iterator = this[Symbol.asyncIterator]();
+      this.#readable = new ReadableStream<unknown>({
+        async pull(controller) {
+          const step = await iterator.next();
+          if (step.done) controller.close();
+          else controller.enqueue(step.value);
+        },
+        async cancel() {
+          await iterator.return?.();
+        },
+      }, { highWaterMark: 0 });
+    }
+    return this.#readable;
+  }
+
+  cancel(reason?: unknown): Promise<void> {
+    if (this.#inbox !== undefined && this.#face === FACE_STREAM) {
+      return this.#inbox.return().then(() => {});
+    }
+    this.cancelCall(
+      reason ?? new ConduitError(`The call to "${this.method}" was cancelled`),
+      reasonText(reason) ?? "cancelled by the caller",
+    );
+    return Promise.resolve();
+  }
+
+  // ---- what the wire brought ----
+
+  /** The single result arrived. */
+  settle(value: unknown): void {
+    if (this.#outcome !== PENDING) return;
+    this.#outcome = VALUE;
+    this.#value = value;
+    if (this.#resolve !== undefined) this.#resolve(value);
+    else if (this.#inbox !== undefined) {
+      this.#inbox.fail(
+        new ConduitError(
+          `"${this.method}" returned a single value, not a stream: await it instead`,
+        ),
+        true,
+      );
+    }
+  }
+
+  /** The call failed; `immediate` drops buffered stream items (see StreamInbox.fail). */
+  fail(error: unknown, immediate: boolean): void {
+    if (this.#outcome !== PENDING) return;
+    this.#outcome = FAILURE;
+    this.#error = error;
+    this.#reject?.(error);
+    this.#inbox?.fail(error, immediate);
+  }
+
+  /**
+   * A stream item arrived; returns false when it exceeds the stream's credit. Awaited as a
+   * promise, the call fails instead.
+   */
+  data(item: unknown, cost: number): boolean {
+    const inbox = this.#streamInbox();
+    if (!inbox.push(item, cost)) return false;
+    if (this.#face === FACE_PROMISE) this.#failAsStream();
+    return true;
+  }
+
+  /** Counts a stream item that could not be decoded; false when beyond credit. */
+  charge(cost: number): boolean {
+    return this.#streamInbox().charge(cost);
+  }
+
+  /** The result stream ended. */
+  end(): void {
+    this.#streamInbox().end();
+    if (this.#face === FACE_PROMISE) this.#failAsStream();
+  }
+
+  #streamInbox(): StreamInbox<unknown> {
+    if (this.#inbox === undefined) {
+      this.#inbox = new StreamInbox<unknown>(this, this.#window);
+      if (this.#outcome === FAILURE) this.#inbox.fail(this.#error, true);
+    }
+    return this.#inbox;
+  }
+
+  #failAsStream(): void {
+    const error = new ConduitError(
+      `"${this.method}" returned a stream: iterate it instead of awaiting it`,
+    );
+    this.#reject?.(error);
+    this.#reject = this.#resolve = undefined;
+    this.expectedOneValue(error);
+  }
+
+  #asPromise(): Promise<unknown> {
+    if (this.#promise !== undefined) return this.#promise;
+    if (this.#face === FACE_STREAM) {
+      return Promise.reject(
+        new ConduitError(`The call to "${this.method}" is being read as a stream`),
+      );
+    }
+    this.#face = FACE_PROMISE;
+    if (this.#inbox !== undefined) {
+      const error = new ConduitError(
+        `"${this.method}" returned a stream: iterate it instead of awaiting it`,
+      );
+      this.#promise = Promise.reject(error);
+      this.expectedOneValue(error);
+    } else if (this.#outcome === VALUE) {
+      this.#promise = Promise.resolve(this.#value);
+    } else if (this.#outcome === FAILURE) {
+      this.#promise = Promise.reject(this.#error);
+    } else {
+      this.#promise = new Promise<unknown>((resolve, reject) => {
+        this.#resolve = resolve;
+        this.#reject = reject;
+      });
+    }
+    return this.#promise;
+  }
+}
+
+/** The words of a cancel reason, for the peer. */
+export function reasonText(reason: unknown): string | undefined {
+  if (reason === undefined) return undefined;
+  if (reason instanceof Error) return reason.message;
+  return String(reason);
+}

@@ -1,0 +1,289 @@
+// conduit's write side (docs/protocol.md §4–§8): every frame the engine sends, as a reused
+// head (protocol/_heads.ts) and a body written with FrameWriter.writeParts, so a frame costs
+// no buffer of its own. It owns the peer's limits and the rules of body ownership: a body
+// that is a codec's scratch view is copied before anything may change it, and the caller's
+// own bytes (the raw codec's) are written as they are, with a promise of when they are.
+
+import { FrameTooLargeError } from "../errors.ts";
+import type { FrameWriter } from "../framing/frame_writer.ts";
+import { encodeBodyFrame, encodeIdFrame } from "../protocol/_encode.ts";
+import { EnvelopeHeads } from "../protocol/_heads.ts";
+import { cancelBody, jsonBody } from "../protocol/_json.ts";
+import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "../protocol/frame_kinds.ts";
+import { goodbyeBody } from "../protocol/handshake.ts";
+import { MAX_CONTROL_FRAME_BYTES, MAX_METHOD_BYTES } from "../protocol/limits.ts";
+import { BODY_LENT, BODY_OWNED, BODY_SCRATCH, bodyHolder, encodeBody } from "./_codecs.ts";
+import type { CodecSlot, EngineError, Outbox, PeerLimits } from "./_wire.ts";
+import { encodeErrorBody } from "./error_codec.ts";
+
+/** Room kept for the envelope fields when checking a body against the peer's limit. */
+const ENVELOPE_SLACK = 32;
+
+const EMPTY = new Uint8Array(0);
+const utf8 = new TextEncoder();
+
+const CANCEL_R0 = FRAME_KINDS.cancel;
+const CANCEL_R1 = FRAME_KINDS.cancel | R_FLAG;
+const CREDIT_R0 = FRAME_KINDS.credit;
+const CREDIT_R1 = FRAME_KINDS.credit | R_FLAG;
+const DATA_R0 = FRAME_KINDS.data;
+const DATA_R1 = FRAME_KINDS.data | R_FLAG;
+const END_R0 = FRAME_KINDS.end;
+const END_R1 = FRAME_KINDS.end | R_FLAG;
+const ERROR_R0 = FRAME_KINDS.error;
+const ERROR_R1 = FRAME_KINDS.error | R_FLAG;
+const RESULT_R1 = FRAME_KINDS.result | R_FLAG;
+
+/** What the outbox needs to know of the channel. */
+export interface OutboxOptions {
+  /** Whether errors sent carry their stack. */
+  readonly trustPeer: boolean;
+  /** Called when a write throws (the transport failed); the channel fails. */
+  readonly onWriteError: (error: unknown) => void;
+}
+
+/** conduit's {@linkcode Outbox} over a FrameWriter. */
+export class ConduitOutbox implements Outbox {
+  readonly #writer: FrameWriter;
+  readonly #heads = new EnvelopeHeads();
+  readonly #options: OutboxOptions;
+  readonly #methodBytes = new Map<string, Uint8Array>();
+  /** Until the peer's HELLO: the control frame limit. */
+  #peerMaxFrame = MAX_CONTROL_FRAME_BYTES;
+  /** Settles once the stream items of the producers' own bytes queued so far are written. */
+  #lentItemsWritten: Promise<void> | undefined;
+  #pingNonce = 0;
+
+  constructor(writer: FrameWriter, options: OutboxOptions) {
+    this.#writer = writer;
+    this.#options = options;
+  }
+
+  /** The peer's limits arrived. */
+  setPeer(peer: PeerLimits): void {
+    this.#peerMaxFrame = peer.maxFrameBytes;
+  }
+
+  get desiredSize(): number {
+    return this.#writer.desiredSize;
+  }
+
+  get ready(): Promise<void> {
+    return this.#writer.ready;
+  }
+
+  writable(): Promise<void> | undefined {
+    if (this.#lentItemsWritten !== undefined) return this.#lentItemsWritten;
+    return this.#writer.desiredSize > 0 ? undefined : this.#writer.ready;
+  }
+
+  // ---------------------------------------------------------------- calls this side starts
+
+  callParam(method: string, slot: CodecSlot, value: unknown, waits: boolean): Uint8Array {
+    const body = encodeBody(slot, value);
+    const size = callSize(method, body);
+    if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
+    // A codec's scratch view is copied if it outlives this call: waiting in the queue, or
+    // kept by the FrameWriter (`size` overestimates the frame: at worst a needless copy).
+    // The caller's own bytes are not: they must stay unchanged until the call settles.
+    if (
+      bodyHolder(slot, value, body) === BODY_SCRATCH && (waits || this.#writer.keepsBody(size))
+    ) {
+      return body.slice();
+    }
+    return body;
+  }
+
+  call(
+    id: number,
+    method: string,
+    streamParam: boolean,
+    timeoutMs: number,
+    body: Uint8Array,
+    value: unknown,
+  ): Promise<void> | undefined {
+    const name = this.#methodName(method);
+    const flags = streamParam ? CALL_FLAG_STREAM_PARAM : 0;
+    this.#writeParts(this.#heads.call(id, flags, timeoutMs, name), body);
+    if (body !== value || !this.#writer.keepsBody(callSize(method, body))) {
+      return undefined;
+    }
+    return this.#writer.flush();
+  }
+
+  cancel(id: number, reason: string, code: string | undefined): void {
+    this.#write(encodeIdFrame(CANCEL_R0, id, cancelBody(reason, code)));
+  }
+
+  resultCredit(id: number, bytes: number): void {
+    this.#writeParts(this.#heads.credit(CREDIT_R0, id, bytes), EMPTY);
+  }
+
+  paramItem(id: number, slot: CodecSlot, value: unknown): number {
+    return this.#writeData(DATA_R0, id, slot, value);
+  }
+
+  paramEnd(id: number): void {
+    this.#write(encodeIdFrame(END_R0, id, EMPTY));
+  }
+
+  paramError(id: number, error: unknown): void {
+    this.#write(encodeIdFrame(ERROR_R0, id, this.#errorBody(error)));
+  }
+
+  notify(method: string, slot: CodecSlot, value: unknown): void {
+    const body = encodeBody(slot, value);
+    const head = this.#heads.notify(this.#methodName(method));
+    const size = head.length + body.length;
+    if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
+    this.#writeBody(head, body, bodyHolder(slot, value, body));
+  }
+
+  // ---------------------------------------------------------------- calls the peer starts
+
+  result(id: number, method: string, slot: CodecSlot, value: unknown): void {
+    const body = encodeBody(slot, value);
+    const head = this.#heads.id(RESULT_R1, id);
+    const size = head.length + body.length;
+    if (size > this.#peerMaxFrame) {
+      this.failCall(id, {
+        name: "FrameTooLargeError",
+        message: `The result of "${method}" (${size} bytes) exceeds the caller's ` +
+          `maxFrameBytes (${this.#peerMaxFrame})`,
+        code: "frame_too_large",
+      });
+    } else {
+      this.#writeBody(head, body, bodyHolder(slot, value, body));
+    }
+  }
+
+  resultItem(id: number, slot: CodecSlot, value: unknown): number {
+    return this.#writeData(DATA_R1, id, slot, value);
+  }
+
+  resultEnd(id: number): void {
+    this.#write(encodeIdFrame(END_R1, id, EMPTY));
+  }
+
+  resultError(id: number, error: unknown): void {
+    this.#write(encodeIdFrame(ERROR_R1, id, this.#errorBody(error)));
+  }
+
+  failCall(id: number, error: EngineError): void {
+    const { name, message, code } = error;
+    this.#write(encodeIdFrame(ERROR_R1, id, jsonBody({ name, message, code })));
+  }
+
+  paramCredit(id: number, bytes: number): void {
+    this.#writeParts(this.#heads.credit(CREDIT_R1, id, bytes), EMPTY);
+  }
+
+  paramCancel(id: number): void {
+    this.#write(encodeIdFrame(CANCEL_R1, id, EMPTY));
+  }
+
+  // ---------------------------------------------------------------- the connection
+
+  /** Sends HELLO. */
+  hello(body: Uint8Array): void {
+    this.#write(encodeBodyFrame(FRAME_KINDS.hello, body));
+  }
+
+  goodbye(code?: string, reason?: string): void {
+    this.#write(encodeBodyFrame(FRAME_KINDS.goodbye, goodbyeBody({ code, reason })));
+  }
+
+  ping(): void {
+    this.#write(encodeIdFrame(FRAME_KINDS.ping, ++this.#pingNonce, EMPTY));
+  }
+
+  /** Answers a PING. */
+  pong(nonce: number): void {
+    this.#write(encodeIdFrame(FRAME_KINDS.pong, nonce, EMPTY));
+  }
+
+  writeQueued(): void {
+    this.#writer.writeQueued();
+  }
+
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
+  close(): Promise<void> {
+    return this.#writer.close();
+  }
+
+  abort(): Promise<void> {
+    return this.#writer.abort();
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  #write(frame: Uint8Array): void {
+    this.#writeParts(EMPTY, frame);
+  }
+
+  /** Sends one frame: `head` (copied at once, so a scratch view will do), then `body`. */
+  #writeParts(head: Uint8Array, body: Uint8Array): void {
+    try {
+      this.#writer.writeParts(head, body);
+    } catch (error) {
+      this.#options.onWriteError(error);
+    }
+  }
+
+  /** Sends a frame whose body was just encoded: copied first if the writer would keep it. */
+  #writeBody(head: Uint8Array, body: Uint8Array, holder: number): void {
+    const keep = holder !== BODY_OWNED && this.#writer.keepsBody(head.length + body.length);
+    this.#writeParts(head, keep ? body.slice() : body);
+  }
+
+  /** Sends a stream item as DATA; returns its cost in credit (its payload bytes). */
+  #writeData(type: number, id: number, slot: CodecSlot, value: unknown): number {
+    const body = encodeBody(slot, value);
+    const head = this.#heads.id(type, id);
+    const size = head.length + body.length;
+    if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
+    const holder = bodyHolder(slot, value, body);
+    if (holder === BODY_LENT && this.#writer.keepsBody(size)) {
+      // The producer's own bytes, written as they are: every pump pulls its next item (after
+      // which the producer may change them) only once they are written; see writable().
+      this.#writeParts(head, body);
+      const done = (): void => {
+        if (this.#lentItemsWritten === written) this.#lentItemsWritten = undefined;
+      };
+      const written: Promise<void> = this.#writer.flush().then(done, done);
+      this.#lentItemsWritten = written;
+    } else {
+      this.#writeBody(head, body, holder);
+    }
+    return size;
+  }
+
+  #errorBody(error: unknown): Uint8Array {
+    return encodeErrorBody(error, {
+      stack: this.#options.trustPeer,
+      maxBytes: this.#peerMaxFrame - ENVELOPE_SLACK,
+    });
+  }
+
+  #methodName(method: string): Uint8Array {
+    let bytes = this.#methodBytes.get(method);
+    if (bytes === undefined) {
+      bytes = utf8.encode(method);
+      if (bytes.length === 0 || bytes.length > MAX_METHOD_BYTES) {
+        throw new RangeError(
+          `Method names must be 1 to ${MAX_METHOD_BYTES} UTF-8 bytes, got ${bytes.length}`,
+        );
+      }
+      this.#methodBytes.set(method, bytes);
+    }
+    return bytes;
+  }
+}
+
+/** An upper bound of a CALL frame's size (a method name is at most 3 bytes per UTF-16 unit). */
+function callSize(method: string, body: Uint8Array): number {
+  return body.length + method.length * 3 + ENVELOPE_SLACK;
+}

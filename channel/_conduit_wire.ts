@@ -1,0 +1,220 @@
+// conduit's own wire protocol (docs/protocol.md) behind the engine's seam (_wire.ts): the
+// length-prefixed framing, the HELLO handshake, and each frame turned into an engine event
+// through protocol/'s one table of frame readers, which parses fields in place and matches
+// recent method names by their bytes, so a common frame costs no allocation to read.
+
+import { FrameDecoder } from "../framing/frame_decoder.ts";
+import { FrameReader } from "../framing/frame_reader.ts";
+import { FrameWriter } from "../framing/frame_writer.ts";
+import { FrameParser, type FrameSink, MethodNames } from "../protocol/_frame_table.ts";
+import { parseCancel } from "../protocol/_json.ts";
+import { decodeEnvelope } from "../protocol/envelope.ts";
+import { CALL_FLAG_STREAM_PARAM } from "../protocol/frame_kinds.ts";
+import { helloBody, parseGoodbye, parseHello } from "../protocol/handshake.ts";
+import { ProtocolError } from "../protocol/protocol_error.ts";
+import type { Transport } from "../transports/types.ts";
+import { type CodecSlot, decodeBody } from "./_codecs.ts";
+import { ConduitOutbox } from "./_conduit_outbox.ts";
+import type {
+  EventNames,
+  IncomingEvents,
+  LifecycleEvents,
+  OutgoingEvents,
+  Wire,
+  WireEvents,
+} from "./_wire.ts";
+import { decodeErrorBody, type ErrorClass } from "./error_codec.ts";
+
+/** The frame names of conduit's events, as docs/protocol.md writes them. */
+const NAMES: EventNames = {
+  call: "CALL",
+  notify: "NOTIFY",
+  result: "RESULT",
+  callError: "ERROR(R=1)",
+  resultItem: "DATA(R=1)",
+  resultEnd: "END(R=1)",
+  paramCredit: "CREDIT(R=1)",
+  paramCancel: "CANCEL(R=1)",
+  paramItem: "DATA(R=0)",
+  paramEnd: "END(R=0)",
+  paramError: "ERROR(R=0)",
+  resultCredit: "CREDIT(R=0)",
+  cancel: "CANCEL(R=0)",
+  item: "DATA",
+  goodbye: "GOODBYE",
+};
+
+/** What conduit's wire needs to know of the channel. */
+export interface ConduitWireOptions {
+  readonly codec: string;
+  readonly maxFrameBytes: number;
+  readonly maxInFlight: number;
+  readonly streamWindowBytes: number;
+  readonly writeHighWaterMark: number;
+  readonly trustPeer: boolean;
+  readonly errorClasses: ReadonlyMap<string, ErrorClass>;
+  /** A write failed: the channel fails. */
+  readonly onWriteFailure: (error: unknown) => void;
+}
+
+/** conduit's {@linkcode Wire}. */
+export class ConduitWire implements Wire, FrameSink {
+  readonly names: EventNames = NAMES;
+  readonly answersCancelled = true;
+  readonly outbox: ConduitOutbox;
+  readonly decoder: FrameDecoder;
+  readonly #transport: Transport;
+  readonly #options: ConduitWireOptions;
+  readonly #parser = new FrameParser(new MethodNames());
+  #reader: FrameReader | undefined;
+  #greeted = false;
+  #outgoing!: OutgoingEvents;
+  #incoming!: IncomingEvents;
+  #lifecycle!: LifecycleEvents;
+
+  constructor(transport: Transport, options: ConduitWireOptions) {
+    this.#transport = transport;
+    this.#options = options;
+    this.decoder = new FrameDecoder({ maxFrameBytes: options.maxFrameBytes });
+    const writer = new FrameWriter(transport.writable, {
+      maxFrameBytes: 0xffff_ffff,
+      highWaterMark: options.writeHighWaterMark,
+      // A failed write (the peer stopped reading, the socket broke) fails the channel now:
+      // otherwise it would be noticed only at the next write or when reads end, and pending
+      // calls would wait for their deadlines.
+      onFailure: options.onWriteFailure,
+    });
+    this.outbox = new ConduitOutbox(writer, {
+      trustPeer: options.trustPeer,
+      onWriteError: options.onWriteFailure,
+    });
+  }
+
+  /** Connects the engine's sinks; before {@linkcode start}. */
+  attach(events: WireEvents): void {
+    this.#outgoing = events.outgoing;
+    this.#incoming = events.incoming;
+    this.#lifecycle = events.lifecycle;
+  }
+
+  start(): void {
+    const options = this.#options;
+    this.outbox.hello(helloBody({
+      codec: options.codec,
+      maxFrameBytes: options.maxFrameBytes,
+      maxInFlight: options.maxInFlight,
+      streamWindowBytes: options.streamWindowBytes,
+    }));
+  }
+
+  reader(): FrameReader {
+    // Reads the rest of a large frame straight into its own buffer when the transport can.
+    return this.#reader ??= new FrameReader(this.#transport, this.decoder);
+  }
+
+  read(frame: Uint8Array): void {
+    if (this.#greeted) this.#parser.read(frame, this);
+    else this.#handshake(frame);
+  }
+
+  decode(slot: CodecSlot, body: unknown): unknown {
+    return decodeBody(slot, body as Uint8Array);
+  }
+
+  decodeError(body: unknown, method: string | undefined): Error {
+    return decodeErrorBody(body as Uint8Array, { classes: this.#options.errorClasses, method });
+  }
+
+  #handshake(frame: Uint8Array): void {
+    const envelope = decodeEnvelope(frame);
+    if (envelope.kind === "goodbye") {
+      const goodbye = parseGoodbye(envelope.body);
+      this.#lifecycle.refused(
+        goodbye.code ?? "closed",
+        `The peer refused the handshake${goodbye.code ? ` (${goodbye.code})` : ""}: ${
+          goodbye.reason ?? "no reason given"
+        }`,
+        false,
+      );
+      return;
+    }
+    if (envelope.kind !== "hello") {
+      throw new ProtocolError(`The first frame was ${envelope.kind.toUpperCase()}, not HELLO`);
+    }
+    const outcome = parseHello(envelope.body, this.#options.codec);
+    if (!outcome.ok) return this.#lifecycle.refused(outcome.code, outcome.message, true);
+    this.#greeted = true;
+    this.outbox.setPeer(outcome.peer);
+    this.#lifecycle.established(outcome.peer);
+  }
+
+  // ---------------------------------------------------------------- FrameSink
+
+  hello(): void {
+    throw new ProtocolError("A second HELLO");
+  }
+
+  goodbye(body: Uint8Array): void {
+    const goodbye = parseGoodbye(body);
+    this.#lifecycle.goodbye(goodbye.code, goodbye.reason);
+  }
+
+  ping(nonce: number): void {
+    this.outbox.pong(nonce);
+  }
+
+  pong(): void {}
+
+  call(id: number, flags: number, timeoutMs: number, method: string, body: Uint8Array): void {
+    this.#incoming.call(id, method, body, timeoutMs, (flags & CALL_FLAG_STREAM_PARAM) !== 0);
+  }
+
+  notify(method: string, body: Uint8Array): void {
+    this.#incoming.notify(method, body);
+  }
+
+  result(id: number, body: Uint8Array): void {
+    this.#outgoing.result(id, body);
+  }
+
+  callError(id: number, body: Uint8Array): void {
+    this.#outgoing.callError(id, body);
+  }
+
+  paramError(id: number, body: Uint8Array): void {
+    this.#incoming.paramError(id, body);
+  }
+
+  cancel(id: number, body: Uint8Array): void {
+    const { reason, code } = parseCancel(body);
+    this.#incoming.cancel(id, reason, code === "deadline_exceeded");
+  }
+
+  paramCancel(id: number): void {
+    this.#outgoing.paramCancel(id);
+  }
+
+  resultItem(id: number, body: Uint8Array, frame: Uint8Array): void {
+    this.#outgoing.resultItem(id, body, frame.length);
+  }
+
+  paramItem(id: number, body: Uint8Array, frame: Uint8Array): void {
+    this.#incoming.paramItem(id, body, frame.length);
+  }
+
+  resultEnd(id: number): void {
+    this.#outgoing.resultEnd(id);
+  }
+
+  paramEnd(id: number): void {
+    this.#incoming.paramEnd(id);
+  }
+
+  paramCredit(id: number, bytes: number): void {
+    this.#outgoing.paramCredit(id, bytes);
+  }
+
+  resultCredit(id: number, bytes: number): void {
+    this.#incoming.resultCredit(id, bytes);
+  }
+}

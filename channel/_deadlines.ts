@@ -1,0 +1,48 @@
+// Deadlines of calls in both directions, on one timer for the whole channel armed for the
+// earliest deadline: calls that finish in time cost no timer work, and a firing scans the
+// pending calls once. It also keeps the receipt time of the frames being dispatched, from
+// which a served call's deadline counts.
+
+type Timer = ReturnType<typeof setTimeout>;
+
+/** The channel's deadline timer. */
+export class Deadlines {
+  /** `performance.now()` when the frames being dispatched arrived. */
+  receivedAt = 0;
+  readonly #expire: (now: number) => number;
+  #timer: Timer | undefined;
+  #at = Infinity;
+  #stopped = false;
+
+  /**
+   * @param expire Ends the calls whose deadline is at or before `now` and returns the next
+   * deadline (`Infinity` for none).
+   */
+  constructor(expire: (now: number) => number) {
+    this.#expire = expire;
+  }
+
+  /** Makes sure the timer fires by `at` (a `performance.now()` time). */
+  arm(at: number): void {
+    if (at >= this.#at) return;
+    clearTimeout(this.#timer);
+    this.#at = at;
+    this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now())));
+  }
+
+  /** Stops the timer (the channel closed). */
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#at = Infinity;
+    this.#stopped = true;
+  }
+
+  readonly #fire = (): void => {
+    this.#timer = undefined;
+    this.#at = Infinity;
+    if (this.#stopped) return;
+    const next = this.#expire(performance.now() + 1);
+    if (next !== Infinity && !this.#stopped) this.arm(next);
+  };
+}

@@ -1,0 +1,35 @@
+// The heartbeat: a ping every interval, and a failure when nothing at all arrived from the
+// peer for longer than the timeout.
+
+/** Heartbeat settings. */
+export interface HeartbeatConfig {
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+}
+
+/** What the heartbeat does on each beat. */
+export interface HeartbeatHost {
+  /** Milliseconds since the last frame arrived. */
+  silentFor(): number;
+  /** Sends a ping. */
+  ping(): void;
+  /** The peer went silent for `silent` ms. */
+  timedOut(silent: number): void;
+}
+
+/** A running heartbeat; `stop()` ends it. */
+export class Heartbeat {
+  readonly #interval: ReturnType<typeof setInterval>;
+
+  constructor(config: HeartbeatConfig, host: HeartbeatHost) {
+    this.#interval = setInterval(() => {
+      const silent = host.silentFor();
+      if (silent > config.timeoutMs) host.timedOut(silent);
+      else host.ping();
+    }, config.intervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.#interval);
+  }
+}

@@ -1,0 +1,280 @@
+/**
+ * The protocol seam: everything the engine knows about the wire. The engine (calls this side
+ * starts, calls the peer starts, streams with credit, cancellation, deadlines, errors and the
+ * lifecycle) talks to a {@linkcode Wire}; a wire protocol is one implementation of it. conduit's
+ * own protocol (docs/protocol.md) is `_conduit_wire.ts` with its outbox `_conduit_outbox.ts`;
+ * JSON-RPC 2.0 (LSP, MCP) is meant to be the second, beside it, reusing every engine file.
+ *
+ * ## The contract
+ *
+ * **Calls and ids.** The engine names a call by a positive integer *handle*. Handles of calls
+ * this side starts are issued by the engine in increasing order (1, 2, 3…) and the wire may
+ * send them as they are (conduit and JSON-RPC both accept numbers). Handles of calls the peer
+ * starts are given by the wire, in increasing order: conduit's ids already are; a JSON-RPC
+ * wire maps each request's id (number or string) to the next handle and back, and forgets the
+ * pair once the call's terminal write (`result`, `resultEnd`, `resultError`, `failCall`) is
+ * made. A frame about a handle above every handle seen is "never started", one at or below
+ * it "already finished"; the engine checks this and raises `ProtocolError` naming the event
+ * with the wire's {@linkcode EventNames}.
+ *
+ * **Reading.** The wire splits the transport's bytes into frames ({@linkcode Wire.decoder}:
+ * length-prefixed for conduit; Content-Length or NDJSON for JSON-RPC) and turns each frame
+ * into calls on the engine's three sinks: {@linkcode OutgoingEvents} (about calls this side
+ * started), {@linkcode IncomingEvents} (calls the peer starts, notifications) and
+ * {@linkcode LifecycleEvents} (handshake, the peer's goodbye). A frame is checked whole before
+ * any sink sees it; a malformed frame throws `ProtocolError`, which closes the connection
+ * (JSON-RPC, which answers a parse error and goes on, answers it inside `read` and returns).
+ * Bodies stay opaque to the engine: it decodes them with the wire's {@linkcode Wire.decode}
+ * and {@linkcode Wire.decodeError}, giving the codec and method it knows of the call.
+ *
+ * **Writing.** The engine writes through the {@linkcode Outbox}: one method per thing the
+ * engine says (a call, a notification, a result, an error, a cancel, a stream item, credit,
+ * a stream's end), taking values, never bytes. The outbox owns the encoding, the framing, the
+ * peer's limits (a write over them throws `FrameTooLargeError` before anything is queued),
+ * who owns a body's memory, and backpressure ({@linkcode Outbox.writable},
+ * {@linkcode Outbox.desiredSize}). The call and stream objects hold the outbox and write
+ * through it directly: a stream item goes from its pump to the outbox without passing the
+ * engine's core.
+ *
+ * **Lifecycle.** {@linkcode Wire.start} begins: conduit sends HELLO and reports
+ * {@linkcode LifecycleEvents.established} when the peer's HELLO checks out (or `refused`); a wire
+ * without a handshake (JSON-RPC) reports `established` at once with its own limits.
+ * {@linkcode Outbox.goodbye} announces a close (conduit's GOODBYE; JSON-RPC sends nothing),
+ * and `LifecycleEvents.goodbye` reports the peer's.
+ *
+ * **Cancellation.** `Outbox.cancel` tells the peer to stop a call (conduit's CANCEL; for
+ * JSON-RPC the configured notification, `$/cancelRequest` or `notifications/cancelled`).
+ * {@linkcode Wire.answersCancelled} says whether the peer still answers a cancelled call: if
+ * so (conduit, LSP) the engine keeps its handle until that answer arrives; if not (MCP) the
+ * engine forgets the call at once. An incoming cancel is `IncomingEvents.cancel`, with the
+ * reason and whether it was the caller's deadline.
+ *
+ * **Streams and progress.** Stream items, their credit and end are events and writes of
+ * their own; a wire that has no streams (JSON-RPC) never reports them and rejects writing
+ * them with a typed error. JSON-RPC's progress notifications tied to a call are meant to
+ * arrive as one more event, `progress(handle, value)`, handed to the call's own progress
+ * callback; nothing else in the engine changes for them.
+ *
+ * **Errors.** The engine writes an error as a value (`resultError`, `paramError`) or as the
+ * fields of one it made itself (`failCall`: `too_many_calls`, `method_not_found`,
+ * `invalid_param`, `cancelled`, `deadline_exceeded`); the wire maps them to its form
+ * (conduit's error body, docs/protocol.md §8; JSON-RPC's `{ code, message, data }` with
+ * -32601 for `method_not_found` and -32602 for `invalid_param`).
+ *
+ * @module
+ */
+
+import type { PeerInfo } from "../protocol/handshake.ts";
+import type { CodecSlot, MethodCodecs } from "./_codecs.ts";
+
+export type { CodecSlot, MethodCodecs, PeerInfo };
+
+/** The peer's limits, once known: from its HELLO, or the wire's defaults. */
+export interface PeerLimits {
+  /** The largest frame payload the peer accepts. */
+  readonly maxFrameBytes: number;
+  /** How many of this side's calls the peer handles at once. */
+  readonly maxInFlight: number;
+  /** The credit the peer grants to each stream it receives. */
+  readonly streamWindowBytes: number;
+}
+
+/** An error the engine made itself, by its fields (docs/protocol.md §8). */
+export interface EngineError {
+  readonly name: string;
+  readonly message: string;
+  readonly code: string;
+}
+
+/** What the wire reports about calls this side started (by handle). */
+export interface OutgoingEvents {
+  /** The call's single result. */
+  result(id: number, body: unknown): void;
+  /** The call's terminal error. */
+  callError(id: number, body: unknown): void;
+  /** One item of the call's result stream, costing `cost` bytes of credit. */
+  resultItem(id: number, body: unknown, cost: number): void;
+  /** The end of the call's result stream (its terminal frame). */
+  resultEnd(id: number): void;
+  /** Credit for the call's param stream. */
+  paramCredit(id: number, bytes: number): void;
+  /** The handler stopped reading the call's param stream. */
+  paramCancel(id: number): void;
+}
+
+/** What the wire reports about calls and notifications the peer starts. */
+export interface IncomingEvents {
+  /**
+   * A call; `streamParam` when its param arrives as a stream (then `body` is empty).
+   * `timeoutMs` is its deadline from receipt, 0 for none.
+   */
+  call(id: number, method: string, body: unknown, timeoutMs: number, streamParam: boolean): void;
+  /** A notification. */
+  notify(method: string, body: unknown): void;
+  /** One item of the call's param stream. */
+  paramItem(id: number, body: unknown, cost: number): void;
+  /** The end of the call's param stream. */
+  paramEnd(id: number): void;
+  /** The caller's param stream failed. */
+  paramError(id: number, body: unknown): void;
+  /** Credit for the call's result stream. */
+  resultCredit(id: number, bytes: number): void;
+  /** The caller cancelled the call; `deadline` when its deadline passed. */
+  cancel(id: number, reason: string | undefined, deadline: boolean): void;
+}
+
+/** What the wire reports about the connection. */
+export interface LifecycleEvents {
+  /**
+   * The handshake succeeded (at once for a wire without one, with its own limits; `version`,
+   * `codec` and `features` describe the peer as the wire knows it).
+   */
+  established(peer: PeerInfo): void;
+  /**
+   * The handshake failed: `goodbye` when this side should tell the peer why (`code`,
+   * `message`), false when the peer refused first.
+   */
+  refused(code: string, message: string, goodbye: boolean): void;
+  /** The peer is closing: gracefully without a `code`, else because of a failure. */
+  goodbye(code: string | undefined, reason: string | undefined): void;
+}
+
+/** The engine's sinks a wire reports to. */
+export interface WireEvents {
+  readonly outgoing: OutgoingEvents;
+  readonly incoming: IncomingEvents;
+  readonly lifecycle: LifecycleEvents;
+}
+
+/** How the wire names each event in the engine's error messages (`"DATA(R=1)"`). */
+export interface EventNames {
+  readonly call: string;
+  readonly notify: string;
+  readonly result: string;
+  readonly callError: string;
+  readonly resultItem: string;
+  readonly resultEnd: string;
+  readonly paramCredit: string;
+  readonly paramCancel: string;
+  readonly paramItem: string;
+  readonly paramEnd: string;
+  readonly paramError: string;
+  readonly resultCredit: string;
+  readonly cancel: string;
+  /** A stream item, of either direction. */
+  readonly item: string;
+  /** The peer's announcement that it closes. */
+  readonly goodbye: string;
+}
+
+/** Splits the transport's bytes into frames (framing/ decoders have this shape). */
+export interface FrameSplitter {
+  /** Adds a chunk read from the transport. */
+  push(chunk: Uint8Array): void;
+  /** The next whole frame of what was pushed, or undefined. @throws {FramingError} */
+  next(): Uint8Array | undefined;
+  /** The transport ended. @throws {FramingError} Inside a frame. */
+  end(): void;
+  /** Takes back a received item's memory (see `Channel.recycle`). */
+  recycle(item: Uint8Array): boolean;
+}
+
+/** Reads the transport's chunks (framing/frame_reader.ts has this shape). */
+export interface ChunkReader {
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  cancel(): Promise<void>;
+}
+
+/** The read side and lifecycle of a wire protocol. */
+export interface Wire {
+  /** The names of events, for error messages. */
+  readonly names: EventNames;
+  /** Whether the peer still answers a call it was told to cancel (see the module doc). */
+  readonly answersCancelled: boolean;
+  /** The write side. */
+  readonly outbox: Outbox;
+  /** Splits what {@linkcode reader} reads into frames. */
+  readonly decoder: FrameSplitter;
+  /** Begins: sends the handshake, if the protocol has one. */
+  start(): void;
+  /** The transport's reader; made once, on first use. */
+  reader(): ChunkReader;
+  /** Reports one frame to the engine's sinks. @throws {ProtocolError} */
+  read(frame: Uint8Array): void;
+  /** Decodes a body with `slot`'s codec. @throws {CodecError} */
+  decode(slot: CodecSlot, body: unknown): unknown;
+  /** Revives an error body; `method` is the call's, when it is about one. */
+  decodeError(body: unknown, method: string | undefined): Error;
+}
+
+/**
+ * The write side of a wire protocol. Writes never wait; a write that cannot reach the
+ * transport fails the connection through the wire's failure callback.
+ */
+export interface Outbox {
+  /** Room below the high-water mark; not positive when writers should wait. */
+  readonly desiredSize: number;
+  /** Settles when {@linkcode desiredSize} is positive again (rejects once writing failed). */
+  readonly ready: Promise<void>;
+  /** Undefined while the transport takes more; else a promise of when it will (pumps wait). */
+  writable(): Promise<void> | undefined;
+
+  /**
+   * Encodes a call's param ahead of sending it, checking it against the peer's limit.
+   * `waits` when the call will wait for a slot (a body the codec may reuse is copied).
+   * @throws {CodecError | FrameTooLargeError}
+   */
+  callParam(method: string, slot: CodecSlot, value: unknown, waits: boolean): Uint8Array;
+  /**
+   * Sends a call whose param `callParam` encoded (empty for a streamed param). Returns, when
+   * the param is `value`'s own bytes still held for writing, when they are written.
+   */
+  call(
+    id: number,
+    method: string,
+    streamParam: boolean,
+    timeoutMs: number,
+    body: Uint8Array,
+    value: unknown,
+  ): Promise<void> | undefined;
+  /** Tells the peer to stop call `id`; `code` is `deadline_exceeded` for a passed deadline. */
+  cancel(id: number, reason: string, code: string | undefined): void;
+  /** Grants credit for call `id`'s result stream. */
+  resultCredit(id: number, bytes: number): void;
+  /** Sends one item of call `id`'s param stream; returns its cost in credit. */
+  paramItem(id: number, slot: CodecSlot, value: unknown): number;
+  /** Ends call `id`'s param stream. */
+  paramEnd(id: number): void;
+  /** Fails call `id`'s param stream. */
+  paramError(id: number, error: unknown): void;
+  /** Sends a notification. @throws {CodecError | FrameTooLargeError} */
+  notify(method: string, slot: CodecSlot, value: unknown): void;
+
+  /** Answers call `id` with a value (or with `frame_too_large` when it does not fit). */
+  result(id: number, method: string, slot: CodecSlot, value: unknown): void;
+  /** Sends one item of call `id`'s result stream; returns its cost in credit. */
+  resultItem(id: number, slot: CodecSlot, value: unknown): number;
+  /** Ends call `id`'s result stream: its terminal write. */
+  resultEnd(id: number): void;
+  /** Answers call `id` with the error its handler threw. */
+  resultError(id: number, error: unknown): void;
+  /** Answers call `id` with an error the engine made. */
+  failCall(id: number, error: EngineError): void;
+  /** Grants credit for call `id`'s param stream. */
+  paramCredit(id: number, bytes: number): void;
+  /** Tells the caller the handler stopped reading call `id`'s param stream. */
+  paramCancel(id: number): void;
+
+  /** Says this side closes: gracefully without a `code`. */
+  goodbye(code?: string, reason?: string): void;
+  /** Checks the peer is alive (a wire without pings does nothing). */
+  ping(): void;
+  /** Starts writing what is queued now, without waiting for the end of the turn. */
+  writeQueued(): void;
+  /** Settles once everything queued so far is written. */
+  flush(): Promise<void>;
+  /** Writes what is queued and closes the write side. */
+  close(): Promise<void>;
+  /** Drops what is queued and closes the write side. */
+  abort(): Promise<void>;
+}
