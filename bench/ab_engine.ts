@@ -1,7 +1,10 @@
 // A/B of the channel engine between two checkouts of this repository, in one run: each
 // measurement is a fresh process, rounds interleave the two sides (and alternate which goes
 // first), and the table gives each side's median with its min–max and the median ratio
-// (higher is better: B/A for rates, A/B for times).
+// (higher is better: B/A for rates, A/B for times). On a shared, loaded machine wall-clock
+// figures swing by 2× between runs, so each case also reports the process's CPU time per
+// operation (both ends run in the one process), which other processes disturb far less; its
+// ratio is the second column of ratios.
 //
 //   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases=p50,calls256,notify,raw1m,spawn]
 //
@@ -9,6 +12,8 @@
 // (channel/mod.ts, codecs, transports/unix.ts, workers/mod.ts), so any two commits compare.
 //
 //   one case:  deno run -A bench/ab_engine.ts --case <case> <dir>   prints one number
+
+import process from "node:process";
 
 const CASES = {
   p50: { label: "small call p50, Unix socket (µs)", lowerIsBetter: true },
@@ -20,7 +25,8 @@ const CASES = {
 type CaseName = keyof typeof CASES;
 
 if (Deno.args[0] === "--case") {
-  console.log(await measure(Deno.args[1] as CaseName, Deno.args[2]));
+  const { value, cpu } = await measure(Deno.args[1] as CaseName, Deno.args[2]);
+  console.log(`${value} ${cpu}`);
 } else {
   await compare();
 }
@@ -30,41 +36,55 @@ async function compare(): Promise<void> {
   const rounds = Number(Deno.args[2] ?? 5);
   const cases = (Deno.args[3]?.split(",") ?? Object.keys(CASES)) as CaseName[];
   const results = new Map<string, number[]>();
+  const cpus = new Map<string, number[]>();
   for (let round = 0; round < rounds; round++) {
     for (const name of cases) {
       const order = round % 2 === 0 ? [a, b] : [b, a];
       for (const dir of order) {
-        const value = await runCase(name, dir);
+        const { value, cpu } = await runCase(name, dir);
         const key = `${name}|${dir}`;
         results.set(key, [...results.get(key) ?? [], value]);
-        console.error(`round ${round + 1} ${name} ${dir === a ? "A" : "B"}: ${value.toFixed(2)}`);
+        cpus.set(key, [...cpus.get(key) ?? [], cpu]);
+        console.error(
+          `round ${round + 1} ${name} ${dir === a ? "A" : "B"}: ${value.toFixed(2)} (cpu ${
+            cpu.toFixed(3)
+          })`,
+        );
       }
     }
   }
   console.log(`A = ${a}\nB = ${b}\n`);
-  console.log("| case | A median (min–max) | B median (min–max) | ratio |");
-  console.log("| --- | --- | --- | --- |");
+  console.log(
+    "| case | A median (min–max) | B median (min–max) | ratio | CPU µs/op A → B | CPU ratio |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- |");
   for (const name of cases) {
     const va = results.get(`${name}|${a}`)!;
     const vb = results.get(`${name}|${b}`)!;
     const [ma, mb] = [median(va), median(vb)];
     const ratio = CASES[name].lowerIsBetter ? ma / mb : mb / ma;
+    const [ca, cb] = [median(cpus.get(`${name}|${a}`)!), median(cpus.get(`${name}|${b}`)!)];
+    const cpu = Number.isNaN(ca) ? "–" : `${ca.toFixed(3)} → ${cb.toFixed(3)}`;
+    const cpuRatio = Number.isNaN(ca) ? "–" : (ca / cb).toFixed(3);
     console.log(
       `| ${CASES[name].label} | ${fmt(ma)} (${fmt(Math.min(...va))}–${fmt(Math.max(...va))}) | ${
         fmt(mb)
-      } (${fmt(Math.min(...vb))}–${fmt(Math.max(...vb))}) | ${ratio.toFixed(3)} |`,
+      } (${fmt(Math.min(...vb))}–${fmt(Math.max(...vb))}) | ${
+        ratio.toFixed(3)
+      } | ${cpu} | ${cpuRatio} |`,
     );
   }
 }
 
-async function runCase(name: CaseName, dir: string): Promise<number> {
+async function runCase(name: CaseName, dir: string): Promise<Sample> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL(import.meta.url).pathname, "--case", name, dir],
     stdout: "piped",
     stderr: "inherit",
   }).output();
   if (!output.success) throw new Error(`case ${name} failed in ${dir}`);
-  return Number(new TextDecoder().decode(output.stdout).trim());
+  const [value, cpu] = new TextDecoder().decode(output.stdout).trim().split(" ").map(Number);
+  return { value, cpu };
 }
 
 function median(values: number[]): number {
@@ -79,14 +99,28 @@ function fmt(value: number): string {
 
 // ---------------------------------------------------------------- one measurement
 
+/** One measurement: the figure, and the process's CPU µs per operation (NaN when not known). */
+interface Sample {
+  value: number;
+  cpu: number;
+}
+
+/** Runs `op`, returning its result and the CPU µs it took per one of `ops` operations. */
+async function cpuPer<T>(ops: number, op: () => Promise<T>): Promise<[T, number]> {
+  const before = process.cpuUsage();
+  const result = await op();
+  const used = process.cpuUsage(before);
+  return [result, (used.user + used.system) / ops];
+}
+
 interface Api {
   // deno-lint-ignore no-explicit-any
   openChannel(transport: unknown, options: any): Promise<any>;
 }
 
-async function measure(name: CaseName, dir: string): Promise<number> {
+async function measure(name: CaseName, dir: string): Promise<Sample> {
   const root = `file://${dir}/`;
-  if (name === "spawn") return await spawnToFirstReply(root);
+  if (name === "spawn") return { value: await spawnToFirstReply(root), cpu: NaN };
   const api: Api = await import(`${root}channel/mod.ts`);
   const { jsonCodec } = await import(`${root}codecs/json.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
@@ -120,20 +154,22 @@ async function measure(name: CaseName, dir: string): Promise<number> {
 }
 
 // deno-lint-ignore no-explicit-any
-async function run(name: CaseName, client: any, received: () => number): Promise<number> {
+async function run(name: CaseName, client: any, received: () => number): Promise<Sample> {
   const small = { id: 42, name: "conduit", tags: ["bench", "small", "call"] };
   const echo = client.remote.echo;
   switch (name) {
     case "p50": {
       for (let i = 0; i < 3000; i++) await echo(small);
       const samples = new Float64Array(20_000);
-      for (let i = 0; i < samples.length; i++) {
-        const start = performance.now();
-        await echo(small);
-        samples[i] = performance.now() - start;
-      }
+      const [, cpu] = await cpuPer(samples.length, async () => {
+        for (let i = 0; i < samples.length; i++) {
+          const start = performance.now();
+          await echo(small);
+          samples[i] = performance.now() - start;
+        }
+      });
       samples.sort();
-      return samples[samples.length >> 1] * 1000;
+      return { value: samples[samples.length >> 1] * 1000, cpu };
     }
     case "calls256": {
       const lanes = async (total: number) => {
@@ -146,8 +182,8 @@ async function run(name: CaseName, client: any, received: () => number): Promise
       await lanes(20_000);
       const total = 150_000;
       const start = performance.now();
-      await lanes(total);
-      return total / ((performance.now() - start) / 1000);
+      const [, cpu] = await cpuPer(total, () => lanes(total));
+      return { value: total / ((performance.now() - start) / 1000), cpu };
     }
     case "notify": {
       const note = new Uint8Array(64).fill(7);
@@ -162,18 +198,20 @@ async function run(name: CaseName, client: any, received: () => number): Promise
       const total = 500_000;
       const before = received();
       const start = performance.now();
-      await send(total);
+      const [, cpu] = await cpuPer(total, () => send(total));
       const elapsed = performance.now() - start;
       if (received() - before !== total) throw new Error("notifications lost");
-      return total / (elapsed / 1000);
+      return { value: total / (elapsed / 1000), cpu };
     }
     case "raw1m": {
       const blob = new Uint8Array(1024 * 1024).fill(3);
       for (let i = 0; i < 30; i++) await echo(blob);
       const calls = 300;
       const start = performance.now();
-      for (let i = 0; i < calls; i++) await echo(blob);
-      return calls * blob.length / 1e6 / ((performance.now() - start) / 1000);
+      const [, cpu] = await cpuPer(calls, async () => {
+        for (let i = 0; i < calls; i++) await echo(blob);
+      });
+      return { value: calls * blob.length / 1e6 / ((performance.now() - start) / 1000), cpu };
     }
     default:
       throw new Error(`unknown case ${name}`);

@@ -14,7 +14,7 @@ import {
   MethodNotFoundError,
   RemoteError,
 } from "./errors.ts";
-import type { CallContext } from "./types.ts";
+import type { CallContext } from "./call_context.ts";
 
 /** A server channel serving `handlers` and a client channel calling it, over one transport. */
 async function connect<Remote extends object, Back extends object = Record<string, never>>(

@@ -10,7 +10,7 @@ import { json, RawPeer } from "./_test_raw_peer.ts";
 import { type TransportKind, transportKinds } from "./_test_transports.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
 import { ConnectionClosedError, HandshakeError, ProtocolError } from "./errors.ts";
-import type { CallContext } from "./types.ts";
+import type { CallContext } from "./call_context.ts";
 
 interface Api {
   add(param: { a: number; b: number }): number;

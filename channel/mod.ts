@@ -26,6 +26,7 @@
 
 export * from "./channel.ts";
 export * from "./types.ts";
+export * from "./call_context.ts";
 export * from "./errors.ts";
 export * from "../protocol/envelope.ts";
 export * from "../protocol/frame_kinds.ts";

@@ -6,7 +6,7 @@ import { rawCodec } from "../codecs/raw.ts";
 import { holdsPattern, pattern } from "../framing/_test_util.ts";
 import { type TransportKind, transportKinds } from "./_test_transports.ts";
 import { type Channel, openChannel } from "./channel.ts";
-import type { CallContext } from "./types.ts";
+import type { CallContext } from "./call_context.ts";
 
 const MIB = 1024 * 1024;
 

@@ -1,6 +1,6 @@
 /**
  * The types that connect a handler object to its remote view: what a handler receives
- * ({@linkcode CallContext}), what a caller passes ({@linkcode CallOptions}) and how an
+ * (`CallContext`, in call_context.ts), what a caller passes ({@linkcode CallOptions}) and how an
  * interface of handlers maps to the methods a peer can call ({@linkcode RemoteOf}).
  *
  * @example
@@ -22,8 +22,6 @@
  * @module
  */
 
-import type { Channel } from "./channel.ts";
-
 /** Per-call options a caller passes as the second argument of a remote method. */
 export interface CallOptions {
   /**
@@ -40,27 +38,6 @@ export interface CallOptions {
    * @default {ChannelOptions.defaultTimeout} (`DEFAULT_CALL_TIMEOUT`, 60 s)
    */
   timeout?: number;
-}
-
-/**
- * What a handler receives beside its param: the call's method, a signal that fires when the
- * caller cancels, the deadline passes or the channel closes, the deadline itself, and the
- * channel, to call the peer back.
- *
- * @typeParam Peer The handlers the peer serves, for typed call-backs through `channel`.
- */
-export interface CallContext<Peer extends object = Record<string, never>> {
-  /** The method being served. */
-  readonly method: string;
-  /**
-   * Fires on cancellation (`CallCancelledError`), deadline (`DeadlineExceededError`) or
-   * connection loss (`ConnectionClosedError`); its `reason` says which.
-   */
-  readonly signal: AbortSignal;
-  /** The deadline as a `Date.now()` timestamp, or `undefined` when the caller set none. */
-  readonly deadline: number | undefined;
-  /** The channel the call arrived on. */
-  readonly channel: Channel<Peer>;
 }
 
 /**

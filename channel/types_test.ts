@@ -3,7 +3,8 @@
 
 import assert from "node:assert/strict";
 import type { Channel } from "./channel.ts";
-import type { CallContext, CallOptions, RemoteOf, RemoteStream } from "./types.ts";
+import type { CallContext } from "./call_context.ts";
+import type { CallOptions, RemoteOf, RemoteStream } from "./types.ts";
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true
   : false;

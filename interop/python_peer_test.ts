@@ -12,7 +12,7 @@ import {
   HandshakeError,
   RemoteError,
 } from "../channel/errors.ts";
-import type { CallContext } from "../channel/types.ts";
+import type { CallContext } from "../channel/call_context.ts";
 import type { Codec } from "../codecs/types.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";

@@ -1,5 +1,5 @@
 // A worker for the tests and the examples: echo, streams, call-backs, crashes and hangs.
-import type { CallContext } from "../../channel/types.ts";
+import type { CallContext } from "../../channel/call_context.ts";
 import { jsonCodec } from "../../codecs/json.ts";
 import { msgpackCodec } from "../../codecs/msgpack.ts";
 import { serveWorker } from "../serve_worker.ts";
