@@ -5,11 +5,11 @@
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "./_codecs.ts";
 import type { Deadlines } from "./_deadlines.ts";
-import { IdTable } from "./_id_table.ts";
+import { CallTable } from "./_call_table.ts";
 import { IncomingCall, NotificationContext, type ServedCalls } from "./_incoming_call.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
 import type { StreamInbox } from "./_stream.ts";
-import type { IncomingEvents, PeerLimits, Wire } from "./_wire.ts";
+import type { IncomingEvents, Wire } from "./_wire.ts";
 import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
@@ -31,57 +31,35 @@ export interface IncomingOptions {
 }
 
 /** The calls the peer starts. */
-export class IncomingCalls implements IncomingEvents, ServedCalls {
+export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEvents, ServedCalls {
   readonly channel: object;
-  readonly #wire: Wire;
-  readonly #life: Lifecycle;
-  readonly #deadlines: Deadlines;
   readonly #options: IncomingOptions;
-  readonly #calls: IdTable<IncomingCall>;
   readonly #handlerCache = new Map<string, Handler>();
   readonly #notificationContexts = new Map<string, NotificationContext>();
   #maxPeerId = 0;
-  #peerWindow = 1;
 
   constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: IncomingOptions) {
+    super(wire, life, deadlines, options.ring);
     this.channel = options.channel;
-    this.#wire = wire;
-    this.#life = life;
-    this.#deadlines = deadlines;
     this.#options = options;
-    this.#calls = new IdTable(options.ring);
-  }
-
-  /** The calls being served. */
-  get size(): number {
-    return this.#calls.size;
-  }
-
-  get peerWindow(): number {
-    return this.#peerWindow;
-  }
-
-  /** The peer's limits arrived. */
-  setPeer(peer: PeerLimits): void {
-    this.#peerWindow = peer.streamWindowBytes;
   }
 
   finished(call: IncomingCall): void {
     call.finish();
-    this.#calls.delete(call.id);
-    if (this.#life.closing) this.#options.onIdle();
+    this.calls.delete(call.id);
+    if (this.life.closing) this.#options.onIdle();
   }
 
   /** The connection is gone: every handler's signal fires, their streams fail. */
   dropAll(error: unknown): void {
-    for (const call of this.#calls.values()) call.drop(error);
-    this.#calls.clear();
+    for (const call of this.calls.values()) call.drop(error);
+    this.calls.clear();
   }
 
   /** Stops the calls whose deadline is at or before `now`; returns the next deadline. */
   expire(now: number): number {
     let next = Infinity;
-    for (const call of this.#calls.values()) {
+    for (const call of this.calls.values()) {
       if (call.deadlineAt <= now) {
         call.stop(new DeadlineExceededError(call.method, call.timeoutMs), "deadline_exceeded");
       } else if (call.deadlineAt < next) next = call.deadlineAt;
@@ -92,20 +70,20 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
   // ---------------------------------------------------------------- what the wire reports
 
   call(id: number, method: string, body: unknown, timeoutMs: number, streamParam: boolean): void {
-    const names = this.#wire.names;
+    const names = this.wire.names;
     if (id <= this.#maxPeerId) {
       throw new ProtocolError(
         `${names.call} id ${id} is not greater than the previous id ${this.#maxPeerId}`,
       );
     }
     this.#maxPeerId = id;
-    if (this.#life.peerClosing) {
+    if (this.life.peerClosing) {
       throw new ProtocolError(
         `${names.call} ${id} ("${method}") after the peer's ${names.goodbye}`,
       );
     }
-    const outbox = this.#wire.outbox;
-    if (this.#calls.size >= this.#options.maxInFlight) {
+    const outbox = this.wire.outbox;
+    if (this.calls.size >= this.#options.maxInFlight) {
       outbox.failCall(id, {
         name: "TooManyCallsError",
         message: `Call ${id} ("${method}") exceeds maxInFlight (${this.#options.maxInFlight})`,
@@ -129,7 +107,7 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
       param = call.openInbox(this.#options.streamWindowBytes);
     } else {
       try {
-        param = this.#wire.decode(codecs.param, body);
+        param = this.wire.decode(codecs.param, body);
       } catch (error) {
         outbox.failCall(id, {
           name: "InvalidParamError",
@@ -139,10 +117,10 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
         return;
       }
     }
-    this.#calls.add(call);
+    this.calls.add(call);
     if (timeoutMs > 0) {
-      call.setDeadline(this.#deadlines.receivedAt, timeoutMs);
-      this.#deadlines.arm(call.deadlineAt);
+      call.setDeadline(this.deadlines.receivedAt, timeoutMs);
+      this.deadlines.arm(call.deadlineAt);
     }
     let result: unknown;
     try {
@@ -164,14 +142,14 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
   }
 
   notify(method: string, body: unknown): void {
-    if (this.#life.peerClosing) {
-      const names = this.#wire.names;
+    if (this.life.peerClosing) {
+      const names = this.wire.names;
       throw new ProtocolError(`${names.notify} ("${method}") after the peer's ${names.goodbye}`);
     }
     const handler = this.#handler(method);
     if (handler === undefined) return;
     try {
-      const param = this.#wire.decode(this.#options.codecsFor(method).param, body);
+      const param = this.wire.decode(this.#options.codecsFor(method).param, body);
       const result = handler.call(this.#options.handlers, param, this.#notificationContext(method));
       if (isThenable(result)) {
         Promise.resolve(result).catch((error) => this.#reportNotificationError(error, method));
@@ -182,14 +160,14 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
   }
 
   paramItem(id: number, body: unknown, cost: number): void {
-    const names = this.#wire.names;
+    const names = this.wire.names;
     const call = this.#peerCall(id, names.paramItem);
     if (call === undefined) return;
     const inbox = this.#openInbox(call, names.paramItem);
     if (inbox === undefined) return;
     let item: unknown;
     try {
-      item = this.#wire.decode(call.codecs.param, body);
+      item = this.wire.decode(call.codecs.param, body);
     } catch (error) {
       if (!inbox.charge(cost)) throw this.#creditError(id);
       inbox.fail(error, false);
@@ -200,25 +178,25 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
   }
 
   paramEnd(id: number): void {
-    const what = this.#wire.names.paramEnd;
+    const what = this.wire.names.paramEnd;
     const call = this.#peerCall(id, what);
     if (call !== undefined) this.#openInbox(call, what)?.end();
   }
 
   paramError(id: number, body: unknown): void {
-    const what = this.#wire.names.paramError;
+    const what = this.wire.names.paramError;
     const call = this.#peerCall(id, what);
     if (call === undefined) return;
     const inbox = this.#openInbox(call, what);
-    inbox?.fail(this.#wire.decodeError(body, undefined), false);
+    inbox?.fail(this.wire.decodeError(body, undefined), false);
   }
 
   resultCredit(id: number, bytes: number): void {
-    this.#peerCall(id, this.#wire.names.resultCredit)?.resultCredit(bytes);
+    this.#peerCall(id, this.wire.names.resultCredit)?.resultCredit(bytes);
   }
 
   cancel(id: number, reason: string | undefined, deadline: boolean): void {
-    const call = this.#peerCall(id, this.#wire.names.cancel);
+    const call = this.#peerCall(id, this.wire.names.cancel);
     if (call === undefined) return;
     if (deadline) {
       // The caller's clock ran out first: report it as the deadline it is.
@@ -232,7 +210,7 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
 
   /** The call a frame about a served call is about; undefined when finished (frames may cross). */
   #peerCall(id: number, what: string): IncomingCall | undefined {
-    const call = this.#calls.get(id);
+    const call = this.calls.get(id);
     if (call === undefined && id > this.#maxPeerId) {
       throw new ProtocolError(`${what} for call ${id}, which the peer never started`);
     }
@@ -254,7 +232,7 @@ export class IncomingCalls implements IncomingEvents, ServedCalls {
 
   #creditError(id: number): ProtocolError {
     return new ProtocolError(
-      `${this.#wire.names.item} beyond the credit of call ${id}'s param stream`,
+      `${this.wire.names.item} beyond the credit of call ${id}'s param stream`,
     );
   }
 

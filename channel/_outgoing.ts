@@ -5,7 +5,7 @@
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "./_codecs.ts";
 import type { Deadlines } from "./_deadlines.ts";
-import { IdTable } from "./_id_table.ts";
+import { CallTable } from "./_call_table.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
 import { type CallRegistry, OutgoingCall, QUEUED, SENT } from "./_outgoing_call.ts";
 import type { OutgoingEvents, PeerLimits, Wire } from "./_wire.ts";
@@ -26,47 +26,30 @@ export interface OutgoingOptions {
 }
 
 /** The calls this side starts. */
-export class OutgoingCalls implements OutgoingEvents, CallRegistry {
-  readonly #wire: Wire;
-  readonly #life: Lifecycle;
-  readonly #deadlines: Deadlines;
+export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEvents, CallRegistry {
   readonly #options: OutgoingOptions;
-  readonly #calls: IdTable<OutgoingCall>;
   #queue: OutgoingCall[] = [];
   #queueHead = 0;
   #queued = 0;
   #nextId = 1;
   #callLimit = 1;
-  #peerWindow = 1;
 
   constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: OutgoingOptions) {
-    this.#wire = wire;
-    this.#life = life;
-    this.#deadlines = deadlines;
+    super(wire, life, deadlines, options.ring);
     this.#options = options;
-    this.#calls = new IdTable(options.ring);
-  }
-
-  /** The calls in flight. */
-  get size(): number {
-    return this.#calls.size;
   }
 
   get closed(): boolean {
-    return this.#life.closed;
+    return this.life.closed;
   }
 
   get answersCancelled(): boolean {
-    return this.#wire.answersCancelled;
+    return this.wire.answersCancelled;
   }
 
-  get peerWindow(): number {
-    return this.#peerWindow;
-  }
-
-  /** The peer's limits arrived. */
-  setPeer(peer: PeerLimits): void {
-    this.#peerWindow = peer.streamWindowBytes;
+  /** The peer's limits arrived: they bound the calls in flight. */
+  override setPeer(peer: PeerLimits): void {
+    super.setPeer(peer);
     this.#callLimit = Math.min(this.#options.maxInFlight, peer.maxInFlight);
   }
 
@@ -75,19 +58,19 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
     const codecs = this.#options.codecsFor(method);
     const call = new OutgoingCall(
       this,
-      this.#wire.outbox,
+      this.wire.outbox,
       method,
       codecs,
       this.#options.streamWindowBytes,
     );
-    if (!this.#life.open) {
+    if (!this.life.open) {
       call.reject(this.#options.notOpen());
       return call;
     }
-    const waits = this.#queued > 0 || this.#calls.size >= this.#callLimit;
+    const waits = this.#queued > 0 || this.calls.size >= this.#callLimit;
     const timeout = options?.timeout ?? this.#options.defaultTimeout;
     if (!call.prepare(param, options, timeout, waits)) return call;
-    if (call.deadline !== Infinity) this.#deadlines.arm(call.deadline);
+    if (call.deadline !== Infinity) this.deadlines.arm(call.deadline);
     if (waits) {
       this.#queue.push(call);
       this.#queued++;
@@ -98,7 +81,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
   }
 
   sending(call: OutgoingCall): void {
-    this.#calls.add(call);
+    this.calls.add(call);
   }
 
   unqueued(_call: OutgoingCall): void {
@@ -107,15 +90,15 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
 
   finished(call: OutgoingCall): void {
     call.finish();
-    this.#calls.delete(call.id);
+    this.calls.delete(call.id);
     if (this.#queued > 0) this.#sendQueued();
-    if (this.#life.closing) this.#options.onIdle();
+    if (this.life.closing) this.#options.onIdle();
   }
 
   /** Fails every call, in flight or queued (the connection is gone). */
   failAll(error: unknown): void {
-    for (const call of this.#calls.values()) call.reject(error);
-    this.#calls.clear();
+    for (const call of this.calls.values()) call.reject(error);
+    this.calls.clear();
     this.failQueued(error);
   }
 
@@ -134,7 +117,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
   /** Cancels the calls whose deadline is at or before `now`; returns the next deadline. */
   expire(now: number): number {
     let next = Infinity;
-    for (const call of this.#calls.values()) {
+    for (const call of this.calls.values()) {
       if (call.deadline <= now) {
         call.abortCall(
           new DeadlineExceededError(call.method, call.timeoutMs),
@@ -156,7 +139,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
   // ---------------------------------------------------------------- what the wire reports
 
   result(id: number, body: unknown): void {
-    const names = this.#wire.names;
+    const names = this.wire.names;
     const call = this.#ownCall(id, names.result);
     if (call.streaming) {
       throw new ProtocolError(`${names.result} for call ${id} after its stream's ${names.item}`);
@@ -164,7 +147,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
     if (call.state === SENT) {
       let value: unknown;
       try {
-        value = this.#wire.decode(call.codecs.result, body);
+        value = this.wire.decode(call.codecs.result, body);
       } catch (error) {
         call.fail(error, true);
         this.finished(call);
@@ -176,9 +159,9 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
   }
 
   callError(id: number, body: unknown): void {
-    const call = this.#ownCall(id, this.#wire.names.callError);
+    const call = this.#ownCall(id, this.wire.names.callError);
     if (call.state === SENT) {
-      const error = this.#wire.decodeError(body, call.method);
+      const error = this.wire.decodeError(body, call.method);
       if ((error as { code?: unknown }).code === "deadline_exceeded" && call.timeoutMs > 0) {
         call.fail(new DeadlineExceededError(call.method, call.timeoutMs), false);
       } else {
@@ -189,12 +172,12 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
   }
 
   resultItem(id: number, body: unknown, cost: number): void {
-    const call = this.#ownCall(id, this.#wire.names.resultItem);
+    const call = this.#ownCall(id, this.wire.names.resultItem);
     call.markStreaming();
     if (call.state !== SENT) return;
     let item: unknown;
     try {
-      item = this.#wire.decode(call.codecs.result, body);
+      item = this.wire.decode(call.codecs.result, body);
     } catch (error) {
       if (!call.charge(cost)) throw this.#creditError(id);
       call.abortCall(error, "a stream item could not be decoded");
@@ -204,17 +187,17 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
   }
 
   resultEnd(id: number): void {
-    const call = this.#ownCall(id, this.#wire.names.resultEnd);
+    const call = this.#ownCall(id, this.wire.names.resultEnd);
     if (call.state === SENT) call.end();
     this.finished(call);
   }
 
   paramCredit(id: number, bytes: number): void {
-    this.#streamCall(id, this.#wire.names.paramCredit)?.paramCredit(bytes);
+    this.#streamCall(id, this.wire.names.paramCredit)?.paramCredit(bytes);
   }
 
   paramCancel(id: number): void {
-    this.#streamCall(id, this.#wire.names.paramCancel)?.stopParam();
+    this.#streamCall(id, this.wire.names.paramCancel)?.stopParam();
   }
 
   // ---------------------------------------------------------------- helpers
@@ -224,7 +207,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
   }
 
   #sendQueued(): void {
-    while (this.#queued > 0 && this.#calls.size < this.#callLimit && this.#life.open) {
+    while (this.#queued > 0 && this.calls.size < this.#callLimit && this.life.open) {
       const call = this.#queue[this.#queueHead];
       this.#queue[this.#queueHead++] = undefined as unknown as OutgoingCall;
       if (call.state !== QUEUED) continue;
@@ -239,7 +222,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
 
   /** The call a frame about this side's call is about; throws for ids never issued or finished. */
   #ownCall(id: number, what: string): OutgoingCall {
-    const call = this.#calls.get(id);
+    const call = this.calls.get(id);
     if (call !== undefined) return call;
     throw new ProtocolError(
       id >= this.#nextId
@@ -250,7 +233,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
 
   /** Like #ownCall, but a finished call is no error: its param stream's frames may cross. */
   #streamCall(id: number, what: string): OutgoingCall | undefined {
-    const call = this.#calls.get(id);
+    const call = this.calls.get(id);
     if (call === undefined && id >= this.#nextId) {
       throw new ProtocolError(`${what} for call ${id}, which this side never started`);
     }
@@ -259,7 +242,7 @@ export class OutgoingCalls implements OutgoingEvents, CallRegistry {
 
   #creditError(id: number): ProtocolError {
     return new ProtocolError(
-      `${this.#wire.names.item} beyond the credit of call ${id}'s result stream`,
+      `${this.wire.names.item} beyond the credit of call ${id}'s result stream`,
     );
   }
 }
