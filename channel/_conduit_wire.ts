@@ -22,8 +22,10 @@ import type {
   OutgoingEvents,
   Wire,
   WireEvents,
+  WireFactory,
+  WireOptions,
 } from "./_wire.ts";
-import { decodeErrorBody, type ErrorClass } from "./error_codec.ts";
+import { decodeErrorBody } from "./error_codec.ts";
 
 /** The frame names of conduit's events, as docs/protocol.md writes them. */
 const NAMES: EventNames = {
@@ -44,18 +46,8 @@ const NAMES: EventNames = {
   goodbye: "GOODBYE",
 };
 
-/** What conduit's wire needs to know of the channel. */
-export interface ConduitWireOptions {
-  readonly codec: string;
-  readonly maxFrameBytes: number;
-  readonly maxInFlight: number;
-  readonly streamWindowBytes: number;
-  readonly writeHighWaterMark: number;
-  readonly trustPeer: boolean;
-  readonly errorClasses: ReadonlyMap<string, ErrorClass>;
-  /** A write failed: the channel fails. */
-  readonly onWriteFailure: (error: unknown) => void;
-}
+/** Makes conduit's wire for one connection: the default {@linkcode WireFactory}. */
+export const conduitWire: WireFactory = (transport, options) => new ConduitWire(transport, options);
 
 /** conduit's {@linkcode Wire}. */
 export class ConduitWire implements Wire, FrameSink {
@@ -64,7 +56,7 @@ export class ConduitWire implements Wire, FrameSink {
   readonly outbox: ConduitOutbox;
   readonly decoder: FrameDecoder;
   readonly #transport: Transport;
-  readonly #options: ConduitWireOptions;
+  readonly #options: WireOptions;
   readonly #parser = new FrameParser(new MethodNames());
   #reader: FrameReader | undefined;
   #greeted = false;
@@ -72,7 +64,7 @@ export class ConduitWire implements Wire, FrameSink {
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
 
-  constructor(transport: Transport, options: ConduitWireOptions) {
+  constructor(transport: Transport, options: WireOptions) {
     this.#transport = transport;
     this.#options = options;
     this.decoder = new FrameDecoder({ maxFrameBytes: options.maxFrameBytes });
@@ -90,7 +82,6 @@ export class ConduitWire implements Wire, FrameSink {
     });
   }
 
-  /** Connects the engine's sinks; before {@linkcode start}. */
   attach(events: WireEvents): void {
     this.#outgoing = events.outgoing;
     this.#incoming = events.incoming;

@@ -10,14 +10,14 @@ import type { PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import type { MethodCodecs } from "./_codecs.ts";
-import { ConduitWire } from "./_conduit_wire.ts";
+import { conduitWire } from "./_conduit_wire.ts";
 import { Deadlines } from "./_deadlines.ts";
 import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
 import { IncomingCalls } from "./_incoming.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
-import type { OutgoingCall } from "./_outgoing_call.ts";
-import type { LifecycleEvents, Wire } from "./_wire.ts";
+import { isAsyncIterable, type OutgoingCall } from "./_outgoing_call.ts";
+import type { LifecycleEvents, Wire, WireFactory } from "./_wire.ts";
 import type { ErrorClass } from "./error_codec.ts";
 import { ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
@@ -40,6 +40,8 @@ export interface CoreConfig {
   trustPeer: boolean;
   errorClasses: Map<string, ErrorClass>;
   onNotificationError: (error: unknown, method: string) => void;
+  /** The wire protocol; conduit's own unless given. */
+  wire?: WireFactory;
 }
 
 type Timer = ReturnType<typeof setTimeout>;
@@ -85,7 +87,7 @@ export class ChannelCore implements LifecycleEvents {
     // Both are reported through the public API; keep them from surfacing as unhandled.
     this.#opened.promise.catch(() => {});
     this.#closed.promise.catch(() => {});
-    const wire = new ConduitWire(transport, {
+    const wire = (config.wire ?? conduitWire)(transport, {
       codec: config.codec.name,
       maxFrameBytes: config.maxFrameBytes,
       maxInFlight: config.maxInFlight,
@@ -162,7 +164,7 @@ export class ChannelCore implements LifecycleEvents {
   /** Sends a notification. */
   notify(method: string, param: unknown): void {
     if (!this.#life.open) throw this.#notOpenError();
-    if (param !== null && typeof param === "object" && Symbol.asyncIterator in param) {
+    if (isAsyncIterable(param)) {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
     this.#wire.outbox.notify(method, this.#codecsFor(method).param, param);

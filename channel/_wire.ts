@@ -65,7 +65,9 @@
  */
 
 import type { PeerInfo } from "../protocol/handshake.ts";
+import type { Transport } from "../transports/types.ts";
 import type { CodecSlot, MethodCodecs } from "./_codecs.ts";
+import type { ErrorClass } from "./error_codec.ts";
 
 export type { CodecSlot, MethodCodecs, PeerInfo };
 
@@ -185,6 +187,29 @@ export interface ChunkReader {
   cancel(): Promise<void>;
 }
 
+/** What every wire is told of the channel it serves. */
+export interface WireOptions {
+  /** The channel codec's name. */
+  readonly codec: string;
+  /** The largest frame accepted from the peer. */
+  readonly maxFrameBytes: number;
+  /** How many of the peer's calls this side serves at once. */
+  readonly maxInFlight: number;
+  /** The credit this side grants each stream it receives. */
+  readonly streamWindowBytes: number;
+  /** Bytes queued for the peer at which writers should wait. */
+  readonly writeHighWaterMark: number;
+  /** Whether errors sent carry their stack. */
+  readonly trustPeer: boolean;
+  /** Classes to revive the peer's errors as, by name. */
+  readonly errorClasses: ReadonlyMap<string, ErrorClass>;
+  /** A write failed: the channel fails with it. */
+  readonly onWriteFailure: (error: unknown) => void;
+}
+
+/** Makes the wire of one connection (conduit's is the default). */
+export type WireFactory = (transport: Transport, options: WireOptions) => Wire;
+
 /** The read side and lifecycle of a wire protocol. */
 export interface Wire {
   /** The names of events, for error messages. */
@@ -195,11 +220,16 @@ export interface Wire {
   readonly outbox: Outbox;
   /** Splits what {@linkcode reader} reads into frames. */
   readonly decoder: FrameSplitter;
+  /** Connects the engine's sinks; called once, before {@linkcode start}. */
+  attach(events: WireEvents): void;
   /** Begins: sends the handshake, if the protocol has one. */
   start(): void;
   /** The transport's reader; made once, on first use. */
   reader(): ChunkReader;
-  /** Reports one frame to the engine's sinks. @throws {ProtocolError} */
+  /**
+   * Reports one frame to the engine's sinks (a JSON-RPC batch is one frame of several
+   * events). @throws {ProtocolError}
+   */
   read(frame: Uint8Array): void;
   /** Decodes a body with `slot`'s codec. @throws {CodecError} */
   decode(slot: CodecSlot, body: unknown): unknown;
