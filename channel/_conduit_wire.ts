@@ -6,7 +6,7 @@
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameReader } from "../framing/frame_reader.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
-import { FrameParser, type FrameSink, MethodNames } from "../protocol/_frame_table.ts";
+import { FrameParser, type FrameSink, MethodNames, readFrame } from "../protocol/_frame_table.ts";
 import { parseCancel } from "../protocol/_json.ts";
 import { decodeEnvelope } from "../protocol/envelope.ts";
 import { CALL_FLAG_STREAM_PARAM } from "../protocol/frame_kinds.ts";
@@ -104,7 +104,7 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   read(frame: Uint8Array): void {
-    if (this.#greeted) this.#parser.read(frame, this);
+    if (this.#greeted) readFrame(frame, this, this.#parser);
     else this.#handshake(frame);
   }
 

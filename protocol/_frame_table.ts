@@ -47,8 +47,8 @@ export interface FrameSink {
 }
 
 /**
- * Reads frames through the table. Owns the cursor its readers share and, optionally, the
- * recent method names, matched by their bytes so a frequent method's name is not decoded
+ * The state {@linkcode readFrame} reads with: the cursor its field readers share and,
+ * optionally, the recent method names, matched by their bytes so a frequent method's name is not decoded
  * per frame.
  */
 export class FrameParser {
@@ -57,11 +57,6 @@ export class FrameParser {
 
   constructor(names?: MethodNames) {
     this.names = names;
-  }
-
-  /** Parses `frame` and hands its fields to `sink`. @throws {ProtocolError} */
-  read(frame: Uint8Array, sink: FrameSink): void {
-    readFrame(frame, sink, this);
   }
 }
 
@@ -158,8 +153,11 @@ const TABLE: Uint8Array = (() => {
   return table;
 })();
 
-/** Parses `frame` and hands its fields to `sink`; the body of FrameParser.read. */
-function readFrame(frame: Uint8Array, sink: FrameSink, parser: FrameParser): void {
+/**
+ * Parses `frame` through the table and hands its fields to `sink`, with `parser`'s cursor
+ * and method names. @throws {ProtocolError}
+ */
+export function readFrame(frame: Uint8Array, sink: FrameSink, parser: FrameParser): void {
   if (frame.length === 0) throw new ProtocolError("Empty frame: a frame needs a type byte");
   const cursor = parser.cursor;
   const type = frame[0];

@@ -23,7 +23,7 @@ import {
   encodeIdFrame,
   encodeNotify,
 } from "./_encode.ts";
-import { describeType, FrameParser, type FrameSink } from "./_frame_table.ts";
+import { describeType, FrameParser, type FrameSink, readFrame } from "./_frame_table.ts";
 import { FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
 
 export { describeType };
@@ -143,7 +143,7 @@ export function encodeEnvelope(envelope: Envelope): Uint8Array {
  */
 export function decodeEnvelope(frame: Uint8Array): Envelope {
   const builder = new EnvelopeBuilder();
-  parser.read(frame, builder);
+  readFrame(frame, builder, parser);
   return builder.envelope!;
 }
 
