@@ -34,6 +34,7 @@
  * @module
  */
 
+import { integerOption as integer, positiveOption as positive } from "../_options.ts";
 import type { Codec } from "../codecs/types.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
 import { DEFAULT_WRITER_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
@@ -543,18 +544,6 @@ export async function openChannel<
     throw error;
   }
   return channel;
-}
-
-function integer(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
-  }
-  return value;
-}
-
-function positive(name: string, value: number): number {
-  if (!(value > 0)) throw new RangeError(`${name} must be a positive number, got ${value}`);
-  return value;
 }
 
 function reportNotificationError(error: unknown, method: string): void {
