@@ -41,8 +41,9 @@ import { DEFAULT_WRITER_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "./_codecs.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
+import { remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "./error_codec.ts";
-import type { CallOptions, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
+import type { MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
 
@@ -292,15 +293,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
       defaults,
     );
     const core = this.#core;
-    const methods: Record<string, unknown> = Object.create(null);
-    this.remote = new Proxy(methods, {
-      get(target, key) {
-        // "then" stays undefined so that awaiting `remote` does not call the peer.
-        if (typeof key !== "string" || key === "then") return undefined;
-        return target[key] ??= (param: unknown, options?: CallOptions) =>
-          core.call(key, param, options);
-      },
-    }) as RemoteOf<Remote>;
+    this.remote = remoteProxy((method, param, options) => core.call(method, param, options));
   }
 
   /** Resolves once the handshake succeeded; rejects with `HandshakeError` if it failed. */
