@@ -395,13 +395,3 @@ export async function stuckSocketPeer(
     },
   };
 }
-
-/** Connects with `connect` and returns `[connecting end, accepted end]`. */
-export async function connectPair(
-  listener: Listener,
-  connect: () => Promise<Transport>,
-): Promise<[Transport, Transport]> {
-  const accepted = listener.accept();
-  const a = await connect();
-  return [a, await accepted];
-}
