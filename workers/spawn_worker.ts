@@ -38,7 +38,7 @@ import { WorkerProcess } from "./_worker_process.ts";
 import { WorkerSocket } from "./_worker_socket.ts";
 import { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { permissionFlags, withGrant, type WorkerPermissions } from "./worker_permissions.ts";
+import { permissionFlags, withSocketGrants, type WorkerPermissions } from "./worker_permissions.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
 export type { WorkerHandle, WorkerPermissions };
@@ -260,30 +260,18 @@ export async function spawnWorker<Api extends object, Local extends object = obj
 
   let socket: WorkerSocket | undefined;
   const childEnv = { ...env };
-  const grants = { ...permissions };
+  let grants = permissions;
   if (kind === "unix") {
     socket = await WorkerSocket.open();
-    const path = socket.path;
-    childEnv[WORKER_SOCKET_ENV] = path;
-    // Deno checks connecting to a Unix socket against all three.
-    grants.read = withGrant(grants.read, path);
-    grants.write = withGrant(grants.write, path);
-    grants.net = withGrant(grants.net, `unix:${path}`);
-    grants.env = withGrant(grants.env, WORKER_SOCKET_ENV);
+    childEnv[WORKER_SOCKET_ENV] = socket.path;
+    grants = withSocketGrants(permissions, socket.path);
   }
 
   let child: Deno.ChildProcess;
   try {
     const [command, commandArgs] = isCommand
       ? [worker.command, [...(worker.args ?? []), ...args]]
-      : [Deno.execPath(), [
-        "run",
-        "--no-prompt",
-        ...permissionFlags(grants),
-        ...denoArgs,
-        worker instanceof URL ? worker.href : worker,
-        ...args,
-      ]];
+      : [Deno.execPath(), denoRunArgs(worker, { permissions: grants, denoArgs, args })];
     child = new Deno.Command(command, {
       args: commandArgs,
       cwd,
@@ -326,4 +314,19 @@ export async function spawnWorker<Api extends object, Local extends object = obj
 function workerName(target: string | URL): string {
   const path = target instanceof URL ? decodeURIComponent(target.pathname) : target;
   return path.slice(path.lastIndexOf("/") + 1) || path;
+}
+
+/** The `deno run` arguments that start the worker module `module`. */
+function denoRunArgs(
+  module: string | URL,
+  options: { permissions: WorkerPermissions; denoArgs: readonly string[]; args: readonly string[] },
+): string[] {
+  return [
+    "run",
+    "--no-prompt",
+    ...permissionFlags(options.permissions),
+    ...options.denoArgs,
+    module instanceof URL ? module.href : module,
+    ...options.args,
+  ];
 }

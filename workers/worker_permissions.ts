@@ -4,6 +4,8 @@
  * @module
  */
 
+import { WORKER_SOCKET_ENV } from "./worker_env.ts";
+
 /**
  * Deno permissions for a worker module, as `deno run` flags: `true` grants all
  * (`--allow-net`), a list grants those (`--allow-read=/data,/tmp`), `false` or absent grants
@@ -65,8 +67,25 @@ export function permissionFlags(permissions: WorkerPermissions): string[] {
 
 const PERMISSION_NAMES = new Set(["read", "write", "net", "env", "run", "sys", "ffi", "import"]);
 
+/**
+ * `permissions` plus what connecting to the Unix socket at `path` takes (Deno checks read,
+ * write and net) and reading the variable that names it.
+ */
+export function withSocketGrants(
+  permissions: WorkerPermissions,
+  path: string,
+): WorkerPermissions {
+  return {
+    ...permissions,
+    read: withGrant(permissions.read, path),
+    write: withGrant(permissions.write, path),
+    net: withGrant(permissions.net, `unix:${path}`),
+    env: withGrant(permissions.env, WORKER_SOCKET_ENV),
+  };
+}
+
 /** Adds `item` to a permission unless it already grants everything. */
-export function withGrant<T extends string | URL>(
+function withGrant<T extends string | URL>(
   current: boolean | readonly T[] | undefined,
   item: T,
 ): boolean | readonly T[] {
