@@ -7,6 +7,9 @@
 import { TransportClosedError } from "../errors.ts";
 import { type ByteChannel, ByteChannelTransport } from "./_byte_channel_transport.ts";
 import type { Transport } from "./types.ts";
+
+// The types this module's API shows, so that its documentation is complete on its own.
+export type { Transport };
 import { numberOption } from "../_options.ts";
 
 /** The default {@linkcode MemoryPairOptions.highWaterMark}: 1 MiB per direction. */

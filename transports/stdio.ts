@@ -28,5 +28,7 @@
  * @module
  */
 
+// The types this module's API shows, so that its documentation is complete on its own.
+export type { Transport } from "./types.ts";
 export * from "./stdio_child.ts";
 export * from "./stdio_parent.ts";
