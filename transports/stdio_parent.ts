@@ -7,9 +7,8 @@
  */
 
 import { integerOption } from "../_options.ts";
-import { type ByteChannel, ByteChannelTransport, ReadBuffer } from "./_byte_channel_transport.ts";
-import { PipeResizer } from "./_pipe_buffer.ts";
-import { StderrLines } from "./_stderr_lines.ts";
+import { ChildProcessTransport } from "./_child_process.ts";
+import type { StderrLinesOptions } from "./_stderr_lines.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "./stdio_child.ts";
 import type { Transport } from "./types.ts";
 
@@ -171,14 +170,12 @@ export function spawnTransport(
     stdout: "piped",
     stderr: stderr === "inherit" ? "inherit" : stderr === "discard" ? "null" : "piped",
   }).spawn();
-  return new ChildProcessTransport(
-    new ChildChannel(child, `child process ${child.pid} (${command})`, {
-      stderr: typeof stderr === "function" ? stderr : "discard",
-      exitTimeoutMs: options.exitTimeoutMs,
-      pipeBufferBytes,
-    }),
-    child,
-  );
+  return new ChildProcessTransport(child, {
+    label: `child process ${child.pid} (${command})`,
+    exitTimeoutMs: options.exitTimeoutMs ?? DEFAULT_EXIT_TIMEOUT_MS,
+    pipeBufferBytes,
+    stderr: stderrLines(typeof stderr === "function" ? stderr : "discard"),
+  });
 }
 
 /**
@@ -209,145 +206,19 @@ export function childTransport(
   child: Deno.ChildProcess,
   options: ChildTransportOptions = {},
 ): ChildTransport {
-  return new ChildProcessTransport(
-    new ChildChannel(child, `child process ${child.pid}`, options),
-    child,
-  );
-}
-
-class ChildProcessTransport extends ByteChannelTransport implements ChildTransport {
-  readonly pid: number;
-  readonly status: Promise<Deno.CommandStatus>;
-
-  constructor(channel: ByteChannel, child: Deno.ChildProcess) {
-    super(channel);
-    this.pid = child.pid;
-    this.status = child.status;
-  }
-}
-
-class ChildChannel implements ByteChannel {
-  readonly label: string;
-  readonly #child: Deno.ChildProcess;
-  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
-  readonly #stdout: ReadableStreamBYOBReader;
-  readonly #stderr: StderrLines | undefined;
-  readonly #exitTimeoutMs: number;
-  readonly #buffer = new ReadBuffer();
-  readonly #stdinResizer: PipeResizer;
-  readonly #stdoutResizer: PipeResizer;
-
-  constructor(child: Deno.ChildProcess, label: string, options: ChildTransportOptions) {
-    this.label = label;
-    this.#child = child;
-    this.#exitTimeoutMs = options.exitTimeoutMs ?? DEFAULT_EXIT_TIMEOUT_MS;
-    const pipeBufferBytes = pipeBufferBytesOption(options);
-    this.#stdinResizer = new PipeResizer(`/proc/${child.pid}/fd/0`, pipeBufferBytes);
-    this.#stdoutResizer = new PipeResizer(`/proc/${child.pid}/fd/1`, pipeBufferBytes);
-    // Once the child is reaped its pid, and so its /proc path, may name another process.
-    child.status.finally(() => {
-      this.#stdinResizer.cancel();
-      this.#stdoutResizer.cancel();
-    }).catch(() => {});
-    this.#stdin = child.stdin.getWriter();
-    this.#stdin.closed.catch(() => {});
-    this.#stdout = child.stdout.getReader({ mode: "byob" });
-    const stderr = pipedStderr(child);
-    const onLine = typeof options.stderr === "function" ? options.stderr : undefined;
-    this.#stderr = stderr &&
-      new StderrLines(stderr, { maxLineChars: MAX_STDERR_LINE_CHARS, onLine });
-  }
-
-  async read(): Promise<Uint8Array | null> {
-    const { done, value } = await this.#stdout.read(this.#buffer.buffer);
-    if (!done) {
-      this.#stdoutResizer.count(value.length);
-      return this.#buffer.take(value);
-    }
-    // The read transferred the buffer: take it back for a reader that reads past the end.
-    if (value) this.#buffer.buffer = new Uint8Array(value.buffer);
-    return null;
-  }
-
-  // The BYOB reader reads into `view` itself (transferring its ArrayBuffer), no copy.
-  async readInto(view: Uint8Array): Promise<Uint8Array | null> {
-    if (view.length === 0) return view;
-    const { done, value } = await this.#stdout.read(view);
-    if (done) return null;
-    this.#stdoutResizer.count(value.length);
-    return value;
-  }
-
-  write(chunk: Uint8Array): Promise<void> {
-    this.#stdinResizer.count(chunk.length);
-    return this.#stdin.write(chunk);
-  }
-
-  closeWrite(): Promise<void> {
-    return this.#stdin.close();
-  }
-
-  async close(abortive: boolean): Promise<void> {
-    const child = this.#child;
-    if (abortive) {
-      kill(child);
-      void this.#stdin.abort().catch(() => {});
-    } else {
-      void this.#stdin.close().catch(() => this.#stdin.abort().catch(() => {}));
-    }
-    // Drain stdout meanwhile: a child blocked on a full pipe could never exit.
-    const drained = drain(this.#stdout);
-    await waitForExit(child, this.#exitTimeoutMs);
-    // A grandchild may hold the pipes open after the child exited: stop reading them.
-    await this.#stdout.cancel().catch(() => {});
-    await this.#stderr?.cancel();
-    await Promise.all([drained, this.#stderr?.done]);
-  }
-}
-
-function pipedStderr(child: Deno.ChildProcess): ReadableStream<Uint8Array> | undefined {
-  try {
-    return child.stderr;
-  } catch {
-    // Not piped: inherited or discarded by the OS.
-    return undefined;
-  }
-}
-
-function kill(child: Deno.ChildProcess): void {
-  try {
-    child.kill("SIGKILL");
-  } catch {
-    // It has exited already.
-  }
-}
-
-async function waitForExit(child: Deno.ChildProcess, timeoutMs: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(true), timeoutMs);
+  return new ChildProcessTransport(child, {
+    label: `child process ${child.pid}`,
+    exitTimeoutMs: options.exitTimeoutMs ?? DEFAULT_EXIT_TIMEOUT_MS,
+    pipeBufferBytes: pipeBufferBytesOption(options),
+    stderr: stderrLines(options.stderr ?? "discard"),
   });
-  try {
-    if (await Promise.race([child.status.then(() => false), timedOut])) kill(child);
-  } finally {
-    clearTimeout(timer);
-  }
-  await child.status;
-}
-
-async function drain(reader: ReadableStreamBYOBReader): Promise<void> {
-  let buffer = new Uint8Array(64 * 1024);
-  try {
-    for (;;) {
-      const { done, value } = await reader.read(buffer);
-      if (done) return;
-      buffer = new Uint8Array(value.buffer);
-    }
-  } catch {
-    // The pipe failed: there is nothing left to drain.
-  }
 }
 
 function pipeBufferBytesOption(options: { pipeBufferBytes?: number }): number {
   return integerOption("pipeBufferBytes", options.pipeBufferBytes ?? DEFAULT_PIPE_BUFFER_BYTES, 0);
+}
+
+function stderrLines(handling: "discard" | ((line: string) => void)): StderrLinesOptions {
+  const onLine = typeof handling === "function" ? handling : undefined;
+  return { maxLineChars: MAX_STDERR_LINE_CHARS, onLine };
 }

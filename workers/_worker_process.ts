@@ -8,7 +8,9 @@ import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { StderrLines } from "../transports/_stderr_lines.ts";
-import { type ChildTransport, childTransport } from "../transports/stdio_parent.ts";
+import { ChildProcessTransport } from "../transports/_child_process.ts";
+import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
+import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
 import { guardWorker } from "./_signal_guard.ts";
@@ -71,9 +73,12 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       onLine,
     });
     // The transport must not read stderr: we do, for the tail.
-    this.stdio = childTransport(withoutStderr(child), {
+    this.stdio = new ChildProcessTransport(child, {
+      label: `child process ${child.pid}`,
       // Our own timeouts decide when to signal; this is only a backstop.
       exitTimeoutMs: options.exitTimeout + options.killTimeout + 5_000,
+      pipeBufferBytes: DEFAULT_PIPE_BUFFER_BYTES,
+      stderr: "untouched",
     });
     const unguard = guardWorker(child);
     this.#status = child.status.then(async (status) => {
@@ -236,24 +241,6 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       reason: status.signal !== null ? this.#stopReason : undefined,
     }, { cause });
   }
-}
-
-/** A view of `child` whose stderr looks unpiped, so that childTransport leaves it to us. */
-function withoutStderr(child: Deno.ChildProcess): Deno.ChildProcess {
-  return {
-    pid: child.pid,
-    stdin: child.stdin,
-    stdout: child.stdout,
-    get stderr(): Deno.SubprocessReadableStream {
-      throw new TypeError("The worker's stderr is read by its handle");
-    },
-    status: child.status,
-    output: () => child.output(),
-    kill: (signal?: Deno.Signal) => child.kill(signal),
-    ref: () => child.ref(),
-    unref: () => child.unref(),
-    [Symbol.asyncDispose]: () => child[Symbol.asyncDispose](),
-  };
 }
 
 const encoder = new TextEncoder();
