@@ -7,7 +7,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { json, RawPeer } from "./_test_raw_peer.ts";
-import { type TransportKind, transportKinds } from "./_test_transports.ts";
+import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
 import { ConnectionClosedError, HandshakeError, ProtocolError } from "./errors.ts";
 import type { CallContext } from "./types.ts";

@@ -4,7 +4,7 @@ import { TransportClosedError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { memoryPair } from "../transports/memory.ts";
 import { listenUnix } from "../transports/unix.ts";
-import { unix } from "./_test_transports.ts";
+import { unix } from "../transports/_test_pairs.ts";
 import { helloBody } from "./_test_raw_peer.ts";
 import { Channel, openChannel } from "./channel.ts";
 import { encodeEnvelope } from "./envelope.ts";

@@ -37,6 +37,9 @@ import { connTransport } from "./_conn_transport.ts";
 import { ConnListener } from "./_conn_listener.ts";
 import type { Listener, Transport } from "./types.ts";
 
+// The types this module's API shows, so that its documentation is complete on its own.
+export type { Listener, Transport };
+
 /**
  * The longest Unix socket path the OS accepts, in bytes: `sun_path` holds 108 bytes on Linux
  * and 104 on macOS and the BSDs, including the terminating NUL.

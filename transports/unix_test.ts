@@ -1,16 +1,12 @@
 import assert from "node:assert/strict";
-import { connectPair, stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
+import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
+import { connectPair, unix } from "./_test_pairs.ts";
 import { connectUnix, listenUnix, MAX_UNIX_PATH_BYTES } from "./unix.ts";
 import type { Listener, Transport } from "./types.ts";
 
 testTransportConformance({
   name: "unix",
-  pair: async () => {
-    const dir = await tempDir();
-    const listener = await listenUnix(`${dir}/s`);
-    const [a, b] = await connectPair(listener, () => connectUnix(`${dir}/s`));
-    return { a, b, cleanup: () => closeAndRemove(listener, dir) };
-  },
+  pair: unix.pair,
   stuckPeer: async () => {
     const dir = await tempDir();
     const listener = await listenUnix(`${dir}/s`);
