@@ -233,7 +233,7 @@ export class ChannelCore implements OutgoingHost {
     this.#handshakeTimer = setTimeout(() => {
       this.#handshakeTimer = undefined;
       this.#failHandshake(
-        "timeout",
+        "handshake_timeout",
         `No HELLO from the peer within handshakeTimeout (${config.handshakeTimeout} ms)`,
       );
     }, config.handshakeTimeout);
