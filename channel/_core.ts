@@ -1408,6 +1408,8 @@ export class ChannelCore implements OutgoingHost {
     return encodeErrorBody(error, {
       stack: this.#config.trustPeer,
       maxBytes: this.#peerMaxFrame - ENVELOPE_SLACK,
+      // A stream item too big for the peer (#writeData) is reported like a too-big result.
+      defaultCode: error instanceof FrameTooLargeError ? "frame_too_large" : undefined,
     });
   }
 
