@@ -1221,12 +1221,11 @@ export class ChannelCore implements OutgoingHost {
     this.#failure = error;
     this.#stopWaitingForReady();
     this.#clearTimers();
-    if (goodbye !== undefined && !this.#sentGoodbye) {
+    // Sent even after this side's own GOODBYE (docs/protocol.md §10): a GOODBYE with a code
+    // tells the peer why the connection ends.
+    if (goodbye !== undefined) {
       this.#sentGoodbye = true;
-      const reason = goodbye.reason.slice(0, 600);
-      this.#write(
-        encodeBodyFrame(FRAME_KINDS.goodbye, utf8.encode(JSON.stringify({ ...goodbye, reason }))),
-      );
+      this.#write(encodeBodyFrame(FRAME_KINDS.goodbye, goodbyeBody(goodbye)));
     }
     for (const call of this.#calls.values()) {
       call.state = DONE;
@@ -1479,6 +1478,17 @@ function parseGoodbye(body: Uint8Array): { code?: string; reason?: string } {
     code: typeof parsed?.code === "string" ? parsed.code : undefined,
     reason: typeof parsed?.reason === "string" ? parsed.reason : undefined,
   };
+}
+
+/** A GOODBYE body short enough for its frame to fit in 1024 bytes (docs/protocol.md §2). */
+function goodbyeBody(goodbye: { code: string; reason: string }): Uint8Array {
+  let reason = goodbye.reason.slice(0, 600);
+  let body = utf8.encode(JSON.stringify({ code: goodbye.code, reason }));
+  while (body.length >= MAX_CONTROL_FRAME_BYTES) {
+    reason = reason.slice(0, reason.length >> 1);
+    body = utf8.encode(JSON.stringify({ code: goodbye.code, reason }));
+  }
+  return body;
 }
 
 function messageOf(error: unknown): string {
