@@ -704,11 +704,13 @@ export class ChannelCore implements OutgoingHost {
 
   #onFrame(frame: Uint8Array): void {
     if (this.state !== HANDSHAKE && this.#onCommonFrame(frame)) return;
-    const envelope = decodeEnvelope(frame);
     if (this.state === HANDSHAKE) {
-      this.#onHandshakeFrame(envelope);
+      // Until the peer's HELLO is accepted its limit is the smallest one (docs/protocol.md §2).
+      if (frame.length > MAX_CONTROL_FRAME_BYTES) throw controlFrameError(frame.length);
+      this.#onHandshakeFrame(decodeEnvelope(frame));
       return;
     }
+    const envelope = decodeEnvelope(frame);
     switch (envelope.kind) {
       case "call":
         this.#rememberMethod(envelope.method);
@@ -1151,6 +1153,7 @@ export class ChannelCore implements OutgoingHost {
   }
 
   #onGoodbye(body: Uint8Array): void {
+    if (body.length >= MAX_CONTROL_FRAME_BYTES) throw controlFrameError(body.length + 1);
     const goodbye = parseGoodbye(body);
     this.#peerGoodbye = goodbye;
     if (goodbye.code !== undefined) {
@@ -1457,6 +1460,13 @@ function paramInbox(call: IncomingCall, what: string): StreamInbox<unknown> {
     throw new ProtocolError(`${what} for call ${call.id}, which has no param stream`);
   }
   return call.inbox;
+}
+
+function controlFrameError(size: number): ProtocolError {
+  return new ProtocolError(
+    `A frame of ${size} bytes where HELLO and GOODBYE frames are at most ` +
+      `${MAX_CONTROL_FRAME_BYTES} bytes`,
+  );
 }
 
 function creditError(id: number, stream: string): ProtocolError {
