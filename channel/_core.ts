@@ -474,6 +474,7 @@ export class ChannelCore implements OutgoingHost {
   }
 
   cancelParamStream(call: IncomingCall): void {
+    call.paramCancelled = true;
     if (!call.done) this.#write(encodeIdFrame(CANCEL_R1, call.id, EMPTY));
   }
 
@@ -932,7 +933,7 @@ export class ChannelCore implements OutgoingHost {
     const call = this.#peerCall(id, "DATA(R=0)");
     if (call === undefined) return;
     const inbox = paramInbox(call, "DATA(R=0)");
-    if (inbox.abandoned) return;
+    if (inbox.abandoned || call.paramCancelled) return;
     if (inbox.closed) {
       throw new ProtocolError(`DATA(R=0) for call ${id} after its param stream ended`);
     }
@@ -941,7 +942,7 @@ export class ChannelCore implements OutgoingHost {
       item = decodeBody(call.codecs.param, body);
     } catch (error) {
       if (!inbox.charge(frame.length)) throw creditError(id, "param");
-      inbox.fail(error, false);
+      inbox.fail(invalidParamItem(call.method, error), false);
       this.cancelParamStream(call);
       return;
     }
@@ -952,7 +953,7 @@ export class ChannelCore implements OutgoingHost {
     const call = this.#peerCall(id, "END(R=0)");
     if (call === undefined) return;
     const inbox = paramInbox(call, "END(R=0)");
-    if (inbox.abandoned) return;
+    if (inbox.abandoned || call.paramCancelled) return;
     if (inbox.closed) {
       throw new ProtocolError(`END(R=0) for call ${id} after its param stream ended`);
     }
@@ -963,7 +964,7 @@ export class ChannelCore implements OutgoingHost {
     const call = this.#peerCall(id, "ERROR(R=0)");
     if (call === undefined) return;
     const inbox = paramInbox(call, "ERROR(R=0)");
-    if (inbox.abandoned) return;
+    if (inbox.abandoned || call.paramCancelled) return;
     if (inbox.closed) {
       throw new ProtocolError(`ERROR(R=0) for call ${id} after its param stream ended`);
     }
@@ -1460,6 +1461,16 @@ function paramInbox(call: IncomingCall, what: string): StreamInbox<unknown> {
     throw new ProtocolError(`${what} for call ${call.id}, which has no param stream`);
   }
   return call.inbox;
+}
+
+/** What the handler reads from its param stream when an item does not decode. */
+function invalidParamItem(method: string, error: unknown): Error {
+  return Object.assign(
+    new Error(`A param stream item of "${method}" could not be decoded: ${messageOf(error)}`, {
+      cause: error,
+    }),
+    { name: "InvalidParamError", code: "invalid_param" },
+  );
 }
 
 function controlFrameError(size: number): ProtocolError {
