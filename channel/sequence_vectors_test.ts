@@ -10,23 +10,8 @@ import { type TransportKind, transportKinds } from "./_test_transports.ts";
 import { Channel } from "./channel.ts";
 import type { Envelope } from "./envelope.ts";
 import type { CallContext } from "./types.ts";
+import type { Expect, Sequence } from "../testdata/protocol/_sequences.ts";
 
-interface Expect {
-  kind: string;
-  id?: number;
-  receiverId?: boolean;
-  nonce?: number;
-  code?: string | null;
-  body?: unknown;
-  causeDepth?: number;
-}
-type Step = { send: string; frames: string[] } | { expect: Expect };
-interface Sequence {
-  name: string;
-  description: string;
-  steps: Step[];
-  then: "closed" | "open";
-}
 interface Sequences {
   implementation: {
     codec: string;

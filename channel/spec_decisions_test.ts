@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
+import { concat } from "../framing/_test_util.ts";
 import { helloBody, json, RawPeer } from "./_test_raw_peer.ts";
 import { memory } from "./_test_transports.ts";
 import { Channel, type ChannelOptions } from "./channel.ts";
@@ -30,16 +31,6 @@ async function scripted(options: Partial<ChannelOptions> = {}) {
       await pair.cleanup();
     },
   };
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 function bodyOf(frame: Envelope | undefined): Record<string, unknown> {
@@ -164,14 +155,23 @@ Deno.test("§7, §8: an undecodable param stream item reaches the handler as inv
   assert.ok(pong?.kind === "pong" && pong.nonce === 5);
 });
 
-Deno.test("§10: the drain timeout after this side's GOODBYE sends GOODBYE code aborted", async () => {
-  await using t = await scripted({ drainTimeout: 30 });
+/**
+ * Opens `t`, starts a call the peer never answers, and closes: returns once the channel's own
+ * (code-less) GOODBYE arrived, with the call's outcome and the close still pending.
+ */
+async function closingWithCallInFlight(t: Awaited<ReturnType<typeof scripted>>) {
   await t.peer.handshake();
   await t.channel.opened;
-  const pending = t.channel.remote.never(1).catch((e) => e);
+  const pending: Promise<unknown> = t.channel.remote.never(1).catch((e) => e);
   assert.ok(await t.peer.nextOf("call"));
   const closing = t.channel.close();
   assert.deepEqual(bodyOf(await t.peer.nextOf("goodbye")), {});
+  return { pending, closing };
+}
+
+Deno.test("§10: the drain timeout after this side's GOODBYE sends GOODBYE code aborted", async () => {
+  await using t = await scripted({ drainTimeout: 30 });
+  const { pending, closing } = await closingWithCallInFlight(t);
   const aborted = bodyOf(await t.peer.nextOf("goodbye"));
   assert.equal(aborted.code, "aborted");
   assert.ok(await pending instanceof ConnectionClosedError);
@@ -180,12 +180,7 @@ Deno.test("§10: the drain timeout after this side's GOODBYE sends GOODBYE code 
 
 Deno.test("§10: a protocol error after this side's GOODBYE sends GOODBYE code protocol_error", async () => {
   await using t = await scripted();
-  await t.peer.handshake();
-  await t.channel.opened;
-  const pending = t.channel.remote.never(1).catch((e) => e);
-  assert.ok(await t.peer.nextOf("call"));
-  const closing = t.channel.close();
-  assert.deepEqual(bodyOf(await t.peer.nextOf("goodbye")), {});
+  const { pending, closing } = await closingWithCallInFlight(t);
   await t.peer.send({ kind: "result", id: 99, body: json(1) });
   const goodbye = bodyOf(await t.peer.nextOf("goodbye"));
   assert.equal(goodbye.code, "protocol_error");
