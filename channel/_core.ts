@@ -208,6 +208,22 @@ export class ChannelCore implements OutgoingHost {
     // Both are reported through the public API; keep them from surfacing as unhandled.
     this.opened.catch(() => {});
     this.closed.catch(() => {});
+    const hello = utf8.encode(JSON.stringify({
+      protocol: "conduit",
+      version: PROTOCOL_VERSION,
+      codec: config.codec.name,
+      maxFrameBytes: config.maxFrameBytes,
+      maxInFlight: config.maxInFlight,
+      streamWindowBytes: config.streamWindowBytes,
+      features: [],
+    }));
+    if (hello.length >= MAX_CONTROL_FRAME_BYTES) {
+      // Checked before the transport is touched: nothing to release.
+      throw new RangeError(
+        `The HELLO would be ${hello.length + 1} bytes, over ${MAX_CONTROL_FRAME_BYTES}: ` +
+          `the codec name is too long (${JSON.stringify(config.codec.name.slice(0, 40))}…)`,
+      );
+    }
     this.#decoder = new FrameDecoder({ maxFrameBytes: config.maxFrameBytes });
     this.#writer = new FrameWriter(transport.writable, {
       maxFrameBytes: 0xffff_ffff,
@@ -218,18 +234,7 @@ export class ChannelCore implements OutgoingHost {
       onFailure: (error) =>
         this.#fail(new ConnectionClosedError("Writing to the transport failed", { cause: error })),
     });
-    this.#write(encodeBodyFrame(
-      FRAME_KINDS.hello,
-      utf8.encode(JSON.stringify({
-        protocol: "conduit",
-        version: PROTOCOL_VERSION,
-        codec: config.codec.name,
-        maxFrameBytes: config.maxFrameBytes,
-        maxInFlight: config.maxInFlight,
-        streamWindowBytes: config.streamWindowBytes,
-        features: [],
-      })),
-    ));
+    this.#write(encodeBodyFrame(FRAME_KINDS.hello, hello));
     this.#handshakeTimer = setTimeout(() => {
       this.#handshakeTimer = undefined;
       this.#failHandshake(
