@@ -190,3 +190,11 @@ Deno.test("§10: a protocol error after this side's GOODBYE sends GOODBYE code p
   assert.ok(error.cause instanceof ProtocolError);
   await closing;
 });
+
+Deno.test("§2: a channel whose HELLO would exceed 1024 bytes is refused before it sends", async () => {
+  const pair = await memory.pair();
+  const name = "x".repeat(1000);
+  const codec = { name, encode: (value: unknown) => json(value), decode: () => undefined };
+  assert.throws(() => new Channel(pair.a, { codec }), RangeError);
+  await pair.cleanup();
+});
