@@ -598,7 +598,11 @@ class Peer:
             "streamWindowBytes": self.options.stream_window_bytes,
             "features": self.options.features,
         }
-        self._send(Envelope(HELLO, body=json_body(hello)))
+        body = json_body(hello)
+        if len(body) >= MIN_MAX_FRAME_BYTES:  # §2: a HELLO frame is at most 1024 bytes
+            raise ValueError(f"our HELLO would be {len(body) + 1} bytes (at most "
+                             f"{MIN_MAX_FRAME_BYTES}): too many or too long features")
+        self._send(Envelope(HELLO, body=body))
         try:
             remote = await asyncio.wait_for(self._receive_hello(),
                                             self.options.handshake_timeout)
