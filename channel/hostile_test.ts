@@ -268,7 +268,7 @@ for (const kind of transportKinds) {
       const error = await openChannel(pair.a, { codec: jsonCodec(), handshakeTimeout: 30 })
         .catch((e) => e);
       assert.ok(error instanceof HandshakeError);
-      assert.equal(error.code, "timeout");
+      assert.equal(error.code, "handshake_timeout");
       await peer.close();
       await pair.cleanup();
     }
