@@ -10,12 +10,24 @@ import { serveWorker } from "@conduit/ipc/workers";
 /** What the parent calls. */
 export const handlers = {
   echo: (value: unknown): unknown => value,
-  /** Writes text to stdout the way a careless handler would. */
-  print: (text: string): void => {
-    console.log(text);
-    Deno.stdout.writeSync(new TextEncoder().encode(text + "\n"));
+  /** Writes text to stdout the way a careless handler would, by one of several routes. */
+  print: async ({ text, how }: { text: string; how: PrintRoute }): Promise<void> => {
+    const line = new TextEncoder().encode(text + "\n");
+    if (how === "console and Deno.stdout") {
+      console.log(text);
+      Deno.stdout.writeSync(line);
+    } else if (how === "node:process") {
+      const { default: process } = await import("node:process");
+      await new Promise((done) => process.stdout.write(line, done));
+    } else if (how === "subprocess") {
+      // A program the handler runs, its stdout inherited: fd 1 itself.
+      await new Deno.Command("echo", { args: [text], stdout: "inherit" }).output();
+    }
   },
 };
+
+/** The ways `print` writes to stdout. */
+export type PrintRoute = "console and Deno.stdout" | "node:process" | "subprocess";
 
 /** The worker's API, for the parent's types. */
 export type TransportWorkerApi = typeof handlers;
@@ -39,12 +51,16 @@ if (import.meta.main) {
   }
 }
 
-/** stdin, and synchronous writes to the stdout the preload kept (as stdioTransport writes). */
+/** stdin, and writes to the stdout the preload kept, as stdioTransport writes: chunks up to
+ * 64 KiB synchronously, larger ones asynchronously. */
 function quietTransport(stdout: Deno.FsFile): Transport {
   const writable = new WritableStream<Uint8Array>({
-    write(chunk) {
+    async write(chunk) {
       let written = 0;
-      while (written < chunk.length) written += stdout.writeSync(chunk.subarray(written));
+      if (chunk.length <= 64 * 1024) {
+        while (written < chunk.length) written += stdout.writeSync(chunk.subarray(written));
+      }
+      while (written < chunk.length) written += await stdout.write(chunk.subarray(written));
     },
   });
   return {

@@ -12,7 +12,7 @@
 import { parseArgs } from "node:util";
 import { structuredCodec } from "@conduit/ipc/codecs/structured";
 import { spawnWorker, type WorkerHandle } from "@conduit/ipc/workers";
-import type { TransportWorkerApi } from "./_transport_worker.ts";
+import type { PrintRoute, TransportWorkerApi } from "./_transport_worker.ts";
 
 const rounds = Number(
   parseArgs({ args: Deno.args, options: { rounds: { type: "string" } } })
@@ -29,34 +29,45 @@ const BIG = new Uint8Array(1 << 20).fill(0x5a);
 function spawn(option: Option, args: string[] = []): Promise<WorkerHandle<TransportWorkerApi>> {
   const codec = structuredCodec();
   const stderr = "discard" as const;
+  const permissions = { run: ["echo"] }; // the "subprocess" route
   if (option === "quiet") {
     return spawnWorker<TransportWorkerApi>(WORKER, {
       codec,
       args,
       stderr,
+      permissions,
       denoArgs: ["--preload", PRELOAD.href],
     });
   }
-  return spawnWorker<TransportWorkerApi>(WORKER, { codec, args, stderr, transport: option });
+  return spawnWorker<TransportWorkerApi>(WORKER, {
+    codec,
+    args,
+    stderr,
+    permissions,
+    transport: option,
+  });
 }
 
-// First, what a worker printing to stdout does to each: a console.log at load, then a
-// console.log and a Deno.stdout.writeSync inside a handler.
+// First, what a worker printing to stdout does to each: a console.log at load (with the
+// first route), then a handler writing by one route.
+const ROUTES: PrintRoute[] = ["console and Deno.stdout", "node:process", "subprocess"];
 for (const option of OPTIONS) {
-  let outcome: string;
-  try {
-    const worker = await spawn(option, ["--noisy"]);
+  for (const [i, how] of ROUTES.entries()) {
+    let outcome: string;
     try {
-      await worker.remote.print("hello from a handler");
-      outcome = (await worker.remote.echo(7)) === 7 ? "calls keep working" : "wrong reply";
-    } finally {
-      await worker.close().catch(() => {});
+      const worker = await spawn(option, i === 0 ? ["--noisy"] : []);
+      try {
+        await worker.remote.print({ text: "hello from a handler", how });
+        outcome = (await worker.remote.echo(7)) === 7 ? "calls keep working" : "wrong reply";
+      } finally {
+        await worker.close().catch(() => {});
+      }
+    } catch (error) {
+      const cause = (error as Error).cause as Error | undefined;
+      outcome = `fails: ${(error as Error).name}` + (cause ? ` (cause: ${cause.message})` : "");
     }
-  } catch (error) {
-    const cause = (error as Error).cause as Error | undefined;
-    outcome = `fails: ${(error as Error).name}` + (cause ? ` (cause: ${cause.message})` : "");
+    console.log(`stdout writes, ${option}, ${i === 0 ? "at load and " : ""}${how}: ${outcome}`);
   }
-  console.log(`stdout writes, ${option}: ${outcome}`);
 }
 
 const samples: Record<Option, { spawn: number[]; small: number[]; big: number[] }> = {
