@@ -244,17 +244,29 @@ class _StructuredCodec<T> implements Codec<T> {
 
   encode(value: T): Uint8Array {
     const prepared = this.#prepareMessage(value);
-    return this.#innerCall("encode", () => this.#inner.encode(prepared));
+    try {
+      return this.#inner.encode(prepared);
+    } catch (err) {
+      throw this.#rename("encode", err);
+    }
   }
 
   encodeView(value: T): Uint8Array {
     const prepared = this.#prepareMessage(value);
-    const inner = this.#inner;
-    return this.#innerCall("encode", () => inner.encodeView!(prepared));
+    try {
+      return this.#inner.encodeView!(prepared);
+    } catch (err) {
+      throw this.#rename("encode", err);
+    }
   }
 
   decode(bytes: Uint8Array): T {
-    const decoded = this.#innerCall("decode", () => this.#inner.decode(bytes));
+    let decoded: unknown;
+    try {
+      decoded = this.#inner.decode(bytes);
+    } catch (err) {
+      throw this.#rename("decode", err);
+    }
     if (!Array.isArray(decoded) || decoded.length !== 2 || !isMark(decoded[0], REVIVE)) {
       if (decoded instanceof ExtData) throw this.#refuse("decode", unknownExt(decoded));
       return decoded as T;
@@ -277,12 +289,9 @@ class _StructuredCodec<T> implements Codec<T> {
     return this.#changed ? [REVIVE, prepared] : prepared;
   }
 
-  #innerCall<R>(operation: "encode" | "decode", fn: () => R): R {
-    try {
-      return fn();
-    } catch (err) {
-      throw new CodecError(this.name, operation, err instanceof CodecError ? err.cause : err);
-    }
+  /** The MessagePack codec's error, as this codec's. */
+  #rename(operation: "encode" | "decode", err: unknown): CodecError {
+    return new CodecError(this.name, operation, err instanceof CodecError ? err.cause : err);
   }
 
   #refuse(operation: "encode" | "decode", cause: unknown): CodecError {
