@@ -265,6 +265,8 @@ export class ConduitOutbox implements Outbox {
     return encodeErrorBody(error, {
       stack: this.#options.trustPeer,
       maxBytes: this.#peerMaxFrame - ENVELOPE_SLACK,
+      // A stream item too big for the peer (#writeData) is reported like a too-big result.
+      defaultCode: error instanceof FrameTooLargeError ? "frame_too_large" : undefined,
     });
   }
 

@@ -11,6 +11,7 @@ import { parseCancel } from "../protocol/_json.ts";
 import { decodeEnvelope } from "../protocol/envelope.ts";
 import { CALL_FLAG_STREAM_PARAM } from "../protocol/frame_kinds.ts";
 import { helloBody, parseGoodbye, parseHello } from "../protocol/handshake.ts";
+import { MAX_CONTROL_FRAME_BYTES } from "../protocol/limits.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import { type CodecSlot, decodeBody } from "./_codecs.ts";
@@ -57,6 +58,7 @@ export class ConduitWire implements Wire, FrameSink {
   readonly decoder: FrameDecoder;
   readonly #transport: Transport;
   readonly #options: WireOptions;
+  readonly #hello: Uint8Array;
   readonly #parser = new FrameParser(new MethodNames());
   #reader: FrameReader | undefined;
   #greeted = false;
@@ -64,7 +66,22 @@ export class ConduitWire implements Wire, FrameSink {
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
 
+  /** @throws {RangeError} When this side's HELLO would not fit a control frame. */
   constructor(transport: Transport, options: WireOptions) {
+    const hello = helloBody({
+      codec: options.codec,
+      maxFrameBytes: options.maxFrameBytes,
+      maxInFlight: options.maxInFlight,
+      streamWindowBytes: options.streamWindowBytes,
+    });
+    if (hello.length >= MAX_CONTROL_FRAME_BYTES) {
+      // Checked before the transport is touched: nothing to release.
+      throw new RangeError(
+        `The HELLO would be ${hello.length + 1} bytes, over ${MAX_CONTROL_FRAME_BYTES}: ` +
+          `the codec name is too long (${JSON.stringify(options.codec.slice(0, 40))}…)`,
+      );
+    }
+    this.#hello = hello;
     this.#transport = transport;
     this.#options = options;
     this.decoder = new FrameDecoder({ maxFrameBytes: options.maxFrameBytes });
@@ -89,13 +106,7 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   start(): void {
-    const options = this.#options;
-    this.outbox.hello(helloBody({
-      codec: options.codec,
-      maxFrameBytes: options.maxFrameBytes,
-      maxInFlight: options.maxInFlight,
-      streamWindowBytes: options.streamWindowBytes,
-    }));
+    this.outbox.hello(this.#hello);
   }
 
   reader(): FrameReader {
@@ -117,6 +128,8 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   #handshake(frame: Uint8Array): void {
+    // Until the peer's HELLO is accepted its limit is the smallest one (docs/protocol.md §2).
+    if (frame.length > MAX_CONTROL_FRAME_BYTES) throw controlFrameError(frame.length);
     const envelope = decodeEnvelope(frame);
     if (envelope.kind === "goodbye") {
       const goodbye = parseGoodbye(envelope.body);
@@ -146,6 +159,7 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   goodbye(body: Uint8Array): void {
+    if (body.length >= MAX_CONTROL_FRAME_BYTES) throw controlFrameError(body.length + 1);
     const goodbye = parseGoodbye(body);
     this.#lifecycle.goodbye(goodbye.code, goodbye.reason);
   }
@@ -208,4 +222,11 @@ export class ConduitWire implements Wire, FrameSink {
   resultCredit(id: number, bytes: number): void {
     this.#incoming.resultCredit(id, bytes);
   }
+}
+
+function controlFrameError(size: number): ProtocolError {
+  return new ProtocolError(
+    `A frame of ${size} bytes where HELLO and GOODBYE frames are at most ` +
+      `${MAX_CONTROL_FRAME_BYTES} bytes`,
+  );
 }

@@ -135,7 +135,7 @@ export class ChannelCore implements LifecycleEvents {
       setTimeout(() => {
         this.#life.timerFired();
         this.refused(
-          "timeout",
+          "handshake_timeout",
           `No HELLO from the peer within handshakeTimeout (${handshakeTimeout} ms)`,
           true,
         );
@@ -382,7 +382,10 @@ export class ChannelCore implements LifecycleEvents {
     const wasHandshake = this.#life.handshaking;
     if (!this.#life.fail(error)) return;
     this.#stopTimers();
-    if (goodbye !== undefined && this.#life.sayGoodbye()) {
+    // Sent even after this side's own GOODBYE (docs/protocol.md §10): a GOODBYE with a code
+    // tells the peer why the connection ends.
+    if (goodbye !== undefined) {
+      this.#life.sayGoodbye();
       this.#wire.outbox.goodbye(goodbye.code, goodbye.reason);
     }
     this.#outgoing.failAll(error);

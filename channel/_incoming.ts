@@ -170,7 +170,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       item = this.wire.decode(call.codecs.param, body);
     } catch (error) {
       if (!inbox.charge(cost)) throw this.#creditError(id);
-      inbox.fail(error, false);
+      inbox.fail(invalidParamItem(call.method, error), false);
       call.abandonStream();
       return;
     }
@@ -223,7 +223,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     if (inbox === undefined) {
       throw new ProtocolError(`${what} for call ${call.id}, which has no param stream`);
     }
-    if (inbox.abandoned) return undefined;
+    if (inbox.abandoned || call.paramCancelled) return undefined;
     if (inbox.closed) {
       throw new ProtocolError(`${what} for call ${call.id} after its param stream ended`);
     }
@@ -272,6 +272,16 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null &&
     typeof (value as { then?: unknown }).then === "function";
+}
+
+/** What the handler reads from its param stream when an item does not decode. */
+function invalidParamItem(method: string, error: unknown): Error {
+  return Object.assign(
+    new Error(`A param stream item of "${method}" could not be decoded: ${messageOf(error)}`, {
+      cause: error,
+    }),
+    { name: "InvalidParamError", code: "invalid_param" },
+  );
 }
 
 function messageOf(error: unknown): string {

@@ -28,6 +28,8 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   #deadlineAt = Infinity;
   #timeoutMs = 0;
   #done = false;
+  /** Whether the handler stopped reading its param stream: later items may cross, dropped. */
+  #paramCancelled = false;
   #inbox: StreamInbox<unknown> | undefined;
   #pump: StreamPump | undefined;
   #controller: AbortController | undefined;
@@ -79,6 +81,11 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   /** Whether the terminal frame was written (or the connection is gone). */
   get done(): boolean {
     return this.#done;
+  }
+
+  /** Whether this side told the caller to stop the param stream. */
+  get paramCancelled(): boolean {
+    return this.#paramCancelled;
   }
 
   /** The param stream, when the param is one. */
@@ -150,6 +157,7 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   }
 
   abandonStream(): void {
+    this.#paramCancelled = true;
     if (!this.#done) this.#outbox.paramCancel(this.id);
   }
 

@@ -12,6 +12,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   "./codecs/json": [],
   "./codecs/raw": [],
   "./codecs/msgpack": ["@msgpack/msgpack"],
+  "./codecs/structured": ["@msgpack/msgpack"],
   "./codecs/protobuf": ["protobufjs", "long"],
   "./codecs/arrow": [
     "apache-arrow",
@@ -26,6 +27,7 @@ const ALLOWED: Record<string, readonly string[]> = {
 /** Packages an entrypoint must load, so that the check cannot pass on an empty graph. */
 const REQUIRED: Record<string, string> = {
   "./codecs/msgpack": "@msgpack/msgpack",
+  "./codecs/structured": "@msgpack/msgpack",
   "./codecs/protobuf": "protobufjs",
 };
 

@@ -192,7 +192,8 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
 
 /**
  * The GOODBYE body for `goodbye`: empty for a graceful close, else its JSON with the reason
- * cut to 600 characters so the frame fits the control frame limit.
+ * cut to 600 characters, and shorter still until the frame fits in
+ * {@linkcode MAX_CONTROL_FRAME_BYTES}.
  *
  * @param goodbye The code and reason; omit both for a graceful close.
  * @returns The body.
@@ -208,9 +209,15 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
  * ```
  */
 export function goodbyeBody(goodbye: Goodbye): Uint8Array {
-  if (goodbye.code === undefined) return new Uint8Array(0);
-  const reason = (goodbye.reason ?? "").slice(0, MAX_REASON_LENGTH);
-  return utf8.encode(JSON.stringify({ code: goodbye.code, reason }));
+  const code = goodbye.code;
+  if (code === undefined) return new Uint8Array(0);
+  let reason = (goodbye.reason ?? "").slice(0, MAX_REASON_LENGTH);
+  let body = utf8.encode(JSON.stringify({ code, reason }));
+  while (body.length >= MAX_CONTROL_FRAME_BYTES && reason.length > 0) {
+    reason = reason.slice(0, reason.length >> 1);
+    body = utf8.encode(JSON.stringify({ code, reason }));
+  }
+  return body;
 }
 
 /**

@@ -74,8 +74,11 @@ Deno.test("GOODBYE bodies round-trip; a graceful one is empty; junk reads as gra
     code: "aborted",
     reason: "drain timeout",
   });
-  const long = goodbyeBody({ code: "protocol_error", reason: "é".repeat(2000) });
-  assert.equal(parseGoodbye(long).reason, "é".repeat(600));
+  const ascii = goodbyeBody({ code: "protocol_error", reason: "x".repeat(2000) });
+  assert.equal(parseGoodbye(ascii).reason, "x".repeat(600));
+  const wide = goodbyeBody({ code: "protocol_error", reason: "é".repeat(2000) });
+  assert.ok(wide.length < MAX_CONTROL_FRAME_BYTES, `${wide.length} bytes`);
+  assert.equal(parseGoodbye(wide).reason, "é".repeat(300));
   assert.deepEqual(parseGoodbye(utf8.encode("{")), {});
   assert.deepEqual(parseGoodbye(utf8.encode('{"code":5,"reason":"r"}')), { reason: "r" });
 });
