@@ -1,0 +1,373 @@
+// One conduit connection over NATS as a ByteChannel: its own sequence numbers, a credit
+// window per direction and a heartbeat, over two inbox subjects (one per end). The message
+// format and the rules are described in transports/nats.ts's module doc.
+
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { createInbox } from "@nats-io/transport-node";
+import { TransportClosedError } from "../errors.ts";
+import type { ByteChannel } from "./_byte_channel_transport.ts";
+import {
+  creditMessage,
+  decode,
+  HEADER_BYTES,
+  type Hello,
+  Kind,
+  message,
+  PROTOCOL,
+  readCredit,
+} from "./_nats_wire.ts";
+import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
+
+/** The settings one end keeps; the peer learns them in the handshake. */
+export interface NatsChannelSettings {
+  windowBytes: number;
+  heartbeatMs: number;
+  inboxPrefix: string;
+}
+
+/** Bodies below this size are copied out of the client's read buffer: a small chunk must not pin it. */
+const COPY_BELOW_BYTES = 4096;
+/** The peer is gone once nothing came from it for this many of its heartbeat intervals. */
+const MISSED_HEARTBEATS = 3;
+
+/** A connection's end: reads its inbox, publishes to the peer's. */
+export class NatsChannel implements ByteChannel {
+  label: string;
+  /** The subject this end reads. */
+  readonly inbox: string;
+  readonly #nc: NatsConnection;
+  readonly #settings: NatsChannelSettings;
+  readonly #subscription: Subscription;
+  #peer: Hello | undefined;
+  #sendSeq = 0;
+  #recvSeq = 0;
+  /** Data bytes sent, and the total the peer allows. */
+  #sent = 0;
+  #sendLimit = 0;
+  /** Data bytes received, handed to the reader, and the total this end allows. */
+  #received = 0;
+  #consumed = 0;
+  #granted: number;
+  readonly #queue: Uint8Array[] = [];
+  /** Messages that came before `connect()`: the client's first ones can pass its reply. */
+  #early: Msg[] | undefined = [];
+  #reader: PromiseWithResolvers<Uint8Array | null> | undefined;
+  #creditWaiter: PromiseWithResolvers<void> | undefined;
+  /** The peer sent End (or Bye): after the queue, reads end. */
+  #peerEnded = false;
+  /** The peer sent Bye: it reads nothing any more. */
+  #peerClosed = false;
+  #failure: Error | undefined;
+  #released = false;
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** Ticks in a row with nothing from the peer, and how many make it gone. */
+  #silentTicks = 0;
+  #maxSilentTicks = 0;
+  #heardSinceTick = false;
+  #sentSinceTick = false;
+  readonly #onFailure: ((channel: NatsChannel) => void) | undefined;
+
+  constructor(
+    nc: NatsConnection,
+    settings: NatsChannelSettings,
+    onRelease?: (channel: NatsChannel) => void,
+  ) {
+    this.#nc = nc;
+    this.#settings = settings;
+    this.#granted = settings.windowBytes;
+    this.#onFailure = onRelease;
+    this.inbox = createInbox(settings.inboxPrefix);
+    this.label = `NATS inbox ${this.inbox}`;
+    this.#subscription = nc.subscribe(this.inbox, { callback: this.#onMessage });
+  }
+
+  /** What this end tells its peer in the handshake. */
+  hello(): Hello {
+    return {
+      protocol: PROTOCOL,
+      inbox: this.inbox,
+      window: this.#settings.windowBytes,
+      heartbeatMs: this.#settings.heartbeatMs,
+    };
+  }
+
+  /** Starts talking to the peer that sent `peer`. */
+  connect(peer: Hello, label: string): void {
+    this.#peer = peer;
+    this.#sendLimit = peer.window;
+    this.label = label;
+    // Counted in our own ticks, not in wall time: a late tick after a stall of this
+    // process's event loop must not make a live peer look silent.
+    this.#maxSilentTicks = Math.ceil(
+      (MISSED_HEARTBEATS * peer.heartbeatMs) / this.#settings.heartbeatMs,
+    ) + 1;
+    this.#heartbeat = setInterval(this.#tick, this.#settings.heartbeatMs);
+    const early = this.#early!;
+    this.#early = undefined;
+    for (const msg of early) this.#onMessage(null, msg);
+  }
+
+  read(): Promise<Uint8Array | null> {
+    if (this.#queue.length > 0) return Promise.resolve(this.#take(this.#queue.shift()!));
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#peerEnded || this.#released) return Promise.resolve(null);
+    this.#reader = Promise.withResolvers();
+    return this.#reader.promise;
+  }
+
+  write(chunk: Uint8Array): Promise<void> | undefined {
+    this.#assertWritable();
+    const piece = this.#maxPiece();
+    if (chunk.length <= piece && this.#sent + chunk.length <= this.#sendLimit) {
+      this.#sendData(chunk);
+      return undefined;
+    }
+    return this.#writeInPieces(chunk, piece);
+  }
+
+  closeWrite(): Promise<void> {
+    if (this.#failure === undefined && !this.#released && !this.#peerClosed) {
+      this.#send(message(Kind.End, this.#nextSeq(), 0));
+    }
+    return Promise.resolve();
+  }
+
+  async close(abortive: boolean): Promise<void> {
+    if (this.#released) return;
+    this.#released = true;
+    const notify = this.#failure === undefined && !this.#peerClosed && this.#peer !== undefined;
+    if (notify) {
+      try {
+        this.#send(message(abortive ? Kind.Reset : Kind.Bye, this.#nextSeq(), 0));
+      } catch {
+        // The NATS connection is closed: the peer learns it from its heartbeat.
+      }
+    }
+    this.#stop(new TransportClosedError(`${this.label} is closed`));
+    this.#reader?.resolve(null);
+    this.#reader = undefined;
+    // The last messages are on the server before close() resolves (unless NATS is gone).
+    if (notify && !this.#nc.isClosed()) await this.#nc.flush().catch(() => {});
+  }
+
+  /** Ends the connection with `error`: reads and writes fail with it, the peer gets a Reset. */
+  fail(error: Error): void {
+    if (this.#failure !== undefined || this.#released) return;
+    this.#failure = error;
+    if (!this.#peerClosed && this.#peer !== undefined && !this.#nc.isClosed()) {
+      try {
+        const reason = new TextEncoder().encode(error.message);
+        const reset = message(Kind.Reset, this.#nextSeq(), reason.length);
+        reset.set(reason, HEADER_BYTES);
+        this.#send(reset);
+      } catch {
+        // The peer learns it from its heartbeat.
+      }
+    }
+    this.#stop(error);
+    this.#reader?.reject(error);
+    this.#reader = undefined;
+  }
+
+  async #writeInPieces(chunk: Uint8Array, piece: number): Promise<void> {
+    for (let offset = 0; offset < chunk.length;) {
+      while (this.#sent >= this.#sendLimit) {
+        this.#creditWaiter = Promise.withResolvers();
+        await this.#creditWaiter.promise;
+      }
+      this.#assertWritable();
+      const size = Math.min(chunk.length - offset, piece, this.#sendLimit - this.#sent);
+      this.#sendData(chunk.subarray(offset, offset + size));
+      offset += size;
+    }
+  }
+
+  #assertWritable(): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#released) throw new TransportClosedError(`${this.label} is closed`);
+    if (this.#peerClosed) {
+      throw new TransportClosedError(`${this.label}: the peer closed the connection`);
+    }
+  }
+
+  /** The largest Data body the server takes now (a reconnect may change its limit). */
+  #maxPiece(): number {
+    const maxPayload = this.#nc.info?.max_payload ?? 1024 * 1024;
+    return Math.min(maxPayload - HEADER_BYTES, this.#peer!.window);
+  }
+
+  #sendData(bytes: Uint8Array): void {
+    // A copy: NATS keeps the payload queued after publish() returns, and the writer may
+    // reuse its buffer once the write settled.
+    const data = message(Kind.Data, this.#nextSeq(), bytes.length);
+    data.set(bytes, HEADER_BYTES);
+    this.#send(data);
+    this.#sent += bytes.length;
+  }
+
+  #send(payload: Uint8Array, reply?: string): void {
+    try {
+      this.#nc.publish(this.#peer!.inbox, payload, reply === undefined ? undefined : { reply });
+    } catch (cause) {
+      const error = new TransportClosedError(
+        `Publish to ${this.label} failed: ${cause instanceof Error ? cause.message : cause}`,
+        { cause },
+      );
+      this.fail(error);
+      throw error;
+    }
+    this.#sentSinceTick = true;
+  }
+
+  #nextSeq(): number {
+    const seq = this.#sendSeq;
+    this.#sendSeq = (seq + 1) >>> 0;
+    return seq;
+  }
+
+  #take(chunk: Uint8Array): Uint8Array {
+    this.#consumed += chunk.length;
+    const window = this.#settings.windowBytes;
+    // Grant more once a quarter of the window was read: few Credit messages, no stall.
+    if (this.#consumed + window - this.#granted >= window / 4 && this.#canNotify()) {
+      this.#granted = this.#consumed + window;
+      try {
+        this.#send(creditMessage(this.#nextSeq(), this.#granted));
+      } catch {
+        // fail() has run: the next read reports it.
+      }
+    }
+    return chunk;
+  }
+
+  #canNotify(): boolean {
+    return this.#failure === undefined && !this.#released && !this.#peerClosed;
+  }
+
+  readonly #onMessage = (error: Error | null, msg: Msg): void => {
+    if (this.#released || this.#failure !== undefined) return;
+    if (this.#early !== undefined && error === null) {
+      // The peer keeps to the window this end announced, so these are bounded by it.
+      this.#early.push(msg);
+      return;
+    }
+    if (error !== null) {
+      this.fail(
+        new TransportClosedError(`${this.label}: the subscription failed: ${error.message}`, {
+          cause: error,
+        }),
+      );
+      return;
+    }
+    try {
+      this.#receive(msg);
+    } catch (cause) {
+      this.fail(
+        cause instanceof TransportClosedError
+          ? cause
+          : new TransportClosedError(`${this.label}: ${String(cause)}`, { cause }),
+      );
+    }
+  };
+
+  #receive(msg: Msg): void {
+    if (msg.headers?.code === 503) {
+      // Our Ping found no subscriber on the peer's inbox: its NATS connection is gone.
+      throw new NatsPeerGoneError(`${this.label}: the peer's inbox has no subscriber any more`);
+    }
+    const decoded = decode(msg.data);
+    if (decoded === null) {
+      throw new TransportClosedError(
+        `${this.label}: a message of ${msg.data.length} bytes is not conduit's`,
+      );
+    }
+    if (decoded.seq !== this.#recvSeq) {
+      throw new NatsMessagesLostError(this.label, this.#recvSeq, decoded.seq);
+    }
+    this.#recvSeq = (this.#recvSeq + 1) >>> 0;
+    this.#heardSinceTick = true;
+    const { kind, body } = decoded;
+    if (kind === Kind.Data) return this.#receiveData(body);
+    if (kind === Kind.Credit) {
+      this.#sendLimit = Math.max(this.#sendLimit, readCredit(body));
+      this.#wakeWriter();
+    } else if (kind === Kind.End || kind === Kind.Bye) {
+      this.#peerEnded = true;
+      this.#reader?.resolve(null);
+      this.#reader = undefined;
+      if (kind === Kind.Bye) {
+        this.#peerClosed = true;
+        this.#stop(new TransportClosedError(`${this.label}: the peer closed the connection`));
+      }
+    } else if (kind === Kind.Reset) {
+      const reason = new TextDecoder().decode(body);
+      this.#peerClosed = true;
+      throw new TransportClosedError(
+        `${this.label}: the peer aborted the connection${reason === "" ? "" : `: ${reason}`}`,
+      );
+    } else if (kind !== Kind.Ping) {
+      throw new TransportClosedError(`${this.label}: unknown message kind ${kind}`);
+    }
+  }
+
+  #receiveData(body: Uint8Array): void {
+    if (this.#peerEnded) throw new TransportClosedError(`${this.label}: data after the end`);
+    if (this.#received + body.length > this.#granted) {
+      throw new TransportClosedError(
+        `${this.label}: the peer sent past its window (${
+          this.#received + body.length
+        } > ${this.#granted} bytes)`,
+      );
+    }
+    this.#received += body.length;
+    const chunk = body.length < COPY_BELOW_BYTES ? body.slice() : body;
+    if (chunk.length === 0) return;
+    const reader = this.#reader;
+    if (reader !== undefined) {
+      this.#reader = undefined;
+      reader.resolve(this.#take(chunk));
+    } else this.#queue.push(chunk);
+  }
+
+  #wakeWriter(): void {
+    const waiter = this.#creditWaiter;
+    this.#creditWaiter = undefined;
+    waiter?.resolve();
+  }
+
+  readonly #tick = (): void => {
+    this.#silentTicks = this.#heardSinceTick ? 0 : this.#silentTicks + 1;
+    this.#heardSinceTick = false;
+    if (this.#silentTicks >= this.#maxSilentTicks) {
+      const ms = this.#silentTicks * this.#settings.heartbeatMs;
+      this.fail(new NatsPeerGoneError(`${this.label}: nothing heard from the peer for ${ms} ms`));
+      return;
+    }
+    if (!this.#sentSinceTick) {
+      try {
+        // With our inbox as reply subject: the server answers 503 if the peer's is gone.
+        this.#send(message(Kind.Ping, this.#nextSeq(), 0), this.inbox);
+      } catch {
+        return;
+      }
+    }
+    this.#sentSinceTick = false;
+  };
+
+  /** Stops the heartbeat and the subscription; a waiting writer fails with `error`. */
+  #stop(error: Error): void {
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+    const waiter = this.#creditWaiter;
+    this.#creditWaiter = undefined;
+    waiter?.reject(error);
+    if (!this.#subscription.isClosed()) {
+      try {
+        this.#subscription.unsubscribe();
+      } catch {
+        // The NATS connection is closed already.
+      }
+    }
+    this.#onFailure?.(this);
+  }
+}
