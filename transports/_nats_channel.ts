@@ -2,7 +2,7 @@
 // window per direction and a heartbeat, over two inbox subjects (one per end). The message
 // format and the rules are described in transports/nats.ts's module doc.
 
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
 import { createInbox } from "@nats-io/transport-node";
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
@@ -35,9 +35,9 @@ export class NatsChannel implements ByteChannel {
   label: string;
   /** The subject this end reads. */
   readonly inbox: string;
-  readonly #nc: NatsConnection;
+  readonly #nc: NatsClient;
   readonly #settings: NatsChannelSettings;
-  readonly #subscription: Subscription;
+  readonly #subscription: NatsSubscription;
   #peer: Hello | undefined;
   #sendSeq = 0;
   #recvSeq = 0;
@@ -50,7 +50,7 @@ export class NatsChannel implements ByteChannel {
   #granted: number;
   readonly #queue: Uint8Array[] = [];
   /** Messages that came before `connect()`: the client's first ones can pass its reply. */
-  #early: Msg[] | undefined = [];
+  #early: NatsMessage[] | undefined = [];
   #reader: PromiseWithResolvers<Uint8Array | null> | undefined;
   #creditWaiter: PromiseWithResolvers<void> | undefined;
   /** The peer sent End (or Bye): after the queue, reads end. */
@@ -68,7 +68,7 @@ export class NatsChannel implements ByteChannel {
   readonly #onFailure: ((channel: NatsChannel) => void) | undefined;
 
   constructor(
-    nc: NatsConnection,
+    nc: NatsClient,
     settings: NatsChannelSettings,
     onRelease?: (channel: NatsChannel) => void,
   ) {
@@ -244,7 +244,7 @@ export class NatsChannel implements ByteChannel {
     return this.#failure === undefined && !this.#released && !this.#peerClosed;
   }
 
-  readonly #onMessage = (error: Error | null, msg: Msg): void => {
+  readonly #onMessage = (error: Error | null, msg: NatsMessage): void => {
     if (this.#released || this.#failure !== undefined) return;
     if (this.#early !== undefined && error === null) {
       // The peer keeps to the window this end announced, so these are bounded by it.
@@ -270,7 +270,7 @@ export class NatsChannel implements ByteChannel {
     }
   };
 
-  #receive(msg: Msg): void {
+  #receive(msg: NatsMessage): void {
     if (msg.headers?.code === 503) {
       // Our Ping found no subscriber on the peer's inbox: its NATS connection is gone.
       throw new NatsPeerGoneError(`${this.label}: the peer's inbox has no subscriber any more`);

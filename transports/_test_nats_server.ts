@@ -26,6 +26,8 @@ export interface NatsServer extends AsyncDisposable {
   /** `127.0.0.1:port`, for `connect({ servers })`. */
   readonly url: string;
   readonly port: number;
+  /** The server's process id (for its memory figures). */
+  readonly pid: number;
   /** Opens a client connection to it (closed by `stop()` if still open). */
   connect(): Promise<NatsConnection>;
   /** Closes the clients it opened, stops the server and removes its files. */
@@ -80,6 +82,7 @@ export async function startNatsServer(config = ""): Promise<NatsServer> {
   return {
     url,
     port,
+    pid: child.pid,
     async connect() {
       const nc = await connect({ servers: url });
       clients.push(nc);

@@ -5,7 +5,7 @@
  * subject and queue group share the incoming connections; each connection then stays with the
  * instance that accepted it.
  *
- * You create the `NatsConnection` (`connect()` of `npm:@nats-io/transport-node`) with your own
+ * You create the `NatsClient` (`connect()` of `npm:@nats-io/transport-node`) with your own
  * servers, credentials, token or TLS options; conduit only uses it, and never closes it.
  *
  * ## The protocol on NATS (version `conduit-nats/1`)
@@ -41,7 +41,7 @@
  * or its process died), the server answers the Ping with a "no responders" status and the
  * connection ends with {@linkcode NatsPeerGoneError} within one interval; if nothing at all
  * comes from the peer for three of its intervals (plus one of ours), likewise. Closing the
- * local `NatsConnection` ends every transport on it with `TransportClosedError`.
+ * local `NatsClient` ends every transport on it with `TransportClosedError`.
  *
  * Not covered: interest propagation delays across a NATS cluster or supercluster between
  * the handshake's subscription and its first message (on one server the order is kept).
@@ -72,21 +72,21 @@
  * @module
  */
 
-import {
-  type Msg,
-  type NatsConnection,
-  NoRespondersError,
-  RequestError,
-  type Subscription,
-  TimeoutError,
-} from "@nats-io/transport-node";
+import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { TransportClosedError } from "../errors.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
 import { decodeHello, encodeHello, PROTOCOL } from "./_nats_wire.ts";
 import type { Listener, Transport } from "./types.ts";
+import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
 
 export { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
+export type {
+  NatsClient,
+  NatsMessage,
+  NatsSubscribeOptions,
+  NatsSubscription,
+} from "./_nats_client.ts";
 
 /**
  * The default receive window of a NATS transport: the Data bytes a peer may have sent that
@@ -282,7 +282,7 @@ export interface NatsListener extends Listener {
  * ```
  */
 export async function listenNats(
-  nc: NatsConnection,
+  nc: NatsClient,
   subject: string,
   options: ListenNatsOptions = {},
 ): Promise<NatsListener> {
@@ -318,13 +318,13 @@ export async function listenNats(
  * ```
  */
 export async function connectNats(
-  nc: NatsConnection,
+  nc: NatsClient,
   subject: string,
   options: ConnectNatsOptions = {},
 ): Promise<Transport> {
   const timeout = positive(options.timeoutMs, DEFAULT_NATS_CONNECT_TIMEOUT_MS, "timeoutMs");
   const channel = new NatsChannel(nc, settingsOf(options), forget(nc));
-  let reply: Msg;
+  let reply: NatsMessage;
   try {
     reply = await nc.request(subject, encodeHello(channel.hello()), { timeout });
   } catch (cause) {
@@ -371,15 +371,15 @@ class NatsConnListener implements NatsListener {
   readonly addr: Deno.Addr;
   readonly subject: string;
   readonly queue: string | undefined;
-  readonly #nc: NatsConnection;
+  readonly #nc: NatsClient;
   readonly #settings: NatsChannelSettings;
   readonly #backlog: number;
-  readonly #subscription: Subscription;
+  readonly #subscription: NatsSubscription;
   readonly #ready: Transport[] = [];
   readonly #waiters: PromiseWithResolvers<Transport>[] = [];
   #closing: Promise<void> | undefined;
 
-  constructor(nc: NatsConnection, subject: string, options: ListenNatsOptions) {
+  constructor(nc: NatsClient, subject: string, options: ListenNatsOptions) {
     this.#nc = nc;
     this.subject = subject;
     this.queue = options.queue;
@@ -437,7 +437,7 @@ class NatsConnListener implements NatsListener {
     if (!this.#nc.isClosed()) await this.#nc.flush().catch(() => {});
   }
 
-  readonly #onHello = (error: Error | null, msg: Msg): void => {
+  readonly #onHello = (error: Error | null, msg: NatsMessage): void => {
     if (error !== null || this.#closing !== undefined || msg.reply === undefined) return;
     let hello;
     try {
@@ -463,7 +463,7 @@ class NatsConnListener implements NatsListener {
   };
 }
 
-function respond(msg: Msg, body: Parameters<typeof encodeHello>[0]): void {
+function respond(msg: NatsMessage, body: Parameters<typeof encodeHello>[0]): void {
   try {
     msg.respond(encodeHello(body));
   } catch {
@@ -472,9 +472,9 @@ function respond(msg: Msg, body: Parameters<typeof encodeHello>[0]): void {
 }
 
 /** The live channels of each NATS connection, failed together when it closes. */
-const channelsOf = new WeakMap<NatsConnection, Set<NatsChannel>>();
+const channelsOf = new WeakMap<NatsClient, Set<NatsChannel>>();
 
-function remember(nc: NatsConnection, channel: NatsChannel): void {
+function remember(nc: NatsClient, channel: NatsChannel): void {
   let channels = channelsOf.get(nc);
   if (channels === undefined) {
     const set = channels = new Set();
@@ -490,7 +490,7 @@ function remember(nc: NatsConnection, channel: NatsChannel): void {
   channels.add(channel);
 }
 
-function forget(nc: NatsConnection): (channel: NatsChannel) => void {
+function forget(nc: NatsClient): (channel: NatsChannel) => void {
   return (channel) => channelsOf.get(nc)?.delete(channel);
 }
 
@@ -511,7 +511,7 @@ function positive(value: number | undefined, fallback: number, name: string): nu
 }
 
 /** The server `nc` is connected to, as an address (for `Listener.addr`). */
-function serverAddr(nc: NatsConnection): Deno.NetAddr {
+function serverAddr(nc: NatsClient): Deno.NetAddr {
   const server = nc.getServer();
   const colon = server.lastIndexOf(":");
   const port = Number(server.slice(colon + 1));
