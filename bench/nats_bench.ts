@@ -3,6 +3,8 @@
 //
 //   deno run -A bench/nats_bench.ts [rounds=3] [streamMiB=256]
 //
+// NATS_CONF, if set, is the nats-server config (e.g. "max_payload: 262144").
+//
 // Per round and transport: small JSON call p50/p99 (awaited one at a time), calls/s with 256
 // in flight, MB/s of 1 MiB raw calls (one way), and a stream of 1 MiB items through a consumer
 // slowed to ~250 MB/s with the process's peak RSS above its level before the stream (and the
@@ -162,7 +164,7 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-const nats = await startNatsServer();
+const nats = await startNatsServer(Deno.env.get("NATS_CONF") ?? "");
 const results: Record<Kind, Figures[]> = { tcp: [], nats: [] };
 try {
   for (let r = 0; r < ROUNDS; r++) {

@@ -117,6 +117,7 @@ export class NatsChannel implements ByteChannel {
 
   write(chunk: Uint8Array): Promise<void> | undefined {
     this.#assertWritable();
+    if (chunk.length === 0) return undefined;
     const piece = this.#maxPiece();
     if (chunk.length <= piece && this.#sent + chunk.length <= this.#sendLimit) {
       this.#sendData(chunk);

@@ -74,6 +74,7 @@
 
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { TransportClosedError } from "../errors.ts";
+import { ListenerBase } from "./_listener_base.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
 import { decodeHello, encodeHello, PROTOCOL } from "./_nats_wire.ts";
@@ -367,7 +368,7 @@ export async function connectNats(
   return new ByteChannelTransport(channel);
 }
 
-class NatsConnListener implements NatsListener {
+class NatsConnListener extends ListenerBase implements NatsListener {
   readonly addr: Deno.Addr;
   readonly subject: string;
   readonly queue: string | undefined;
@@ -377,9 +378,9 @@ class NatsConnListener implements NatsListener {
   readonly #subscription: NatsSubscription;
   readonly #ready: Transport[] = [];
   readonly #waiters: PromiseWithResolvers<Transport>[] = [];
-  #closing: Promise<void> | undefined;
 
   constructor(nc: NatsClient, subject: string, options: ListenNatsOptions) {
+    super();
     this.#nc = nc;
     this.subject = subject;
     this.queue = options.queue;
@@ -394,7 +395,7 @@ class NatsConnListener implements NatsListener {
   }
 
   accept(): Promise<Transport> {
-    if (this.#closing !== undefined) {
+    if (this.closing) {
       return Promise.reject(new TransportClosedError("The listener is closed"));
     }
     const ready = this.#ready.shift();
@@ -404,28 +405,7 @@ class NatsConnListener implements NatsListener {
     return waiter.promise;
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<Transport> {
-    while (this.#closing === undefined) {
-      let transport: Transport;
-      try {
-        transport = await this.accept();
-      } catch (error) {
-        if (this.#closing !== undefined) return;
-        throw error;
-      }
-      yield transport;
-    }
-  }
-
-  close(): Promise<void> {
-    return this.#closing ??= this.#close();
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close();
-  }
-
-  async #close(): Promise<void> {
+  protected override async release(): Promise<void> {
     try {
       this.#subscription.unsubscribe();
     } catch {
@@ -438,7 +418,7 @@ class NatsConnListener implements NatsListener {
   }
 
   readonly #onHello = (error: Error | null, msg: NatsMessage): void => {
-    if (error !== null || this.#closing !== undefined || msg.reply === undefined) return;
+    if (error !== null || this.closing || msg.reply === undefined) return;
     let hello;
     try {
       hello = decodeHello(msg.data);

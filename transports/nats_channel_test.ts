@@ -150,13 +150,7 @@ natsTest(
 natsTest("cancellation reaches the handler over NATS", async (nats) => {
   const handlerSaw = Promise.withResolvers<unknown>();
   await using pair = await channelPair(nats, {
-    wait: (_ms, ctx) =>
-      new Promise((_resolve, reject) => {
-        ctx.signal.addEventListener("abort", () => {
-          handlerSaw.resolve(ctx.signal.reason);
-          reject(ctx.signal.reason);
-        });
-      }),
+    wait: (_ms, ctx) => untilAborted(ctx, handlerSaw),
   });
   const controller = new AbortController();
   const call = pair.client.remote.wait(0, { signal: controller.signal });
@@ -169,13 +163,7 @@ natsTest("cancellation reaches the handler over NATS", async (nats) => {
 natsTest("deadlines: the call rejects and the handler's signal fires", async (nats) => {
   const handlerSaw = Promise.withResolvers<unknown>();
   await using pair = await channelPair(nats, {
-    wait: (_ms, ctx) =>
-      new Promise((_resolve, reject) => {
-        ctx.signal.addEventListener("abort", () => {
-          handlerSaw.resolve(ctx.signal.reason);
-          reject(ctx.signal.reason);
-        });
-      }),
+    wait: (_ms, ctx) => untilAborted(ctx, handlerSaw),
   });
   const error = await pair.client.remote.wait(0, { timeout: 50 }).catch((e) => e);
   assert.ok(error instanceof DeadlineExceededError, `got ${error}`);
@@ -197,3 +185,13 @@ natsTest(
     assert.ok(error instanceof ConnectionClosedError, `got ${error}`);
   },
 );
+
+/** A handler that never finishes on its own: it rejects when its call's signal fires. */
+function untilAborted(ctx: CallContext, saw: PromiseWithResolvers<unknown>): Promise<string> {
+  return new Promise((_resolve, reject) => {
+    ctx.signal.addEventListener("abort", () => {
+      saw.resolve(ctx.signal.reason);
+      reject(ctx.signal.reason);
+    });
+  });
+}

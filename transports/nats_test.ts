@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { TransportClosedError } from "../errors.ts";
 import { type StuckPeer, testTransportConformance } from "./_conformance.ts";
+import { concat, pattern } from "../framing/_test_util.ts";
 import { streamByte } from "./_test_nats_peer.ts";
 import { haveNatsServer, type NatsServer, startNatsServer } from "./_test_nats_server.ts";
 import {
@@ -158,7 +159,7 @@ natsTest(
     const writing = (async () => {
       const writer = client.writable.getWriter();
       for (let off = 0; off < total; off += 16 * 1024) {
-        await writer.write(pattern(16 * 1024, off));
+        await writer.write(pattern(off, 16 * 1024));
         written += 16 * 1024;
         maxAhead = Math.max(maxAhead, written - read);
       }
@@ -176,7 +177,7 @@ natsTest(
     for (let off = 0; off < total; off += 16 * 1024) {
       assert.deepEqual(
         all.subarray(off, off + 16 * 1024),
-        pattern(16 * 1024, off),
+        pattern(off, 16 * 1024),
         `bytes at ${off}`,
       );
     }
@@ -339,20 +340,4 @@ function streamBlock(offset: number): Uint8Array {
   const bytes = new Uint8Array(BLOCK);
   for (let i = 0; i < BLOCK; i++) bytes[i] = streamByte(offset + i);
   return bytes;
-}
-
-function pattern(size: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  for (let i = 0; i < size; i++) bytes[i] = (i * 31 + seed * 7 + (i >> 8)) & 0xff;
-  return bytes;
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((sum, c) => sum + c.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }
