@@ -5,7 +5,8 @@
 //
 // NATS_CONF, if set, is the nats-server config (e.g. "max_payload: 262144").
 //
-// Per round and transport: small JSON call p50/p99 (awaited one at a time), calls/s with 256
+// Per round and transport: small JSON call p50/p99 (awaited one at a time; for NATS also a
+// plain nats.js request/reply of the same bytes, the floor under a call), calls/s with 256
 // in flight, MB/s of 1 MiB raw calls (one way), and a stream of 1 MiB items through a consumer
 // slowed to ~250 MB/s with the process's peak RSS above its level before the stream (and the
 // nats-server's). Prints one Markdown table of medians over the rounds.
@@ -39,6 +40,9 @@ interface RawApi {
 interface Figures {
   p50: number;
   p99: number;
+  /** nats.js request/reply of the same JSON bytes, no conduit: the floor under a NATS call. */
+  natsP50: number;
+  natsP99: number;
   callsPerSecond: number;
   bigMBps: number;
   streamMBps: number;
@@ -94,17 +98,40 @@ async function channels<T extends object>(
   };
 }
 
-async function round(kind: Kind, nats: NatsServer): Promise<Figures> {
-  const json = await channels<Api>(kind, nats, false);
-  const echo = json.client.remote.echo;
-  for (let i = 0; i < 500; i++) await echo(SMALL);
-  const samples = new Float64Array(LATENCY_CALLS);
-  for (let i = 0; i < LATENCY_CALLS; i++) {
+/** p50 and p99 in µs of `count` awaited runs of `op`, after a warm-up. */
+async function latency(count: number, op: () => Promise<unknown>): Promise<[number, number]> {
+  for (let i = 0; i < 500; i++) await op();
+  const samples = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
     const start = performance.now();
-    await echo(SMALL);
+    await op();
     samples[i] = performance.now() - start;
   }
   samples.sort();
+  return [samples[Math.floor(count * 0.5)] * 1000, samples[Math.floor(count * 0.99)] * 1000];
+}
+
+/** Plain nats.js request/reply between two client connections, as a reference. */
+async function natsFloor(nats: NatsServer): Promise<[number, number]> {
+  const [serverNc, clientNc] = await Promise.all([nats.connect(), nats.connect()]);
+  const sub = serverNc.subscribe("floor", {
+    callback: (_error, msg) => {
+      msg.respond(msg.data);
+    },
+  });
+  await serverNc.flush();
+  const payload = new TextEncoder().encode(JSON.stringify(SMALL));
+  const figures = await latency(LATENCY_CALLS, () => clientNc.request("floor", payload));
+  sub.unsubscribe();
+  await Promise.all([serverNc.close(), clientNc.close()]);
+  return figures;
+}
+
+async function round(kind: Kind, nats: NatsServer): Promise<Figures> {
+  const [natsP50, natsP99] = kind === "nats" ? await natsFloor(nats) : [0, 0];
+  const json = await channels<Api>(kind, nats, false);
+  const echo = json.client.remote.echo;
+  const [p50, p99] = await latency(LATENCY_CALLS, () => echo(SMALL));
   let started = 0;
   let start = performance.now();
   await Promise.all(Array.from({ length: 256 }, async () => {
@@ -139,8 +166,10 @@ async function round(kind: Kind, nats: NatsServer): Promise<Figures> {
   clearInterval(sampler);
   await raw.close();
   return {
-    p50: samples[Math.floor(LATENCY_CALLS * 0.5)] * 1000,
-    p99: samples[Math.floor(LATENCY_CALLS * 0.99)] * 1000,
+    p50,
+    p99,
+    natsP50,
+    natsP99,
     callsPerSecond,
     bigMBps,
     streamMBps,
@@ -181,17 +210,17 @@ try {
 const fmt = (value: number, digits = 0) =>
   value.toLocaleString("en-US", { maximumFractionDigits: digits });
 console.log(
-  `| transport | small call p50 / p99 (µs) | calls/s, 256 in flight | 1 MiB raw calls (MB/s) | ` +
+  `| transport | small call p50 / p99 (µs) | plain NATS request p50 / p99 (µs) | calls/s, 256 in flight | 1 MiB raw calls (MB/s) | ` +
     `${STREAM_MIB} MiB stream, slow consumer (MB/s) | peak RSS growth (MiB): process / nats-server |`,
 );
-console.log("| --- | --- | --- | --- | --- | --- |");
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
 for (const kind of ["tcp", "nats"] as Kind[]) {
   const m = (key: keyof Figures) => median(results[kind].map((f) => f[key]));
   console.log(
-    `| ${kind} | ${fmt(m("p50"))} / ${fmt(m("p99"))} | ${fmt(m("callsPerSecond"))} | ${
-      fmt(m("bigMBps"))
-    } | ${fmt(m("streamMBps"))} | ${fmt(m("rssMiB"), 1)} / ${
-      kind === "nats" ? fmt(m("serverRssMiB"), 1) : "–"
-    } |`,
+    `| ${kind} | ${fmt(m("p50"))} / ${fmt(m("p99"))} | ${
+      kind === "nats" ? `${fmt(m("natsP50"))} / ${fmt(m("natsP99"))}` : "–"
+    } | ${fmt(m("callsPerSecond"))} | ${fmt(m("bigMBps"))} | ${fmt(m("streamMBps"))} | ${
+      fmt(m("rssMiB"), 1)
+    } / ${kind === "nats" ? fmt(m("serverRssMiB"), 1) : "–"} |`,
   );
 }
