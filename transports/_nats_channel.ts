@@ -17,6 +17,7 @@ import {
   readCredit,
 } from "./_nats_wire.ts";
 import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
+import { Heartbeat, ReceiveCredit, SendCredit } from "./_nats_flow.ts";
 
 /** The settings one end keeps; the peer learns them in the handshake. */
 export interface NatsChannelSettings {
@@ -41,41 +42,30 @@ export class NatsChannel implements ByteChannel {
   #peer: Hello | undefined;
   #sendSeq = 0;
   #recvSeq = 0;
-  /** Data bytes sent, and the total the peer allows. */
-  #sent = 0;
-  #sendLimit = 0;
-  /** Data bytes received, handed to the reader, and the total this end allows. */
-  #received = 0;
-  #consumed = 0;
-  #granted: number;
+  #sendCredit = new SendCredit(0);
+  readonly #receiveCredit: ReceiveCredit;
   readonly #queue: Uint8Array[] = [];
   /** Messages that came before `connect()`: the client's first ones can pass its reply. */
   #early: NatsMessage[] | undefined = [];
   #reader: PromiseWithResolvers<Uint8Array | null> | undefined;
-  #creditWaiter: PromiseWithResolvers<void> | undefined;
   /** The peer sent End (or Bye): after the queue, reads end. */
   #peerEnded = false;
   /** The peer sent Bye: it reads nothing any more. */
   #peerClosed = false;
   #failure: Error | undefined;
   #released = false;
-  #heartbeat: ReturnType<typeof setInterval> | undefined;
-  /** Ticks in a row with nothing from the peer, and how many make it gone. */
-  #silentTicks = 0;
-  #maxSilentTicks = 0;
-  #heardSinceTick = false;
-  #sentSinceTick = false;
-  readonly #onFailure: ((channel: NatsChannel) => void) | undefined;
+  #heartbeat: Heartbeat | undefined;
+  readonly #onStop: ((channel: NatsChannel) => void) | undefined;
 
   constructor(
     nc: NatsClient,
     settings: NatsChannelSettings,
-    onRelease?: (channel: NatsChannel) => void,
+    onStop?: (channel: NatsChannel) => void,
   ) {
     this.#nc = nc;
     this.#settings = settings;
-    this.#granted = settings.windowBytes;
-    this.#onFailure = onRelease;
+    this.#receiveCredit = new ReceiveCredit(settings.windowBytes);
+    this.#onStop = onStop;
     this.inbox = createInbox(settings.inboxPrefix);
     this.label = `NATS inbox ${this.inbox}`;
     this.#subscription = nc.subscribe(this.inbox, { callback: this.#onMessage });
@@ -94,14 +84,13 @@ export class NatsChannel implements ByteChannel {
   /** Starts talking to the peer that sent `peer`. */
   connect(peer: Hello, label: string): void {
     this.#peer = peer;
-    this.#sendLimit = peer.window;
+    this.#sendCredit = new SendCredit(peer.window);
     this.label = label;
-    // Counted in our own ticks, not in wall time: a late tick after a stall of this
-    // process's event loop must not make a live peer look silent.
-    this.#maxSilentTicks = Math.ceil(
-      (MISSED_HEARTBEATS * peer.heartbeatMs) / this.#settings.heartbeatMs,
-    ) + 1;
-    this.#heartbeat = setInterval(this.#tick, this.#settings.heartbeatMs);
+    this.#heartbeat = new Heartbeat(
+      this.#settings.heartbeatMs,
+      MISSED_HEARTBEATS * peer.heartbeatMs,
+      this.#heartbeatEvents,
+    );
     const early = this.#early!;
     this.#early = undefined;
     for (const msg of early) this.#onMessage(null, msg);
@@ -119,7 +108,7 @@ export class NatsChannel implements ByteChannel {
     this.#assertWritable();
     if (chunk.length === 0) return undefined;
     const piece = this.#maxPiece();
-    if (chunk.length <= piece && this.#sent + chunk.length <= this.#sendLimit) {
+    if (chunk.length <= piece && chunk.length <= this.#sendCredit.available) {
       this.#sendData(chunk);
       return undefined;
     }
@@ -172,12 +161,9 @@ export class NatsChannel implements ByteChannel {
 
   async #writeInPieces(chunk: Uint8Array, piece: number): Promise<void> {
     for (let offset = 0; offset < chunk.length;) {
-      while (this.#sent >= this.#sendLimit) {
-        this.#creditWaiter = Promise.withResolvers();
-        await this.#creditWaiter.promise;
-      }
+      await this.#sendCredit.wait();
       this.#assertWritable();
-      const size = Math.min(chunk.length - offset, piece, this.#sendLimit - this.#sent);
+      const size = Math.min(chunk.length - offset, piece, this.#sendCredit.available);
       this.#sendData(chunk.subarray(offset, offset + size));
       offset += size;
     }
@@ -203,7 +189,7 @@ export class NatsChannel implements ByteChannel {
     const data = message(Kind.Data, this.#nextSeq(), bytes.length);
     data.set(bytes, HEADER_BYTES);
     this.#send(data);
-    this.#sent += bytes.length;
+    this.#sendCredit.spend(bytes.length);
   }
 
   #send(payload: Uint8Array, reply?: string): void {
@@ -217,7 +203,7 @@ export class NatsChannel implements ByteChannel {
       this.fail(error);
       throw error;
     }
-    this.#sentSinceTick = true;
+    this.#heartbeat?.sent();
   }
 
   #nextSeq(): number {
@@ -227,13 +213,10 @@ export class NatsChannel implements ByteChannel {
   }
 
   #take(chunk: Uint8Array): Uint8Array {
-    this.#consumed += chunk.length;
-    const window = this.#settings.windowBytes;
-    // Grant more once a quarter of the window was read: few Credit messages, no stall.
-    if (this.#consumed + window - this.#granted >= window / 4 && this.#canNotify()) {
-      this.#granted = this.#consumed + window;
+    const grant = this.#receiveCredit.consume(chunk.length);
+    if (grant !== undefined && this.#canNotify()) {
       try {
-        this.#send(creditMessage(this.#nextSeq(), this.#granted));
+        this.#send(creditMessage(this.#nextSeq(), grant));
       } catch {
         // fail() has run: the next read reports it.
       }
@@ -286,12 +269,11 @@ export class NatsChannel implements ByteChannel {
       throw new NatsMessagesLostError(this.label, this.#recvSeq, decoded.seq);
     }
     this.#recvSeq = (this.#recvSeq + 1) >>> 0;
-    this.#heardSinceTick = true;
+    this.#heartbeat?.heard();
     const { kind, body } = decoded;
     if (kind === Kind.Data) return this.#receiveData(body);
     if (kind === Kind.Credit) {
-      this.#sendLimit = Math.max(this.#sendLimit, readCredit(body));
-      this.#wakeWriter();
+      this.#sendCredit.grant(readCredit(body));
     } else if (kind === Kind.End || kind === Kind.Bye) {
       this.#peerEnded = true;
       this.#reader?.resolve(null);
@@ -313,14 +295,10 @@ export class NatsChannel implements ByteChannel {
 
   #receiveData(body: Uint8Array): void {
     if (this.#peerEnded) throw new TransportClosedError(`${this.label}: data after the end`);
-    if (this.#received + body.length > this.#granted) {
-      throw new TransportClosedError(
-        `${this.label}: the peer sent past its window (${
-          this.#received + body.length
-        } > ${this.#granted} bytes)`,
-      );
+    const excess = this.#receiveCredit.receive(body.length);
+    if (excess !== undefined) {
+      throw new TransportClosedError(`${this.label}: the peer sent past its window (${excess})`);
     }
-    this.#received += body.length;
     const chunk = body.length < COPY_BELOW_BYTES ? body.slice() : body;
     if (chunk.length === 0) return;
     const reader = this.#reader;
@@ -330,38 +308,26 @@ export class NatsChannel implements ByteChannel {
     } else this.#queue.push(chunk);
   }
 
-  #wakeWriter(): void {
-    const waiter = this.#creditWaiter;
-    this.#creditWaiter = undefined;
-    waiter?.resolve();
-  }
-
-  readonly #tick = (): void => {
-    this.#silentTicks = this.#heardSinceTick ? 0 : this.#silentTicks + 1;
-    this.#heardSinceTick = false;
-    if (this.#silentTicks >= this.#maxSilentTicks) {
-      const ms = this.#silentTicks * this.#settings.heartbeatMs;
-      this.fail(new NatsPeerGoneError(`${this.label}: nothing heard from the peer for ${ms} ms`));
-      return;
-    }
-    if (!this.#sentSinceTick) {
+  readonly #heartbeatEvents = {
+    ping: (): void => {
       try {
         // With our inbox as reply subject: the server answers 503 if the peer's is gone.
         this.#send(message(Kind.Ping, this.#nextSeq(), 0), this.inbox);
       } catch {
-        return;
+        // fail() has run.
       }
-    }
-    this.#sentSinceTick = false;
+    },
+    gone: (silentMs: number): void => {
+      this.fail(
+        new NatsPeerGoneError(`${this.label}: nothing heard from the peer for ${silentMs} ms`),
+      );
+    },
   };
 
   /** Stops the heartbeat and the subscription; a waiting writer fails with `error`. */
   #stop(error: Error): void {
-    clearInterval(this.#heartbeat);
-    this.#heartbeat = undefined;
-    const waiter = this.#creditWaiter;
-    this.#creditWaiter = undefined;
-    waiter?.reject(error);
+    this.#heartbeat?.stop();
+    this.#sendCredit.fail(error);
     if (!this.#subscription.isClosed()) {
       try {
         this.#subscription.unsubscribe();
@@ -369,6 +335,6 @@ export class NatsChannel implements ByteChannel {
         // The NATS connection is closed already.
       }
     }
-    this.#onFailure?.(this);
+    this.#onStop?.(this);
   }
 }

@@ -1,0 +1,139 @@
+// The flow control and liveness of one NATS connection's end: the credit it may still spend
+// sending, the credit it grants its peer, and the heartbeat. Pure bookkeeping, no NATS.
+
+/** The sending side of a credit window: what may still be sent, and a wait for more. */
+export class SendCredit {
+  #sent = 0;
+  #limit: number;
+  #waiter: PromiseWithResolvers<void> | undefined;
+
+  /** @param limit The bytes the peer allows before it grants more (its window). */
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** The bytes that may be sent now. */
+  get available(): number {
+    return this.#limit - this.#sent;
+  }
+
+  /** Counts `bytes` as sent. */
+  spend(bytes: number): void {
+    this.#sent += bytes;
+  }
+
+  /** The peer allows `total` bytes in all (a Credit message); wakes a waiting writer. */
+  grant(total: number): void {
+    if (total <= this.#limit) return;
+    this.#limit = total;
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.resolve();
+  }
+
+  /** Resolves once some bytes may be sent; rejects with what `fail()` was given. */
+  async wait(): Promise<void> {
+    while (this.available <= 0) {
+      this.#waiter = Promise.withResolvers();
+      await this.#waiter.promise;
+    }
+  }
+
+  /** Fails a waiting writer with `error`. */
+  fail(error: Error): void {
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.reject(error);
+  }
+}
+
+/** The receiving side: checks that the peer keeps to the window, and says when to grant more. */
+export class ReceiveCredit {
+  readonly #window: number;
+  #received = 0;
+  #consumed = 0;
+  #granted: number;
+
+  /** @param window The bytes the peer may send ahead of this end's reads. */
+  constructor(window: number) {
+    this.#window = window;
+    this.#granted = window;
+  }
+
+  /** Counts `bytes` in; returns a message when that goes past what was granted. */
+  receive(bytes: number): string | undefined {
+    const total = this.#received + bytes;
+    if (total > this.#granted) return `${total} > ${this.#granted} bytes`;
+    this.#received = total;
+    return undefined;
+  }
+
+  /**
+   * Counts `bytes` as read; returns the new total to grant once a quarter of the window has
+   * been read since the last grant (few Credit messages, and the writer never stalls on a
+   * reader that keeps up), else `undefined`.
+   */
+  consume(bytes: number): number | undefined {
+    this.#consumed += bytes;
+    if (this.#consumed + this.#window - this.#granted < this.#window / 4) return undefined;
+    return this.#granted = this.#consumed + this.#window;
+  }
+}
+
+/** What a {@linkcode Heartbeat} does on its ticks. */
+export interface HeartbeatEvents {
+  /** Nothing was sent during the last interval: show the peer we are alive. */
+  ping(): void;
+  /** Nothing came from the peer for `silentMs`. */
+  gone(silentMs: number): void;
+}
+
+/**
+ * A connection's heartbeat. Silence is counted in this end's own ticks, not in wall time, so
+ * that one late tick after a stall of this process's event loop does not make a live peer
+ * look gone.
+ */
+export class Heartbeat {
+  readonly #intervalMs: number;
+  readonly #maxSilentTicks: number;
+  readonly #events: HeartbeatEvents;
+  readonly #timer: ReturnType<typeof setInterval>;
+  #silentTicks = 0;
+  #heard = false;
+  #sent = false;
+
+  /**
+   * Starts ticking every `intervalMs`; the peer is gone after `silentMs` of silence.
+   */
+  constructor(intervalMs: number, silentMs: number, events: HeartbeatEvents) {
+    this.#intervalMs = intervalMs;
+    this.#maxSilentTicks = Math.ceil(silentMs / intervalMs) + 1;
+    this.#events = events;
+    this.#timer = setInterval(this.#tick, intervalMs);
+  }
+
+  /** Something came from the peer. */
+  heard(): void {
+    this.#heard = true;
+  }
+
+  /** Something went to the peer. */
+  sent(): void {
+    this.#sent = true;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  readonly #tick = (): void => {
+    this.#silentTicks = this.#heard ? 0 : this.#silentTicks + 1;
+    this.#heard = false;
+    if (this.#silentTicks >= this.#maxSilentTicks) {
+      this.stop();
+      return this.#events.gone(this.#silentTicks * this.#intervalMs);
+    }
+    if (!this.#sent) this.#events.ping();
+    this.#sent = false;
+  };
+}
