@@ -7,9 +7,10 @@
 //
 // Per round and transport: small JSON call p50/p99 (awaited one at a time; for NATS also a
 // plain nats.js request/reply of the same bytes, the floor under a call), calls/s with 256
-// in flight, MB/s of 1 MiB raw calls (one way), and a stream of 1 MiB items through a consumer
-// slowed to ~250 MB/s with the process's peak RSS above its level before the stream (and the
-// nats-server's). Prints one Markdown table of medians over the rounds.
+// in flight, MB/s of the bare transport (1 MiB writes one way), MB/s of 1 MiB raw calls (one
+// way), and a stream of 1 MiB items through a consumer slowed to ~250 MB/s with the process's
+// peak RSS above its level before the stream (and the nats-server's). Prints one Markdown
+// table of medians over the rounds.
 
 import { jsonCodec } from "../codecs/json.ts";
 import { rawCodec } from "../codecs/raw.ts";
@@ -24,6 +25,7 @@ const STREAM_MIB = Number(Deno.args[1] ?? 256);
 const LATENCY_CALLS = 5_000;
 const MANY_CALLS = 50_000;
 const BIG_CALLS = 64;
+const RAW_MIB = 256;
 const MIB = 1 << 20;
 const SMALL = { id: 42, name: "conduit", tags: ["bench", "small", "call"] };
 
@@ -44,6 +46,8 @@ interface Figures {
   natsP50: number;
   natsP99: number;
   callsPerSecond: number;
+  /** The transport alone, no channel: 1 MiB writes one way. */
+  rawMBps: number;
   bigMBps: number;
   streamMBps: number;
   rssMiB: number;
@@ -127,8 +131,27 @@ async function natsFloor(nats: NatsServer): Promise<[number, number]> {
   return figures;
 }
 
+/** MB/s of `RAW_MIB` MiB written in 1 MiB chunks through a bare transport pair. */
+async function oneWay(kind: Kind, nats: NatsServer): Promise<number> {
+  const [a, b] = await transportPair(kind, nats);
+  const chunk = new Uint8Array(MIB).fill(5);
+  const start = performance.now();
+  const writing = (async () => {
+    const writer = a.writable.getWriter();
+    for (let i = 0; i < RAW_MIB; i++) await writer.write(chunk);
+    await writer.close();
+  })();
+  let received = 0;
+  for await (const bytes of b.readable) received += bytes.length;
+  await writing;
+  const mbps = received / 1e6 / ((performance.now() - start) / 1000);
+  await Promise.all([a.close(), b.close()]);
+  return mbps;
+}
+
 async function round(kind: Kind, nats: NatsServer): Promise<Figures> {
   const [natsP50, natsP99] = kind === "nats" ? await natsFloor(nats) : [0, 0];
+  const rawMBps = await oneWay(kind, nats);
   const json = await channels<Api>(kind, nats, false);
   const echo = json.client.remote.echo;
   const [p50, p99] = await latency(LATENCY_CALLS, () => echo(SMALL));
@@ -171,6 +194,7 @@ async function round(kind: Kind, nats: NatsServer): Promise<Figures> {
     natsP50,
     natsP99,
     callsPerSecond,
+    rawMBps,
     bigMBps,
     streamMBps,
     rssMiB: (peak - before) / MIB,
@@ -210,17 +234,18 @@ try {
 const fmt = (value: number, digits = 0) =>
   value.toLocaleString("en-US", { maximumFractionDigits: digits });
 console.log(
-  `| transport | small call p50 / p99 (µs) | plain NATS request p50 / p99 (µs) | calls/s, 256 in flight | 1 MiB raw calls (MB/s) | ` +
+  `| transport | small call p50 / p99 (µs) | plain NATS request p50 / p99 (µs) | calls/s, 256 in flight | ` +
+    `transport alone, 1 MiB writes one way (MB/s) | 1 MiB raw calls (MB/s) | ` +
     `${STREAM_MIB} MiB stream, slow consumer (MB/s) | peak RSS growth (MiB): process / nats-server |`,
 );
-console.log("| --- | --- | --- | --- | --- | --- | --- |");
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
 for (const kind of ["tcp", "nats"] as Kind[]) {
   const m = (key: keyof Figures) => median(results[kind].map((f) => f[key]));
   console.log(
     `| ${kind} | ${fmt(m("p50"))} / ${fmt(m("p99"))} | ${
       kind === "nats" ? `${fmt(m("natsP50"))} / ${fmt(m("natsP99"))}` : "–"
-    } | ${fmt(m("callsPerSecond"))} | ${fmt(m("bigMBps"))} | ${fmt(m("streamMBps"))} | ${
-      fmt(m("rssMiB"), 1)
-    } / ${kind === "nats" ? fmt(m("serverRssMiB"), 1) : "–"} |`,
+    } | ${fmt(m("callsPerSecond"))} | ${fmt(m("rawMBps"))} | ${fmt(m("bigMBps"))} | ${
+      fmt(m("streamMBps"))
+    } | ${fmt(m("rssMiB"), 1)} / ${kind === "nats" ? fmt(m("serverRssMiB"), 1) : "–"} |`,
   );
 }
