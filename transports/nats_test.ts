@@ -240,13 +240,16 @@ natsTest(
       server.connect(),
     ]);
     const listener = await listenNats(serverNc, "gap");
-    let inbox = "";
+    // The intruder overhears the client's handshake, which names the client's inbox.
+    const overheard = Promise.withResolvers<string>();
     const spy = intruder.subscribe("gap", {
-      callback: (_e, m) => inbox = JSON.parse(m.string()).inbox,
+      callback: (_e, m) => overheard.resolve(JSON.parse(m.string()).inbox),
     });
+    await intruder.flush();
     const accepted = listener.accept();
     const client = await connectNats(clientNc, "gap");
     const peer = await accepted;
+    const inbox = await overheard.promise;
     spy.unsubscribe();
     // The client's inbox gets a Data message numbered 5 while 0 is due.
     intruder.publish(inbox, new Uint8Array([0, 0, 0, 0, 5, 42]));
