@@ -55,6 +55,8 @@ export class NatsChannel implements ByteChannel {
   #failure: Error | undefined;
   #released = false;
   #heartbeat: Heartbeat | undefined;
+  /** On the listener's side until the client's Open came: called then. */
+  #onOpen: (() => void) | undefined;
   readonly #onStop: ((channel: NatsChannel) => void) | undefined;
 
   constructor(
@@ -81,19 +83,30 @@ export class NatsChannel implements ByteChannel {
     };
   }
 
-  /** Starts talking to the peer that sent `peer`. */
-  connect(peer: Hello, label: string): void {
+  /**
+   * Starts talking to the peer that sent `peer`. The client's end (no `onOpen`) sends Open at
+   * once; the listener's end sends nothing, not even a Ping, until that Open came, and then
+   * calls `onOpen`: a listener whose reply lost the race (several answered) stays silent and
+   * never disturbs the client's connection to the one that won.
+   */
+  connect(peer: Hello, label: string, onOpen?: () => void): void {
     this.#peer = peer;
     this.#sendCredit = new SendCredit(peer.window);
     this.label = label;
-    this.#heartbeat = new Heartbeat(
-      this.#settings.heartbeatMs,
-      MISSED_HEARTBEATS * peer.heartbeatMs,
-      this.#heartbeatEvents,
-    );
+    this.#onOpen = onOpen;
+    if (onOpen !== undefined) return;
+    this.#send(message(Kind.Open, this.#nextSeq(), 0));
+    this.#startHeartbeat();
     const early = this.#early!;
     this.#early = undefined;
     for (const msg of early) this.#onMessage(null, msg);
+  }
+
+  /** Releases the subscription without a word to the peer (a connection never opened). */
+  abandon(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#stop(new TransportClosedError(`${this.label} was never opened`));
   }
 
   read(): Promise<Uint8Array | null> {
@@ -228,11 +241,19 @@ export class NatsChannel implements ByteChannel {
     return this.#failure === undefined && !this.#released && !this.#peerClosed;
   }
 
+  #startHeartbeat(): void {
+    this.#heartbeat = new Heartbeat(
+      this.#settings.heartbeatMs,
+      MISSED_HEARTBEATS * this.#peer!.heartbeatMs,
+      this.#heartbeatEvents,
+    );
+  }
+
   readonly #onMessage = (error: Error | null, msg: NatsMessage): void => {
     if (this.#released || this.#failure !== undefined) return;
-    if (this.#early !== undefined && error === null) {
+    if (this.#peer === undefined && error === null) {
       // The peer keeps to the window this end announced, so these are bounded by it.
-      this.#early.push(msg);
+      this.#early!.push(msg);
       return;
     }
     if (error !== null) {
@@ -271,6 +292,7 @@ export class NatsChannel implements ByteChannel {
     this.#recvSeq = (this.#recvSeq + 1) >>> 0;
     this.#heartbeat?.heard();
     const { kind, body } = decoded;
+    if (this.#onOpen !== undefined || kind === Kind.Open) return this.#receiveOpen(kind);
     if (kind === Kind.Data) return this.#receiveData(body);
     if (kind === Kind.Credit) {
       this.#sendCredit.grant(readCredit(body));
@@ -293,13 +315,28 @@ export class NatsChannel implements ByteChannel {
     }
   }
 
+  /** The listener's end waits for Open first; it comes once, and only from the client. */
+  #receiveOpen(kind: number): void {
+    const onOpen = this.#onOpen;
+    if (kind !== Kind.Open || onOpen === undefined) {
+      throw new TransportClosedError(`${this.label}: message kind ${kind} out of turn`);
+    }
+    this.#onOpen = undefined;
+    this.#early = undefined;
+    this.#startHeartbeat();
+    onOpen();
+  }
+
   #receiveData(body: Uint8Array): void {
     if (this.#peerEnded) throw new TransportClosedError(`${this.label}: data after the end`);
     const excess = this.#receiveCredit.receive(body.length);
     if (excess !== undefined) {
       throw new TransportClosedError(`${this.label}: the peer sent past its window (${excess})`);
     }
-    const chunk = body.length < COPY_BELOW_BYTES ? body.slice() : body;
+    // Plain Uint8Arrays, never the client's Buffer views.
+    const chunk = body.length < COPY_BELOW_BYTES
+      ? new Uint8Array(body)
+      : new Uint8Array(body.buffer, body.byteOffset, body.length);
     if (chunk.length === 0) return;
     const reader = this.#reader;
     if (reader !== undefined) {

@@ -16,6 +16,8 @@ export const Kind = {
   Bye: 4,
   /** The sender aborted; the rest of the message is the reason, UTF-8. */
   Reset: 5,
+  /** The client's first message, to the listener instance whose reply it took. */
+  Open: 6,
 } as const;
 
 /** One of {@linkcode Kind}'s values. */

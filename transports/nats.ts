@@ -15,16 +15,20 @@
  * `{"protocol":"conduit-nats/1","inbox":C,"window":W,"heartbeatMs":H}`. The one listener
  * instance that gets it subscribes to a fresh inbox `S` of its own and replies with the same
  * shape naming `S`, or with `{"protocol":"conduit-nats/1","error":"…"}` to refuse (its backlog
- * is full, the request is malformed). From then on each end publishes only to the other's
- * inbox: the connection is pinned to that instance. No responder is
- * `Deno.errors.ConnectionRefused`, no reply within the timeout `Deno.errors.TimedOut`.
+ * is full, the request is malformed). The client then sends `Open` (below) to `S`, and the
+ * listener yields the connection once that came; from then on each end publishes only to the
+ * other's inbox: the connection is pinned to that instance. A listener sends nothing to `C`
+ * before `Open`, and drops a connection whose `Open` did not come within 10 s without a word:
+ * when several listeners answered (no queue group), the ones whose reply the client did not
+ * take never disturb it. No responder is `Deno.errors.ConnectionRefused`, no reply within the
+ * timeout `Deno.errors.TimedOut`.
  *
  * **Messages.** Every message on an inbox starts with a kind byte and a 32-bit big-endian
  * sequence number, counted per direction from 0 over every kind:
  * `0 Data` (the bytes follow), `1 Credit` (a float64: the total of Data bytes the sender may
  * have sent so far), `2 End` (half-close: no more Data), `3 Ping` (liveness, published with the
  * sender's inbox as reply subject), `4 Bye` (graceful close of both directions), `5 Reset`
- * (abort; a UTF-8 reason follows).
+ * (abort; a UTF-8 reason follows), `6 Open` (the client's first message).
  *
  * **Any size.** A write is cut into Data messages no larger than the payload limit the server
  * announces (`nc.info.max_payload`, 1 MiB by default) less the 5-byte header.
@@ -194,8 +198,8 @@ export interface NatsTransportOptions {
 export interface ListenNatsOptions extends NatsTransportOptions {
   /**
    * The queue group: listeners on the same subject and group share the connections, each
-   * going to one of them. Without it, every listener on the subject answers and the first
-   * reply wins (the others' transports end when the client's heartbeat never reaches them).
+   * going to one of them. Without it, every listener on the subject answers and the client
+   * takes the first reply; the others never yield the connection.
    */
   queue?: string;
   /**
@@ -377,6 +381,8 @@ class NatsConnListener extends ListenerBase implements NatsListener {
   readonly #backlog: number;
   readonly #subscription: NatsSubscription;
   readonly #ready: Transport[] = [];
+  /** Connections whose client has not sent Open yet, each with the timer that drops it. */
+  readonly #opening = new Map<NatsChannel, ReturnType<typeof setTimeout>>();
   readonly #waiters: PromiseWithResolvers<Transport>[] = [];
 
   constructor(nc: NatsClient, subject: string, options: ListenNatsOptions) {
@@ -413,6 +419,11 @@ class NatsConnListener extends ListenerBase implements NatsListener {
     }
     const closed = new TransportClosedError("The listener is closed");
     for (const waiter of this.#waiters.splice(0)) waiter.reject(closed);
+    for (const [channel, timer] of this.#opening) {
+      clearTimeout(timer);
+      channel.abandon();
+    }
+    this.#opening.clear();
     await Promise.all(this.#ready.splice(0).map((t) => t.abort(closed)));
     if (!this.#nc.isClosed()) await this.#nc.flush().catch(() => {});
   }
@@ -426,21 +437,36 @@ class NatsConnListener extends ListenerBase implements NatsListener {
       return void respond(msg, { protocol: PROTOCOL, error: messageOf(cause) });
     }
     if ("error" in hello) return;
-    if (this.#ready.length >= this.#backlog) {
+    if (this.#ready.length + this.#opening.size >= this.#backlog) {
       return void respond(msg, {
         protocol: PROTOCOL,
         error: `the listener's backlog of ${this.#backlog} connections is full`,
       });
     }
     const channel = new NatsChannel(this.#nc, this.#settings, forget(this.#nc));
-    channel.connect(hello, `NATS ${this.subject} (from ${hello.inbox})`);
+    channel.connect(hello, `NATS ${this.subject} (from ${hello.inbox})`, () => {
+      clearTimeout(this.#opening.get(channel));
+      this.#opening.delete(channel);
+      this.#deliver(new ByteChannelTransport(channel));
+    });
     remember(this.#nc, channel);
+    // Without the client's Open (it took another listener's reply, or gave up), the
+    // connection is dropped without a word.
+    this.#opening.set(
+      channel,
+      setTimeout(() => {
+        this.#opening.delete(channel);
+        channel.abandon();
+      }, DEFAULT_NATS_CONNECT_TIMEOUT_MS),
+    );
     respond(msg, channel.hello());
-    const transport = new ByteChannelTransport(channel);
+  };
+
+  #deliver(transport: Transport): void {
     const waiter = this.#waiters.shift();
     if (waiter !== undefined) waiter.resolve(transport);
     else this.#ready.push(transport);
-  };
+  }
 }
 
 function respond(msg: NatsMessage, body: Parameters<typeof encodeHello>[0]): void {

@@ -126,6 +126,46 @@ natsTest(
   },
 );
 
+natsTest(
+  "without a queue group every listener answers, one gets each connection",
+  async (server) => {
+    const ncs = await Promise.all([server.connect(), server.connect(), server.connect()]);
+    const listeners = await Promise.all([
+      listenNats(ncs[0], "all", { heartbeatMs: 50 }),
+      listenNats(ncs[1], "all", { heartbeatMs: 50 }),
+    ]);
+    const accepted: Transport[] = [];
+    const serving = listeners.map(async (listener) => {
+      for await (const t of listener) {
+        accepted.push(t);
+        void t.readable.pipeTo(t.writable).catch(() => {});
+      }
+    });
+    const clients = await Promise.all(
+      Array.from({ length: 10 }, () => connectNats(ncs[2], "all", { heartbeatMs: 50 })),
+    );
+    // Each client talks to the one listener whose reply it took; the other listener's
+    // half-made connection stays silent, so no stray message reaches the client (that would be
+    // a sequence error), also across several heartbeat intervals.
+    for (let round = 0; round < 3; round++) {
+      for (const [i, client] of clients.entries()) {
+        const writer = client.writable.getWriter();
+        const reader = client.readable.getReader();
+        await writer.write(new Uint8Array([i, round]));
+        assert.deepEqual((await reader.read()).value, new Uint8Array([i, round]));
+        writer.releaseLock();
+        reader.releaseLock();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(accepted.length, 10);
+    await Promise.all(clients.map((c) => c.close()));
+    await Promise.all(listeners.map((l) => l.close()));
+    await Promise.all(serving);
+    await Promise.all(accepted.map((t) => t.close()));
+  },
+);
+
 natsTest("frames cross in pieces of the server's max_payload", async (server) => {
   const [serverNc, clientNc] = await Promise.all([server.connect(), server.connect()]);
   assert.equal(clientNc.info?.max_payload, 4096);
