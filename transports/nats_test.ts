@@ -391,22 +391,21 @@ natsTest(
     const nc = await server.connect();
     const listener = await listenNats(nc, "full", { backlog: 1 });
     const first = await connectNats(nc, "full");
-    await rejectsWith(connectNats(nc, "full"), Deno.errors.ConnectionRefused, /backlog of 1/);
+    await assert.rejects(connectNats(nc, "full"), {
+      name: "ConnectionRefused",
+      message: /backlog of 1/,
+    });
     const reply = await nc.request("full", new TextEncoder().encode("hello?"), { timeout: 5000 });
     assert.match(reply.string(), /"error":"The NATS handshake message is not JSON"/);
-    await rejectsWith(listenNats(nc, "x", { windowBytes: 0 }), RangeError, /windowBytes must be/);
-    await rejectsWith(connectNats(nc, "full", { heartbeatMs: NaN }), RangeError, /heartbeatMs/);
+    await assert.rejects(listenNats(nc, "x", { windowBytes: 0 }), {
+      name: "RangeError",
+      message: /windowBytes must be/,
+    });
+    await assert.rejects(connectNats(nc, "full", { heartbeatMs: NaN }), {
+      name: "RangeError",
+      message: /heartbeatMs/,
+    });
     const accepted = await listener.accept();
     await Promise.all([first.close(), accepted.close(), listener.close()]);
   },
 );
-
-async function rejectsWith(
-  promise: Promise<unknown>,
-  type: new (...args: never[]) => Error,
-  message: RegExp,
-): Promise<void> {
-  const error = await promise.then(() => undefined, (e) => e);
-  assert.ok(error instanceof type, `expected ${type.name}, got ${error}`);
-  assert.match(error.message, message);
-}
