@@ -6,11 +6,14 @@ import { jsonCodec } from "../codecs/json.ts";
 import { rawCodec } from "../codecs/raw.ts";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
-import { memory, type TestPair, unix } from "../channel/_test_transports.ts";
+import { memory, unix } from "../transports/_test_pairs.ts";
 import { type Channel, openChannel } from "../channel/mod.ts";
 
 /** The transports the channel benchmarks run over. */
 export type PairKind = "memory" | "unix";
+
+/** The transport pairs of the tests (transports/_test_pairs.ts) the benchmarks run over. */
+const PAIRS = { memory, unix };
 
 /** The service the benchmarks call. */
 export interface EchoApi {
@@ -21,11 +24,6 @@ export interface EchoApi {
 
 /** A small RPC-like param (~60 bytes of JSON). */
 export const SMALL = { id: 42, name: "conduit", tags: ["bench", "small", "call"] };
-
-/** Two connected transports of `kind`, and how to release them (the channel tests' pairs). */
-export function transportPair(kind: PairKind): Promise<TestPair> {
-  return (kind === "memory" ? memory : unix).pair();
-}
 
 /** The service the raw-codec benchmarks call: the same echo, on bytes. */
 export interface RawEchoApi {
@@ -38,7 +36,7 @@ export async function channelPair<Api extends EchoApi | RawEchoApi = EchoApi>(
   maxInFlight = 1024,
   codec: "json" | "raw" = "json",
 ): Promise<{ client: Channel<Api>; close: () => Promise<void> }> {
-  const pair = await transportPair(kind);
+  const pair = await PAIRS[kind].pair();
   const [server, client] = await Promise.all([
     openChannel(pair.a, {
       codec: codec === "raw" ? rawCodec : jsonCodec(),
@@ -60,7 +58,7 @@ export async function channelPair<Api extends EchoApi | RawEchoApi = EchoApi>(
 export async function framePair(
   kind: PairKind,
 ): Promise<{ ping: (frame: Uint8Array) => Promise<void>; close: () => Promise<void> }> {
-  const pair = await transportPair(kind);
+  const pair = await PAIRS[kind].pair();
   const echo = (async () => {
     const writer = new FrameWriter(pair.a.writable);
     const decoder = new FrameDecoder();

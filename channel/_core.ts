@@ -208,6 +208,22 @@ export class ChannelCore implements OutgoingHost {
     // Both are reported through the public API; keep them from surfacing as unhandled.
     this.opened.catch(() => {});
     this.closed.catch(() => {});
+    const hello = utf8.encode(JSON.stringify({
+      protocol: "conduit",
+      version: PROTOCOL_VERSION,
+      codec: config.codec.name,
+      maxFrameBytes: config.maxFrameBytes,
+      maxInFlight: config.maxInFlight,
+      streamWindowBytes: config.streamWindowBytes,
+      features: [],
+    }));
+    if (hello.length >= MAX_CONTROL_FRAME_BYTES) {
+      // Checked before the transport is touched: nothing to release.
+      throw new RangeError(
+        `The HELLO would be ${hello.length + 1} bytes, over ${MAX_CONTROL_FRAME_BYTES}: ` +
+          `the codec name is too long (${JSON.stringify(config.codec.name.slice(0, 40))}…)`,
+      );
+    }
     this.#decoder = new FrameDecoder({ maxFrameBytes: config.maxFrameBytes });
     this.#writer = new FrameWriter(transport.writable, {
       maxFrameBytes: 0xffff_ffff,
@@ -218,22 +234,11 @@ export class ChannelCore implements OutgoingHost {
       onFailure: (error) =>
         this.#fail(new ConnectionClosedError("Writing to the transport failed", { cause: error })),
     });
-    this.#write(encodeBodyFrame(
-      FRAME_KINDS.hello,
-      utf8.encode(JSON.stringify({
-        protocol: "conduit",
-        version: PROTOCOL_VERSION,
-        codec: config.codec.name,
-        maxFrameBytes: config.maxFrameBytes,
-        maxInFlight: config.maxInFlight,
-        streamWindowBytes: config.streamWindowBytes,
-        features: [],
-      })),
-    ));
+    this.#write(encodeBodyFrame(FRAME_KINDS.hello, hello));
     this.#handshakeTimer = setTimeout(() => {
       this.#handshakeTimer = undefined;
       this.#failHandshake(
-        "timeout",
+        "handshake_timeout",
         `No HELLO from the peer within handshakeTimeout (${config.handshakeTimeout} ms)`,
       );
     }, config.handshakeTimeout);
@@ -474,6 +479,7 @@ export class ChannelCore implements OutgoingHost {
   }
 
   cancelParamStream(call: IncomingCall): void {
+    call.paramCancelled = true;
     if (!call.done) this.#write(encodeIdFrame(CANCEL_R1, call.id, EMPTY));
   }
 
@@ -704,11 +710,13 @@ export class ChannelCore implements OutgoingHost {
 
   #onFrame(frame: Uint8Array): void {
     if (this.state !== HANDSHAKE && this.#onCommonFrame(frame)) return;
-    const envelope = decodeEnvelope(frame);
     if (this.state === HANDSHAKE) {
-      this.#onHandshakeFrame(envelope);
+      // Until the peer's HELLO is accepted its limit is the smallest one (docs/protocol.md §2).
+      if (frame.length > MAX_CONTROL_FRAME_BYTES) throw controlFrameError(frame.length);
+      this.#onHandshakeFrame(decodeEnvelope(frame));
       return;
     }
+    const envelope = decodeEnvelope(frame);
     switch (envelope.kind) {
       case "call":
         this.#rememberMethod(envelope.method);
@@ -930,7 +938,7 @@ export class ChannelCore implements OutgoingHost {
     const call = this.#peerCall(id, "DATA(R=0)");
     if (call === undefined) return;
     const inbox = paramInbox(call, "DATA(R=0)");
-    if (inbox.abandoned) return;
+    if (inbox.abandoned || call.paramCancelled) return;
     if (inbox.closed) {
       throw new ProtocolError(`DATA(R=0) for call ${id} after its param stream ended`);
     }
@@ -939,7 +947,7 @@ export class ChannelCore implements OutgoingHost {
       item = decodeBody(call.codecs.param, body);
     } catch (error) {
       if (!inbox.charge(frame.length)) throw creditError(id, "param");
-      inbox.fail(error, false);
+      inbox.fail(invalidParamItem(call.method, error), false);
       this.cancelParamStream(call);
       return;
     }
@@ -950,7 +958,7 @@ export class ChannelCore implements OutgoingHost {
     const call = this.#peerCall(id, "END(R=0)");
     if (call === undefined) return;
     const inbox = paramInbox(call, "END(R=0)");
-    if (inbox.abandoned) return;
+    if (inbox.abandoned || call.paramCancelled) return;
     if (inbox.closed) {
       throw new ProtocolError(`END(R=0) for call ${id} after its param stream ended`);
     }
@@ -961,7 +969,7 @@ export class ChannelCore implements OutgoingHost {
     const call = this.#peerCall(id, "ERROR(R=0)");
     if (call === undefined) return;
     const inbox = paramInbox(call, "ERROR(R=0)");
-    if (inbox.abandoned) return;
+    if (inbox.abandoned || call.paramCancelled) return;
     if (inbox.closed) {
       throw new ProtocolError(`ERROR(R=0) for call ${id} after its param stream ended`);
     }
@@ -1151,6 +1159,7 @@ export class ChannelCore implements OutgoingHost {
   }
 
   #onGoodbye(body: Uint8Array): void {
+    if (body.length >= MAX_CONTROL_FRAME_BYTES) throw controlFrameError(body.length + 1);
     const goodbye = parseGoodbye(body);
     this.#peerGoodbye = goodbye;
     if (goodbye.code !== undefined) {
@@ -1221,12 +1230,11 @@ export class ChannelCore implements OutgoingHost {
     this.#failure = error;
     this.#stopWaitingForReady();
     this.#clearTimers();
-    if (goodbye !== undefined && !this.#sentGoodbye) {
+    // Sent even after this side's own GOODBYE (docs/protocol.md §10): a GOODBYE with a code
+    // tells the peer why the connection ends.
+    if (goodbye !== undefined) {
       this.#sentGoodbye = true;
-      const reason = goodbye.reason.slice(0, 600);
-      this.#write(
-        encodeBodyFrame(FRAME_KINDS.goodbye, utf8.encode(JSON.stringify({ ...goodbye, reason }))),
-      );
+      this.#write(encodeBodyFrame(FRAME_KINDS.goodbye, goodbyeBody(goodbye)));
     }
     for (const call of this.#calls.values()) {
       call.state = DONE;
@@ -1408,6 +1416,8 @@ export class ChannelCore implements OutgoingHost {
     return encodeErrorBody(error, {
       stack: this.#config.trustPeer,
       maxBytes: this.#peerMaxFrame - ENVELOPE_SLACK,
+      // A stream item too big for the peer (#writeData) is reported like a too-big result.
+      defaultCode: error instanceof FrameTooLargeError ? "frame_too_large" : undefined,
     });
   }
 
@@ -1458,6 +1468,23 @@ function paramInbox(call: IncomingCall, what: string): StreamInbox<unknown> {
   return call.inbox;
 }
 
+/** What the handler reads from its param stream when an item does not decode. */
+function invalidParamItem(method: string, error: unknown): Error {
+  return Object.assign(
+    new Error(`A param stream item of "${method}" could not be decoded: ${messageOf(error)}`, {
+      cause: error,
+    }),
+    { name: "InvalidParamError", code: "invalid_param" },
+  );
+}
+
+function controlFrameError(size: number): ProtocolError {
+  return new ProtocolError(
+    `A frame of ${size} bytes where HELLO and GOODBYE frames are at most ` +
+      `${MAX_CONTROL_FRAME_BYTES} bytes`,
+  );
+}
+
 function creditError(id: number, stream: string): ProtocolError {
   return new ProtocolError(`DATA beyond the credit of call ${id}'s ${stream} stream`);
 }
@@ -1477,6 +1504,17 @@ function parseGoodbye(body: Uint8Array): { code?: string; reason?: string } {
     code: typeof parsed?.code === "string" ? parsed.code : undefined,
     reason: typeof parsed?.reason === "string" ? parsed.reason : undefined,
   };
+}
+
+/** A GOODBYE body short enough for its frame to fit in 1024 bytes (docs/protocol.md §2). */
+function goodbyeBody(goodbye: { code: string; reason: string }): Uint8Array {
+  let reason = goodbye.reason.slice(0, 600);
+  let body = utf8.encode(JSON.stringify({ code: goodbye.code, reason }));
+  while (body.length >= MAX_CONTROL_FRAME_BYTES) {
+    reason = reason.slice(0, reason.length >> 1);
+    body = utf8.encode(JSON.stringify({ code: goodbye.code, reason }));
+  }
+  return body;
 }
 
 function messageOf(error: unknown): string {

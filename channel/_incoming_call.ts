@@ -35,6 +35,8 @@ export class IncomingCall implements CallContext<Record<string, never>>, InboxOw
   timeoutMs = 0;
   /** Whether the terminal frame was sent (or the connection is gone). */
   done = false;
+  /** Whether CANCEL(R=1) was sent: later param stream frames may cross it, and are dropped. */
+  paramCancelled = false;
   inbox: StreamInbox<unknown> | undefined;
   pump: StreamPump | undefined;
   #controller: AbortController | undefined;

@@ -9,7 +9,7 @@ import { rawCodec } from "../codecs/raw.ts";
 import type { Codec } from "../codecs/types.ts";
 import { helloBody } from "./_test_raw_peer.ts";
 import { ScriptedTransport } from "./_test_scripted_transport.ts";
-import { type TransportKind, transportKinds } from "./_test_transports.ts";
+import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
 import type { Envelope } from "./envelope.ts";
 

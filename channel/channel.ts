@@ -34,14 +34,16 @@
  * @module
  */
 
+import { integerOption as integer, positiveOption as positive } from "../_options.ts";
 import type { Codec } from "../codecs/types.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
 import { DEFAULT_WRITER_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "./_codecs.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
+import { remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "./error_codec.ts";
-import type { CallOptions, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
+import type { MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
 
@@ -291,15 +293,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
       defaults,
     );
     const core = this.#core;
-    const methods: Record<string, unknown> = Object.create(null);
-    this.remote = new Proxy(methods, {
-      get(target, key) {
-        // "then" stays undefined so that awaiting `remote` does not call the peer.
-        if (typeof key !== "string" || key === "then") return undefined;
-        return target[key] ??= (param: unknown, options?: CallOptions) =>
-          core.call(key, param, options);
-      },
-    }) as RemoteOf<Remote>;
+    this.remote = remoteProxy((method, param, options) => core.call(method, param, options));
   }
 
   /** Resolves once the handshake succeeded; rejects with `HandshakeError` if it failed. */
@@ -543,18 +537,6 @@ export async function openChannel<
     throw error;
   }
   return channel;
-}
-
-function integer(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(`${name} must be an integer from ${min} to ${max}, got ${value}`);
-  }
-  return value;
-}
-
-function positive(name: string, value: number): number {
-  if (!(value > 0)) throw new RangeError(`${name} must be a positive number, got ${value}`);
-  return value;
 }
 
 function reportNotificationError(error: unknown, method: string): void {

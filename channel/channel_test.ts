@@ -5,7 +5,7 @@ import { arrowCodec, tableFromColumns } from "../codecs/arrow.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { rawCodec } from "../codecs/raw.ts";
 import { CodecError, ConduitError } from "../errors.ts";
-import { type TransportKind, transportKinds } from "./_test_transports.ts";
+import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
 import {
   CallCancelledError,

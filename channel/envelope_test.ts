@@ -14,6 +14,12 @@ interface Vectors {
   protocolVersion: number;
   valid: Vector[];
   invalid: Array<{ name: string; error: string; hex: string }>;
+  sequences: {
+    cases: Array<{
+      name: string;
+      steps: Array<{ send?: string; frames?: string[]; expect?: { kind: string } }>;
+    }>;
+  };
 }
 
 const vectors: Vectors = JSON.parse(
@@ -94,6 +100,26 @@ for (const vector of vectors.invalid) {
     }
   });
 }
+
+Deno.test("sequence vectors: each send step holds the whole frames it lists", () => {
+  for (const { name, steps } of vectors.sequences.cases) {
+    for (const step of steps) {
+      if (step.send === undefined) continue;
+      const decoder = new FrameDecoder({ maxFrameBytes: 0xffff_ffff });
+      decoder.push(fromHex(step.send));
+      const frames: Uint8Array[] = [];
+      for (let f = decoder.next(); f !== undefined; f = decoder.next()) frames.push(f);
+      decoder.end();
+      assert.equal(frames.length, step.frames?.length, `${name}: ${step.frames}`);
+      frames.forEach((frame, i) => {
+        const label = step.frames![i];
+        if (label.startsWith("kind 0x")) assert.throws(() => decodeEnvelope(frame), ProtocolError);
+        else assert.ok(label.startsWith(decodeEnvelope(frame).kind.toUpperCase()), label);
+      });
+    }
+    assert.equal(steps[0].send !== undefined && steps[1].expect?.kind, "hello", name);
+  }
+});
 
 Deno.test("the worked examples of docs/protocol.md match the encoder", async () => {
   const doc = await Deno.readTextFile(new URL("../docs/protocol.md", import.meta.url));

@@ -186,8 +186,9 @@ export class CallCancelledError extends ConduitError {
 /**
  * The handshake failed: the peers speak different protocol versions or codecs, the peer's
  * HELLO was invalid, or none arrived in time. `code` is the GOODBYE code
- * (`version_mismatch`, `codec_mismatch`, `protocol_mismatch`, `invalid_hello`, `timeout`,
- * `closed`).
+ * (`version_mismatch`, `codec_mismatch`, `protocol_mismatch`, `invalid_hello`,
+ * `handshake_timeout`, `protocol_error`), or `closed` (the peer went away, or said GOODBYE
+ * without a code: nothing is sent for it).
  *
  * @example
  * ```ts

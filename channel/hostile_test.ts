@@ -7,7 +7,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { json, RawPeer } from "./_test_raw_peer.ts";
-import { type TransportKind, transportKinds } from "./_test_transports.ts";
+import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
 import { ConnectionClosedError, HandshakeError, ProtocolError } from "./errors.ts";
 import type { CallContext } from "./types.ts";
@@ -268,7 +268,7 @@ for (const kind of transportKinds) {
       const error = await openChannel(pair.a, { codec: jsonCodec(), handshakeTimeout: 30 })
         .catch((e) => e);
       assert.ok(error instanceof HandshakeError);
-      assert.equal(error.code, "timeout");
+      assert.equal(error.code, "handshake_timeout");
       await peer.close();
       await pair.cleanup();
     }

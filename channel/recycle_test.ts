@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { rawCodec } from "../codecs/raw.ts";
 import { holdsPattern, pattern } from "../framing/_test_util.ts";
-import { type TransportKind, transportKinds } from "./_test_transports.ts";
+import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, openChannel } from "./channel.ts";
 import type { CallContext } from "./types.ts";
 

@@ -4,6 +4,7 @@
 import { FrameSyntaxError, FrameTooLargeError } from "../errors.ts";
 import { findByte } from "./_find_byte.ts";
 import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, writeLength } from "./_header.ts";
+import { integerOption } from "../_options.ts";
 
 /**
  * The default `maxBatchBytes`, the bound on one coalesced chunk: 64 KiB.
@@ -52,18 +53,8 @@ export abstract class BatchPacker {
   constructor(maxBatchBytes: number, maxFrameBytes: number) {
     // 64 bytes hold any header on its own, so no chunk but a passed-through payload ever
     // exceeds the bound.
-    if (!Number.isInteger(maxBatchBytes) || maxBatchBytes < 64) {
-      throw new RangeError(`maxBatchBytes must be an integer of at least 64, got ${maxBatchBytes}`);
-    }
-    if (
-      !Number.isInteger(maxFrameBytes) || maxFrameBytes < 0 || maxFrameBytes > MAX_HEADER_LENGTH
-    ) {
-      throw new RangeError(
-        `${this.limitName} must be an integer from 0 to ${MAX_HEADER_LENGTH}, got ${maxFrameBytes}`,
-      );
-    }
-    this.maxBatchBytes = maxBatchBytes;
-    this.maxFrameBytes = maxFrameBytes;
+    this.maxBatchBytes = integerOption("maxBatchBytes", maxBatchBytes, 64);
+    this.maxFrameBytes = integerOption(this.limitName, maxFrameBytes, 0, MAX_HEADER_LENGTH);
   }
 
   /** Encoded bytes (headers, payloads, trailers) queued and not yet taken. */

@@ -8,6 +8,7 @@
 import { FrameSyntaxError, FrameTooLargeError, TruncatedFrameError } from "../errors.ts";
 import { MAX_HEADER_LENGTH } from "./_header.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
+import { integerOption } from "../_options.ts";
 
 /**
  * The default `maxHeaderBytes`: 8 KiB for a whole header section.
@@ -118,20 +119,8 @@ class ContentLengthDecoder {
   constructor(options: ContentLengthDecoderOptions) {
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
-    if (
-      !Number.isInteger(maxFrameBytes) || maxFrameBytes < 0 || maxFrameBytes > MAX_HEADER_LENGTH
-    ) {
-      throw new RangeError(
-        `maxFrameBytes must be an integer from 0 to ${MAX_HEADER_LENGTH}, got ${maxFrameBytes}`,
-      );
-    }
-    if (!Number.isInteger(maxHeaderBytes) || maxHeaderBytes < 4 || maxHeaderBytes > 1 << 24) {
-      throw new RangeError(
-        `maxHeaderBytes must be an integer from 4 to ${1 << 24}, got ${maxHeaderBytes}`,
-      );
-    }
-    this.#maxFrameBytes = maxFrameBytes;
-    this.#header = new Uint8Array(maxHeaderBytes);
+    this.#maxFrameBytes = integerOption("maxFrameBytes", maxFrameBytes, 0, MAX_HEADER_LENGTH);
+    this.#header = new Uint8Array(integerOption("maxHeaderBytes", maxHeaderBytes, 4, 1 << 24));
   }
 
   push(chunk: Uint8Array, out: TransformStreamDefaultController<Uint8Array>): void {

@@ -6,6 +6,7 @@
 
 import { FrameTooLargeError, type FramingError, TruncatedFrameError } from "../errors.ts";
 import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, readLength, writeLength } from "./_header.ts";
+import { integerOption } from "../_options.ts";
 
 export { FRAME_HEADER_BYTES };
 
@@ -145,12 +146,7 @@ export class FrameDecoder {
    */
   constructor(options: FrameDecoderOptions = {}) {
     const max = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-    if (!Number.isInteger(max) || max < 0 || max > MAX_HEADER_LENGTH) {
-      throw new RangeError(
-        `maxFrameBytes must be an integer from 0 to ${MAX_HEADER_LENGTH}, got ${max}`,
-      );
-    }
-    this.maxFrameBytes = max;
+    this.maxFrameBytes = integerOption("maxFrameBytes", max, 0, MAX_HEADER_LENGTH);
   }
 
   /**

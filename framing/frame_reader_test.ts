@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { memoryPair } from "../transports/memory.ts";
 import type { Transport } from "../transports/types.ts";
-import { unix } from "../channel/_test_transports.ts";
+import { unix } from "../transports/_test_pairs.ts";
 import { FrameDecoder } from "./frame_decoder.ts";
 import { FrameReader, type FrameSource } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Transport } from "../transports/types.ts";
-import { unix } from "../channel/_test_transports.ts";
+import { unix } from "../transports/_test_pairs.ts";
 import { encodeFrame, FrameDecoder, MAX_RECYCLED_BUFFERS } from "./frame_decoder.ts";
 import { FrameReader } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";

@@ -10,6 +10,7 @@ import { FRAME_HEADER_BYTES } from "./_header.ts";
 import { DEFAULT_MAX_BATCH_BYTES, LengthPrefixPacker } from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 import type { FrameEncoderOptions } from "./frame_encoder_stream.ts";
+import { numberOption } from "../_options.ts";
 
 /**
  * The default {@linkcode FrameWriterOptions.highWaterMark}: 1 MiB queued.
@@ -130,9 +131,7 @@ export class FrameWriter {
    */
   constructor(writable: WritableStream<Uint8Array>, options: FrameWriterOptions = {}) {
     const highWaterMark = options.highWaterMark ?? DEFAULT_WRITER_HIGH_WATER_MARK;
-    if (!(highWaterMark >= 0)) {
-      throw new RangeError(`highWaterMark must be a number of at least 0, got ${highWaterMark}`);
-    }
+    numberOption("highWaterMark", highWaterMark, 0);
     this.#packer = new LengthPrefixPacker(
       options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
       options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,

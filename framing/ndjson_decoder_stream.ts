@@ -6,6 +6,7 @@
 
 import { FrameTooLargeError } from "../errors.ts";
 import { findByte } from "./_find_byte.ts";
+import { integerOption } from "../_options.ts";
 
 /**
  * The default `maxLineBytes`: 16 MiB.
@@ -101,10 +102,7 @@ class LineSplitter {
   #partBytes = 0;
 
   constructor(maxLineBytes: number) {
-    if (!Number.isInteger(maxLineBytes) || maxLineBytes < 0) {
-      throw new RangeError(`maxLineBytes must be a non-negative integer, got ${maxLineBytes}`);
-    }
-    this.#max = maxLineBytes;
+    this.#max = integerOption("maxLineBytes", maxLineBytes, 0);
   }
 
   push(chunk: Uint8Array, out: TransformStreamDefaultController<Uint8Array>): void {

@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { ReadBuffer } from "./_byte_channel_transport.ts";
-import { connectPair, readMixed } from "./_conformance.ts";
+import { readMixed } from "./_conformance.ts";
 import { connTransport } from "./_conn_transport.ts";
 import { memoryPair } from "./memory.ts";
-import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
+import { tcp, type TestPair, tls, unix } from "./_test_pairs.ts";
 import type { Transport } from "./types.ts";
-import { connectUnix, listenUnix } from "./unix.ts";
 
 type ReadInto = (view: Uint8Array) => Promise<Uint8Array | null>;
 
@@ -16,47 +15,16 @@ interface Pair {
   cleanup: () => Promise<void>;
 }
 
-const TLS_DIR = new URL("../testdata/tls/", import.meta.url);
-
 const PAIRS: Record<string, () => Promise<Pair>> = {
-  unix: async () => {
-    const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
-    const listener = await listenUnix(`${dir}/s`);
-    const [a, b] = await connectPair(listener, () => connectUnix(`${dir}/s`));
-    return withReadInto(a, b, async () => {
-      await listener.close();
-      await Deno.remove(dir, { recursive: true });
-    });
-  },
-  tcp: async () => {
-    const listener = listenTcp();
-    const port = (listener.addr as Deno.NetAddr).port;
-    const [a, b] = await connectPair(listener, () => connectTcp({ port }));
-    return withReadInto(a, b, () => listener.close());
-  },
-  tls: async () => {
-    const listener = listenTls({
-      cert: await Deno.readTextFile(new URL("server.pem", TLS_DIR)),
-      key: await Deno.readTextFile(new URL("server.key", TLS_DIR)),
-    });
-    const port = (listener.addr as Deno.NetAddr).port;
-    const ca = await Deno.readTextFile(new URL("ca.pem", TLS_DIR));
-    const [a, b] = await connectPair(listener, () => connectTls({ port, caCerts: [ca] }));
-    return withReadInto(a, b, () => listener.close());
-  },
+  unix: () => unix.pair().then(withReadInto),
+  tcp: () => tcp.pair().then(withReadInto),
+  tls: () => tls.pair().then(withReadInto),
 };
 
-function withReadInto(a: Transport, b: Transport, release: () => Promise<void>): Pair {
+function withReadInto({ a, b, cleanup }: TestPair): Pair {
   const readInto = (b as { readInto?: ReadInto }).readInto;
   assert.equal(typeof readInto, "function", "a socket transport has readInto");
-  return {
-    a,
-    b: Object.assign(b, { readInto: readInto! }),
-    cleanup: async () => {
-      await Promise.all([a.close(), b.close()]);
-      await release();
-    },
-  };
+  return { a, b: Object.assign(b, { readInto: readInto! }), cleanup };
 }
 
 for (const [name, makePair] of Object.entries(PAIRS)) {

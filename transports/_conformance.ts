@@ -39,9 +39,16 @@ const READ_INTO_SIZES = [1, 7, 65_536, 100, 300_000, 4, 1 << 20];
 
 /** Registers the conformance cases for `target`. */
 export function testTransportConformance(target: ConformanceTarget): void {
-  const test = (name: string, fn: () => Promise<void>) =>
-    Deno.test({ name: `${target.name}: ${name}`, fn });
+  const test: TestFn = (name, fn) => Deno.test({ name: `${target.name}: ${name}`, fn });
+  dataCases(target, test);
+  closeCases(target, test);
+  readIntoCases(target, test);
+}
 
+type TestFn = (name: string, fn: () => Promise<void>) => void;
+
+/** Bytes arrive whole and in order, whatever the sizes and directions. */
+function dataCases(target: ConformanceTarget, test: TestFn): void {
   test("echoes every size from 1 B to 16 MiB", async () => {
     await withPair(target, async ({ a, b }) => {
       const echo = b.readable.pipeTo(b.writable);
@@ -108,7 +115,10 @@ export function testTransportConformance(target: ConformanceTarget): void {
       }
     });
   });
+}
 
+/** Closing, half-closing and aborting, on either side, settle everything. */
+function closeCases(target: ConformanceTarget, test: TestFn): void {
   test("close() flushes writes nobody awaited, then the peer's readable ends", async () => {
     await withPair(target, async ({ a, b }) => {
       const writer = a.writable.getWriter();
@@ -195,7 +205,10 @@ export function testTransportConformance(target: ConformanceTarget): void {
       await cleanup?.();
     }
   });
+}
 
+/** readInto() mixes with readable reads, and fails as the readable does. */
+function readIntoCases(target: ConformanceTarget, test: TestFn): void {
   test("readInto() mixed with readable reads: every byte, in order, then null", async () => {
     await withPair(target, async ({ a, b }) => {
       // Both directions at once; each end that has readInto reads with both ways, mixed.
@@ -394,14 +407,4 @@ export async function stuckSocketPeer(
       await cleanup?.();
     },
   };
-}
-
-/** Connects with `connect` and returns `[connecting end, accepted end]`. */
-export async function connectPair(
-  listener: Listener,
-  connect: () => Promise<Transport>,
-): Promise<[Transport, Transport]> {
-  const accepted = listener.accept();
-  const a = await connect();
-  return [a, await accepted];
 }

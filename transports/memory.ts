@@ -8,6 +8,10 @@ import { TransportClosedError } from "../errors.ts";
 import { type ByteChannel, ByteChannelTransport } from "./_byte_channel_transport.ts";
 import type { Transport } from "./types.ts";
 
+// The types this module's API shows, so that its documentation is complete on its own.
+export type { Transport };
+import { numberOption } from "../_options.ts";
+
 /** The default {@linkcode MemoryPairOptions.highWaterMark}: 1 MiB per direction. */
 export const DEFAULT_MEMORY_HIGH_WATER_MARK: number = 1024 * 1024;
 
@@ -48,9 +52,7 @@ export interface MemoryPairOptions {
  */
 export function memoryPair(options: MemoryPairOptions = {}): [Transport, Transport] {
   const highWaterMark = options.highWaterMark ?? DEFAULT_MEMORY_HIGH_WATER_MARK;
-  if (!(highWaterMark >= 0)) {
-    throw new RangeError(`highWaterMark must be a number of bytes >= 0, got ${highWaterMark}`);
-  }
+  numberOption("highWaterMark", highWaterMark, 0);
   const aToB = new Pipe(highWaterMark);
   const bToA = new Pipe(highWaterMark);
   return [

@@ -40,6 +40,9 @@ import { connTransport } from "./_conn_transport.ts";
 import { ConnListener } from "./_conn_listener.ts";
 import type { Listener, Transport } from "./types.ts";
 
+// The types this module's API shows, so that its documentation is complete on its own.
+export type { Listener, Transport };
+
 /** The default hostname listeners bind to and clients connect to: IPv4 loopback. */
 export const DEFAULT_TCP_HOSTNAME = "127.0.0.1";
 

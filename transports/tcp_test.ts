@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { TransportClosedError } from "../errors.ts";
-import { connectPair, stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
+import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
+import { connectPair, tcp, tls } from "./_test_pairs.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
 import type { Listener } from "./types.ts";
 
@@ -11,11 +12,7 @@ const ca = await Deno.readTextFile(new URL("ca.pem", TLS_DIR));
 
 testTransportConformance({
   name: "tcp",
-  pair: async () => {
-    const listener = listenTcp();
-    const [a, b] = await connectPair(listener, () => connectTcp({ port: portOf(listener) }));
-    return { a, b, cleanup: () => listener.close() };
-  },
+  pair: tcp.pair,
   stuckPeer: () => {
     const listener = listenTcp();
     return stuckSocketPeer(listener, `await Deno.connect({ port: ${portOf(listener)} })`);
@@ -25,14 +22,7 @@ testTransportConformance({
 
 testTransportConformance({
   name: "tls",
-  pair: async () => {
-    const listener = listenTls({ cert, key });
-    const [a, b] = await connectPair(
-      listener,
-      () => connectTls({ port: portOf(listener), caCerts: [ca] }),
-    );
-    return { a, b, cleanup: () => listener.close() };
-  },
+  pair: tls.pair,
   stuckPeer: () => {
     const listener = listenTls({ cert, key });
     return stuckSocketPeer(

@@ -3,27 +3,24 @@
 // awaitable and async-iterable, and the first use decides which; errors are translated on
 // both faces, and only on failure, so a successful call costs no extra promise.
 
+import { DualCall } from "../channel/_remote.ts";
 import type { RemoteStream } from "../channel/types.ts";
 
 /** The channel's call object: a promise and a stream in one. */
-export type DualCall = PromiseLike<unknown> & RemoteStream<unknown>;
+export type ChannelCall = PromiseLike<unknown> & RemoteStream<unknown>;
 
 /** Maps a failure of the call to the error the caller should see. */
 export type Translate = (error: unknown) => Promise<unknown>;
 
 /** A channel call whose failures pass through `translate`. */
-export class WorkerCall implements Promise<unknown>, RemoteStream<unknown> {
-  readonly #inner: DualCall;
+export class WorkerCall extends DualCall {
+  readonly #inner: ChannelCall;
   readonly #translate: Translate;
-  #readable: ReadableStream<unknown> | undefined;
 
-  constructor(inner: DualCall, translate: Translate) {
+  constructor(inner: ChannelCall, translate: Translate) {
+    super();
     this.#inner = inner;
     this.#translate = translate;
-  }
-
-  get [Symbol.toStringTag](): string {
-    return "WorkerCall";
   }
 
   then<R1 = unknown, R2 = never>(
@@ -36,16 +33,6 @@ export class WorkerCall implements Promise<unknown>, RemoteStream<unknown> {
       if (onrejected) return onrejected(translated);
       throw translated;
     }));
-  }
-
-  catch<R = never>(
-    onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null,
-  ): Promise<unknown> {
-    return this.then(undefined, onrejected);
-  }
-
-  finally(onfinally?: (() => void) | null): Promise<unknown> {
-    return this.then().finally(onfinally);
   }
 
   [Symbol.asyncIterator](): AsyncIterator<unknown> {
@@ -61,12 +48,7 @@ export class WorkerCall implements Promise<unknown>, RemoteStream<unknown> {
     };
   }
 
-  get readable(): ReadableStream<unknown> {
-    return this.#readable ??= ReadableStream.from(this);
-  }
-
-  cancel(reason?: unknown): Promise<void> {
-    if (this.#readable !== undefined) return this.#readable.cancel(reason);
+  protected cancelCall(reason: unknown): Promise<void> {
     return this.#inner.cancel(reason);
   }
 }

@@ -26,19 +26,13 @@ import { Channel, type ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import type { Codec } from "../codecs/types.ts";
-import { stdioTransport } from "../transports/stdio.ts";
+import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
 import { connectUnix } from "../transports/unix.ts";
 import { consoleToStderr } from "./_console_to_stderr.ts";
+import { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV } from "./worker_env.ts";
 
-/**
- * The environment variable through which `spawnWorker` names the Unix socket a worker
- * connects to (`transport: "unix"`); unset for the stdio transport.
- */
-export const WORKER_SOCKET_ENV = "CONDUIT_WORKER_SOCKET";
-
-/** The default {@linkcode ServeWorkerOptions.trustPeer}: true (the parent is our owner). */
-export const DEFAULT_WORKER_TRUST_PEER = true;
+export { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV };
 
 /** Options for {@linkcode serveWorker}: the channel's options, with worker defaults. */
 export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "handlers"> {

@@ -24,21 +24,21 @@
  * @module
  */
 
+import { integerOption, numberOption } from "../_options.ts";
 import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
+import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, MethodName, RemoteOf, RemoteStream } from "../channel/types.ts";
-import { ConduitError } from "../errors.ts";
+import { CallQueue } from "./_call_queue.ts";
+import { PoolCall } from "./_pool_call.ts";
+import { RestartPolicy } from "./_restart_policy.ts";
 import {
   CrashLoopError,
   PoolClosedError,
   PoolQueueFullError,
   WorkerExitedError,
 } from "./errors.ts";
-import {
-  spawnWorker,
-  type SpawnWorkerOptions,
-  type WorkerCommand,
-  type WorkerHandle,
-} from "./spawn_worker.ts";
+import { spawnWorker, type SpawnWorkerOptions, type WorkerCommand } from "./spawn_worker.ts";
+import type { WorkerHandle } from "./worker_handle.ts";
 
 /** The default {@linkcode WorkerPoolOptions.concurrency}: 1 call per worker at a time. */
 export const DEFAULT_POOL_CONCURRENCY = 1;
@@ -234,42 +234,35 @@ export class WorkerPool<Api extends object, Local extends object = object>
   readonly remote: RemoteOf<Api>;
   /** How many workers the pool runs. */
   readonly size: number;
-  readonly #worker: string | URL | WorkerCommand;
-  readonly #spawnOptions: SpawnWorkerOptions<Local>;
-  readonly #concurrency: number;
-  readonly #maxQueued: number;
-  readonly #retryable: ReadonlySet<string>;
-  readonly #maxAttempts: number;
-  readonly #restartDelay: number;
-  readonly #maxRestartDelay: number;
-  readonly #maxRestarts: number;
-  readonly #restartWindow: number;
-  readonly #maxCallsPerWorker: number;
-  readonly #idleTimeout: number;
+  /** Starts one worker. */
+  readonly #spawn: () => Promise<WorkerHandle<Api>>;
+  readonly #limits: PoolLimits;
+  readonly #restarts: RestartPolicy;
+  readonly #queue = new CallQueue<PoolCall>();
+  readonly #counts: Omit<WorkerPoolStats, "workers" | "starting" | "queued"> = {
+    inFlight: 0,
+    completed: 0,
+    failed: 0,
+    retried: 0,
+    crashes: 0,
+    restarts: 0,
+    recycled: 0,
+  };
+  /** Who waits for what: every worker started, room in the queue, idle, an empty queue. */
+  readonly #waiters = {
+    ready: [] as PromiseWithResolvers<void>[],
+    room: [] as Array<() => void>,
+    drain: [] as Array<() => void>,
+    queue: [] as Array<() => void>,
+  };
+  /** Every exit and close of a worker, awaited by close(). */
+  readonly #exits = new Set<Promise<unknown>>();
   #slots: Slot<Api>[] = [];
-  #queue: PoolCall[] = [];
-  #queueHead = 0;
-  /** Calls in the queue that are still waiting (aborted ones stay until skipped). */
-  #waiting = 0;
   #pumpScheduled = false;
   #rotate = 0;
-  #crashTimes: number[] = [];
   /** Why the pool cannot go on: a crash loop, or workers that cannot be spawned at all. */
   #failure: Error | undefined;
   #closing: Promise<void> | undefined;
-  #readyWaiters: PromiseWithResolvers<void>[] = [];
-  #drainWaiters: Array<() => void> = [];
-  #queueWaiters: Array<() => void> = [];
-  #roomWaiters: Array<() => void> = [];
-  /** Every exit and close of a worker, awaited by close(). */
-  #exits = new Set<Promise<unknown>>();
-  #inFlight = 0;
-  #completed = 0;
-  #failed = 0;
-  #retried = 0;
-  #crashes = 0;
-  #restarts = 0;
-  #recycled = 0;
 
   /**
    * Creates the pool and starts its workers.
@@ -294,27 +287,25 @@ export class WorkerPool<Api extends object, Local extends object = object>
       idleTimeout = Infinity,
       ...spawnOptions
     } = options;
-    this.size = integer("size", size, 1);
-    this.#concurrency = integer("concurrency", concurrency, 1);
-    this.#maxQueued = integer("maxQueued", maxQueued, 0);
-    this.#maxAttempts = integer("maxAttempts", maxAttempts, 1);
-    this.#maxRestarts = integer("maxRestarts", maxRestarts, 0);
-    this.#restartDelay = atLeast("restartDelay", restartDelay, 0);
-    this.#maxRestartDelay = atLeast("maxRestartDelay", maxRestartDelay, 0);
-    this.#restartWindow = atLeast("restartWindow", restartWindow, 0);
-    this.#maxCallsPerWorker = atLeast("maxCallsPerWorker", maxCallsPerWorker, 1);
-    this.#idleTimeout = atLeast("idleTimeout", idleTimeout, 0);
-    this.#retryable = new Set(retryable);
-    this.#worker = worker;
-    this.#spawnOptions = spawnOptions;
-    const methods: Record<string, unknown> = Object.create(null);
-    this.remote = new Proxy(methods, {
-      get: (target, key) => {
-        if (typeof key !== "string" || key === "then") return undefined;
-        return target[key] ??= (param: unknown, callOptions?: CallOptions) =>
-          this.#call(key, param, callOptions);
-      },
-    }) as RemoteOf<Api>;
+    this.size = integerOption("size", size, 1);
+    this.#limits = {
+      concurrency: integerOption("concurrency", concurrency, 1),
+      maxQueued: integerOption("maxQueued", maxQueued, 0),
+      maxAttempts: integerOption("maxAttempts", maxAttempts, 1),
+      maxCallsPerWorker: numberOption("maxCallsPerWorker", maxCallsPerWorker, 1),
+      idleTimeout: numberOption("idleTimeout", idleTimeout, 0),
+      retryable: new Set(retryable),
+    };
+    this.#restarts = new RestartPolicy({
+      restartDelay,
+      maxRestartDelay,
+      maxRestarts,
+      restartWindow,
+    });
+    this.#spawn = () => spawnWorker<Api, Local>(worker, spawnOptions);
+    this.remote = remoteProxy<Api>((method, param, callOptions) =>
+      this.#call(method, param, callOptions)
+    );
     for (let i = 0; i < this.size; i++) this.#start(new Slot());
   }
 
@@ -329,14 +320,8 @@ export class WorkerPool<Api extends object, Local extends object = object>
     return {
       workers,
       starting,
-      inFlight: this.#inFlight,
-      queued: this.#waiting,
-      completed: this.#completed,
-      failed: this.#failed,
-      retried: this.#retried,
-      crashes: this.#crashes,
-      restarts: this.#restarts,
-      recycled: this.#recycled,
+      ...this.#counts,
+      queued: this.#queue.waiting,
     };
   }
 
@@ -353,7 +338,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
     if (this.#closing) return Promise.reject(new PoolClosedError("The pool is closed"));
     if (this.#allReady()) return Promise.resolve();
     const waiter = Promise.withResolvers<void>();
-    this.#readyWaiters.push(waiter);
+    this.#waiters.ready.push(waiter);
     return waiter.promise;
   }
 
@@ -365,7 +350,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
    */
   waitForRoom(): Promise<void> {
     if (this.#hasRoom()) return Promise.resolve();
-    return new Promise((resolve) => this.#roomWaiters.push(resolve));
+    return new Promise((resolve) => this.#waiters.room.push(resolve));
   }
 
   /**
@@ -375,7 +360,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
    */
   drain(): Promise<void> {
     if (this.#idle()) return Promise.resolve();
-    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+    return new Promise((resolve) => this.#waiters.drain.push(resolve));
   }
 
   /**
@@ -400,17 +385,17 @@ export class WorkerPool<Api extends object, Local extends object = object>
     const call = new PoolCall(method, param, options);
     const refusal = this.#failure ??
       (this.#closing ? new PoolClosedError(`The pool is closed: cannot call "${method}"`) : (
-        this.#hasRoom() ? undefined : new PoolQueueFullError(this.#maxQueued)
+        this.#hasRoom() ? undefined : new PoolQueueFullError(this.#limits.maxQueued)
       ));
     if (refusal) {
       call.fail(refusal);
-      this.#failed++;
+      this.#counts.failed++;
       return call;
     }
     const signal = options?.signal;
     if (signal?.aborted) {
       call.fail(signal.reason);
-      this.#failed++;
+      this.#counts.failed++;
       return call;
     }
     if (signal) {
@@ -419,7 +404,6 @@ export class WorkerPool<Api extends object, Local extends object = object>
       call.unlisten = () => signal.removeEventListener("abort", onAbort);
     }
     this.#queue.push(call);
-    this.#waiting++;
     this.#schedulePump();
     return call;
   }
@@ -435,27 +419,15 @@ export class WorkerPool<Api extends object, Local extends object = object>
 
   /** Hands queued calls to free workers; starts workers the queue needs. */
   #pump(): void {
-    while (this.#queueHead < this.#queue.length) {
-      const call = this.#queue[this.#queueHead];
-      if (call.done) {
-        this.#queueHead++;
-        continue;
-      }
+    for (let call = this.#queue.peek(); call !== undefined; call = this.#queue.peek()) {
       const slot = this.#leastLoaded();
       if (slot === undefined) break;
-      this.#queueHead++;
-      this.#waiting--;
+      this.#queue.take();
       this.#dispatch(call, slot);
     }
-    if (this.#queueHead === this.#queue.length) {
-      this.#queue = [];
-      this.#queueHead = 0;
-    } else if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#queueHead);
-      this.#queueHead = 0;
-    }
+    this.#queue.compact();
     // Workers stopped for idleness come back when calls wait.
-    if (this.#waiting > 0 && !this.#failure) {
+    if (this.#queue.waiting > 0 && !this.#failure) {
       while (this.#slots.length < this.size) this.#start(new Slot());
     }
     this.#wake();
@@ -469,7 +441,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
     const offset = this.#rotate++ % Math.max(1, n);
     for (let i = 0; i < n; i++) {
       const slot = slots[(offset + i) % n];
-      if (slot.state !== READY || slot.inFlight >= this.#concurrency) continue;
+      if (slot.state !== READY || slot.inFlight >= this.#limits.concurrency) continue;
       if (best === undefined || slot.inFlight < best.inFlight) best = slot;
       if (best.inFlight === 0) break;
     }
@@ -483,12 +455,12 @@ export class WorkerPool<Api extends object, Local extends object = object>
     slot.timer = undefined;
     const remaining = call.remainingTime();
     if (remaining <= 0) {
-      this.#failed++;
+      this.#counts.failed++;
       call.fail(new DeadlineExceededError(call.method, call.options!.timeout!));
       return;
     }
     slot.inFlight++;
-    this.#inFlight++;
+    this.#counts.inFlight++;
     call.attempts++;
     const options = remaining === Infinity ? call.options : { ...call.options, timeout: remaining };
     const remote = slot.handle!.remote as unknown as Record<
@@ -503,25 +475,27 @@ export class WorkerPool<Api extends object, Local extends object = object>
   #finished(call: PoolCall, slot: Slot<Api>, ok: boolean, error: unknown): boolean {
     slot.inFlight--;
     slot.calls++;
-    this.#inFlight--;
+    this.#counts.inFlight--;
     let retry = false;
-    if (ok) this.#completed++;
+    if (ok) this.#counts.completed++;
     else {
       // The handle reports WorkerExitedError only once the process is gone: take the worker
       // out now, before the call is retried, rather than when its exit is processed. (A
       // worker the pool stopped itself is GONE already: that is no crash.)
       const crashed = error instanceof WorkerExitedError && slot.state !== GONE;
       if (crashed) this.#crashed(slot, error);
-      retry = crashed && !call.streaming && this.#retryable.has(call.method) &&
-        call.attempts < this.#maxAttempts && !this.#failure && call.remainingTime() > 0;
+      const { retryable, maxAttempts } = this.#limits;
+      retry = crashed && !call.streaming && retryable.has(call.method) &&
+        call.attempts < maxAttempts && !this.#failure && call.remainingTime() > 0;
       if (retry) {
-        this.#retried++;
+        this.#counts.retried++;
         // Ahead of the queue: it was made before anything waiting there.
-        this.#queue.splice(this.#queueHead, 0, call);
-        this.#waiting++;
-      } else this.#failed++;
+        this.#queue.pushFront(call);
+      } else this.#counts.failed++;
     }
-    if (slot.state === READY && slot.calls >= this.#maxCallsPerWorker) this.#retire(slot, true);
+    if (slot.state === READY && slot.calls >= this.#limits.maxCallsPerWorker) {
+      this.#retire(slot, true);
+    }
     if (slot.state === RETIRING && slot.inFlight === 0) this.#stop(slot);
     if (slot.state === READY && slot.inFlight === 0) this.#armIdle(slot);
     this.#schedulePump();
@@ -530,8 +504,8 @@ export class WorkerPool<Api extends object, Local extends object = object>
 
   #abortQueued(call: PoolCall): void {
     if (call.done || call.dispatched) return;
-    this.#failed++;
-    this.#waiting--;
+    this.#counts.failed++;
+    this.#queue.cancelled();
     call.fail(call.options!.signal!.reason);
     this.#wake();
   }
@@ -541,7 +515,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
   #start(slot: Slot<Api>): void {
     slot.state = STARTING;
     if (!this.#slots.includes(slot)) this.#slots.push(slot);
-    const started = spawnWorker<Api, Local>(this.#worker, this.#spawnOptions).then(
+    const started = this.#spawn().then(
       (handle) => {
         slot.handle = handle;
         if (slot.state === GONE) {
@@ -554,7 +528,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
         this.#armIdle(slot);
         this.#schedulePump();
         if (this.#allReady()) {
-          for (const waiter of this.#readyWaiters.splice(0)) waiter.resolve();
+          for (const waiter of this.#waiters.ready.splice(0)) waiter.resolve();
         }
       },
       (error) => {
@@ -589,7 +563,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
   }
 
   #crashed(slot: Slot<Api>, error: unknown): void {
-    this.#crashes++;
+    this.#counts.crashes++;
     clearTimeout(slot.timer);
     this.#remove(slot);
     // A retiring worker has its replacement already.
@@ -597,32 +571,29 @@ export class WorkerPool<Api extends object, Local extends object = object>
     slot.state = GONE;
     if (this.#failure || !replace) return;
     // While closing, a worker is only worth restarting for calls that still wait.
-    if (this.#closing && this.#waiting === 0) return;
-    const now = performance.now();
-    this.#crashTimes = this.#crashTimes.filter((t) => now - t < this.#restartWindow);
-    this.#crashTimes.push(now);
-    const crashes = this.#crashTimes.length;
-    if (crashes > this.#maxRestarts) {
+    if (this.#closing && this.#queue.waiting === 0) return;
+    const decision = this.#restarts.crashed(performance.now());
+    if (!decision.restart) {
+      const { maxRestarts, restartWindow } = this.#restarts;
       this.#fail(
-        new CrashLoopError(crashes, this.#maxRestarts, this.#restartWindow, { cause: error }),
+        new CrashLoopError(decision.crashes, maxRestarts, restartWindow, { cause: error }),
       );
       return;
     }
     const replacement = new Slot<Api>();
     replacement.state = WAITING;
     this.#slots.push(replacement);
-    const delay = Math.min(this.#restartDelay * 2 ** (crashes - 1), this.#maxRestartDelay);
     replacement.timer = setTimeout(() => {
       replacement.timer = undefined;
-      this.#restarts++;
+      this.#counts.restarts++;
       this.#start(replacement);
-    }, delay);
+    }, decision.delay);
   }
 
   /** Stops new calls to `slot`; it closes once its calls finish. */
   #retire(slot: Slot<Api>, replace: boolean): void {
     slot.state = RETIRING;
-    this.#recycled++;
+    this.#counts.recycled++;
     if (replace && !this.#closing && !this.#failure) this.#start(new Slot());
   }
 
@@ -641,14 +612,15 @@ export class WorkerPool<Api extends object, Local extends object = object>
   }
 
   #armIdle(slot: Slot<Api>): void {
-    if (this.#idleTimeout === Infinity || this.#closing) return;
+    const idleTimeout = this.#limits.idleTimeout;
+    if (idleTimeout === Infinity || this.#closing) return;
     clearTimeout(slot.timer);
     slot.timer = setTimeout(() => {
       slot.timer = undefined;
       if (slot.state !== READY || slot.inFlight > 0) return;
-      this.#recycled++;
+      this.#counts.recycled++;
       this.#stop(slot);
-    }, this.#idleTimeout);
+    }, idleTimeout);
   }
 
   #track(promise: Promise<unknown>): void {
@@ -661,28 +633,23 @@ export class WorkerPool<Api extends object, Local extends object = object>
   /** The pool cannot go on: fail everything waiting, stop every worker. */
   #fail(error: Error): void {
     this.#failure = error;
-    for (let i = this.#queueHead; i < this.#queue.length; i++) {
-      const call = this.#queue[i];
-      if (call.done) continue;
-      this.#failed++;
+    for (const call of this.#queue.clear()) {
+      this.#counts.failed++;
       call.fail(error);
     }
-    this.#queue = [];
-    this.#queueHead = 0;
-    this.#waiting = 0;
-    for (const waiter of this.#readyWaiters.splice(0)) waiter.reject(error);
+    for (const waiter of this.#waiters.ready.splice(0)) waiter.reject(error);
     for (const slot of [...this.#slots]) this.#stop(slot);
     this.#wake();
   }
 
   async #close(): Promise<void> {
-    for (const waiter of this.#readyWaiters.splice(0)) {
+    for (const waiter of this.#waiters.ready.splice(0)) {
       waiter.reject(new PoolClosedError("The pool was closed before its workers started"));
     }
     // Queued calls still run; calls in flight then drain as each worker closes (bounded by
     // its drainTimeout and exit timeouts, unlike waiting here for every call to end).
-    while (this.#waiting > 0) {
-      await new Promise<void>((resolve) => this.#queueWaiters.push(resolve));
+    while (this.#queue.waiting > 0) {
+      await new Promise<void>((resolve) => this.#waiters.queue.push(resolve));
     }
     for (const slot of [...this.#slots]) this.#stop(slot);
     while (this.#exits.size > 0) await Promise.all([...this.#exits]);
@@ -695,221 +662,39 @@ export class WorkerPool<Api extends object, Local extends object = object>
   }
 
   #hasRoom(): boolean {
+    const { concurrency, maxQueued } = this.#limits;
     let free = 0;
     for (const slot of this.#slots) {
-      if (slot.state === READY) free += this.#concurrency - slot.inFlight;
-      else if (slot.state === STARTING || slot.state === WAITING) free += this.#concurrency;
+      if (slot.state === READY) free += concurrency - slot.inFlight;
+      else if (slot.state === STARTING || slot.state === WAITING) free += concurrency;
     }
-    return this.#waiting < this.#maxQueued + Math.max(0, free);
+    return this.#queue.waiting < maxQueued + Math.max(0, free);
   }
 
   #idle(): boolean {
-    return this.#inFlight === 0 && this.#waiting === 0;
+    return this.#counts.inFlight === 0 && this.#queue.waiting === 0;
   }
 
   #wake(): void {
-    if (this.#roomWaiters.length > 0 && this.#hasRoom()) {
-      for (const wake of this.#roomWaiters.splice(0)) wake();
+    const waiters = this.#waiters;
+    if (waiters.room.length > 0 && this.#hasRoom()) {
+      for (const wake of waiters.room.splice(0)) wake();
     }
-    if (this.#drainWaiters.length > 0 && this.#idle()) {
-      for (const wake of this.#drainWaiters.splice(0)) wake();
+    if (waiters.drain.length > 0 && this.#idle()) {
+      for (const wake of waiters.drain.splice(0)) wake();
     }
-    if (this.#queueWaiters.length > 0 && this.#waiting === 0) {
-      for (const wake of this.#queueWaiters.splice(0)) wake();
-    }
-  }
-}
-
-const FACE_NONE = 0;
-const FACE_PROMISE = 1;
-const FACE_STREAM = 2;
-
-type Done = (ok: boolean, error: unknown) => boolean;
-
-/**
- * A call made through the pool: awaitable and async-iterable like a channel call. Its face
- * is fixed when it is dispatched (see WorkerPool's description).
- */
-class PoolCall implements Promise<unknown>, RemoteStream<unknown> {
-  readonly method: string;
-  readonly param: unknown;
-  readonly options: CallOptions | undefined;
-  readonly #deadline: number;
-  attempts = 0;
-  done = false;
-  dispatched = false;
-  streaming = false;
-  /** Removes the abort listener of the call's signal. */
-  unlisten: (() => void) | undefined;
-  #failure: { error: unknown } | undefined;
-  #face = FACE_NONE;
-  #result: PromiseWithResolvers<unknown> | undefined;
-  #stream: PromiseWithResolvers<AsyncIterator<unknown>> | undefined;
-  #readable: ReadableStream<unknown> | undefined;
-
-  constructor(method: string, param: unknown, options: CallOptions | undefined) {
-    this.method = method;
-    this.param = param;
-    this.options = options;
-    const timeout = options?.timeout;
-    this.#deadline = timeout === undefined || timeout === Infinity
-      ? Infinity
-      : performance.now() + timeout;
-  }
-
-  get [Symbol.toStringTag](): string {
-    return "PoolCall";
-  }
-
-  /** Milliseconds left before the call's deadline (`Infinity` without one). */
-  remainingTime(): number {
-    return this.#deadline === Infinity ? Infinity : this.#deadline - performance.now();
-  }
-
-  then<R1 = unknown, R2 = never>(
-    onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
-    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
-  ): Promise<R1 | R2> {
-    if (this.#face === FACE_STREAM) {
-      return Promise.reject(
-        new ConduitError(`The pool call to "${this.method}" is a stream: iterate it instead`),
-      ).then(onfulfilled, onrejected);
-    }
-    this.#face = FACE_PROMISE;
-    return this.#resultPromise().then(onfulfilled, onrejected);
-  }
-
-  catch<R = never>(
-    onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null,
-  ): Promise<unknown> {
-    return this.then(undefined, onrejected);
-  }
-
-  finally(onfinally?: (() => void) | null): Promise<unknown> {
-    return this.then().finally(onfinally);
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<unknown> {
-    if (this.#face === FACE_PROMISE) {
-      throw new ConduitError(
-        `The pool call to "${this.method}" was ${
-          this.dispatched ? "dispatched" : "awaited"
-        } as a single value: iterate a stream call in the same tick you make it`,
-      );
-    }
-    this.#face = FACE_STREAM;
-    if (this.#stream === undefined) {
-      this.#stream = Promise.withResolvers();
-      // A failure before dispatch is seen by the first next(), if anyone calls it.
-      this.#stream.promise.catch(() => {});
-      if (this.#failure) this.#stream.reject(this.#failure.error);
-    }
-    return this.#iterate(this.#stream.promise);
-  }
-
-  get readable(): ReadableStream<unknown> {
-    return this.#readable ??= ReadableStream.from(this);
-  }
-
-  async cancel(reason?: unknown): Promise<void> {
-    if (this.#readable) return await this.#readable.cancel(reason);
-    if (!this.dispatched) {
-      this.fail(reason ?? new ConduitError(`The call to "${this.method}" was cancelled`));
-    }
-  }
-
-  /** Fails the call before it reached a worker. */
-  fail(error: unknown): void {
-    if (this.done) return;
-    this.done = true;
-    this.#failure = { error };
-    this.unlisten?.();
-    this.#resultPromise();
-    this.#result!.reject(error);
-    // Nobody may ever look at the face that was not used.
-    this.#result!.promise.catch(() => {});
-    this.#stream?.reject(error);
-  }
-
-  /** Runs the call on a worker's channel call; `finished` reports how it ended. */
-  run(inner: PromiseLike<unknown> & RemoteStream<unknown>, finished: Done): void {
-    this.dispatched = true;
-    if (this.#face === FACE_STREAM) {
-      this.streaming = true;
-      const iterator = inner[Symbol.asyncIterator]();
-      this.#stream!.resolve(releasing(iterator, finished));
-      return;
-    }
-    this.#face = FACE_PROMISE;
-    const result = this.#resultPromise();
-    void result;
-    inner.then((value) => {
-      finished(true, undefined);
-      this.done = true;
-      this.#result!.resolve(value);
-    }, (error) => {
-      if (finished(false, error)) return;
-      this.done = true;
-      this.#result!.reject(error);
-    });
-  }
-
-  #resultPromise(): Promise<unknown> {
-    if (this.#result === undefined) {
-      this.#result = Promise.withResolvers();
-    }
-    return this.#result.promise;
-  }
-
-  async *#iterate(started: Promise<AsyncIterator<unknown>>): AsyncGenerator<unknown> {
-    const iterator = await started;
-    try {
-      for (;;) {
-        const step = await iterator.next();
-        if (step.done) return;
-        yield step.value;
-      }
-    } finally {
-      await iterator.return?.();
+    if (waiters.queue.length > 0 && this.#queue.waiting === 0) {
+      for (const wake of waiters.queue.splice(0)) wake();
     }
   }
 }
 
-/** Wraps a stream's iterator so that its end, failure or abandonment is reported once. */
-function releasing(iterator: AsyncIterator<unknown>, finished: Done): AsyncIterator<unknown> {
-  let reported = false;
-  const report = (ok: boolean, error: unknown) => {
-    if (reported) return;
-    reported = true;
-    finished(ok, error);
-  };
-  return {
-    next: () =>
-      iterator.next().then((step) => {
-        if (step.done) report(true, undefined);
-        return step;
-      }, (error) => {
-        report(false, error);
-        throw error;
-      }),
-    return: async (value?: unknown) => {
-      try {
-        return await (iterator.return?.(value) ?? { done: true as const, value: undefined });
-      } finally {
-        report(true, undefined);
-      }
-    },
-  };
-}
-
-function integer(name: string, value: number, min: number): number {
-  if (!Number.isInteger(value) || value < min) {
-    throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
-  }
-  return value;
-}
-
-function atLeast(name: string, value: number, min: number): number {
-  if (!(value >= min)) throw new RangeError(`${name} must be a number >= ${min}, got ${value}`);
-  return value;
+/** The pool's limits, checked once. */
+interface PoolLimits {
+  concurrency: number;
+  maxQueued: number;
+  maxAttempts: number;
+  maxCallsPerWorker: number;
+  idleTimeout: number;
+  retryable: ReadonlySet<string>;
 }

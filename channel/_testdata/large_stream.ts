@@ -6,7 +6,7 @@
 
 import { jsonCodec } from "../../codecs/json.ts";
 import { rawCodec } from "../../codecs/raw.ts";
-import { transportKinds } from "../_test_transports.ts";
+import { transportKinds } from "../../transports/_test_pairs.ts";
 import { openChannel } from "../channel.ts";
 
 const ITEM_BYTES = 1024 * 1024;

@@ -16,6 +16,9 @@ handler: each `yield` sends one DATA frame. A call whose CALL has the STREAM_PAR
 an async iterator of the caller's items as `param`. Raise RemoteError to control every field
 of the ERROR frame; any other exception is sent with its class name and message.
 
+Handlers start in frame order (§6): a call handler starts as an asyncio task and a
+notification handler through `call_soon`, both first in, first out on the event loop.
+
 Python has one "nothing" where JavaScript has two: None is sent as an empty body ("no value",
 §4), and an empty body decodes to None; JSON `null` also decodes to None.
 """
@@ -64,6 +67,7 @@ MAX_VARINT_BYTES = 8
 MAX_METHOD_BYTES = 1024
 MAX_CAUSE_DEPTH = 8
 MIN_MAX_FRAME_BYTES = 1024  # also the largest HELLO/GOODBYE a peer may send
+MAX_HEADER_FRAME_BYTES = 2**32 - 1  # the largest length a frame header can state
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_IN_FLIGHT = 1024
@@ -219,6 +223,20 @@ def _read_method(payload: bytes, pos: int) -> tuple[str, int]:
         raise ProtocolError("the method is not valid UTF-8") from None
 
 
+# The limits of HELLO (§5) and their lowest values; each may be up to 2^53-1.
+HELLO_LIMITS = {"maxFrameBytes": MIN_MAX_FRAME_BYTES, "maxInFlight": 1, "streamWindowBytes": 1}
+
+
+def _integer(value: Any) -> int | None:
+    """A JSON number with an integer value, as an int (§5: 8, 8.0 and 8e0 are the integer 8);
+    None for anything else (8.5, "8", true)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value)
+
+
 def json_body(obj: Any) -> bytes:
     """Control-frame bodies (HELLO, GOODBYE, ERROR, CANCEL) are compact UTF-8 JSON."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -309,6 +327,8 @@ class RemoteError(Exception):
 
 def error_to_wire(err: BaseException, depth: int = 0) -> dict[str, Any]:
     """An exception and its cause chain (at most 8 levels) as an ERROR body object."""
+    if isinstance(err, FrameTooLargeError):  # §7, §8: a result or stream item too big
+        err = RemoteError(str(err), name="FrameTooLargeError", code="frame_too_large")
     if isinstance(err, RemoteError):
         obj: dict[str, Any] = {"name": err.name, "message": err.message}
         for key in ("code", "data", "stack"):
@@ -441,6 +461,8 @@ class _InStream:
         self._queue.put_nowait((body, cost))
 
     def end(self, error: BaseException | None = None) -> None:
+        if self.state == "ended":  # §7: a stream ends once
+            raise ProtocolError(f"END or ERROR after the end of stream {self._id}")
         if self.state == "open":
             self.state = "ended"
             self._queue.put_nowait(error or _END)
@@ -576,15 +598,21 @@ class Peer:
             "streamWindowBytes": self.options.stream_window_bytes,
             "features": self.options.features,
         }
-        self._send(Envelope(HELLO, body=json_body(hello)))
+        body = json_body(hello)
+        if len(body) >= MIN_MAX_FRAME_BYTES:  # §2: a HELLO frame is at most 1024 bytes
+            raise ValueError(f"our HELLO would be {len(body) + 1} bytes (at most "
+                             f"{MIN_MAX_FRAME_BYTES}): too many or too long features")
+        self._send(Envelope(HELLO, body=body))
         try:
             remote = await asyncio.wait_for(self._receive_hello(),
                                             self.options.handshake_timeout)
         except asyncio.TimeoutError:
-            await self._abort(HandshakeError("handshake timeout"))
-            raise HandshakeError(
-                f"no HELLO within the handshake timeout ({self.options.handshake_timeout} s)"
-            ) from None
+            err = HandshakeError(
+                f"no HELLO within the handshake timeout ({self.options.handshake_timeout} s)",
+                "handshake_timeout")
+            self._send_goodbye({"code": err.code, "reason": str(err)})
+            await self._abort(err)
+            raise err from None
         except HandshakeError as err:
             if err.code and not err.from_peer:
                 self._send_goodbye({"code": err.code, "reason": str(err)})
@@ -597,7 +625,8 @@ class Peer:
 
     async def _receive_hello(self) -> dict[str, Any]:
         try:
-            payload = await read_frame(self._reader, self.options.max_frame_bytes)
+            # §2: before the handshake the limit is 1024 bytes, whatever we announced.
+            payload = await read_frame(self._reader, MIN_MAX_FRAME_BYTES)
             if payload is None:
                 raise HandshakeError("the peer closed the connection before its HELLO")
             env = decode_envelope(payload)
@@ -613,32 +642,34 @@ class Peer:
                                  "protocol_error")
         try:
             remote = parse_json_body(env.body, "HELLO")
-        except ProtocolError as err:
-            raise HandshakeError(str(err), "invalid_hello") from None
+        except ProtocolError as err:  # §5 check 1: not a conduit HELLO
+            raise HandshakeError(str(err), "protocol_mismatch") from None
         problem = self._check_hello(remote)
         if problem:
             raise HandshakeError(problem[1], problem[0])
-        return remote
+        limits = {name: _integer(remote[name]) for name in HELLO_LIMITS}
+        limits["maxFrameBytes"] = min(limits["maxFrameBytes"], MAX_HEADER_FRAME_BYTES)
+        return {**remote, **limits}
 
     def _check_hello(self, remote: Any) -> tuple[str, str] | None:
         """The checks of §5, in the order §5 gives them."""
-        if not isinstance(remote, dict):
-            return "invalid_hello", f"HELLO body is {type(remote).__name__}, not an object"
+        if not isinstance(remote, dict):  # not a conduit HELLO at all
+            return "protocol_mismatch", f"HELLO body is {type(remote).__name__}, not an object"
         if remote.get("protocol") != PROTOCOL:
             return ("protocol_mismatch",
                     f"protocol {remote.get('protocol')!r} is not {PROTOCOL!r}")
-        if remote.get("version") != VERSION:
+        if _integer(remote.get("version")) != VERSION:
             return ("version_mismatch",
                     f"version {remote.get('version')!r} differs from ours ({VERSION})")
         if remote.get("codec") != self.codec.name:
             return ("codec_mismatch",
                     f"codec {remote.get('codec')!r} differs from ours ({self.codec.name!r})")
-        for name, low in (("maxFrameBytes", MIN_MAX_FRAME_BYTES), ("maxInFlight", 1),
-                          ("streamWindowBytes", 1)):
-            value = remote.get(name)
-            if type(value) is not int or not low <= value <= MAX_SAFE_INTEGER:
-                return "invalid_hello", f"HELLO {name} {value!r} is not an integer >= {low}"
-        features = remote.get("features")
+        for name, low in HELLO_LIMITS.items():
+            value = _integer(remote.get(name))
+            if value is None or not low <= value <= MAX_SAFE_INTEGER:
+                return ("invalid_hello", f"HELLO {name} {remote.get(name)!r} is not an integer "
+                        f"from {low} to {MAX_SAFE_INTEGER}")
+        features = remote.get("features", [])  # optional: absent means []
         if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
             return "invalid_hello", f"HELLO features {features!r} is not an array of strings"
         return None
@@ -834,8 +865,7 @@ class Peer:
         except ConnectionClosedError:
             self._call_slots.release()
             raise
-        call_id = self._next_id
-        self._next_id += 1
+        call_id = self._next_id  # taken only once the CALL is written: no gaps (§6)
         if stream is not None:
             stream._id = call_id
         call = _OutCall(call_id, method, stream)
@@ -848,6 +878,7 @@ class Peer:
         except BaseException:
             self._call_slots.release()
             raise
+        self._next_id += 1
         self._out[call_id] = call
         if param_stream is not None:
             call.param_credit = _Credit(self.remote_hello["streamWindowBytes"])
@@ -927,7 +958,7 @@ class Peer:
         if kind == HELLO:
             raise ProtocolError("a second HELLO")
         elif kind == GOODBYE:
-            self._on_goodbye(env)
+            await self._on_goodbye(env)
         elif kind == PING:
             self._send(Envelope(PONG, id=env.id))
         elif kind == PONG:
@@ -944,14 +975,20 @@ class Peer:
             self._on_frame_for_their_call(env, size)
         await self._flush()
 
-    def _on_goodbye(self, env: Envelope) -> None:
+    async def _on_goodbye(self, env: Envelope) -> None:
+        if len(env.body) >= MIN_MAX_FRAME_BYTES:
+            raise ProtocolError(f"GOODBYE of {len(env.body) + 1} bytes (at most "
+                                f"{MIN_MAX_FRAME_BYTES})")
         body = _goodbye_fields(env.body)
         self._goodbye_reason = f"the peer said GOODBYE: {body.get('code') or 'normal'}" + (
             f" ({body['reason']})" if body.get("reason") else "")
         self.log(self._goodbye_reason)
+        if body.get("code") is not None:  # §10: an abortive close, not answered
+            await self._abort(ConnectionClosedError(self._goodbye_reason))
+            return
         self._received_goodbye.set()
         self._idle.set()
-        self._send_goodbye({"reason": "goodbye acknowledged"})
+        self._send_goodbye({"reason": "goodbye acknowledged"})  # once: a second is not answered
 
     def _on_notify(self, env: Envelope) -> None:
         if self.on_notify is None:
@@ -961,7 +998,14 @@ class Peer:
         except BodyDecodeError as err:
             self.log(f"dropping NOTIFY {env.method}: {err}")
             return
-        result = self.on_notify(env.method, param)
+        # §6 handler order: call handlers start as tasks, which the event loop runs first in,
+        # first out; a notification handler queued the same way starts in frame order with them.
+        asyncio.get_running_loop().call_soon(self._run_notify, env.method, param)
+
+    def _run_notify(self, method: str, param: Any) -> None:
+        if self._closed.is_set() or self.on_notify is None:
+            return
+        result = self.on_notify(method, param)
         if inspect.isawaitable(result):
             self._spawn(result)
 
@@ -969,7 +1013,7 @@ class Peer:
         """R=1 frames: about a call we started."""
         call = self._out.get(env.id)
         if call is None:
-            if env.kind in (CANCEL, CREDIT):
+            if env.kind in (CANCEL, CREDIT) and env.id < self._next_id:
                 return  # §6: crossings with a finished stream are normal
             known = "has finished" if env.id < self._next_id else "was never issued"
             raise ProtocolError(f"{env.describe()}: call {env.id} {known}")
@@ -1028,7 +1072,7 @@ class Peer:
         incoming = self._in.get(env.id)
         kind = env.kind
         if incoming is None:
-            if kind in (DATA, END, ERROR) and env.id > self._max_remote_id:
+            if env.id > self._max_remote_id:  # §9; an id in a gap below counts as finished (§6)
                 raise ProtocolError(f"{env.describe()}: call {env.id} was never issued")
             return  # §7: param-stream frames and CANCEL/CREDIT may cross our terminal frame
         if kind == CANCEL:

@@ -2,6 +2,11 @@
 
     python3 demo_server.py --stdio [--codec json|msgpack]
     python3 demo_server.py --unix /path/to/socket [--codec json|msgpack]
+    python3 demo_server.py --worker [--codec json|msgpack]
+
+`--worker` follows the worker contract of docs/protocol.md §13, as spawnWorker starts it: the
+Unix socket named by CONDUIT_WORKER_SOCKET when it is set (stdin then only tells when the
+parent is gone), else stdin/stdout.
 
 On start it calls `ts.echo` on the other side and sends the notification `py.started` with
 what came back. It then serves until the other side says GOODBYE, and exits 0 only if every
@@ -32,11 +37,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from typing import Any, AsyncIterator
 
-from conduit_peer import (CallContext, HandshakeError, Peer, PeerOptions, RemoteError,
-                          error_to_wire, stdio_streams, unix_streams)
+from conduit_peer import (CallContext, ConnectionClosedError, HandshakeError, Peer, PeerOptions,
+                          RemoteError, error_to_wire, stdio_streams, unix_streams)
 
 
 class DemoState:
@@ -189,21 +195,37 @@ async def greet(peer: Peer, state: DemoState) -> None:
     await peer.notify("py.started", {"echoed": echoed})
 
 
+async def _abort_when_stdin_ends(peer: Peer) -> None:
+    """§13: over a socket, the end of stdin means the parent is gone."""
+    stdin = asyncio.StreamReader()
+    loop = asyncio.get_running_loop()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin.buffer)
+    while await stdin.read(256):
+        pass  # the parent writes nothing here
+    await peer._abort(ConnectionClosedError("the parent closed the worker's stdin"))
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--stdio", action="store_true", help="talk over stdin/stdout")
     where.add_argument("--unix", metavar="PATH", help="connect to this Unix socket")
+    where.add_argument("--worker", action="store_true",
+                       help="the worker contract (§13): $CONDUIT_WORKER_SOCKET, else stdio")
     parser.add_argument("--codec", default="json", choices=["json", "msgpack"])
     parser.add_argument("--window", type=int, default=PeerOptions.stream_window_bytes,
                         help="streamWindowBytes to announce (default %(default)s)")
     args = parser.parse_args()
 
-    reader, writer = await (stdio_streams() if args.stdio else unix_streams(args.unix))
+    socket_path = os.environ.get("CONDUIT_WORKER_SOCKET") if args.worker else args.unix
+    reader, writer = await (unix_streams(socket_path) if socket_path else stdio_streams())
     state = DemoState()
     peer = Peer(reader, writer, build_handlers(state), build_on_notify(state),
                 PeerOptions(codec=args.codec, stream_window_bytes=args.window), name="py-demo")
     state.peer = peer
+    # Held here: the event loop keeps only weak references to tasks.
+    stdin_watch = (asyncio.ensure_future(_abort_when_stdin_ends(peer))
+                   if args.worker and socket_path else None)
     try:
         await peer.start()
     except HandshakeError as err:
@@ -216,6 +238,8 @@ async def main() -> int:
     await peer.serve_until_goodbye()
     if state.closing is not None:
         await state.closing
+    if stdin_watch is not None:
+        stdin_watch.cancel()
     for problem in state.problems:
         print(f"demo_server: {problem}", file=sys.stderr)
     return 1 if state.problems else 0

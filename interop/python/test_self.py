@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conduit_peer import (CALL, CANCEL, DATA, ERROR, FLAG_STREAM_PARAM,  # noqa: E402
+from conduit_peer import (CALL, CANCEL, DATA, END, ERROR, FLAG_STREAM_PARAM,  # noqa: E402
                           GOODBYE, HELLO, PING, PONG, RESULT, CallTimeoutError,
                           ConnectionClosedError, Envelope, HandshakeError, Peer, PeerOptions,
                           RemoteError, decode_envelope, frame_bytes, json_body, read_frame,
@@ -255,6 +255,20 @@ class RawWireTest(unittest.IsolatedAsyncioTestCase):
         self.raw.send(Envelope(CALL, id=1, method="add", body=b'{"a":1,"b":2}'))
         await self.raw.expect_protocol_error(self)
 
+    async def test_goodbye_with_a_code_fails_everything_at_once(self) -> None:
+        pending = asyncio.create_task(self.peer.call("x"))
+        await self.raw.recv(CALL)
+        self.raw.send(Envelope(GOODBYE, body=b'{"code":"aborted","reason":"drain timeout"}'))
+        with self.assertRaises(ConnectionClosedError):
+            await asyncio.wait_for(pending, 5)
+        self.assertIsNone(await self.raw.recv())  # closed, without answering the GOODBYE
+
+    async def test_param_end_after_end(self) -> None:
+        self.raw.send(Envelope(CALL, id=1, flags=FLAG_STREAM_PARAM, method="slow"))
+        self.raw.send(Envelope(END, id=1))
+        self.raw.send(Envelope(END, id=1))
+        await self.raw.expect_protocol_error(self)
+
     async def test_late_frames_after_our_cancel_are_dropped(self) -> None:
         pending = asyncio.create_task(self.peer.call("x", timeout=0.05))
         call = await self.raw.recv(CALL)
@@ -298,6 +312,48 @@ class HandshakeRulesTest(unittest.IsolatedAsyncioTestCase):
         for changes, code in cases:
             error, bye = await self.handshake(**changes)
             self.assertEqual((getattr(error, "code", None), bye.get("code")), (code, code))
+
+    async def test_integers_are_values_not_spellings(self) -> None:
+        for changes, code in (({"version": True}, "version_mismatch"),
+                              ({"maxInFlight": 8.5}, "invalid_hello"),
+                              ({"maxInFlight": 2**53}, "invalid_hello")):
+            error, bye = await self.handshake(**changes)
+            self.assertEqual((getattr(error, "code", None), bye.get("code")), (code, code))
+        error, _ = await self.handshake(maxInFlight=8.0, maxFrameBytes=2**53 - 1)
+        self.assertIsNone(error)
+
+    async def test_handshake_timeout_says_goodbye(self) -> None:
+        a, b = socket.socketpair()
+        peer = Peer(*await socket_streams(a), options=PeerOptions(handshake_timeout=0.05))
+        raw = RawSide(*await socket_streams(b))
+        with self.assertRaises(HandshakeError) as caught:
+            await peer.start()
+        self.assertEqual(caught.exception.code, "handshake_timeout")
+        await raw.recv(HELLO)
+        bye = await raw.recv(GOODBYE)
+        self.assertEqual(json.loads(bye.body)["code"], "handshake_timeout")
+        raw.writer.close()
+
+    async def test_param_item_too_big_fails_the_stream_with_frame_too_large(self) -> None:
+        a, b = socket.socketpair()
+        peer = Peer(*await socket_streams(a))
+        raw = RawSide(*await socket_streams(b))
+        raw.send(Envelope(HELLO, body=json_body({**HELLO_BODY, "maxFrameBytes": 1024})))
+        await peer.start()
+
+        async def items():
+            yield "x" * 1100
+
+        pending = asyncio.create_task(peer.call("sum", param_stream=items()))
+        call = await raw.recv(CALL)
+        failure = await raw.recv(ERROR)
+        self.assertEqual((failure.r, failure.id), (False, call.id))
+        self.assertEqual(json.loads(failure.body)["code"], "frame_too_large")
+        raw.send(Envelope(ERROR, r=True, id=call.id, body=b'{"name":"Error","message":"no"}'))
+        with self.assertRaises(RemoteError):
+            await pending
+        raw.writer.close()
+        await peer._abort(ConnectionClosedError("test over"))
 
     async def test_unknown_fields_are_ignored(self) -> None:
         error, _ = await self.handshake(future={"x": 1}, features=["later"])

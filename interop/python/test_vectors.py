@@ -5,20 +5,26 @@
 For every valid vector: the length header matches the payload, the payload decodes to the
 vector's fields, the body bytes are `bodyHex` and parse to `body`, and encoding the vector's
 fields gives back exactly `hex`. Every invalid vector must be rejected as a protocol error.
-Also checks the varint table of §3. Exits 0 when everything matches, 1 otherwise.
+Every sequence vector is played against a Python Peer serving the vectors' service over a
+socketpair: the scripted side sends each step's bytes and checks the Peer's answers frame by
+frame. Also checks the varint table of §3. Exits 0 when everything matches, 1 otherwise.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import socket
 import sys
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conduit_peer import (KINDS_BY_NAME, MIN_MAX_FRAME_BYTES, RESULT, Envelope,  # noqa: E402
-                          ProtocolError, decode_envelope, decode_varint, encode_varint)
+from conduit_peer import (KINDS_BY_NAME, MIN_MAX_FRAME_BYTES, RESULT,  # noqa: E402
+                          ConnectionClosedError, Envelope, HandshakeError, Peer, PeerOptions,
+                          ProtocolError, RemoteError, decode_envelope, decode_varint,
+                          encode_varint, read_frame, socket_streams)
 
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata",
                             "protocol", "vectors.json")
@@ -93,6 +99,126 @@ def check_varints() -> list[str]:
     return problems
 
 
+# How long a sequence waits for a frame before calling it missing (no speed is tested).
+STUCK_SECONDS = 10
+
+
+def service() -> tuple[dict[str, Any], Any]:
+    """The methods of `sequences.service` (handlers and the notification handler)."""
+    log: list[Any] = []
+
+    async def echo(param: Any, ctx: Any) -> Any:
+        return param
+
+    async def items(param: Any, ctx: Any) -> Any:
+        for item in param:
+            yield item
+
+    async def notes(param: Any, ctx: Any) -> Any:
+        return list(log)
+
+    async def park(param: Any, ctx: Any) -> Any:
+        await asyncio.Event().wait()
+
+    async def hold(stream: Any, ctx: Any) -> Any:
+        async for _ in stream:
+            pass
+        await asyncio.Event().wait()
+
+    async def total(stream: Any, ctx: Any) -> Any:
+        result = 0
+        async for item in stream:
+            result += item
+        return result
+
+    async def fail(causes: int, ctx: Any) -> Any:
+        cause = None
+        for level in range(causes, 0, -1):
+            cause = RemoteError(f"level {level}", cause=cause)
+        raise RemoteError("level 0", cause=cause)
+
+    def on_notify(method: str, param: Any) -> None:
+        if method == "note":
+            log.append(param)
+
+    handlers = {"echo": echo, "items": items, "notes": notes, "park": park, "hold": hold,
+                "sum": total, "fail": fail}
+    return handlers, on_notify
+
+
+def cause_depth(error: Any) -> int:
+    return 0 if not isinstance(error, dict) else 1 + cause_depth(error.get("cause"))
+
+
+def mismatch(env: Envelope, expect: dict[str, Any]) -> str | None:
+    """What differs between a frame and a sequence step's `expect`, or None."""
+    if KINDS_BY_NAME[expect["kind"]] != env.kind:
+        return f"expected {expect['kind'].upper()}, got {env.describe()}"
+    for key, actual in (("id", env.id), ("nonce", env.id), ("receiverId", env.r)):
+        if key in expect and expect[key] != actual:
+            return f"{key} {actual!r} != {expect[key]!r} in {env.describe()}"
+    body = json.loads(env.body.decode("utf-8")) if env.body else {}
+    code = body.get("code") if isinstance(body, dict) else None
+    if "code" in expect and code != expect["code"]:
+        return f"code of {env.describe()} body {env.body[:200]!r} is not {expect['code']!r}"
+    if "body" in expect and body != expect["body"]:
+        return f"body {env.body[:200]!r} is not {expect['body']!r}"
+    if "causeDepth" in expect and cause_depth(body) != expect["causeDepth"]:
+        return f"cause chain of {cause_depth(body)} levels, not {expect['causeDepth']}"
+    return None
+
+
+async def play(sequence: dict[str, Any], implementation: dict[str, Any]) -> list[str]:
+    """Plays one sequence vector against a Python Peer; returns the problems."""
+    a, b = socket.socketpair()
+    handlers, on_notify = service()
+    options = PeerOptions(codec=implementation["codec"],
+                          max_frame_bytes=implementation["maxFrameBytes"],
+                          max_in_flight=implementation["maxInFlight"],
+                          stream_window_bytes=implementation["streamWindowBytes"])
+    peer = Peer(*await socket_streams(a), handlers, on_notify, options, name="under-test")
+    reader, writer = await socket_streams(b)
+
+    async def serve() -> None:
+        try:
+            await peer.start()
+        except HandshakeError:
+            return
+        await peer.serve_until_goodbye()
+
+    serving = asyncio.create_task(serve())
+    problems: list[str] = []
+    try:
+        for index, step in enumerate(sequence["steps"]):
+            if "send" in step:
+                writer.write(bytes.fromhex(step["send"]))
+                await writer.drain()
+                continue
+            payload = await asyncio.wait_for(read_frame(reader, 2**32 - 1), STUCK_SECONDS)
+            if payload is None:
+                return [f"step {index}: the peer closed instead of sending {step['expect']}"]
+            problem = mismatch(decode_envelope(payload), step["expect"])
+            if problem:
+                return [f"step {index}: {problem}"]
+        if sequence["then"] == "closed":
+            payload = await asyncio.wait_for(read_frame(reader, 2**32 - 1), STUCK_SECONDS)
+            if payload is not None:
+                problems.append(f"a frame after the last step: {decode_envelope(payload)}")
+    except (asyncio.TimeoutError, ConnectionError, ProtocolError) as err:
+        problems.append(f"{type(err).__name__}: {err}")
+    finally:
+        writer.close()
+        if not peer.closed:
+            await peer._abort(ConnectionClosedError("sequence over"))
+        await asyncio.wait_for(serving, STUCK_SECONDS)
+    return problems
+
+
+async def play_all(sequences: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    return [(case["name"], await play(case, sequences["implementation"]))
+            for case in sequences["cases"]]
+
+
 def main(argv: list[str]) -> int:
     verbose = "-v" in argv
     paths = [arg for arg in argv if arg != "-v"]
@@ -123,11 +249,18 @@ def main(argv: list[str]) -> int:
             print(f"FAIL extra/{name} ({why}): {problem}")
         if verbose and not problems:
             print(f"ok   extra/{name}: expected {why!r}; got {got!r}")
-    hello = next(v for v in vectors["valid"] if v["frame"]["kind"] == "hello")
-    if len(bytes.fromhex(hello["hex"])) - 4 > MIN_MAX_FRAME_BYTES:
-        failures += 1
-        print("FAIL the HELLO vector is longer than 1024 bytes")
-    total = len(vectors["valid"]) + len(vectors["invalid"]) + len(EXTRA_INVALID)
+    for name, problems in asyncio.run(play_all(vectors["sequences"])):
+        failures += bool(problems)
+        for problem in problems:
+            print(f"FAIL sequence/{name}: {problem}")
+        if verbose and not problems:
+            print(f"ok   sequence/{name}")
+    for hello in (v for v in vectors["valid"] if v["frame"]["kind"] == "hello"):
+        if len(bytes.fromhex(hello["hex"])) - 4 > MIN_MAX_FRAME_BYTES:
+            failures += 1
+            print(f"FAIL the HELLO vector {hello['name']} is longer than 1024 bytes")
+    total = (len(vectors["valid"]) + len(vectors["invalid"]) + len(EXTRA_INVALID) +
+             len(vectors["sequences"]["cases"]))
     print(f"{total - failures}/{total} vectors match the Python peer "
           f"(protocol version {vectors['protocolVersion']}; {len(EXTRA_INVALID)} extra invalid "
           f"payloads from test_vectors.py)")

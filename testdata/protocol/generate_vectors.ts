@@ -3,6 +3,7 @@
 
 import { encodeEnvelope, type Envelope } from "../../channel/envelope.ts";
 import { encodeFrame } from "../../framing/frame_decoder.ts";
+import { implementation, peerHello, sequences, service } from "./_sequences.ts";
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -96,6 +97,27 @@ const valid: Array<[string, string, Envelope]> = [
   ["credit-param-stream", "CREDIT(R=1): the handler grants 3 bytes for call 4's param stream", {
     kind: "credit", id: 4, receiverId: true, bytes: 3,
   }],
+  ["goodbye-handshake-timeout", "GOODBYE sent when no valid HELLO arrived within the handshake timeout", {
+    kind: "goodbye", body: json({ code: "handshake_timeout", reason: "no HELLO within 10000 ms" }),
+  }],
+  ["error-frame-too-large", "ERROR(R=1) for call 9: its result (or a result stream item) would exceed the caller's maxFrameBytes", {
+    kind: "error", id: 9, receiverId: true,
+    body: json({ name: "FrameTooLargeError", message: "Frame of 1025 bytes exceeds maxFrameBytes (1024)", code: "frame_too_large" }),
+  }],
+  ["error-param-frame-too-large", "ERROR(R=0) for the caller's own call 4: a param stream item would exceed the handler's maxFrameBytes", {
+    kind: "error", id: 4, receiverId: false,
+    body: json({ name: "FrameTooLargeError", message: "Frame of 1025 bytes exceeds maxFrameBytes (1024)", code: "frame_too_large" }),
+  }],
+  ["error-invalid-param-item", "ERROR(R=1) for call 4: an item of its param stream could not be decoded", {
+    kind: "error", id: 4, receiverId: true,
+    body: json({ name: "InvalidParamError", message: 'A param stream item of "sum" could not be decoded', code: "invalid_param" }),
+  }],
+  ["error-cause-chain-8-levels", "ERROR(R=1) for call 10 with the longest cause chain a sender keeps: 8 error objects, the top one included", {
+    kind: "error", id: 10, receiverId: true, body: json(causeChain(8)),
+  }],
+  ["hello-1024-bytes", "The largest HELLO: its frame payload is exactly 1024 bytes (an unknown field pads it)", {
+    kind: "hello", body: json({ ...hello, pad: "x".repeat(padFor(1024)) }),
+  }],
 ];
 
 const invalid: Array<[string, string, string]> = [
@@ -122,6 +144,19 @@ const invalid: Array<[string, string, string]> = [
   ["ping-trailing", "PING with a byte after its nonce", "030100"],
 ];
 
+function causeChain(levels: number): Record<string, unknown> {
+  let error: Record<string, unknown> | undefined;
+  for (let level = levels - 1; level >= 0; level--) {
+    error = { name: "Error", message: `level ${level}`, ...(error ? { cause: error } : {}) };
+  }
+  return error!;
+}
+
+/** The length of `pad` that makes the HELLO above (plus `pad`) a frame payload of `size` bytes. */
+function padFor(size: number, base: Record<string, unknown> = hello): number {
+  return size - 1 - json({ ...base, pad: "" }).length;
+}
+
 const frameHeader = (payloadHex: string) =>
   (payloadHex.length / 2).toString(16).padStart(8, "0") + payloadHex;
 
@@ -129,7 +164,12 @@ const out = {
   description:
     "Golden vectors for the conduit wire protocol (docs/protocol.md). `hex` is the whole frame: the 4-byte big-endian length, then the payload. " +
     "`frame` lists the decoded fields; `bodyHex` is the body's bytes and `body` its meaning as JSON (every body here is UTF-8 JSON). " +
-    "Every `invalid` payload must be rejected as a protocol error; `error` says why.",
+    "Every `invalid` payload must be rejected as a protocol error; `error` says why. " +
+    "`sequences` are conversations: a scripted peer sends the `send` bytes (whole frames, several in one write when listed together) " +
+    "to the implementation under test, which must answer with exactly the frames of the `expect` steps, in order, and nothing else; " +
+    "an `expect` lists only the fields that must match (`code` is the `code` of an ERROR or GOODBYE body, null for none; " +
+    "`body` the JSON value of a RESULT or DATA body; `causeDepth` the number of error objects in an ERROR body, the top one included). " +
+    "`then` says whether the implementation closes the connection after the last step (`closed`: no frame follows) or stays open.",
   protocolVersion: 1,
   valid: valid.map(([name, description, envelope]) => {
     const frame: Record<string, unknown> = { ...envelope };
@@ -141,6 +181,12 @@ const out = {
     return { name, description, hex: hex(encodeFrame(encodeEnvelope(envelope))), frame };
   }),
   invalid: invalid.map(([name, error, payloadHex]) => ({ name, error, hex: frameHeader(payloadHex) })),
+  sequences: {
+    implementation,
+    service,
+    peerHello,
+    cases: sequences,
+  },
 };
 
 await Deno.writeTextFile(new URL("./vectors.json", import.meta.url), JSON.stringify(out, null, 2) + "\n");

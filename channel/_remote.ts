@@ -1,0 +1,64 @@
+// The `remote` object of a channel, a worker and a pool, and the base of the call objects that
+// are both a promise and a stream.
+//
+// `remoteProxy(invoke)` builds the typed `remote`: `remote.add(param, options)` is
+// `invoke("add", param, options)`, each method function made once on first use. `then` stays
+// undefined so that awaiting `remote` does not call the peer.
+//
+// `DualCall` holds what every call object shares: `catch`, `finally` and `readable` are
+// defined from `then` and the async iterator, so a subclass defines only `then`,
+// `[Symbol.asyncIterator]` and `cancel` (which face wins is the subclass's decision).
+
+import type { CallOptions, RemoteOf, RemoteStream } from "./types.ts";
+
+/** Starts a call of `method`; what it returns is what `remote[method](param, options)` returns. */
+export type Invoke = (method: string, param: unknown, options: CallOptions | undefined) => unknown;
+
+/** The typed `remote` whose methods call `invoke`. */
+export function remoteProxy<Api extends object>(invoke: Invoke): RemoteOf<Api> {
+  const methods: Record<string, unknown> = Object.create(null);
+  return new Proxy(methods, {
+    get(target, key) {
+      if (typeof key !== "string" || key === "then") return undefined;
+      return target[key] ??= (param: unknown, options?: CallOptions) => invoke(key, param, options);
+    },
+  }) as RemoteOf<Api>;
+}
+
+/** A call that is awaitable and async-iterable; the first use decides which. */
+export abstract class DualCall implements Promise<unknown>, RemoteStream<unknown> {
+  #readable: ReadableStream<unknown> | undefined;
+
+  abstract then<R1 = unknown, R2 = never>(
+    onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2>;
+
+  abstract [Symbol.asyncIterator](): AsyncIterator<unknown>;
+
+  /** Cancels the call when its stream was never read as a `ReadableStream`. */
+  protected abstract cancelCall(reason: unknown): Promise<void>;
+
+  get [Symbol.toStringTag](): string {
+    return this.constructor.name;
+  }
+
+  catch<R = never>(
+    onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null,
+  ): Promise<unknown> {
+    return this.then(undefined, onrejected);
+  }
+
+  finally(onfinally?: (() => void) | null): Promise<unknown> {
+    return this.then().finally(onfinally);
+  }
+
+  get readable(): ReadableStream<unknown> {
+    return this.#readable ??= ReadableStream.from(this);
+  }
+
+  cancel(reason?: unknown): Promise<void> {
+    if (this.#readable !== undefined) return this.#readable.cancel(reason);
+    return this.cancelCall(reason);
+  }
+}

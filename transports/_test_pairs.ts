@@ -1,0 +1,98 @@
+// The one set of test transport pairs: two connected transports of each kind (in memory, a
+// real Unix socket, real TCP and TLS over loopback) for the tests of every layer (framing,
+// transports, channel) and the benchmarks. It lives at the lowest layer that has transports,
+// so no lower layer's test imports a higher layer's helper.
+
+import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
+import { memoryPair } from "./memory.ts";
+import type { Listener, Transport } from "./types.ts";
+import { connectUnix, listenUnix } from "./unix.ts";
+
+/** A connected pair of transports and how to release what they hold (both ends included). */
+export interface TestPair {
+  /** The accepting end (the server's side). */
+  a: Transport;
+  /** The connecting end (the client's side). */
+  b: Transport;
+  /** Closes both ends and releases the listener and its files; safe after they closed. */
+  cleanup(): Promise<void>;
+}
+
+/** One way to connect two transports. */
+export interface TransportKind {
+  name: string;
+  pair(): Promise<TestPair>;
+}
+
+/** The in-memory pair. */
+export const memory: TransportKind = {
+  name: "memory",
+  pair() {
+    const [a, b] = memoryPair();
+    return Promise.resolve(released(a, b, () => Promise.resolve()));
+  },
+};
+
+/** Both ends of a Unix socket connection under a fresh temporary directory. */
+export const unix: TransportKind = {
+  name: "unix",
+  async pair() {
+    const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+    const listener = await listenUnix(`${dir}/s`);
+    const [b, a] = await connectPair(listener, () => connectUnix(`${dir}/s`));
+    await listener.close();
+    return released(a, b, () => Deno.remove(dir, { recursive: true }));
+  },
+};
+
+/** Both ends of a TCP connection over loopback. */
+export const tcp: TransportKind = {
+  name: "tcp",
+  async pair() {
+    const listener = listenTcp();
+    const port = (listener.addr as Deno.NetAddr).port;
+    const [b, a] = await connectPair(listener, () => connectTcp({ port }));
+    await listener.close();
+    return released(a, b, () => Promise.resolve());
+  },
+};
+
+const TLS_DIR = new URL("../testdata/tls/", import.meta.url);
+
+/** Both ends of a TLS connection over loopback, with the test certificates (testdata/tls). */
+export const tls: TransportKind = {
+  name: "tls",
+  async pair() {
+    const read = (name: string) => Deno.readTextFile(new URL(name, TLS_DIR));
+    const listener = listenTls({ cert: await read("server.pem"), key: await read("server.key") });
+    const port = (listener.addr as Deno.NetAddr).port;
+    const ca = await read("ca.pem");
+    const [b, a] = await connectPair(listener, () => connectTls({ port, caCerts: [ca] }));
+    await listener.close();
+    return released(a, b, () => Promise.resolve());
+  },
+};
+
+/** The kinds the channel tests run over. */
+export const transportKinds: TransportKind[] = [memory, unix];
+
+/** Connects with `connect` and returns `[connecting end, accepted end]`. */
+export async function connectPair(
+  listener: Listener,
+  connect: () => Promise<Transport>,
+): Promise<[Transport, Transport]> {
+  const accepted = listener.accept();
+  const a = await connect();
+  return [a, await accepted];
+}
+
+function released(a: Transport, b: Transport, release: () => Promise<void>): TestPair {
+  return {
+    a,
+    b,
+    async cleanup() {
+      await Promise.all([a.close(), b.close()]);
+      await release();
+    },
+  };
+}

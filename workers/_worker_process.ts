@@ -1,0 +1,256 @@
+// One worker process: its pipes, its stderr (read line by line for the tail and forwarded),
+// its channel, and how it is stopped (`exitTimeout`, SIGTERM, `killTimeout`, SIGKILL). A
+// connection error while the worker lives kills it; once its exit is known, connection
+// errors become WorkerExitedError.
+
+import { Channel, type ChannelOptions } from "../channel/channel.ts";
+import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
+import { remoteProxy } from "../channel/_remote.ts";
+import type { CallOptions, MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
+import { StderrLines } from "../transports/_stderr_lines.ts";
+import { ChildProcessTransport } from "../transports/_child_process.ts";
+import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
+import type { ChildTransport } from "../transports/stdio_parent.ts";
+import type { Transport } from "../transports/types.ts";
+import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
+import { guardWorker } from "./_signal_guard.ts";
+import { type ChannelCall, WorkerCall } from "./_worker_call.ts";
+import type { WorkerSocket } from "./_worker_socket.ts";
+import { WorkerExitedError } from "./errors.ts";
+import type { WorkerHandle } from "./worker_handle.ts";
+
+/** How long after the worker exited its stderr may stay open (a grandchild holds it). */
+const STDERR_LINGER_MS = 200;
+/** How long after the worker exited its connection may stay open before it is aborted. */
+const CONNECTION_LINGER_MS = 250;
+/** Longer stderr lines are split, so one endless line cannot grow memory. */
+const MAX_LINE_CHARS = 8 * 1024;
+
+/** How a worker process is run and stopped. */
+export interface ProcessOptions {
+  name: string;
+  stderr: "prefix" | "discard" | ((line: string) => void);
+  stderrTailLines: number;
+  exitTimeout: number;
+  killTimeout: number;
+}
+
+/** One worker process: its pipes, its stderr, its channel and how it is stopped. */
+export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, ProcessControl {
+  readonly pid: number;
+  readonly name: string;
+  readonly exited: Promise<Deno.CommandStatus>;
+  /** The process's stdin/stdout as a transport; the channel's transport in stdio mode. */
+  readonly stdio: ChildTransport;
+  readonly #child: Deno.ChildProcess;
+  readonly #stderr: StderrLines;
+  readonly #options: ProcessOptions;
+  /** Resolves with the status once the process has exited and its stderr is read. */
+  readonly #status: Promise<Deno.CommandStatus>;
+  #statusKnown = false;
+  #channel: Channel<Api> | undefined;
+  #remote: RemoteOf<Api> | undefined;
+  /** Set once close() was called: connection errors are then expected. */
+  #closing = false;
+  /** Why this side killed the worker, for WorkerExitedError. */
+  #stopReason: string | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(child: Deno.ChildProcess, options: ProcessOptions) {
+    this.#child = child;
+    this.pid = child.pid;
+    this.name = options.name;
+    this.#options = options;
+    const prefix = `[${options.name} ${child.pid}] `;
+    const onLine = options.stderr === "discard"
+      ? undefined
+      : options.stderr === "prefix"
+      ? (line: string) => writeStderr(prefix + line + "\n")
+      : options.stderr;
+    this.#stderr = new StderrLines(child.stderr, {
+      maxLineChars: MAX_LINE_CHARS,
+      tailLines: options.stderrTailLines,
+      onLine,
+    });
+    // The transport must not read stderr: we do, for the tail.
+    this.stdio = new ChildProcessTransport(child, {
+      label: `child process ${child.pid}`,
+      // Our own timeouts decide when to signal; this is only a backstop.
+      exitTimeoutMs: options.exitTimeout + options.killTimeout + 5_000,
+      pipeBufferBytes: DEFAULT_PIPE_BUFFER_BYTES,
+      stderr: "untouched",
+    });
+    const unguard = guardWorker(child);
+    this.#status = child.status.then(async (status) => {
+      this.#statusKnown = true;
+      unguard();
+      const linger = setTimeout(() => this.#stderr.cancel(), STDERR_LINGER_MS);
+      await this.#stderr.done;
+      clearTimeout(linger);
+      return status;
+    });
+    this.exited = this.#status.then(async (status) => {
+      const channel = this.#channel;
+      if (channel === undefined) {
+        await this.stdio.abort();
+        return status;
+      }
+      // The channel normally notices the exit by itself (its input ends); give it a moment
+      // to read what the worker wrote before exiting, then make sure.
+      const linger = setTimeout(
+        () => void channel.abort(new ConnectionClosedError(`${this.name} exited`)),
+        CONNECTION_LINGER_MS,
+      );
+      await channel.closed.catch(() => {});
+      clearTimeout(linger);
+      await this.stdio.close();
+      return status;
+    });
+  }
+
+  get remote(): RemoteOf<Api> {
+    return this.#remote!;
+  }
+
+  get stderrTail(): readonly string[] {
+    return this.#stderr.tail;
+  }
+
+  /** Accepts the worker's connection on `socket`, unless the worker exits first. */
+  acceptSocket(socket: WorkerSocket, timeout: number | undefined): Promise<Transport> {
+    // stdout carries nothing in this mode; read it anyway so the worker never blocks on it.
+    void this.stdio.readable.pipeTo(new WritableStream()).catch(() => {});
+    return socket.accept(this.#child.status, timeout);
+  }
+
+  /** Opens the channel over `connection`; on failure stops the worker and throws why. */
+  async open(connection: Transport, options: ChannelOptions): Promise<WorkerHandle<Api>> {
+    const channel = new Channel<Api>(new ProcessTransport(connection, this), options);
+    this.#channel = channel;
+    const translate = (error: unknown) => this.#translate(error);
+    const call = channel.call.bind(channel) as unknown as (
+      method: string,
+      param: unknown,
+      options: CallOptions | undefined,
+    ) => ChannelCall;
+    this.#remote = remoteProxy<Api>((method, param, callOptions) =>
+      new WorkerCall(call(method, param, callOptions), translate)
+    );
+    try {
+      await channel.opened;
+    } catch (error) {
+      throw await this.failStart(error);
+    }
+    return this;
+  }
+
+  /** The worker did not start: stop it, release everything, and say why. */
+  async failStart(error: unknown): Promise<unknown> {
+    this.#closing = true;
+    // A worker that is alive but failed the handshake gets no grace.
+    const exitedAlready = await this.#exitsWithin(CONNECTION_LINGER_MS);
+    if (!exitedAlready) this.#signal("SIGKILL");
+    await this.#channel?.abort(error);
+    const status = await this.exited;
+    // A worker that answered with another codec or version exits because of it: the
+    // mismatch is the news. One that went away during the handshake is explained by its exit.
+    if (error instanceof HandshakeError && error.code !== "closed") return error;
+    if (!exitedAlready && !(error instanceof ConnectionClosedError)) return error;
+    return this.#exitError(status, error);
+  }
+
+  notify<K extends MethodName<Api>>(method: K, param: RemoteArgs<Api[K]>[0]): void {
+    this.#channel!.notify(method, param);
+  }
+
+  async close(): Promise<Deno.CommandStatus> {
+    this.#closing = true;
+    await this.#channel?.close();
+    return await this.exited;
+  }
+
+  kill(signal: Deno.Signal = "SIGKILL"): Promise<Deno.CommandStatus> {
+    this.#stopReason ??= "kill() was called";
+    this.#signal(signal);
+    return this.exited;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close().then(() => {});
+  }
+
+  /**
+   * Stops the process once its connection is closed: wait `exitTimeout` for it to exit, then
+   * SIGTERM, `killTimeout`, SIGKILL.
+   */
+  stop(): Promise<void> {
+    return this.#stopping ??= this.#stop();
+  }
+
+  async #stop(): Promise<void> {
+    const { exitTimeout, killTimeout } = this.#options;
+    if (!await this.#exitsWithin(exitTimeout)) {
+      this.#signal("SIGTERM");
+      if (!await this.#exitsWithin(killTimeout)) this.#signal("SIGKILL");
+    }
+    await this.#child.status;
+  }
+
+  async #exitsWithin(ms: number): Promise<boolean> {
+    if (this.#statusKnown) return true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const exited = await Promise.race([
+      this.#child.status.then(() => true),
+      new Promise<boolean>((resolve) => timer = setTimeout(resolve, ms, false)),
+    ]);
+    clearTimeout(timer);
+    return exited;
+  }
+
+  #signal(signal: Deno.Signal): void {
+    if (this.#statusKnown) return;
+    try {
+      this.#child.kill(signal);
+    } catch {
+      // It has exited already.
+    }
+  }
+
+  /** Turns a connection error into WorkerExitedError, once the worker's exit is known. */
+  async #translate(error: unknown): Promise<unknown> {
+    if (!(error instanceof ConnectionClosedError) || error instanceof WorkerExitedError) {
+      return error;
+    }
+    // A worker that is exiting closes its connection a moment before its exit is reported.
+    if (!this.#closing && !await this.#exitsWithin(CONNECTION_LINGER_MS)) {
+      // The connection failed (heartbeat, protocol error) while the worker lives: it is of
+      // no use any more, and must not outlive its channel.
+      this.#stopReason ??= error.message;
+      this.#signal("SIGKILL");
+    }
+    return this.#exitError(await this.#status, error);
+  }
+
+  #exitError(status: Deno.CommandStatus, cause: unknown): WorkerExitedError {
+    return new WorkerExitedError({
+      worker: this.name,
+      pid: this.pid,
+      code: status.code,
+      signal: status.signal,
+      stderrTail: this.#stderr.tail,
+      reason: status.signal !== null ? this.#stopReason : undefined,
+    }, { cause });
+  }
+}
+
+const encoder = new TextEncoder();
+
+function writeStderr(text: string): void {
+  const bytes = encoder.encode(text);
+  let written = 0;
+  try {
+    while (written < bytes.length) written += Deno.stderr.writeSync(bytes.subarray(written));
+  } catch {
+    // Our stderr is gone: nowhere left to forward to.
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * A running worker, as {@linkcode spawnWorker} returns it: {@linkcode WorkerHandle}.
+ *
+ * @module
+ */
+
+import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
+
+/**
+ * A running worker: its typed `remote`, and its process. Get one from
+ * {@linkcode spawnWorker}; dispose of it with `await using`, `close()` or `kill()`.
+ *
+ * @typeParam Api The handler interface the worker serves.
+ *
+ * @example Killing a worker fails its pending calls
+ * ```ts
+ * import { spawnWorker, WorkerExitedError } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ *
+ * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const worker = await spawnWorker<EchoApi>(url);
+ * const pending = worker.remote.sleep(60_000);
+ * await worker.kill();
+ * const err = await pending.then(() => null, (e) => e);
+ * assert.ok(err instanceof WorkerExitedError);
+ * assert.equal(err.signal, "SIGKILL");
+ * ```
+ */
+export interface WorkerHandle<Api extends object> extends AsyncDisposable {
+  /**
+   * The worker's methods. A call fails with {@linkcode WorkerExitedError} when the worker
+   * exits before it finishes, and with the channel's errors (`RemoteError`,
+   * `DeadlineExceededError`, …) otherwise.
+   */
+  readonly remote: RemoteOf<Api>;
+  /** The worker's process id. */
+  readonly pid: number;
+  /** The worker's name, as in messages. */
+  readonly name: string;
+  /**
+   * Resolves once the worker has exited and every pipe and the connection are released, with
+   * its exit status (`code`, and the `signal` that ended it, if any).
+   */
+  readonly exited: Promise<Deno.CommandStatus>;
+  /** The worker's last stderr lines, oldest first. */
+  readonly stderrTail: readonly string[];
+  /**
+   * Sends a notification: runs the worker's handler of that name, with no answer.
+   *
+   * @param method The worker's method.
+   * @param param Its param.
+   * @throws {ConnectionClosedError} When the connection is closing or closed.
+   */
+  notify<K extends MethodName<Api>>(method: K, param: RemoteArgs<Api[K]>[0]): void;
+  /**
+   * Stops the worker gracefully: GOODBYE, drain, wait for exit, then `SIGTERM`, then
+   * `SIGKILL` (see the timeouts in {@linkcode SpawnWorkerOptions}). Never rejects.
+   *
+   * @returns The exit status, once everything is released.
+   */
+  close(): Promise<Deno.CommandStatus>;
+  /**
+   * Sends the worker a signal at once; pending calls fail with {@linkcode WorkerExitedError}.
+   *
+   * @param signal The signal.
+   * @default {"SIGKILL"}
+   * @returns The exit status, once everything is released.
+   */
+  kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+}
