@@ -17,7 +17,7 @@ import {
   readCredit,
 } from "./_nats_wire.ts";
 import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
-import { Heartbeat, ReceiveCredit, SendCredit } from "./_nats_flow.ts";
+import { ChunkQueue, Heartbeat, ReceiveCredit, SendCredit } from "./_nats_flow.ts";
 
 /** The settings one end keeps; the peer learns them in the handshake. */
 export interface NatsChannelSettings {
@@ -44,12 +44,9 @@ export class NatsChannel implements ByteChannel {
   #recvSeq = 0;
   #sendCredit = new SendCredit(0);
   readonly #receiveCredit: ReceiveCredit;
-  readonly #queue: Uint8Array[] = [];
+  readonly #queue = new ChunkQueue((chunk) => this.#take(chunk));
   /** Messages that came before `connect()`: the client's first ones can pass its reply. */
   #early: NatsMessage[] | undefined = [];
-  #reader: PromiseWithResolvers<Uint8Array | null> | undefined;
-  /** The peer sent End (or Bye): after the queue, reads end. */
-  #peerEnded = false;
   /** The peer sent Bye: it reads nothing any more. */
   #peerClosed = false;
   #failure: Error | undefined;
@@ -110,11 +107,7 @@ export class NatsChannel implements ByteChannel {
   }
 
   read(): Promise<Uint8Array | null> {
-    if (this.#queue.length > 0) return Promise.resolve(this.#take(this.#queue.shift()!));
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    if (this.#peerEnded || this.#released) return Promise.resolve(null);
-    this.#reader = Promise.withResolvers();
-    return this.#reader.promise;
+    return this.#queue.read();
   }
 
   write(chunk: Uint8Array): Promise<void> | undefined {
@@ -147,8 +140,7 @@ export class NatsChannel implements ByteChannel {
       }
     }
     this.#stop(new TransportClosedError(`${this.label} is closed`));
-    this.#reader?.resolve(null);
-    this.#reader = undefined;
+    this.#queue.end();
     // The last messages are on the server before close() resolves (unless NATS is gone).
     if (notify && !this.#nc.isClosed()) await this.#nc.flush().catch(() => {});
   }
@@ -168,8 +160,7 @@ export class NatsChannel implements ByteChannel {
       }
     }
     this.#stop(error);
-    this.#reader?.reject(error);
-    this.#reader = undefined;
+    this.#queue.fail(error);
   }
 
   async #writeInPieces(chunk: Uint8Array, piece: number): Promise<void> {
@@ -225,7 +216,8 @@ export class NatsChannel implements ByteChannel {
     return seq;
   }
 
-  #take(chunk: Uint8Array): Uint8Array {
+  /** A read took `chunk`: grant the peer more once enough was read. */
+  #take(chunk: Uint8Array): void {
     const grant = this.#receiveCredit.consume(chunk.length);
     if (grant !== undefined && this.#canNotify()) {
       try {
@@ -234,7 +226,6 @@ export class NatsChannel implements ByteChannel {
         // fail() has run: the next read reports it.
       }
     }
-    return chunk;
   }
 
   #canNotify(): boolean {
@@ -297,9 +288,7 @@ export class NatsChannel implements ByteChannel {
     if (kind === Kind.Credit) {
       this.#sendCredit.grant(readCredit(body));
     } else if (kind === Kind.End || kind === Kind.Bye) {
-      this.#peerEnded = true;
-      this.#reader?.resolve(null);
-      this.#reader = undefined;
+      this.#queue.end();
       if (kind === Kind.Bye) {
         this.#peerClosed = true;
         this.#stop(new TransportClosedError(`${this.label}: the peer closed the connection`));
@@ -328,7 +317,7 @@ export class NatsChannel implements ByteChannel {
   }
 
   #receiveData(body: Uint8Array): void {
-    if (this.#peerEnded) throw new TransportClosedError(`${this.label}: data after the end`);
+    if (this.#queue.ended) throw new TransportClosedError(`${this.label}: data after the end`);
     const excess = this.#receiveCredit.receive(body.length);
     if (excess !== undefined) {
       throw new TransportClosedError(`${this.label}: the peer sent past its window (${excess})`);
@@ -337,12 +326,7 @@ export class NatsChannel implements ByteChannel {
     const chunk = body.length < COPY_BELOW_BYTES
       ? new Uint8Array(body)
       : new Uint8Array(body.buffer, body.byteOffset, body.length);
-    if (chunk.length === 0) return;
-    const reader = this.#reader;
-    if (reader !== undefined) {
-      this.#reader = undefined;
-      reader.resolve(this.#take(chunk));
-    } else this.#queue.push(chunk);
+    if (chunk.length > 0) this.#queue.push(chunk);
   }
 
   readonly #heartbeatEvents = {

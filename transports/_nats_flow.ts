@@ -137,3 +137,66 @@ export class Heartbeat {
     this.#sent = false;
   };
 }
+
+/**
+ * The chunks received and not yet read, and the one pending read: a read takes the next chunk,
+ * or waits for one, for the end (`null`) or for a failure. Chunks queued before an end or a
+ * failure are still read first: they arrived in order.
+ */
+export class ChunkQueue {
+  readonly #chunks: Uint8Array[] = [];
+  readonly #onTake: (chunk: Uint8Array) => void;
+  #reader: PromiseWithResolvers<Uint8Array | null> | undefined;
+  #ended = false;
+  #error: Error | undefined;
+
+  /** @param onTake Called with each chunk as a read takes it. */
+  constructor(onTake: (chunk: Uint8Array) => void) {
+    this.#onTake = onTake;
+  }
+
+  /** Whether `end()` or `fail()` was called. */
+  get ended(): boolean {
+    return this.#ended || this.#error !== undefined;
+  }
+
+  push(chunk: Uint8Array): void {
+    const reader = this.#reader;
+    if (reader === undefined) return void this.#chunks.push(chunk);
+    this.#reader = undefined;
+    this.#onTake(chunk);
+    reader.resolve(chunk);
+  }
+
+  /** No more chunks: reads end once the queue is empty. */
+  end(): void {
+    this.#ended = true;
+    this.#settle();
+  }
+
+  /** Reads fail with `error` once the queue is empty. */
+  fail(error: Error): void {
+    this.#error ??= error;
+    this.#settle();
+  }
+
+  read(): Promise<Uint8Array | null> {
+    const chunk = this.#chunks.shift();
+    if (chunk !== undefined) {
+      this.#onTake(chunk);
+      return Promise.resolve(chunk);
+    }
+    if (this.#error !== undefined) return Promise.reject(this.#error);
+    if (this.#ended) return Promise.resolve(null);
+    this.#reader = Promise.withResolvers();
+    return this.#reader.promise;
+  }
+
+  #settle(): void {
+    const reader = this.#reader;
+    this.#reader = undefined;
+    if (reader === undefined) return;
+    if (this.#error !== undefined) reader.reject(this.#error);
+    else reader.resolve(null);
+  }
+}
