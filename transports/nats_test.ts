@@ -304,6 +304,33 @@ natsTest(
   },
 );
 
+natsTest("inboxPrefix names the subjects each end reads", async (server) => {
+  const [serverNc, clientNc, observer] = await Promise.all([
+    server.connect(),
+    server.connect(),
+    server.connect(),
+  ]);
+  const subjects: string[] = [];
+  // Every message of the connection, both ways, as the server routes it.
+  const watch = observer.subscribe("_CONDUIT.>", {
+    callback: (_e, m) => void subjects.push(m.subject),
+  });
+  await observer.flush();
+  const listener = await listenNats(serverNc, "prefixed", { inboxPrefix: "_CONDUIT.srv" });
+  const accepted = listener.accept();
+  const client = await connectNats(clientNc, "prefixed", { inboxPrefix: "_CONDUIT.cli" });
+  const peer = await accepted;
+  const writer = client.writable.getWriter();
+  await writer.write(new Uint8Array([1, 2]));
+  await writer.close();
+  assert.deepEqual(await Array.fromAsync(peer.readable), [new Uint8Array([1, 2])]);
+  await Promise.all([client.close(), peer.close(), listener.close()]);
+  await observer.flush();
+  watch.unsubscribe();
+  assert.ok(subjects.some((subject) => subject.startsWith("_CONDUIT.srv.")), `${subjects}`);
+  assert.ok(subjects.some((subject) => subject.startsWith("_CONDUIT.cli.")), `${subjects}`);
+});
+
 natsTest(
   "a peer whose NATS connection closes ends pending reads and writes in bounded time",
   async (server) => {
