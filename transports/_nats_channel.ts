@@ -17,7 +17,7 @@ import {
   readCredit,
 } from "./_nats_wire.ts";
 import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
-import { ChunkQueue, Heartbeat, ReceiveCredit, SendCredit } from "./_nats_flow.ts";
+import { ChunkQueue, flushWithin, Heartbeat, ReceiveCredit, SendCredit } from "./_nats_flow.ts";
 
 /** The settings one end keeps; the peer learns them in the handshake. */
 export interface NatsChannelSettings {
@@ -141,8 +141,8 @@ export class NatsChannel implements ByteChannel {
     }
     this.#stop(new TransportClosedError(`${this.label} is closed`));
     this.#queue.end();
-    // The last messages are on the server before close() resolves (unless NATS is gone).
-    if (notify && !this.#nc.isClosed()) await this.#nc.flush().catch(() => {});
+    // The last messages are on the server before close() resolves, unless NATS is away.
+    if (notify) await flushWithin(this.#nc, MISSED_HEARTBEATS * this.#settings.heartbeatMs);
   }
 
   /** Ends the connection with `error`: reads and writes fail with it, the peer gets a Reset. */

@@ -200,3 +200,23 @@ export class ChunkQueue {
     else reader.resolve(null);
   }
 }
+
+/**
+ * Waits until the server has processed what `nc` sent before, for at most `ms`: a client that
+ * is reconnecting answers only once it is back, and a `close()` must not wait for that.
+ */
+export async function flushWithin(
+  nc: { flush(): Promise<void>; isClosed(): boolean },
+  ms: number,
+): Promise<void> {
+  if (nc.isClosed()) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      nc.flush().catch(() => {}),
+      new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -74,7 +74,11 @@ export async function startNatsServer(config = ""): Promise<NatsServer> {
   const stop = () =>
     stopping ??= (async () => {
       await Promise.all(clients.map((nc) => nc.isClosed() ? undefined : nc.close()));
-      child.kill("SIGTERM");
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // Killed already (a test of a server that dies).
+      }
       await child.status;
       await draining;
       await Deno.remove(dir, { recursive: true });

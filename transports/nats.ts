@@ -81,6 +81,7 @@ import { TransportClosedError } from "../errors.ts";
 import { ListenerBase } from "./_listener_base.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
+import { flushWithin } from "./_nats_flow.ts";
 import { decodeHello, encodeHello, PROTOCOL } from "./_nats_wire.ts";
 import type { Listener, Transport } from "./types.ts";
 import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
@@ -425,7 +426,7 @@ class NatsConnListener extends ListenerBase implements NatsListener {
     }
     this.#opening.clear();
     await Promise.all(this.#ready.splice(0).map((t) => t.abort(closed)));
-    if (!this.#nc.isClosed()) await this.#nc.flush().catch(() => {});
+    await flushWithin(this.#nc, this.#settings.heartbeatMs);
   }
 
   readonly #onHello = (error: Error | null, msg: NatsMessage): void => {

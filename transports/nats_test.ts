@@ -355,6 +355,22 @@ natsTest(
   },
 );
 
+natsTest("a nats-server that dies ends both ends with NatsPeerGoneError", async (server) => {
+  const [serverNc, clientNc] = await Promise.all([server.connect(), server.connect()]);
+  const listener = await listenNats(serverNc, "dies", { heartbeatMs: 100 });
+  const accepted = listener.accept();
+  const client = await connectNats(clientNc, "dies", { heartbeatMs: 100 });
+  const peer = await accepted;
+  const reading = [client, peer].map((t) => t.readable.getReader().read().catch((e) => e));
+  Deno.kill(server.pid, "SIGKILL");
+  // The clients try to reconnect (their NATS connections stay open); the heartbeat notices.
+  for (const error of await Promise.all(reading)) {
+    assert.ok(error instanceof TransportClosedError, `got ${error}`);
+    assert.ok(error.cause instanceof NatsPeerGoneError, `cause ${error.cause}`);
+  }
+  await Promise.all([client.close(), peer.close(), listener.close()]);
+});
+
 natsTest("closing the listener ends iteration and refuses new connections", async (server) => {
   const nc = await server.connect();
   const listener = await listenNats(nc, "closing");
