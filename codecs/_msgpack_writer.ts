@@ -28,6 +28,9 @@ const FIXSTR_LIMIT = 32;
 /** The most bytes one UTF-16 unit takes in UTF-8. */
 const MAX_BYTES_PER_UNIT = 3;
 const textEncoder = new TextEncoder();
+const INT64_MIN = -(2n ** 63n);
+const UINT64_MAX = 2n ** 64n - 1n;
+const SAFE_BIGINT = BigInt(Number.MAX_SAFE_INTEGER);
 const objectProto = Object.prototype;
 const arrayProto = Array.prototype;
 
@@ -35,6 +38,7 @@ const arrayProto = Array.prototype;
 export class MsgpackWriter {
   readonly #extension: ExtensionHook;
   readonly #maxDepth: number;
+  readonly #bigintAsInt: boolean;
   #bytes = new Uint8Array(INITIAL_BYTES);
   #view = new DataView(this.#bytes.buffer);
   #pos = 0;
@@ -44,10 +48,13 @@ export class MsgpackWriter {
    * @param extension Called for every value that is not a plain object, an array or a
    * primitive the format has (bigints, class instances, typed arrays, symbols, functions).
    * @param maxDepth The deepest level a value may sit at, the top-level value being level 1.
+   * @param bigintAsInt Whether a bigint that fits 64 bits is written as a plain int (then
+   * the hook sees only larger ones).
    */
-  constructor(extension: ExtensionHook, maxDepth: number) {
+  constructor(extension: ExtensionHook, maxDepth: number, bigintAsInt = false) {
     this.#extension = extension;
     this.#maxDepth = maxDepth;
+    this.#bigintAsInt = bigintAsInt;
   }
 
   /**
@@ -57,7 +64,9 @@ export class MsgpackWriter {
   encode(value: unknown): Uint8Array {
     // Re-entered from a getter or an extension hook while encoding: a writer of its own, as
     // the library clones its encoder.
-    if (this.#entered) return new MsgpackWriter(this.#extension, this.#maxDepth).encode(value);
+    if (this.#entered) {
+      return new MsgpackWriter(this.#extension, this.#maxDepth, this.#bigintAsInt).encode(value);
+    }
     this.#entered = true;
     this.#pos = 0;
     try {
@@ -86,6 +95,11 @@ export class MsgpackWriter {
         return this.#number(value);
       case "string":
         return this.#string(value);
+      case "bigint":
+        if (this.#bigintAsInt && value >= INT64_MIN && value <= UINT64_MAX) {
+          return this.#bigint(value);
+        }
+        break;
       case "object": {
         // Plain objects and arrays are never Dates, Maps, Sets or ExtData, so the hook would
         // return null for them; `Array.isArray` keeps an `Object.create(Array.prototype)` a map.
@@ -153,6 +167,20 @@ export class MsgpackWriter {
       p += 8;
     }
     this.#pos = p;
+  }
+
+  /** A bigint that fits 64 bits, in the smallest int form that holds it. */
+  #bigint(n: bigint): void {
+    if (n >= -SAFE_BIGINT && n <= SAFE_BIGINT) return this.#number(Number(n));
+    this.#ensure(9);
+    if (n >= 0n) {
+      this.#bytes[this.#pos] = 0xcf;
+      this.#view.setBigUint64(this.#pos + 1, n);
+    } else {
+      this.#bytes[this.#pos] = 0xd3;
+      this.#view.setBigInt64(this.#pos + 1, n);
+    }
+    this.#pos += 9;
   }
 
   #string(s: string): void {
