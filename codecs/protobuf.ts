@@ -33,8 +33,9 @@
  * @module
  */
 
-import { type IConversionOptions, parse, Root, Type } from "protobufjs";
+import { type IConversionOptions, parse, Reader, Root, Type } from "protobufjs";
 import { CodecError } from "../errors.ts";
+import { unknownsCopier } from "./_protobuf_unknown.ts";
 import { type Int64Form, messageVerifier } from "./_protobuf_verify.ts";
 import type { Codec } from "./types.ts";
 
@@ -124,6 +125,7 @@ class _ProtobufCodec<T> implements Codec<T> {
   /** Whether encoding needs protobufjs's fromObject (bigint and string longs, enum names). */
   readonly #convert: boolean;
   readonly #fixBytes: _BytesFixer | undefined;
+  readonly #copyUnknowns: (from: unknown, to: unknown) => void;
 
   constructor(options: ProtobufCodecOptions) {
     this.#type = resolveType(options);
@@ -135,6 +137,7 @@ class _ProtobufCodec<T> implements Codec<T> {
     this.#toObject = { longs: this.#int64 === "bigint" ? BigInt : String, defaults: true };
     this.#convert = needsConversion(this.#type, new Set());
     this.#fixBytes = bytesFixer(this.#type, new Map());
+    this.#copyUnknowns = unknownsCopier(this.#type);
     this.name = `protobuf:${this.#type.fullName.replace(/^\./, "")}`;
   }
 
@@ -142,9 +145,11 @@ class _ProtobufCodec<T> implements Codec<T> {
     try {
       const problem = this.#verify?.(value);
       if (problem !== undefined) throw new TypeError(problem);
-      const message = this.#convert
-        ? this.#type.fromObject(value as Record<string, unknown>)
-        : (value as Record<string, unknown>);
+      let message = value as Record<string, unknown>;
+      if (this.#convert) {
+        message = this.#type.fromObject(message);
+        this.#copyUnknowns(value, message);
+      }
       const bytes = this.#type.encode(message).finish();
       // protobufjs hands out Node Buffers; callers get a plain view of the same bytes.
       return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -159,7 +164,12 @@ class _ProtobufCodec<T> implements Codec<T> {
       const input = bytes.constructor === Uint8Array
         ? bytes
         : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      const object = this.#type.toObject(this.#type.decode(input), this.#toObject);
+      // protobufjs drops unknown fields unless the reader is told to keep them.
+      const reader = Reader.create(input);
+      reader.discardUnknown = false;
+      const message = this.#type.decode(reader);
+      const object = this.#type.toObject(message, this.#toObject);
+      this.#copyUnknowns(message, object);
       this.#fixBytes?.(object);
       return object as T;
     } catch (cause) {
