@@ -8,6 +8,7 @@
 // lengths they claim. All of that is per message and per column, never per row.
 
 import {
+  type CompressionType,
   type Data,
   makeData,
   Message,
@@ -25,6 +26,8 @@ import type {
 } from "apache-arrow/ipc/metadata/message";
 import type { ArrayBufferViewInput } from "apache-arrow/util/buffer";
 import { VectorLoader } from "apache-arrow/visitor/vectorloader";
+import type { BufferRegion } from "apache-arrow/ipc/metadata/message";
+import { compressBuffers, compressionName, decompressBody } from "./_arrow_compression.ts";
 
 /** The end-of-stream marker: a continuation token followed by a zero metadata length. */
 export const EOS_MARKER: Uint8Array = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
@@ -56,12 +59,18 @@ export class IpcReader {
   /** The stream's schema, once its schema message has been read. */
   schema: Schema | undefined;
   readonly #maxDepth: number;
+  readonly #maxUncompressedBytes: number;
   readonly #dictionaries = new Map<number, Vector>();
   #batchNodes = 0;
   #dictionaryNodes = new Map<number, number>();
 
-  constructor(maxDepth: number) {
+  /**
+   * @param maxDepth The deepest field nesting accepted.
+   * @param maxUncompressedBytes The most bytes one compressed message body may expand to.
+   */
+  constructor(maxDepth: number, maxUncompressedBytes: number) {
     this.#maxDepth = maxDepth;
+    this.#maxUncompressedBytes = maxUncompressedBytes;
   }
 
   /** Reads the message that starts at `pos`. Throws on any malformed or misplaced message. */
@@ -114,14 +123,28 @@ export class IpcReader {
         this.#batchNodes = verified.nodes;
         this.#dictionaryNodes = verified.dictionaryNodes;
         return { kind: "schema", batch: undefined, end };
-      case MessageHeader.DictionaryBatch:
-        this.#loadDictionary(message.header() as DictionaryBatchHeader, body);
+      case MessageHeader.DictionaryBatch: {
+        const header = message.header() as DictionaryBatchHeader;
+        const data = this.#uncompressed(body, header.data.buffers, verified.compression);
+        this.#loadDictionary(header, data.body, data.regions);
         return { kind: "dictionary", batch: undefined, end };
+      }
       default: {
         const header = message.header() as RecordBatchHeader;
-        return { kind: "batch", batch: this.#loadBatch(header, body, message.metadata), end };
+        const data = this.#uncompressed(body, header.buffers, verified.compression);
+        const batch = this.#loadBatch(header, data.body, data.regions, message.metadata);
+        return { kind: "batch", batch, end };
       }
     }
+  }
+
+  #uncompressed(
+    body: Uint8Array,
+    regions: BufferRegion[],
+    compression: number,
+  ): { body: Uint8Array; regions: BufferRegion[] } {
+    if (compression < 0) return { body, regions };
+    return decompressBody(body, regions, compression, this.#maxUncompressedBytes);
   }
 
   #verify(metadata: Uint8Array, pos: number): VerifiedMessage {
@@ -163,6 +186,7 @@ export class IpcReader {
   #loadBatch(
     header: RecordBatchHeader,
     body: Uint8Array,
+    regions: BufferRegion[],
     metadata: Map<string, string>,
   ): RecordBatch {
     const schema = this.schema!;
@@ -177,7 +201,7 @@ export class IpcReader {
     const children = new VectorLoader(
       body,
       header.nodes,
-      header.buffers,
+      regions,
       this.#dictionaries,
       schema.metadataVersion,
       header.variadicBufferCounts,
@@ -197,13 +221,17 @@ export class IpcReader {
     return new RecordBatch(schema, data, metadata);
   }
 
-  #loadDictionary(header: DictionaryBatchHeader, body: Uint8Array): void {
+  #loadDictionary(
+    header: DictionaryBatchHeader,
+    body: Uint8Array,
+    regions: BufferRegion[],
+  ): void {
     const schema = this.schema!;
     const type = schema.dictionaries.get(header.id)!;
     const [data] = new VectorLoader(
       body,
       header.data.nodes,
-      header.data.buffers,
+      regions,
       this.#dictionaries,
       schema.metadataVersion,
       header.data.variadicBufferCounts,
@@ -221,6 +249,13 @@ export class IpcReader {
 export class CollectingWriter extends RecordBatchStreamWriter {
   #chunks: Uint8Array[] = [];
   #size = 0;
+  readonly #compression: CompressionType | null;
+
+  /** @param compression How bodies are compressed, or null for not at all. */
+  constructor(compression: CompressionType | null) {
+    super({ autoDestroy: false, compressionType: compression });
+    this.#compression = compression;
+  }
 
   /** Starts the stream: queues the schema message. */
   begin(schema: Schema): void {
@@ -243,6 +278,12 @@ export class CollectingWriter extends RecordBatchStreamWriter {
     this.#chunks = [];
     this.#size = 0;
     return out;
+  }
+
+  protected override _compressBodyBuffers(
+    buffers: ArrayBufferView[],
+  ): ReturnType<typeof compressBuffers> {
+    return compressBuffers(buffers, this.#compression!);
   }
 
   protected override _write(chunk: ArrayBufferViewInput): this {
@@ -391,10 +432,22 @@ interface VerifiedMessage {
   nodes: number;
   dictionaryId: number;
   dictionaryNodes: Map<number, number>;
+  /** The body's compression type (0 LZ4_FRAME, 1 ZSTD), or -1 when it has none. */
+  compression: number;
 }
 
 const TYPE_TIMESTAMP = 10;
 const TYPE_UNION = 14;
+/** Arrow types apache-arrow cannot represent, by their id in the schema's Type union. */
+const UNREPRESENTABLE: Record<number, string> = {
+  22: "RunEndEncoded",
+  25: "ListView",
+  26: "LargeListView",
+};
+/** The highest Type union id this reader knows (LargeListView). */
+const LAST_TYPE = 26;
+const COMPRESSION_LZ4_FRAME = 0;
+const COMPRESSION_ZSTD = 1;
 
 // A bounds-checking walk over the flatbuffer of one message header. It reads exactly the
 // vectors and tables apache-arrow's decoder will read, so once it passes, decoding does a
@@ -406,6 +459,7 @@ class _MessageVerifier {
   // An honest flatbuffer holds at most one table per 4 bytes; shared (DAG) references that
   // would make the walk explode exhaust this budget instead.
   #budget: number;
+  #compression = -1;
 
   constructor(metadata: Uint8Array, maxDepth: number) {
     this.#view = new DataView(metadata.buffer, metadata.byteOffset, metadata.byteLength);
@@ -432,6 +486,7 @@ class _MessageVerifier {
       nodes: 0,
       dictionaryId: 0,
       dictionaryNodes: new Map(),
+      compression: -1,
     };
     switch (type) {
       case MessageHeader.Schema:
@@ -454,6 +509,7 @@ class _MessageVerifier {
           `message type ${MessageHeader[type] ?? type} is not supported in a stream`,
         );
     }
+    result.compression = this.#compression;
     return result;
   }
 
@@ -475,6 +531,13 @@ class _MessageVerifier {
     const typeType = this.#u8(field, 2);
     const type = this.#ref(field, 3, "field type");
     if (typeType === 0 || type < 0) throw new TypeError("field has no type");
+    if (typeType in UNREPRESENTABLE || typeType > LAST_TYPE) {
+      const name = UNREPRESENTABLE[typeType] ?? `with type id ${typeType}`;
+      throw new TypeError(
+        `field "${this.#text(field, 0)}" is of type ${name}, which apache-arrow (and so this ` +
+          `codec) cannot represent`,
+      );
+    }
     const typeTable = this.#table(type, "field type");
     if (typeType === TYPE_UNION) this.#vector(typeTable, 1, 4, "union type ids");
     if (typeType === TYPE_TIMESTAMP) this.#string(typeTable, 1, "timestamp time zone");
@@ -522,8 +585,17 @@ class _MessageVerifier {
         );
       }
     }
-    if (this.#ref(batch, 3, "compression") >= 0) {
-      throw new TypeError("compressed record batches are not supported");
+    const compression = this.#ref(batch, 3, "compression");
+    if (compression >= 0) {
+      const table = this.#table(compression, "body compression");
+      const codec = this.#u8(table, 0);
+      if (codec !== COMPRESSION_LZ4_FRAME && codec !== COMPRESSION_ZSTD) {
+        throw new TypeError(`body compression ${compressionName(codec)} is not supported`);
+      }
+      if (this.#u8(table, 1) !== 0) {
+        throw new TypeError(`body compression method ${this.#u8(table, 1)} is not BUFFER`);
+      }
+      this.#compression = codec;
     }
     const variadic = this.#vector(batch, 4, 8, "variadic buffer counts");
     for (let i = 0; i < variadic.count; i++) {
@@ -629,6 +701,13 @@ class _MessageVerifier {
 
   #string(table: number, slot: number, what: string): void {
     this.#vector(table, slot, 1, what);
+  }
+
+  /** A string already checked by #string, decoded for an error message. */
+  #text(table: number, slot: number): string {
+    const { start, count } = this.#vector(table, slot, 1, "string");
+    const bytes = new Uint8Array(this.#view.buffer, this.#view.byteOffset + start, count);
+    return new TextDecoder().decode(bytes);
   }
 
   #tables(table: number, slot: number, what: string): number[] {
