@@ -7,7 +7,7 @@
  * | value | on the wire | decodes as |
  * | --- | --- | --- |
  * | `null`, `undefined` | nil | `null` |
- * | boolean, string | bool, str (UTF-8) | the same; invalid UTF-8 is a `CodecError` (option `invalidUtf8`) |
+ * | boolean, string | bool, str (UTF-8; a string with a lone surrogate, which has no UTF-8 form, is a `CodecError`) | the same; invalid UTF-8 is a `CodecError` (option `invalidUtf8`) |
  * | number | int when it is a safe integer, else float 64 | a number |
  * | int of any width from another peer | — | a number when it is a safe integer, else a `bigint` (never rounded) |
  * | `Uint8Array` (and other `ArrayBufferView`s) | bin | a `Uint8Array` view over the input |
