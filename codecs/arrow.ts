@@ -76,6 +76,17 @@ export interface ArrowWriteOptions {
    * shrink is written raw, as the format allows. Decoding needs no option: compressed streams
    * are recognised from their headers.
    *
+   * @example
+   * ```ts
+   * import { arrowCodec, tableFromColumns } from "@conduit/ipc/codecs/arrow";
+   * import assert from "node:assert/strict";
+   *
+   * const table = tableFromColumns({ n: Int32Array.from({ length: 1000 }, (_, i) => i % 10) });
+   * const small = arrowCodec({ compression: "zstd" }).encode(table);
+   * assert.ok(small.length < arrowCodec().encode(table).length);
+   * assert.equal(arrowCodec().decode(small).getChild("n")?.get(999), 9);
+   * ```
+   *
    * @default {undefined}
    */
   compression?: ArrowCompression;

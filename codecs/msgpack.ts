@@ -131,7 +131,7 @@ export interface MsgpackCodecOptions {
    *
    * @default {"error"}
    */
-  subMillisecond?: SubMillisecond;
+  subMillisecond?: "error" | "truncate";
 }
 
 /**
@@ -154,6 +154,27 @@ export interface MsgpackCodecOptions {
  * const bytes = msgpackCodec().encode("hello");
  * assert.throws(() => strict.decode(bytes), CodecError);
  * assert.throws(() => strict.decode(bytes.subarray(0, 3)), CodecError); // truncated
+ * ```
+ *
+ * @example Values from other implementations: exact, or a CodecError unless told otherwise
+ * ```ts
+ * import { msgpackCodec } from "@conduit/ipc/codecs/msgpack";
+ * import { CodecError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const codec = msgpackCodec();
+ * // {1: "one"} from a Python peer: a map with an int key is a Map.
+ * assert.deepStrictEqual(codec.decode(new Uint8Array([0x81, 0x01, 0xa3, 0x6f, 0x6e, 0x65])), new Map([[1, "one"]]));
+ * // A timestamp of 1 s + 1 µs (Python's datetime has microseconds) does not fit a Date.
+ * const micro = new Uint8Array([0xd7, 0xff, 0x00, 0x00, 0x0f, 0xa0, 0x00, 0x00, 0x00, 0x01]);
+ * assert.throws(() => codec.decode(micro), CodecError);
+ * assert.deepStrictEqual(msgpackCodec({ subMillisecond: "truncate" }).decode(micro), new Date(1000));
+ * // Invalid UTF-8 is an error, or U+FFFD when asked.
+ * const bad = new Uint8Array([0xa1, 0xff]);
+ * assert.throws(() => codec.decode(bad), CodecError);
+ * assert.equal(msgpackCodec({ invalidUtf8: "replace" }).decode(bad), "\ufffd");
+ * // A bigint that fits 64 bits as a plain int, for a peer without the extension.
+ * assert.deepStrictEqual(msgpackCodec({ bigint: "int" }).encode(5n), new Uint8Array([0x05]));
  * ```
  */
 export function msgpackCodec<T = unknown>(options: MsgpackCodecOptions = {}): Codec<T> {
