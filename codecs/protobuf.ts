@@ -164,17 +164,34 @@ class _ProtobufCodec<T> implements Codec<T> {
       const input = bytes.constructor === Uint8Array
         ? bytes
         : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      // protobufjs drops unknown fields unless the reader is told to keep them.
-      const reader = Reader.create(input);
-      reader.discardUnknown = false;
+      const reader = new _KeepingReader(input);
       const message = this.#type.decode(reader);
       const object = this.#type.toObject(message, this.#toObject);
-      this.#copyUnknowns(message, object);
+      if (reader.sliced) this.#copyUnknowns(message, object);
       this.#fixBytes?.(object);
       return object as T;
     } catch (cause) {
       throw new CodecError(this.name, "decode", cause);
     }
+  }
+}
+
+/**
+ * A reader that keeps unknown fields (protobufjs drops them unless told) and notes whether it
+ * handed out any raw slice: an unknown field's bytes, or a `bytes` field's. Without one the
+ * decoded message holds no unknown fields, and the walk that copies them can be skipped.
+ */
+class _KeepingReader extends Reader {
+  sliced = false;
+
+  constructor(input: Uint8Array) {
+    super(input);
+    this.discardUnknown = false;
+  }
+
+  override raw(start: number, end: number): Uint8Array {
+    this.sliced = true;
+    return super.raw(start, end);
   }
 }
 
