@@ -235,9 +235,7 @@ export class MsgpackReader {
     const object: Record<string, unknown> = {};
     for (let i = 0; i < size; i++) {
       const key = this.#key(depth);
-      // A key that is no string makes the whole map a Map, read again from its start so
-      // that its entries keep their order on the wire.
-      if (typeof key !== "string") return this.#mapOfAnyKeys(start, size, depth);
+      if (typeof key !== "string") return this.#mapOfAnyKeys(object, start, i, size, depth);
       const value = this.#value(depth + 1);
       if (key === "__proto__") defineData(object, key, value);
       else object[key] = value;
@@ -245,14 +243,101 @@ export class MsgpackReader {
     return object;
   }
 
-  #mapOfAnyKeys(start: number, size: number, depth: number): Map<unknown, unknown> {
+  /**
+   * Turns the map being read into a `Map` at its first key that is no string (entry `at`).
+   * The entries before it are taken from `object` in wire order, which an object does not
+   * keep (integer-like keys come first): their keys are read again and their values skipped,
+   * not decoded again, so that maps nested in such maps cost linear time, not 2^depth.
+   */
+  #mapOfAnyKeys(
+    object: Record<string, unknown>,
+    start: number,
+    at: number,
+    size: number,
+    depth: number,
+  ): Map<unknown, unknown> {
     this.#pos = start;
     const map = new Map<unknown, unknown>();
-    for (let i = 0; i < size; i++) {
+    for (let i = 0; i < at; i++) {
+      const key = this.#key(depth) as string;
+      this.#skip();
+      map.set(key, object[key]);
+    }
+    for (let i = at; i < size; i++) {
       const key = this.#value(depth + 1);
       map.set(key, this.#value(depth + 1));
     }
     return map;
+  }
+
+  /** Moves past one value already read once (so well-formed), without building it. */
+  #skip(): void {
+    const b = this.#bytes;
+    for (let pending = 1; pending > 0; pending--) {
+      const head = b[this.#advance(1)];
+      if (head < 0x80 || head >= 0xe0) continue;
+      if (head < 0x90) pending += 2 * (head - 0x80);
+      else if (head < 0xa0) pending += head - 0x90;
+      else if (head < 0xc0) this.#advance(head - 0xa0);
+      else if (head >= 0xd4 && head <= 0xd8) this.#advance(1 + (1 << (head - 0xd4)));
+      else {
+        switch (head) {
+          case 0xc4:
+          case 0xd9:
+            this.#advance(this.#length(1));
+            break;
+          case 0xc5:
+          case 0xda:
+            this.#advance(this.#length(2));
+            break;
+          case 0xc6:
+          case 0xdb:
+            this.#advance(this.#length(4));
+            break;
+          case 0xc7:
+            this.#advance(1 + this.#length(1));
+            break;
+          case 0xc8:
+            this.#advance(1 + this.#length(2));
+            break;
+          case 0xc9:
+            this.#advance(1 + this.#length(4));
+            break;
+          case 0xca:
+          case 0xce:
+          case 0xd2:
+            this.#advance(4);
+            break;
+          case 0xcb:
+          case 0xcf:
+          case 0xd3:
+            this.#advance(8);
+            break;
+          case 0xcc:
+          case 0xd0:
+            this.#advance(1);
+            break;
+          case 0xcd:
+          case 0xd1:
+            this.#advance(2);
+            break;
+          case 0xdc:
+            pending += this.#length(2);
+            break;
+          case 0xdd:
+            pending += this.#length(4);
+            break;
+          case 0xde:
+            pending += 2 * this.#length(2);
+            break;
+          case 0xdf:
+            pending += 2 * this.#length(4);
+            break;
+          default: // nil, false, true (0xc1 cannot occur in a value read once)
+            break;
+        }
+      }
+    }
   }
 
   /** A map key: short strings through the key cache, anything else as a value. */

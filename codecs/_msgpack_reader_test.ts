@@ -256,3 +256,43 @@ Deno.test("msgpack reader: binary values are views of the input", () => {
   assert.equal(view.buffer, input.buffer);
   assert.deepStrictEqual([...view], [7, 8]);
 });
+
+Deno.test("msgpack reader: maps turned into Maps nest in linear time, values intact", () => {
+  // Each level: a map whose string-keyed entry holds the next level (every kind of value
+  // beside it, for the skip) and whose last key is an int, so every level becomes a Map.
+  const ours = reader({ maxDepth: 200 });
+  const kinds = encode([
+    null,
+    true,
+    1,
+    -1,
+    200,
+    -200,
+    70000,
+    -70000,
+    2 ** 40,
+    -(2 ** 40),
+    1.5,
+    "s",
+    "x".repeat(40),
+    "y".repeat(300),
+    new Uint8Array(3),
+    new Uint8Array(300),
+    new ExtData(0x30, new Uint8Array(1)),
+    new ExtData(0x30, new Uint8Array(16)),
+    new ExtData(0x30, new Uint8Array(5)),
+    { a: [1] },
+    new Array(20).fill(0),
+    Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, i])),
+  ]);
+  let inner = encode(0);
+  let expected: unknown = 0;
+  for (let level = 0; level < 60; level++) {
+    inner = new Uint8Array([0x83, 0xa1, 0x6e, ...inner, 0xa1, 0x6b, ...kinds, 0x07, 0x08]);
+    expected = new Map<unknown, unknown>([["n", expected], ["k", libraryDecoder.decode(kinds)], [
+      7,
+      8,
+    ]]);
+  }
+  assert.deepStrictEqual(ours.read(inner), expected);
+});
