@@ -88,8 +88,7 @@ function decompressInto(payload: Uint8Array, target: Uint8Array, type: number, i
   let written: number;
   try {
     if (type === CompressionType.LZ4_FRAME) {
-      // lz4js drops bytes written past the end of `target` and returns how many it made.
-      written = lz4.decompressFrame(payload, target);
+      written = lz4Frame(payload, target);
     } else {
       const bytes = zstdDecompressSync(payload, { maxOutputLength: Math.max(target.length, 1) });
       target.set(bytes.subarray(0, target.length));
@@ -105,6 +104,53 @@ function decompressInto(payload: Uint8Array, target: Uint8Array, type: number, i
       `compressed buffer ${i} decompresses to ${written} bytes, not the ${target.length} it states`,
     );
   }
+}
+
+const LZ4_MAGIC = 0x184d2204;
+/** The largest block of each LZ4 frame block-size code (4 to 7). */
+const LZ4_BLOCK_MAX = [0, 0, 0, 0, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
+
+/**
+ * Decompresses one LZ4 frame into `target`; returns how many bytes it held. The frame is
+ * walked here and each block handed to lz4js, so that a block may not overrun the payload or
+ * exceed the frame's block size and decompressing stops at the first block past `target`:
+ * lz4js alone trusts stated block sizes (a few bytes claiming 2 GiB kept it busy for seconds)
+ * and drops what does not fit. Checksums are not verified (lz4js does not either).
+ */
+function lz4Frame(payload: Uint8Array, target: Uint8Array): number {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const bad = (why: string): never => {
+    throw new TypeError(`LZ4 frame: ${why}`);
+  };
+  if (payload.length < 7 || view.getUint32(0, true) !== LZ4_MAGIC) bad("no LZ4 frame magic");
+  const flags = payload[4];
+  if (flags >> 6 !== 1) bad(`version ${flags >> 6}, not 1`);
+  if (flags & 0x01) bad("a dictionary id, which Arrow does not use");
+  const blockMax = LZ4_BLOCK_MAX[(payload[5] >> 4) & 7];
+  if (!blockMax) bad(`block size code ${(payload[5] >> 4) & 7}`);
+  let pos = 6 + (flags & 0x08 ? 8 : 0) + 1; // content size, header checksum
+  let written = 0;
+  for (;;) {
+    if (pos + 4 > payload.length) bad("ends inside a block header");
+    const word = view.getUint32(pos, true);
+    pos += 4;
+    if (word === 0) break;
+    const size = word & 0x7fff_ffff;
+    if (size > blockMax || pos + size > payload.length) {
+      bad(`a block of ${size} bytes at byte ${pos - 4} overruns the frame or its block size`);
+    }
+    if (word & 0x8000_0000) {
+      if (written + size > target.length) return written + size;
+      target.set(payload.subarray(pos, pos + size), written);
+      written += size;
+    } else {
+      // lz4js writes what fits into `target` and returns where its output ended.
+      written = lz4.decompressBlock(payload, target, pos, size, written);
+      if (!(written <= target.length)) return Number.isNaN(written) ? -1 : written;
+    }
+    pos += size + (flags & 0x10 ? 4 : 0); // block checksum
+  }
+  return written;
 }
 
 /** Checks a compression name from the options and gives its type. */

@@ -797,3 +797,30 @@ Deno.test("codec/arrow: ListView and RunEndEncoded columns are a CodecError nami
     assert.match(err.message, message);
   }
 });
+
+Deno.test("codec/arrow: an LZ4 block that overstates its size is refused before decompressing", async () => {
+  const bytes = await fixture("pyarrow_lz4.arrows");
+  const magic = [0x04, 0x22, 0x4d, 0x18];
+  const at = bytes.findIndex((_, i) => magic.every((m, j) => bytes[i + j] === m));
+  assert.ok(at > 0, "the fixture holds an LZ4 frame");
+  const flags = bytes[at + 4];
+  const block = at + 6 + (flags & 0x08 ? 8 : 0) + 1; // after the frame descriptor
+  const damaged = bytes.slice();
+  new DataView(damaged.buffer).setUint32(block, 0x7fff_ffff, true);
+  const err = thrown(() => codec.decode(damaged));
+  assert.ok(err instanceof CodecError);
+  assert.match(
+    String((err.cause as Error).cause ?? err.cause),
+    /overruns the frame or its block size/,
+  );
+  // Every other single-byte flip in the body gives a table or a CodecError.
+  for (let i = at; i < Math.min(bytes.length, at + 120); i++) {
+    const flipped = bytes.slice();
+    flipped[i] ^= 0xa5;
+    try {
+      codec.decode(flipped);
+    } catch (e) {
+      assert.ok(e instanceof CodecError, String(e));
+    }
+  }
+});
