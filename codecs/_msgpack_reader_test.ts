@@ -261,13 +261,15 @@ Deno.test("msgpack reader: maps turned into Maps nest in linear time, values int
   // Each level: a map whose string-keyed entry holds the next level (every kind of value
   // beside it, for the skip) and whose last key is an int, so every level becomes a Map.
   const ours = reader({ maxDepth: 200 });
-  const kinds = encode([
+  const items = [
     null,
     true,
     1,
     -1,
     200,
     -200,
+    1000,
+    -100,
     70000,
     -70000,
     2 ** 40,
@@ -281,10 +283,22 @@ Deno.test("msgpack reader: maps turned into Maps nest in linear time, values int
     new ExtData(0x30, new Uint8Array(1)),
     new ExtData(0x30, new Uint8Array(16)),
     new ExtData(0x30, new Uint8Array(5)),
+    new ExtData(0x30, new Uint8Array(300)),
     { a: [1] },
     new Array(20).fill(0),
     Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, i])),
-  ]);
+  ].map(encode);
+  // Forms the library never writes for these values: float 32 and 32-bit lengths.
+  const raw = [
+    [0xca, 0x3f, 0xc0, 0, 0],
+    [0xdb, 0, 0, 0, 1, 0x61],
+    [0xc6, 0, 0, 0, 1, 0x00],
+    [0xc9, 0, 0, 0, 1, 0x30, 0x00],
+    [0xdd, 0, 0, 0, 1, 0x01],
+    [0xdf, 0, 0, 0, 1, 0xa1, 0x61, 0x01],
+  ].map((b) => new Uint8Array(b));
+  const all = [...items, ...raw];
+  const kinds = new Uint8Array([0xdc, 0, all.length, ...all.flatMap((b) => [...b])]);
   let inner = encode(0);
   let expected: unknown = 0;
   for (let level = 0; level < 60; level++) {
