@@ -4,9 +4,8 @@
 // them loop over billions of phantom field nodes, and a stream cut at a message boundary reads
 // back as a shorter table without complaint. So every message header is checked first
 // (_arrow_verify.ts: bounds, vector lengths, nesting depth, a budget on tables visited) before
-// apache-arrow decodes it,
-// the end-of-stream marker is required, and the decoded buffers are checked against the
-// lengths they claim. All of that is per message and per column, never per row.
+// apache-arrow decodes it, the end-of-stream marker is required, and the decoded buffers are
+// checked against the lengths they claim. All of that is per message and per column, never per row.
 
 import {
   type CompressionType,
