@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { RawPeer } from "./_test_raw_peer.ts";
-import { type TransportKind, transportKinds } from "./_test_transports.ts";
+import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { Channel } from "./channel.ts";
 import type { Envelope } from "./envelope.ts";
 import type { CallContext } from "./types.ts";

@@ -7,7 +7,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { concat } from "../framing/_test_util.ts";
 import { helloBody, json, RawPeer } from "./_test_raw_peer.ts";
-import { memory } from "./_test_transports.ts";
+import { memory } from "../transports/_test_pairs.ts";
 import { Channel, type ChannelOptions } from "./channel.ts";
 import { encodeEnvelope, type Envelope } from "./envelope.ts";
 import { ConnectionClosedError, HandshakeError, ProtocolError } from "./errors.ts";

@@ -1,7 +1,7 @@
 /**
  * Codecs: values to bytes and back. This module has the contract only; each codec has its
- * own entrypoint (`@conduit/ipc/codecs/json`, `/msgpack`, `/protobuf`, `/arrow`, `/raw`) so
- * that importing one never loads another's dependencies.
+ * own entrypoint (`@conduit/ipc/codecs/json`, `/msgpack`, `/structured`, `/protobuf`,
+ * `/arrow`, `/raw`) so that importing one never loads another's dependencies.
  *
  * @example
  * ```ts
