@@ -1,32 +1,20 @@
 /**
- * A fast path for decoding MessagePack: a recursive reader that gives the very values
- * `@msgpack/msgpack`'s `Decoder` (pinned 3.1) gives with the options `codecs/msgpack.ts` uses,
- * for input it fully understands, and otherwise returns {@linkcode FALLBACK} without a verdict,
- * so that the caller decodes with the library, which gives the value or the error. Input is
- * left to the library when it is malformed, truncated, past a length limit, nested deeper
- * than {@linkcode MAX_FAST_DEPTH}, or has a `"__proto__"` key or a key that is no string or
- * number. An extension decoder may throw `FALLBACK` too, to hand the whole message over.
- * Any other error an extension decoder throws is the verdict: the library reads the same
- * bytes in the same order, so it would reach the same call and get the same error.
+ * conduit's MessagePack decoder: a recursive reader over one message that gives every value
+ * or a verdict of its own, with the rules `codecs/msgpack.ts` documents: integers outside the
+ * safe range as `bigint`, maps with a key that is no string as `Map`, strings checked as UTF-8,
+ * `"__proto__"` keys kept as data, and every length limit and the depth limit checked from a
+ * header before anything is allocated. Its errors are `RangeError`s (input cut short, a limit
+ * passed) and `TypeError`s (malformed input); the codec wraps them in a `CodecError`.
  *
- * The library spends most of a decode in its string routines and its explicit stack; this
- * reader decodes short ASCII strings in one pass, leaves the rest to the library's own UTF-8
- * routine (so strings come out identical, invalid UTF-8 included), and recurses instead of
- * keeping a stack. `_msgpack_reader_test.ts` compares its output with the library's, on
- * generated values and on random bytes.
+ * The time of a decode goes to strings and map keys: short ASCII strings are built in one
+ * pass, other strings up to {@linkcode JS_UTF8_MAX_BYTES} bytes by a validating decoder here,
+ * longer ones by a fatal `TextDecoder`, and map keys are looked up in a small cache so that the
+ * same key bytes give the same string (V8 assigns a property by a string it has seen faster).
  *
  * @module
  */
 
-import { utf8Decode } from "@msgpack/msgpack/dist.esm/utils/utf8.mjs";
-
-/** Returned by {@linkcode MsgpackReader.read} when the library must decide. */
-export const FALLBACK: unique symbol = Symbol("msgpack fallback");
-
-/** Containers nested deeper than this go to the library, whose decoder keeps no call stack. */
-export const MAX_FAST_DEPTH = 256;
-
-/** The library's decoding limits, all in bytes or items. */
+/** The decoder's length limits, all in bytes or items. */
 export interface ReaderLimits {
   maxStrLength: number;
   maxBinLength: number;
@@ -35,56 +23,68 @@ export interface ReaderLimits {
   maxExtLength: number;
 }
 
-/** Decodes an extension payload, as the library's extension codec does. */
-export type ExtensionDecoder = (data: Uint8Array, type: number) => unknown;
-
-/** The library's `KeyDecoder`: map keys whose length it can cache are decoded through it. */
-export interface KeyDecoder {
-  canBeCached(byteLength: number): boolean;
-  decode(bytes: Uint8Array, offset: number, byteLength: number): string;
+/** Everything a reader is told. */
+export interface ReaderOptions extends ReaderLimits {
+  /** The deepest level a value may sit at, the top-level value being level 1. */
+  maxDepth: number;
+  /** Whether invalid UTF-8 becomes U+FFFD (as `TextDecoder` replaces it) instead of an error. */
+  lenientUtf8: boolean;
 }
+
+/** Decodes an extension payload (a view of the input) of the given type. */
+export type ExtensionDecoder = (data: Uint8Array, type: number) => unknown;
 
 /** Strings up to this many bytes are checked for ASCII and built here. */
 const ASCII_FAST_BYTES = 64;
+/** Non-ASCII strings up to this many bytes are decoded here; a `TextDecoder` call costs more. */
+export const JS_UTF8_MAX_BYTES = 200;
+/** Map keys up to this many bytes go through the key cache. */
+const KEY_CACHE_BYTES = 16;
+/** Cached keys per byte length; a full slot list replaces one at random. */
+const KEYS_PER_LENGTH = 16;
 const EMPTY = new Uint8Array(0);
 const TWO_32 = 4294967296;
+/** 2^21: a 64-bit integer whose high word reaches it (or -2^21 with a zero low word, -2^53)
+ * is outside the safe range. */
+const SAFE_HIGH = 0x200000;
 const fromCharCode = String.fromCharCode;
 /** V8's `ConsString::kMinLength`: shorter concatenations are copied into flat strings. */
 const CONS_STRING_MIN_LENGTH = 13;
+const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const lenientDecoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
-/** Decodes one MessagePack value, or gives up; see the module doc. Not re-entrant. */
+/** Decodes one MessagePack value per {@linkcode MsgpackReader.read}; see the module doc. Not
+ * re-entrant: a nested payload needs a reader of its own. */
 export class MsgpackReader {
-  readonly #limits: ReaderLimits;
+  readonly #options: ReaderOptions;
   readonly #extension: ExtensionDecoder;
-  readonly #keys: KeyDecoder;
+  readonly #keys = new KeyCache();
   #bytes: Uint8Array = EMPTY;
   /** Made on the first float of a message: a DataView per message costs as much as a key. */
   #view: DataView | undefined;
   #pos = 0;
 
   /**
-   * @param limits The library decoder's length limits: input past one goes to the library.
-   * @param extension Decodes extension payloads; it may throw `FALLBACK`.
-   * @param keys Decodes map keys as the library's decoder is told to. Reusing its strings
-   * matters: assigning a property by a string V8 has not seen before costs a string-table
-   * lookup, and a fresh string per key made decoding slower than the library's.
+   * @param options Limits, and how to treat invalid UTF-8.
+   * @param extension Decodes extension payloads; what it throws is the verdict.
    */
-  constructor(limits: ReaderLimits, extension: ExtensionDecoder, keys: KeyDecoder) {
-    this.#limits = limits;
+  constructor(options: ReaderOptions, extension: ExtensionDecoder) {
+    this.#options = options;
     this.#extension = extension;
-    this.#keys = keys;
   }
 
-  /** The value `bytes` holds, or {@linkcode FALLBACK}. Binary values are views of `bytes`. */
+  /** The one value `bytes` holds. Binary values and unknown extensions are views of `bytes`. */
   read(bytes: Uint8Array): unknown {
     this.#bytes = bytes;
     this.#pos = 0;
     try {
-      const value = this.#value(0);
-      return this.#pos === bytes.length ? value : FALLBACK;
-    } catch (err) {
-      if (err === FALLBACK) return FALLBACK;
-      throw err;
+      const value = this.#value(1);
+      if (this.#pos !== bytes.length) {
+        throw new TypeError(
+          `${bytes.length - this.#pos} byte(s) follow the value, which ends at byte ${this.#pos}`,
+        );
+      }
+      return value;
     } finally {
       // Not to keep a large input alive until the next read.
       this.#bytes = EMPTY;
@@ -95,7 +95,7 @@ export class MsgpackReader {
   #value(depth: number): unknown {
     const b = this.#bytes;
     const pos = this.#pos;
-    if (pos >= b.length) throw FALLBACK;
+    if (pos >= b.length) throw this.#truncated();
     const head = b[pos];
     this.#pos = pos + 1;
     if (head < 0x80) return head;
@@ -133,9 +133,10 @@ export class MsgpackReader {
       case 0xce:
         return this.#length(4);
       case 0xcf: {
-        // As the library's getUint64 and getInt64: high word * 2^32 + low word.
         const p = this.#advance(8);
-        return (int32(b, p) >>> 0) * TWO_32 + (int32(b, p + 4) >>> 0);
+        const high = int32(b, p) >>> 0;
+        const low = int32(b, p + 4) >>> 0;
+        return high < SAFE_HIGH ? high * TWO_32 + low : (BigInt(high) << 32n) | BigInt(low);
       }
       case 0xd0:
         return (b[this.#advance(1)] << 24) >> 24;
@@ -147,7 +148,12 @@ export class MsgpackReader {
         return int32(b, this.#advance(4));
       case 0xd3: {
         const p = this.#advance(8);
-        return int32(b, p) * TWO_32 + (int32(b, p + 4) >>> 0);
+        const high = int32(b, p);
+        const low = int32(b, p + 4) >>> 0;
+        if (high < SAFE_HIGH && (high > -SAFE_HIGH || (high === -SAFE_HIGH && low !== 0))) {
+          return high * TWO_32 + low;
+        }
+        return (BigInt(high) << 32n) | BigInt(low);
       }
       case 0xd4:
         return this.#ext(1);
@@ -174,7 +180,7 @@ export class MsgpackReader {
       case 0xdf:
         return this.#map(this.#length(4), depth);
       default:
-        throw FALLBACK; // 0xc1, never used
+        throw new TypeError(`Byte 0xc1 at byte ${pos} is never used in MessagePack`);
     }
   }
 
@@ -195,79 +201,204 @@ export class MsgpackReader {
   /** Moves past `size` bytes that must all be there; returns where they start. */
   #advance(size: number): number {
     const start = this.#pos;
-    if (start + size > this.#bytes.length) throw FALLBACK;
+    if (start + size > this.#bytes.length) throw this.#truncated();
     this.#pos = start + size;
     return start;
   }
 
+  #truncated(): RangeError {
+    return new RangeError(`Input of ${this.#bytes.length} byte(s) ends inside a value`);
+  }
+
+  /** Checks a container of `size` items (each at least `minBytes` long) at level `depth`. */
+  #container(size: number, minBytes: number, depth: number, what: string, limit: number): void {
+    if (size > limit) {
+      const name = what === "Array" ? "maxArrayLength" : "maxMapLength";
+      throw new RangeError(`${what} of ${size} items exceeds ${name} (${limit})`);
+    }
+    if (size * minBytes > this.#bytes.length - this.#pos) throw this.#truncated();
+    if (size > 0 && depth >= this.#options.maxDepth) {
+      throw new RangeError(`Value nests deeper than maxDepth (${this.#options.maxDepth})`);
+    }
+  }
+
   #array(size: number, depth: number): unknown[] {
-    if (size > this.#limits.maxArrayLength || depth >= MAX_FAST_DEPTH) throw FALLBACK;
-    // Every item takes a byte at least: a larger count is truncated input.
-    if (size > this.#bytes.length - this.#pos) throw FALLBACK;
+    this.#container(size, 1, depth, "Array", this.#options.maxArrayLength);
     const array = new Array(size);
     for (let i = 0; i < size; i++) array[i] = this.#value(depth + 1);
     return array;
   }
 
-  #map(size: number, depth: number): Record<string, unknown> {
-    if (size > this.#limits.maxMapLength || depth >= MAX_FAST_DEPTH) throw FALLBACK;
-    if (size * 2 > this.#bytes.length - this.#pos) throw FALLBACK;
-    const map: Record<string, unknown> = {};
+  #map(size: number, depth: number): Record<string, unknown> | Map<unknown, unknown> {
+    this.#container(size, 2, depth, "Map", this.#options.maxMapLength);
+    const start = this.#pos;
+    const object: Record<string, unknown> = {};
     for (let i = 0; i < size; i++) {
       const key = this.#key(depth);
-      // The library refuses "__proto__" and keys of other types, or (this codec) defines
-      // "__proto__" as an own property: the library's path decides both.
-      if ((typeof key !== "string" && typeof key !== "number") || key === "__proto__") {
-        throw FALLBACK;
-      }
-      map[key] = this.#value(depth + 1);
+      if (typeof key !== "string") return this.#mapOfAnyKeys(object, start, i, size, depth);
+      const value = this.#value(depth + 1);
+      if (key === "__proto__") defineData(object, key, value);
+      else object[key] = value;
+    }
+    return object;
+  }
+
+  /**
+   * Turns the map being read into a `Map` at its first key that is no string (entry `at`).
+   * The entries before it are taken from `object` in wire order, which an object does not
+   * keep (integer-like keys come first): their keys are read again and their values skipped,
+   * not decoded again, so that maps nested in such maps cost linear time, not 2^depth.
+   */
+  #mapOfAnyKeys(
+    object: Record<string, unknown>,
+    start: number,
+    at: number,
+    size: number,
+    depth: number,
+  ): Map<unknown, unknown> {
+    this.#pos = start;
+    const map = new Map<unknown, unknown>();
+    for (let i = 0; i < at; i++) {
+      const key = this.#key(depth) as string;
+      this.#skip();
+      map.set(key, object[key]);
+    }
+    for (let i = at; i < size; i++) {
+      const key = this.#value(depth + 1);
+      map.set(key, this.#value(depth + 1));
     }
     return map;
   }
 
-  /** A map key: a string through the key decoder when it can cache it, else any value. */
+  /** Moves past one value already read once (so well-formed), without building it. */
+  #skip(): void {
+    const b = this.#bytes;
+    for (let pending = 1; pending > 0; pending--) {
+      const head = b[this.#advance(1)];
+      if (head < 0x80 || head >= 0xe0) continue;
+      if (head < 0x90) pending += 2 * (head - 0x80);
+      else if (head < 0xa0) pending += head - 0x90;
+      else if (head < 0xc0) this.#advance(head - 0xa0);
+      else if (head >= 0xd4 && head <= 0xd8) this.#advance(1 + (1 << (head - 0xd4)));
+      else {
+        switch (head) {
+          case 0xc4:
+          case 0xd9:
+            this.#advance(this.#length(1));
+            break;
+          case 0xc5:
+          case 0xda:
+            this.#advance(this.#length(2));
+            break;
+          case 0xc6:
+          case 0xdb:
+            this.#advance(this.#length(4));
+            break;
+          case 0xc7:
+            this.#advance(1 + this.#length(1));
+            break;
+          case 0xc8:
+            this.#advance(1 + this.#length(2));
+            break;
+          case 0xc9:
+            this.#advance(1 + this.#length(4));
+            break;
+          case 0xca:
+          case 0xce:
+          case 0xd2:
+            this.#advance(4);
+            break;
+          case 0xcb:
+          case 0xcf:
+          case 0xd3:
+            this.#advance(8);
+            break;
+          case 0xcc:
+          case 0xd0:
+            this.#advance(1);
+            break;
+          case 0xcd:
+          case 0xd1:
+            this.#advance(2);
+            break;
+          case 0xdc:
+            pending += this.#length(2);
+            break;
+          case 0xdd:
+            pending += this.#length(4);
+            break;
+          case 0xde:
+            pending += 2 * this.#length(2);
+            break;
+          case 0xdf:
+            pending += 2 * this.#length(4);
+            break;
+          default: // nil, false, true (0xc1 cannot occur in a value read once)
+            break;
+        }
+      }
+    }
+  }
+
+  /** A map key: short strings through the key cache, anything else as a value. */
   #key(depth: number): unknown {
     const b = this.#bytes;
-    const head = b[this.#pos];
-    let byteLength = -1;
-    let headerLength = 1;
+    const pos = this.#pos;
+    const head = b[pos];
+    let byteLength: number;
+    let start = pos + 1;
     if (head >= 0xa0 && head < 0xc0) {
       byteLength = head - 0xa0;
-    } else if (head === 0xd9) {
-      byteLength = b[this.#pos + 1];
-      headerLength = 2;
-    }
-    // A str 8 header cut short reads `undefined`: left to #value, which gives up.
-    if (byteLength === undefined || byteLength < 0 || !this.#keys.canBeCached(byteLength)) {
+    } else if (head === 0xd9 && pos + 1 < b.length) {
+      byteLength = b[pos + 1];
+      start = pos + 2;
+    } else {
       return this.#value(depth + 1);
     }
-    if (byteLength > this.#limits.maxStrLength) throw FALLBACK;
-    const start = this.#pos + headerLength;
-    if (start + byteLength > b.length) throw FALLBACK;
+    if (byteLength === 0 || byteLength > KEY_CACHE_BYTES) return this.#value(depth + 1);
+    if (byteLength > this.#options.maxStrLength) return this.#value(depth + 1); // the error
+    if (start + byteLength > b.length) throw this.#truncated();
     this.#pos = start + byteLength;
-    return this.#keys.decode(b, start, byteLength);
+    return this.#keys.find(b, start, byteLength) ??
+      this.#keys.store(b, start, byteLength, this.#text(start, byteLength));
   }
 
   #string(byteLength: number): string {
-    if (byteLength > this.#limits.maxStrLength) throw FALLBACK;
+    const max = this.#options.maxStrLength;
+    if (byteLength > max) {
+      throw new RangeError(`String of ${byteLength} bytes exceeds maxStrLength (${max})`);
+    }
+    return this.#text(this.#advance(byteLength), byteLength);
+  }
+
+  #text(start: number, byteLength: number): string {
     const b = this.#bytes;
-    const start = this.#advance(byteLength);
     if (byteLength <= ASCII_FAST_BYTES) {
       const ascii = asciiString(b, start, byteLength);
       if (ascii !== undefined) return ascii;
     }
-    return utf8Decode(b, start, byteLength);
+    const bytes = b.subarray(start, start + byteLength);
+    if (this.#options.lenientUtf8) return lenientDecoder.decode(bytes);
+    if (byteLength <= JS_UTF8_MAX_BYTES) return utf8Strict(b, start, byteLength);
+    try {
+      return fatalDecoder.decode(bytes);
+    } catch {
+      return utf8Strict(b, start, byteLength); // throws, naming the byte
+    }
   }
 
   #binary(size: number): Uint8Array {
-    if (size > this.#limits.maxBinLength) throw FALLBACK;
+    const max = this.#options.maxBinLength;
+    if (size > max) throw new RangeError(`Binary of ${size} bytes exceeds maxBinLength (${max})`);
     const start = this.#advance(size);
     return this.#bytes.subarray(start, start + size);
   }
 
   #ext(size: number): unknown {
-    // The library reads the payload as binary data, so maxBinLength bounds it too.
-    if (size > this.#limits.maxExtLength || size > this.#limits.maxBinLength) throw FALLBACK;
+    const max = this.#options.maxExtLength;
+    if (size > max) {
+      throw new RangeError(`Extension payload of ${size} bytes exceeds maxExtLength (${max})`);
+    }
     const typeAt = this.#advance(1);
     const start = this.#advance(size);
     const type = (this.#bytes[typeAt] << 24) >> 24;
@@ -275,9 +406,104 @@ export class MsgpackReader {
   }
 }
 
+/** Defines `key` as an own data property, so that `"__proto__"` never sets a prototype. */
+function defineData(object: object, key: string, value: unknown): void {
+  Object.defineProperty(object, key, {
+    value,
+    writable: true,
+    enumerable: true,
+    configurable: true,
+  });
+}
+
+/** Remembers the strings of short map keys by their bytes. */
+class KeyCache {
+  /** Index n - 1 holds the keys of n bytes, each as its bytes and its string. */
+  readonly #slots: Array<Array<{ bytes: Uint8Array; text: string }>> = Array.from(
+    { length: KEY_CACHE_BYTES },
+    () => [],
+  );
+
+  find(b: Uint8Array, start: number, length: number): string | undefined {
+    const slot = this.#slots[length - 1];
+    search: for (let k = 0; k < slot.length; k++) {
+      const entry = slot[k];
+      const bytes = entry.bytes;
+      for (let i = 0; i < length; i++) if (bytes[i] !== b[start + i]) continue search;
+      return entry.text;
+    }
+    return undefined;
+  }
+
+  store(b: Uint8Array, start: number, length: number, text: string): string {
+    const slot = this.#slots[length - 1];
+    const entry = { bytes: b.slice(start, start + length), text };
+    if (slot.length < KEYS_PER_LENGTH) slot.push(entry);
+    else slot[(Math.random() * KEYS_PER_LENGTH) | 0] = entry;
+    return text;
+  }
+}
+
 /** The big-endian signed 32-bit integer at `p`. */
 function int32(b: Uint8Array, p: number): number {
   return (b[p] << 24) | (b[p + 1] << 16) | (b[p + 2] << 8) | b[p + 3];
+}
+
+/**
+ * The string of well-formed UTF-8 bytes (no overlong forms, no surrogates, nothing past
+ * U+10FFFF, nothing cut short); anything else is a `TypeError` that names the byte.
+ */
+export function utf8Strict(b: Uint8Array, start: number, length: number): string {
+  const end = start + length;
+  const units: number[] = [];
+  let i = start;
+  while (i < end) {
+    const lead = b[i];
+    if (lead < 0x80) {
+      units.push(lead);
+      i++;
+      continue;
+    }
+    let more: number;
+    let code: number;
+    let min: number;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+      more = 1;
+      code = lead & 0x1f;
+      min = 0x80;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      more = 2;
+      code = lead & 0x0f;
+      min = 0x800;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      more = 3;
+      code = lead & 0x07;
+      min = 0x10000;
+    } else {
+      throw invalidUtf8(i);
+    }
+    if (i + more >= end) throw invalidUtf8(i);
+    for (let k = 1; k <= more; k++) {
+      const next = b[i + k];
+      if ((next & 0xc0) !== 0x80) throw invalidUtf8(i);
+      code = (code << 6) | (next & 0x3f);
+    }
+    if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
+      throw invalidUtf8(i);
+    }
+    if (code >= 0x10000) {
+      code -= 0x10000;
+      units.push(0xd800 | (code >> 10), 0xdc00 | (code & 0x3ff));
+    } else {
+      units.push(code);
+    }
+    i += more + 1;
+  }
+  return fromCharCode.apply(null, units);
+}
+
+function invalidUtf8(at: number): TypeError {
+  return new TypeError(`Invalid UTF-8 in a string at byte ${at}`);
 }
 
 /** The bytes as a string if they are all ASCII, else `undefined`. */

@@ -23,6 +23,15 @@ const INT64_END = 2n ** 63n;
 const UINT64_END = 2n ** 64n;
 const DECIMAL = /^-?(0|[1-9][0-9]*)$/;
 
+/** The resolved editions features protobufjs keeps on an enum (not in its declarations). */
+interface EnumFeatures {
+  _features?: { enum_type?: string };
+}
+
+function fitsInt32(n: number): boolean {
+  return n >= INT32_MIN && n < INT32_END;
+}
+
 /** Checks a value at a nesting depth; returns the problem, prefixed by its path. */
 type Check = (value: unknown, depth: number) => string | undefined;
 
@@ -120,8 +129,12 @@ function compileValue(field: Field, int64: Int64Form, cache: Map<Type, Check>): 
   const resolved = field.resolvedType;
   if (resolved instanceof Enum) {
     const numbers = new Set(Object.values(resolved.values));
+    // An open enum (proto3, editions' default) holds any int32, listed or not: a number from a
+    // newer schema must be re-encodable. A closed one (proto2) holds only its listed values.
+    const open = (resolved as unknown as EnumFeatures)._features?.enum_type !== "CLOSED";
     return (value) =>
-      (typeof value === "number" && numbers.has(value)) ||
+      (typeof value === "number" &&
+          (numbers.has(value) || (open && Number.isInteger(value) && fitsInt32(value)))) ||
         (typeof value === "string" && Object.hasOwn(resolved.values, value))
         ? undefined
         : `: ${resolved.name} value expected, got ${describe(value)}`;

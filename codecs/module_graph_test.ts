@@ -21,6 +21,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     "tslib",
     "@types/node",
     "undici-types",
+    "lz4js",
   ],
 };
 
@@ -29,10 +30,22 @@ const REQUIRED: Record<string, string> = {
   "./codecs/msgpack": "@msgpack/msgpack",
   "./codecs/structured": "@msgpack/msgpack",
   "./codecs/protobuf": "protobufjs",
+  "./codecs/arrow": "lz4js",
 };
 
-/** Packages no codec entrypoint other than their own may load. */
-const HEAVY = ["apache-arrow", "protobufjs", "@msgpack/msgpack", "msgpackr", "fast-check"];
+/** Packages (and Node built-ins) no codec entrypoint other than their own may load: the
+ * decompressors are the Arrow entrypoint's alone. */
+const HEAVY = [
+  "apache-arrow",
+  "protobufjs",
+  "@msgpack/msgpack",
+  "msgpackr",
+  "fast-check",
+  "lz4js",
+  "node:zlib",
+];
+/** Node built-ins each entrypoint may load, beyond its packages. */
+const BUILTINS: Record<string, readonly string[]> = { "./codecs/arrow": ["node:zlib"] };
 
 const root = new URL("../", import.meta.url);
 const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
@@ -53,10 +66,20 @@ for (const [entry, allowed] of Object.entries(ALLOWED)) {
       assert.ok(file !== undefined);
       const packages = await npmPackages(file);
       for (const name of packages) {
-        assert.ok(allowed.includes(name), `${entry} loads npm:${name}`);
+        if (name.startsWith("node:")) {
+          const ok = !HEAVY.includes(name) || (BUILTINS[entry] ?? []).includes(name);
+          assert.ok(ok, `${entry} loads ${name}`);
+        } else {
+          assert.ok(allowed.includes(name), `${entry} loads npm:${name}`);
+        }
+      }
+      for (const builtin of BUILTINS[entry] ?? []) {
+        assert.ok(packages.has(builtin), `${entry} misses ${builtin}`);
       }
       for (const heavy of HEAVY) {
-        if (!allowed.includes(heavy)) assert.ok(!packages.has(heavy), `${entry} loads ${heavy}`);
+        if (!allowed.includes(heavy) && !(BUILTINS[entry] ?? []).includes(heavy)) {
+          assert.ok(!packages.has(heavy), `${entry} loads ${heavy}`);
+        }
       }
       const required = REQUIRED[entry];
       if (required !== undefined) assert.ok(packages.has(required), `${entry} misses ${required}`);
@@ -69,7 +92,8 @@ interface DenoInfo {
   npmPackages: Record<string, { name: string; dependencies: string[] }>;
 }
 
-/** The names of every npm package `file`'s graph loads, dependencies included. */
+/** The names of every npm package `file`'s graph loads, dependencies included, and of the
+ * Node built-ins it imports (`node:zlib`). */
 async function npmPackages(file: URL): Promise<Set<string>> {
   const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", "--config", new URL("deno.json", root).pathname, file.pathname],
@@ -86,7 +110,10 @@ async function npmPackages(file: URL): Promise<Set<string>> {
     seen.add(id);
     pending.push(...(info.npmPackages[id]?.dependencies ?? []));
   }
-  return new Set([...seen].map((id) => info.npmPackages[id]?.name ?? id));
+  const builtins = info.modules.flatMap((
+    m,
+  ) => (m.specifier.startsWith("node:") ? [m.specifier] : []));
+  return new Set([...[...seen].map((id) => info.npmPackages[id]?.name ?? id), ...builtins]);
 }
 
 async function exists(file: URL): Promise<boolean> {

@@ -1,25 +1,30 @@
 /**
- * The MessagePack codec, on `npm:@msgpack/msgpack`, with extension types so that the
- * JavaScript values JSON loses come back as they went.
+ * The MessagePack codec, with extension types so that the JavaScript values JSON loses come
+ * back as they went, and with values from other MessagePack implementations read exactly or
+ * refused with a `CodecError` — never rounded or replaced in silence. `docs/protocol.md`
+ * ("MessagePack extension types") specifies the wire form for peers in other languages.
  *
- * | value | on the wire |
- * | --- | --- |
- * | `null`, `undefined` | nil (both decode as `null`) |
- * | boolean, string | bool, str (UTF-8) |
- * | number | int when it is a safe integer, else float 64 |
- * | `Uint8Array` (and other `ArrayBufferView`s) | bin (decodes as a `Uint8Array` view over the input) |
- * | array, plain object | array, map with string keys |
- * | `Date` | the standard timestamp extension, type `-1` (millisecond precision) |
- * | `Map` | extension type {@linkcode MSGPACK_EXT_MAP} (`1`): a MessagePack array `[k0, v0, k1, v1, …]` |
- * | `Set` | extension type {@linkcode MSGPACK_EXT_SET} (`2`): a MessagePack array of the members |
- * | `bigint` | extension type {@linkcode MSGPACK_EXT_BIGINT} (`0x42`): minimal big-endian two's complement, the layout msgpackr uses for the same type |
- * | other extension types | decode as `ExtData` and encode back unchanged |
+ * | value | on the wire | decodes as |
+ * | --- | --- | --- |
+ * | `null`, `undefined` | nil | `null` |
+ * | boolean, string | bool, str (UTF-8; a string with a lone surrogate, which has no UTF-8 form, is a `CodecError`) | the same; invalid UTF-8 is a `CodecError` (option `invalidUtf8`) |
+ * | number | int when it is a safe integer, else float 64 | a number |
+ * | int of any width from another peer | — | a number when it is a safe integer, else a `bigint` (never rounded) |
+ * | `Uint8Array` (and other `ArrayBufferView`s) | bin | a `Uint8Array` view over the input |
+ * | array, plain object | array, map with string keys | the same |
+ * | map with any key that is no string, from another peer | — | a `Map` (keys as decoded, in wire order) |
+ * | `Date` | the standard timestamp extension, type `-1` | a `Date`; a timestamp a `Date` cannot hold exactly is a `CodecError` (option `subMillisecond`) |
+ * | `Map` | extension type {@linkcode MSGPACK_EXT_MAP} (`1`): a MessagePack array `[k0, v0, k1, v1, …]` | a `Map` |
+ * | `Set` | extension type {@linkcode MSGPACK_EXT_SET} (`2`): a MessagePack array of the members | a `Set` |
+ * | `bigint` | extension type {@linkcode MSGPACK_EXT_BIGINT} (`0x42`): minimal big-endian two's complement, the layout msgpackr uses (option `bigint: "int"` writes a plain int when one holds it) | a `bigint` |
+ * | other extension types | — | `ExtData`, which encodes back unchanged |
  *
- * Map and Set payloads are MessagePack documents of their own, so any MessagePack library can
- * read them. Class instances encode as maps of their own enumerable properties; functions and
- * symbols are a `CodecError`. 64-bit integers from other peers decode as numbers, losing
- * precision above 2^53 (send a `bigint` for exact values). A map key `"__proto__"` decodes as
- * an ordinary own property: the decoded object keeps `Object.prototype`.
+ * A `bigint` keeps its extension by default even when small, because a plain int decodes as a
+ * number when it is safe (which is what a peer in another language means by it): `5n` would
+ * come back as `5`. Map and Set payloads are MessagePack documents of their own, so any
+ * MessagePack library can read them. Class instances encode as maps of their own enumerable
+ * properties; functions and symbols are a `CodecError`. A map key `"__proto__"` decodes as an
+ * ordinary own property: the decoded object keeps `Object.prototype`.
  *
  * @example
  * ```ts
@@ -34,26 +39,26 @@
  *   blob: new Uint8Array([1, 2, 3]),
  * };
  * assert.deepStrictEqual(codec.decode(codec.encode(value)), value);
+ * // A uint64 from another peer past 2^53 is a bigint, not a rounded number.
+ * const big = new Uint8Array([0xcf, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01]);
+ * assert.equal(codec.decode(big), 2n ** 53n + 1n);
  * ```
  *
  * @module
  */
 
-// The ESM build, named explicitly: the package's main entry resolves to its CommonJS build in
-// Deno, which loads 5-10x slower (it dominated a worker's spawn-to-first-reply), and the
-// CachedKeyDecoder below comes from the ESM build too, so only one build loads.
-import {
-  DecodeError,
-  Decoder,
-  decodeTimestampExtension,
-  encodeTimestampExtension,
-  EXT_TIMESTAMP,
-  ExtData,
-  type ExtensionCodecType,
-} from "@msgpack/msgpack/dist.esm/index.mjs";
-import { CachedKeyDecoder } from "@msgpack/msgpack/dist.esm/CachedKeyDecoder.mjs";
+// The ESM build's modules, named explicitly: the package's main entry resolves to its CommonJS
+// build in Deno, which loads 5-10x slower (it dominated a worker's spawn-to-first-reply).
+import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
+import { encodeTimestampExtension, EXT_TIMESTAMP } from "@msgpack/msgpack/dist.esm/timestamp.mjs";
 import { CodecError } from "../errors.ts";
-import { FALLBACK, MsgpackReader } from "./_msgpack_reader.ts";
+import {
+  bigintToBytes,
+  bytesToBigint,
+  decodeTimestamp,
+  type SubMillisecond,
+} from "./_msgpack_ext.ts";
+import { MsgpackReader, type ReaderOptions } from "./_msgpack_reader.ts";
 import { MsgpackWriter } from "./_msgpack_writer.ts";
 import type { Codec } from "./types.ts";
 
@@ -75,14 +80,14 @@ export const DEFAULT_MSGPACK_MAX_DEPTH = 100;
  * state, so no limit beyond the format's (the frame size bounds real input). */
 export const DEFAULT_MSGPACK_MAX_LENGTH = 4_294_967_295;
 
-/** Limits of {@linkcode msgpackCodec}; each is checked from a header, before allocating. */
+/** Limits of {@linkcode msgpackCodec}, each checked from a header before allocating, and the
+ * choices for values that have more than one reading. */
 export interface MsgpackCodecOptions {
   /**
-   * The deepest level a value may sit at when encoding, the top-level value being level 1:
-   * `100` allows 99 arrays or maps around a leaf. One level more is a `CodecError`. A `Map`
-   * or `Set` payload counts its levels afresh, and such payloads may nest `maxDepth` deep.
-   * Decoding needs no such limit for its own safety (the decoder is iterative), but Map and Set
-   * payloads nested deeper than `maxDepth` are refused.
+   * The deepest level a value may sit at, the top-level value being level 1: `100` allows 99
+   * arrays or maps around a leaf. One level more is a `CodecError`, when encoding and when
+   * decoding. A `Map` or `Set` payload counts its levels afresh, and such payloads may nest
+   * `maxDepth` deep.
    *
    * @default {DEFAULT_MSGPACK_MAX_DEPTH}
    */
@@ -102,18 +107,41 @@ export interface MsgpackCodecOptions {
   /** The longest extension payload accepted when decoding, in bytes.
    * @default {DEFAULT_MSGPACK_MAX_LENGTH} */
   maxExtLength?: number;
+  /**
+   * How a `bigint` is written: `"ext"` as extension type `0x42`, so that it decodes as a
+   * `bigint` again whatever its size; `"int"` as a plain MessagePack int when it fits 64 bits
+   * (extension `0x42` beyond), for peers that know no extension — a safe-range value then
+   * decodes as a number.
+   *
+   * @default {"ext"}
+   */
+  bigint?: "ext" | "int";
+  /**
+   * What decoding does with a string that is not valid UTF-8: `"error"` makes it a
+   * `CodecError`, `"replace"` puts U+FFFD in place of each bad sequence (as `TextDecoder`).
+   *
+   * @default {"error"}
+   */
+  invalidUtf8?: "error" | "replace";
+  /**
+   * What decoding does with a timestamp that has a part finer than a millisecond, which a
+   * `Date` cannot hold (Python's `datetime` has microseconds): `"error"` makes it a
+   * `CodecError`, `"truncate"` rounds it down to the millisecond. A timestamp outside `Date`'s
+   * range is a `CodecError` either way.
+   *
+   * @default {"error"}
+   */
+  subMillisecond?: "error" | "truncate";
 }
 
 /**
  * Creates a MessagePack codec. Each instance keeps its own reusable encoder and decoder (and
  * their scratch buffer), so create one per channel rather than one per message; an instance
  * is not re-entrant across threads but serves any number of messages. Its bytes are those of
- * `@msgpack/msgpack`'s own `Encoder`, and it decodes what the library's `Decoder` decodes, to
- * the same values; both directions run on faster routines of this module for what they cover
- * and on the library for the rest.
+ * `@msgpack/msgpack`'s own `Encoder` (unless `bigint: "int"`); decoding is conduit's own.
  *
  * @typeParam T The values this codec carries.
- * @param options Decoding limits and the encoding depth limit.
+ * @param options Limits, and the choices for values other implementations send.
  * @returns A codec named `"msgpack"`.
  *
  * @example Limits are a CodecError
@@ -127,6 +155,27 @@ export interface MsgpackCodecOptions {
  * assert.throws(() => strict.decode(bytes), CodecError);
  * assert.throws(() => strict.decode(bytes.subarray(0, 3)), CodecError); // truncated
  * ```
+ *
+ * @example Values from other implementations: exact, or a CodecError unless told otherwise
+ * ```ts
+ * import { msgpackCodec } from "@conduit/ipc/codecs/msgpack";
+ * import { CodecError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const codec = msgpackCodec();
+ * // {1: "one"} from a Python peer: a map with an int key is a Map.
+ * assert.deepStrictEqual(codec.decode(new Uint8Array([0x81, 0x01, 0xa3, 0x6f, 0x6e, 0x65])), new Map([[1, "one"]]));
+ * // A timestamp of 1 s + 1 µs (Python's datetime has microseconds) does not fit a Date.
+ * const micro = new Uint8Array([0xd7, 0xff, 0x00, 0x00, 0x0f, 0xa0, 0x00, 0x00, 0x00, 0x01]);
+ * assert.throws(() => codec.decode(micro), CodecError);
+ * assert.deepStrictEqual(msgpackCodec({ subMillisecond: "truncate" }).decode(micro), new Date(1000));
+ * // Invalid UTF-8 is an error, or U+FFFD when asked.
+ * const bad = new Uint8Array([0xa1, 0xff]);
+ * assert.throws(() => codec.decode(bad), CodecError);
+ * assert.equal(msgpackCodec({ invalidUtf8: "replace" }).decode(bad), "\ufffd");
+ * // A bigint that fits 64 bits as a plain int, for a peer without the extension.
+ * assert.deepStrictEqual(msgpackCodec({ bigint: "int" }).encode(5n), new Uint8Array([0x05]));
+ * ```
  */
 export function msgpackCodec<T = unknown>(options: MsgpackCodecOptions = {}): Codec<T> {
   return new _MsgpackCodec<T>(options);
@@ -135,32 +184,29 @@ export function msgpackCodec<T = unknown>(options: MsgpackCodecOptions = {}): Co
 class _MsgpackCodec<T> implements Codec<T> {
   readonly name: string = MSGPACK_CODEC_NAME;
   readonly #maxDepth: number;
-  readonly #limits: Required<Omit<MsgpackCodecOptions, "maxDepth">>;
-  readonly #extensions: ExtensionCodecType<undefined>;
+  readonly #bigintAsInt: boolean;
+  readonly #subMillisecond: SubMillisecond;
+  readonly #reading: ReaderOptions;
   /** Index 0 serves the top-level value, index n a Map/Set payload n levels down. */
   #writers: MsgpackWriter[] = [];
   #readers: MsgpackReader[] = [];
-  #decoders: Decoder[] = [];
   #level = 0;
-  /** Cleared for the rest of a message once the fast reader hands it to the library. */
-  #fast = true;
 
   constructor(options: MsgpackCodecOptions) {
     this.#maxDepth = limit(options, "maxDepth", DEFAULT_MSGPACK_MAX_DEPTH, 1);
-    this.#limits = {
+    this.#bigintAsInt = choice(options, "bigint", ["ext", "int"]) === "int";
+    this.#subMillisecond = choice(options, "subMillisecond", ["error", "truncate"]);
+    this.#reading = {
+      maxDepth: this.#maxDepth,
       maxStrLength: limit(options, "maxStrLength", DEFAULT_MSGPACK_MAX_LENGTH, 0),
       maxBinLength: limit(options, "maxBinLength", DEFAULT_MSGPACK_MAX_LENGTH, 0),
       maxArrayLength: limit(options, "maxArrayLength", DEFAULT_MSGPACK_MAX_LENGTH, 0),
       maxMapLength: limit(options, "maxMapLength", DEFAULT_MSGPACK_MAX_LENGTH, 0),
       maxExtLength: limit(options, "maxExtLength", DEFAULT_MSGPACK_MAX_LENGTH, 0),
-    };
-    this.#extensions = {
-      tryToEncode: (object) => this.#tryToEncode(object),
-      decode: (data, type) => this.#decodeExtension(data, type),
+      lenientUtf8: choice(options, "invalidUtf8", ["error", "replace"]) === "replace",
     };
     this.#writers.push(this.#newWriter());
     this.#readers.push(this.#newReader());
-    this.#decoders.push(this.#newDecoder());
   }
 
   encode(value: T): Uint8Array {
@@ -179,38 +225,24 @@ class _MsgpackCodec<T> implements Codec<T> {
 
   decode(bytes: Uint8Array): T {
     try {
-      const value = this.#readers[0].read(bytes);
-      if (value !== FALLBACK) return value as T;
-      this.#fast = false;
-      return this.#decoders[0].decode(bytes) as T;
+      return this.#readers[0].read(bytes) as T;
     } catch (cause) {
-      throw new CodecError(this.name, "decode", explainDecode(cause, bytes.length));
+      throw new CodecError(this.name, "decode", explainDecode(cause));
     } finally {
       this.#level = 0;
-      this.#fast = true;
     }
   }
 
   #newWriter(): MsgpackWriter {
-    return new MsgpackWriter((object) => this.#tryToEncode(object), this.#maxDepth);
-  }
-
-  #newReader(): MsgpackReader {
-    return new MsgpackReader(
-      this.#limits,
-      (data, type) => this.#decodeExtension(data, type),
-      protoSafeKeys,
+    return new MsgpackWriter(
+      (object) => this.#tryToEncode(object),
+      this.#maxDepth,
+      this.#bigintAsInt,
     );
   }
 
-  #newDecoder(): Decoder {
-    const decoder: Decoder = new Decoder({
-      ...this.#limits,
-      extensionCodec: this.#extensions,
-      keyDecoder: protoSafeKeys,
-      mapKeyConverter: (key) => convertKey(decoder, key),
-    });
-    return decoder;
+  #newReader(): MsgpackReader {
+    return new MsgpackReader(this.#reading, (data, type) => this.#decodeExtension(data, type));
   }
 
   #tryToEncode(object: unknown): ExtData | null {
@@ -254,11 +286,11 @@ class _MsgpackCodec<T> implements Codec<T> {
   #decodeExtension(data: Uint8Array, type: number): unknown {
     switch (type) {
       case EXT_TIMESTAMP:
-        return decodeTimestampExtension(data);
+        return decodeTimestamp(data, this.#subMillisecond);
       case MSGPACK_EXT_MAP: {
         const items = this.#decodeNested(data, "Map");
         if (items.length % 2 !== 0) {
-          throw new DecodeError(`A Map payload needs key/value pairs, got ${items.length} items`);
+          throw new TypeError(`A Map payload needs key/value pairs, got ${items.length} items`);
         }
         const map = new Map();
         for (let i = 0; i < items.length; i += 2) map.set(items[i], items[i + 1]);
@@ -276,20 +308,12 @@ class _MsgpackCodec<T> implements Codec<T> {
   #decodeNested(data: Uint8Array, what: string): unknown[] {
     const level = this.#level + 1;
     if (level > this.#maxDepth) {
-      throw new DecodeError(`Map and Set values nest deeper than maxDepth (${this.#maxDepth})`);
+      throw new RangeError(`Map and Set values nest deeper than maxDepth (${this.#maxDepth})`);
     }
     this.#level = level;
     try {
-      let items: unknown;
-      if (this.#fast) {
-        items = (this.#readers[level] ??= this.#newReader()).read(data);
-        // The whole message goes to the library then, not this payload alone: a payload
-        // decoded twice at every level of nesting would take 2^depth decodes.
-        if (items === FALLBACK) throw FALLBACK;
-      } else {
-        items = (this.#decoders[level] ??= this.#newDecoder()).decode(data);
-      }
-      if (!Array.isArray(items)) throw new DecodeError(`A ${what} payload must be an array`);
+      const items = (this.#readers[level] ??= this.#newReader()).read(data);
+      if (!Array.isArray(items)) throw new TypeError(`A ${what} payload must be an array`);
       return items;
     } finally {
       this.#level = level - 1;
@@ -311,88 +335,33 @@ function limit(
   min: number,
 ): number {
   const value = options[key] ?? fallback;
-  if (!Number.isInteger(value) || value < min || value > DEFAULT_MSGPACK_MAX_LENGTH) {
+  if (
+    typeof value !== "number" || !Number.isInteger(value) || value < min ||
+    value > DEFAULT_MSGPACK_MAX_LENGTH
+  ) {
     throw new RangeError(`${key} must be an integer from ${min} to 4294967295, got ${value}`);
   }
   return value;
 }
 
-/** The library's ways of saying the input ended early: its own marker, or a DataView read. */
-const TRUNCATED = /^Insufficient data|^Offset is outside the bounds of the DataView/;
+function choice<const C extends string>(
+  options: MsgpackCodecOptions,
+  key: keyof MsgpackCodecOptions,
+  choices: readonly [C, ...C[]],
+): C {
+  const value = options[key] ?? choices[0];
+  if (!(choices as readonly unknown[]).includes(value)) {
+    throw new TypeError(
+      `${key} must be ${choices.map((c) => `"${c}"`).join(" or ")}, got ${value}`,
+    );
+  }
+  return value as C;
+}
 
-function explainDecode(cause: unknown, length: number): unknown {
-  if (cause instanceof RangeError && TRUNCATED.test(cause.message)) {
-    return new RangeError(`Input of ${length} byte(s) ends inside a value`, { cause });
+/** A stack overflow on absurd nesting (a maxDepth set in the millions) is named as such. */
+function explainDecode(cause: unknown): unknown {
+  if (cause instanceof RangeError && cause.message.startsWith("Maximum call stack")) {
+    return new RangeError("Value nests too deep for the call stack (lower maxDepth)", { cause });
   }
   return cause;
-}
-
-// @msgpack/msgpack refuses a "__proto__" map key outright, since assigning it would replace
-// the object's prototype. We keep it as data instead: the key decoder hands the decoder an
-// opaque marker in place of the string (so its check passes), and the key converter defines
-// "__proto__" as an own data property on the map being built before the decoder assigns the
-// value, which then lands on that property. Covered by the "__proto__" tests.
-const PROTO_KEY = Object.freeze({ key: "__proto__" }) as unknown as string;
-const PROTO_BYTES = new TextEncoder().encode("__proto__");
-const cachedKeys = new CachedKeyDecoder();
-const protoSafeKeys = {
-  canBeCached: (byteLength: number): boolean => cachedKeys.canBeCached(byteLength),
-  decode(bytes: Uint8Array, offset: number, byteLength: number): string {
-    if (byteLength === PROTO_BYTES.length && bytes[offset] === 0x5f && isProto(bytes, offset)) {
-      return PROTO_KEY;
-    }
-    return cachedKeys.decode(bytes, offset, byteLength);
-  },
-};
-
-function isProto(bytes: Uint8Array, offset: number): boolean {
-  for (let i = 0; i < PROTO_BYTES.length; i++) {
-    if (bytes[offset + i] !== PROTO_BYTES[i]) return false;
-  }
-  return true;
-}
-
-/** The decoder state this module reaches into (pinned @msgpack/msgpack 3.1). */
-interface DecoderInternals {
-  stack: { top(): { map?: Record<string, unknown> } | undefined };
-}
-
-function convertKey(decoder: Decoder, key: unknown): string | number {
-  if (typeof key === "string" || typeof key === "number") return key;
-  if (key !== PROTO_KEY) {
-    throw new DecodeError(`Map keys must be strings or numbers, not ${typeof key}`);
-  }
-  const map = (decoder as unknown as DecoderInternals).stack.top()?.map;
-  if (map === undefined) throw new DecodeError("A __proto__ key outside a map");
-  Object.defineProperty(map, "__proto__", {
-    value: undefined,
-    writable: true,
-    enumerable: true,
-    configurable: true,
-  });
-  return "__proto__";
-}
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-
-function bigintToBytes(value: bigint): Uint8Array {
-  const negative = value < 0n;
-  // ~value = -value - 1 turns a negative number into the magnitude its bytes invert.
-  let hex = (negative ? ~value : value).toString(16);
-  if (hex.length % 2 !== 0) hex = "0" + hex;
-  if (parseInt(hex[0], 16) >= 8) hex = "00" + hex;
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) {
-    const byte = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-    bytes[i] = negative ? ~byte & 0xff : byte;
-  }
-  return bytes;
-}
-
-function bytesToBigint(bytes: Uint8Array): bigint {
-  if (bytes.length === 0) throw new DecodeError("A bigint payload needs at least one byte");
-  const hex = new Array<string>(bytes.length);
-  for (let i = 0; i < bytes.length; i++) hex[i] = HEX[bytes[i]];
-  const value = BigInt("0x" + hex.join(""));
-  return bytes[0] & 0x80 ? value - (1n << BigInt(bytes.length * 8)) : value;
 }

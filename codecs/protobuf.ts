@@ -33,8 +33,9 @@
  * @module
  */
 
-import { type IConversionOptions, parse, Root, Type } from "protobufjs";
+import { type IConversionOptions, parse, Reader, Root, Type } from "protobufjs";
 import { CodecError } from "../errors.ts";
+import { unknownsCopier } from "./_protobuf_unknown.ts";
 import { type Int64Form, messageVerifier } from "./_protobuf_verify.ts";
 import type { Codec } from "./types.ts";
 
@@ -124,6 +125,8 @@ class _ProtobufCodec<T> implements Codec<T> {
   /** Whether encoding needs protobufjs's fromObject (bigint and string longs, enum names). */
   readonly #convert: boolean;
   readonly #fixBytes: _BytesFixer | undefined;
+  readonly #copyUnknowns: (from: unknown, to: unknown) => void;
+  readonly #reader = new _KeepingReader();
 
   constructor(options: ProtobufCodecOptions) {
     this.#type = resolveType(options);
@@ -135,6 +138,7 @@ class _ProtobufCodec<T> implements Codec<T> {
     this.#toObject = { longs: this.#int64 === "bigint" ? BigInt : String, defaults: true };
     this.#convert = needsConversion(this.#type, new Set());
     this.#fixBytes = bytesFixer(this.#type, new Map());
+    this.#copyUnknowns = unknownsCopier(this.#type);
     this.name = `protobuf:${this.#type.fullName.replace(/^\./, "")}`;
   }
 
@@ -142,9 +146,11 @@ class _ProtobufCodec<T> implements Codec<T> {
     try {
       const problem = this.#verify?.(value);
       if (problem !== undefined) throw new TypeError(problem);
-      const message = this.#convert
-        ? this.#type.fromObject(value as Record<string, unknown>)
-        : (value as Record<string, unknown>);
+      let message = value as Record<string, unknown>;
+      if (this.#convert) {
+        message = this.#type.fromObject(message);
+        this.#copyUnknowns(value, message);
+      }
       const bytes = this.#type.encode(message).finish();
       // protobufjs hands out Node Buffers; callers get a plain view of the same bytes.
       return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -159,14 +165,51 @@ class _ProtobufCodec<T> implements Codec<T> {
       const input = bytes.constructor === Uint8Array
         ? bytes
         : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      const object = this.#type.toObject(this.#type.decode(input), this.#toObject);
+      const reader = this.#reader.reset(input);
+      const message = this.#type.decode(reader);
+      const object = this.#type.toObject(message, this.#toObject);
+      if (reader.sliced) this.#copyUnknowns(message, object);
       this.#fixBytes?.(object);
       return object as T;
     } catch (cause) {
       throw new CodecError(this.name, "decode", cause);
+    } finally {
+      this.#reader.reset(EMPTY); // not to keep the input alive
     }
   }
 }
+
+/**
+ * A reader that keeps unknown fields (protobufjs drops them unless told) and notes whether it
+ * handed out any raw slice: an unknown field's bytes, or a `bytes` field's. Without one the
+ * decoded message holds no unknown fields, and the walk that copies them can be skipped.
+ */
+class _KeepingReader extends Reader {
+  sliced = false;
+
+  constructor() {
+    super(EMPTY);
+    this.discardUnknown = false;
+  }
+
+  /** Points this reader at the start of `input`: one reader serves every decode of a codec
+   * (a new one per message cost a small message's decode a third more). */
+  reset(input: Uint8Array): this {
+    this.buf = input;
+    this.pos = 0;
+    this.len = input.length;
+    (this as unknown as { view: DataView | null }).view = null;
+    this.sliced = false;
+    return this;
+  }
+
+  override raw(start: number, end: number): Uint8Array {
+    this.sliced = true;
+    return super.raw(start, end);
+  }
+}
+
+const EMPTY = new Uint8Array(0);
 
 function resolveType(options: ProtobufCodecOptions): Type {
   const { proto, type } = options;

@@ -136,7 +136,10 @@ codecConformance<Everything>({
     { name: "unknown field", value: { nope: 1 } },
     { name: "two oneof members", value: { name: "a", number: 1 } },
     { name: "lone surrogate", value: { text: "a\uD800" } },
-    { name: "unknown enum value", value: { color: 9 } },
+    // Color is an open (proto3) enum: 9 is encodable (see the open-enum test), these are not.
+    { name: "unknown enum name", value: { color: "PURPLE" } },
+    { name: "enum number not an int32", value: { color: 2 ** 31 } },
+    { name: "enum number not an integer", value: { color: 1.5 } },
     { name: "array for bytes", value: { data: [1, 2] } },
     { name: "bad repeated element", value: { tags: ["a", 1] } },
     { name: "bad nested field", value: { leaves: [{ text: 1 }] } },
@@ -256,3 +259,68 @@ function varint(n: number): number[] {
   out.push(n);
   return out;
 }
+
+const OLD = `syntax = "proto3"; package ver;
+enum Kind { KIND_UNSPECIFIED = 0; A = 1; }
+message Inner { string name = 1; }
+message Msg { int64 id = 1; Inner inner = 2; repeated Inner list = 3; map<string, Inner> byName = 4; Kind kind = 5; repeated Kind kinds = 6; }`;
+const NEW = `syntax = "proto3"; package ver;
+enum Kind { KIND_UNSPECIFIED = 0; A = 1; B = 2; C = 3; }
+message Inner { string name = 1; sint64 added = 9; }
+message Extra { string s = 1; }
+message Msg { int64 id = 1; Inner inner = 2; repeated Inner list = 3; map<string, Inner> byName = 4; Kind kind = 5; repeated Kind kinds = 6;
+  string note = 7; Extra extra = 8; repeated fixed32 nums = 10; double d = 11; }`;
+
+Deno.test("codec/protobuf: unknown fields survive decode then encode, at every level", () => {
+  const newer = protobufCodec({ proto: NEW, type: "ver.Msg" });
+  for (const verify of [true, false]) {
+    const older = protobufCodec({ proto: OLD, type: "ver.Msg", verify });
+    const value = {
+      id: 2n ** 60n,
+      inner: { name: "i", added: -5n },
+      list: [{ name: "l0", added: 1n }, { name: "l1", added: 0n }],
+      byName: { k: { name: "m", added: 7n } },
+      kind: 3,
+      kinds: [1, 2, 3],
+      note: "from a newer schema",
+      extra: { s: "x" },
+      nums: [1, 2, 4294967295],
+      d: 0.5,
+    };
+    const bytes = newer.encode(value);
+    const seen = older.decode(bytes) as Record<string, unknown>;
+    // The older schema shows its own fields; open enum numbers it does not list stay numbers.
+    assert.deepStrictEqual(Object.keys(seen).sort(), [
+      "byName",
+      "id",
+      "inner",
+      "kind",
+      "kinds",
+      "list",
+    ]);
+    assert.equal(seen.kind, 3);
+    assert.deepStrictEqual(seen.kinds, [1, 2, 3]);
+    assert.ok(!("note" in seen) && JSON.stringify(seen.inner) === '{"name":"i"}');
+    // Re-encoded by the older schema (verify on: the enum numbers pass), nothing is lost.
+    assert.deepStrictEqual(newer.decode(older.encode(seen as never)), value, `verify ${verify}`);
+    // An edit to a known field keeps the unknown ones.
+    const edited = { ...seen, id: 1n };
+    Object.defineProperty(edited, "$unknowns", Object.getOwnPropertyDescriptor(seen, "$unknowns")!);
+    assert.deepStrictEqual(newer.decode(older.encode(edited as never)), { ...value, id: 1n });
+  }
+});
+
+Deno.test("codec/protobuf: a closed (proto2) enum keeps an unlisted value as an unknown field", () => {
+  const proto2 = (values: string): string =>
+    `syntax = "proto2"; enum E { ${values} } message M { optional E e = 1; optional int32 n = 2; }`;
+  const older = protobufCodec({ proto: proto2("X = 1;"), type: "M" });
+  const newer = protobufCodec({ proto: proto2("X = 1; Y = 2;"), type: "M" });
+  const bytes = newer.encode({ e: 2, n: 3 });
+  const seen = older.decode(bytes);
+  assert.deepStrictEqual(seen, { e: 1, n: 3 }); // e unset: its default
+  // The re-encoded message holds e = 1 (the default, now set) and then the unknown e = 2,
+  // which wins as the later occurrence of the field.
+  assert.deepStrictEqual(newer.decode(older.encode(seen)), { e: 2, n: 3 });
+  // A closed enum still refuses an unlisted number on encode.
+  assert.throws(() => older.encode({ e: 2 }), CodecError);
+});

@@ -7,6 +7,8 @@ import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
 import { memoryPair } from "./memory.ts";
 import type { Listener, Transport } from "./types.ts";
 import { connectUnix, listenUnix } from "./unix.ts";
+import { connectNats, listenNats } from "./nats.ts";
+import { haveNatsServer, startNatsServer } from "./_test_nats_server.ts";
 
 /** A connected pair of transports and how to release what they hold (both ends included). */
 export interface TestPair {
@@ -73,8 +75,27 @@ export const tls: TransportKind = {
   },
 };
 
-/** The kinds the channel tests run over. */
-export const transportKinds: TransportKind[] = [memory, unix];
+/**
+ * Both ends of a NATS connection (transports/nats.ts) through a fresh nats-server on a loopback
+ * port, stopped by `cleanup()`.
+ */
+export const nats: TransportKind = {
+  name: "nats",
+  async pair() {
+    const server = await startNatsServer();
+    const [serverNc, clientNc] = await Promise.all([server.connect(), server.connect()]);
+    const listener = await listenNats(serverNc, "pair");
+    const [b, a] = await connectPair(listener, () => connectNats(clientNc, "pair"));
+    await listener.close();
+    return released(a, b, () => server.stop());
+  },
+};
+
+/** The kinds the channel tests run over: NATS too where nats-server is installed. */
+export const transportKinds: TransportKind[] = haveNatsServer ? [memory, unix, nats] : [
+  memory,
+  unix,
+];
 
 /** Connects with `connect` and returns `[connecting end, accepted end]`. */
 export async function connectPair(

@@ -267,7 +267,7 @@ class MsgpackCodec:
     name = "msgpack"
 
     def __init__(self) -> None:
-        import msgpack  # optional: pip install msgpack
+        import conduit_msgpack as msgpack  # conduit's ext types; needs pip install msgpack
         self._msgpack = msgpack
 
     def encode(self, value: Any) -> bytes:

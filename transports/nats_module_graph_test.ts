@@ -1,0 +1,35 @@
+// The NATS client is loaded by the NATS entrypoint only: `deno info` of every other entrypoint
+// deno.json exports has no @nats-io package in its graph.
+
+import assert from "node:assert/strict";
+
+const root = new URL("../", import.meta.url);
+const { exports } = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
+  exports: Record<string, string>;
+};
+
+/** The @nats-io packages in the module graph of `file`, as `deno info --json` reports it. */
+async function natsPackages(file: string): Promise<string[]> {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "--config", new URL("deno.json", root).pathname, file],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(code, 0, new TextDecoder().decode(stderr));
+  const info = JSON.parse(new TextDecoder().decode(stdout)) as {
+    modules: Array<{ npmPackage?: string }>;
+  };
+  // The packages the graph imports directly (theirs come with them): ids like `name@1.2.3`.
+  return info.modules.flatMap((m) => m.npmPackage ?? []).filter((id) => id.startsWith("@nats-io/"));
+}
+
+Deno.test("nats/module graph: only ./transports/nats loads @nats-io packages", async () => {
+  for (const [entry, target] of Object.entries(exports)) {
+    const packages = await natsPackages(new URL(target, root).pathname);
+    if (entry === "./transports/nats") {
+      assert.ok(packages.some((id) => id.startsWith("@nats-io/transport-node@")), `${entry}`);
+    } else {
+      assert.deepEqual(packages, [], `${entry} loads ${packages.join(", ")}`);
+    }
+  }
+});
