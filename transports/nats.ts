@@ -47,6 +47,15 @@
  * comes from the peer for three of its intervals (plus one of ours), likewise. Closing the
  * local `NatsClient` ends every transport on it with `TransportClosedError`.
  *
+ * **Discovery** (unless `discoverable: false`). A listener instance with id `I` also takes
+ * handshakes on `<subject>.instance.I` (no queue group: that instance alone), answers every
+ * request on `<subject>.discover` with `{"protocol":"conduit-nats/1","instance":I,
+ * "subject":"<subject>.instance.I"}`, and publishes the same with `"event":"up"` on
+ * `<subject>.announce` when it starts listening and `"event":"down"` when it closes. A
+ * `NatsServicePool` (`@conduit/ipc/workers/nats`) probes and listens there to connect to
+ * every instance, notice new ones within a probe interval, and stop using closed ones. The
+ * account of a service needs to subscribe to these subjects and publish on the announce one.
+ *
  * Not covered: interest propagation delays across a NATS cluster or supercluster between
  * the handshake's subscription and its first message (on one server the order is kept).
  *
@@ -83,6 +92,7 @@ import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
 import { flushWithin } from "./_nats_flow.ts";
 import { decodeHello, encodeHello, PROTOCOL } from "./_nats_wire.ts";
+import { DiscoveryResponder, isInstanceId } from "./_nats_discovery.ts";
 import type { Listener, Transport } from "./types.ts";
 import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
 
@@ -209,6 +219,22 @@ export interface ListenNatsOptions extends NatsTransportOptions {
    * @default {DEFAULT_NATS_BACKLOG}
    */
   backlog?: number;
+  /**
+   * This instance's id among the listeners of the subject (letters, digits, `-`, `_`; at most
+   * 64): what a `NatsServicePool` reports per instance, and the last token of the subject that
+   * reaches this instance alone.
+   *
+   * @default {a random id of 12 hex digits}
+   */
+  instance?: string;
+  /**
+   * Whether the listener takes part in service discovery (see the module doc): it answers
+   * probes on `<subject>.discover`, takes connections on `<subject>.instance.<id>` too, and
+   * announces its start and end on `<subject>.announce`, so that a `NatsServicePool` finds it.
+   *
+   * @default {true}
+   */
+  discoverable?: boolean;
 }
 
 /**
@@ -253,6 +279,8 @@ export interface NatsListener extends Listener {
   readonly subject: string;
   /** The queue group, if any. */
   readonly queue: string | undefined;
+  /** This instance's id (see {@linkcode ListenNatsOptions.instance}). */
+  readonly instance: string;
 }
 
 /**
@@ -268,6 +296,7 @@ export interface NatsListener extends Listener {
  * @param options The queue group, backlog and transport settings.
  * @returns A listener, once the server knows of it; iterate it to accept, `close()` it to stop.
  * @throws {RangeError} When an option is not a positive number.
+ * @throws {TypeError} When `instance` is not a valid id.
  *
  * @example
  * ```ts ignore
@@ -377,10 +406,12 @@ class NatsConnListener extends ListenerBase implements NatsListener {
   readonly addr: Deno.Addr;
   readonly subject: string;
   readonly queue: string | undefined;
+  readonly instance: string;
   readonly #nc: NatsClient;
   readonly #settings: NatsChannelSettings;
   readonly #backlog: number;
   readonly #subscription: NatsSubscription;
+  readonly #discovery: DiscoveryResponder | undefined;
   readonly #ready: Transport[] = [];
   /** Connections whose client has not sent Open yet, each with the timer that drops it. */
   readonly #opening = new Map<NatsChannel, ReturnType<typeof setTimeout>>();
@@ -394,10 +425,21 @@ class NatsConnListener extends ListenerBase implements NatsListener {
     this.#settings = settingsOf(options);
     this.#backlog = positive(options.backlog, DEFAULT_NATS_BACKLOG, "backlog");
     this.addr = serverAddr(nc);
+    this.instance = options.instance ?? crypto.randomUUID().replaceAll("-", "").slice(0, 12);
+    if (!isInstanceId(this.instance)) {
+      throw new TypeError(
+        `instance must be 1 to 64 letters, digits, "-" or "_", got ${
+          JSON.stringify(this.instance)
+        }`,
+      );
+    }
     this.#subscription = nc.subscribe(subject, {
       ...(options.queue === undefined ? {} : { queue: options.queue }),
       callback: this.#onHello,
     });
+    if (options.discoverable ?? true) {
+      this.#discovery = new DiscoveryResponder(nc, subject, this.instance, this.#onHello);
+    }
     void this.#subscription.closed.then(() => this.close());
   }
 
@@ -418,6 +460,7 @@ class NatsConnListener extends ListenerBase implements NatsListener {
     } catch {
       // The NATS connection is closed already.
     }
+    this.#discovery?.stop();
     const closed = new TransportClosedError("The listener is closed");
     for (const waiter of this.#waiters.splice(0)) waiter.reject(closed);
     for (const [channel, timer] of this.#opening) {

@@ -1,5 +1,5 @@
-// The NATS client is loaded by the NATS entrypoint only: `deno info` of every other entrypoint
-// deno.json exports has no @nats-io package in its graph.
+// The NATS client is loaded by the NATS entrypoints only (the transport and the service pool):
+// `deno info` of every other entrypoint deno.json exports has no @nats-io package in its graph.
 
 import assert from "node:assert/strict";
 
@@ -23,10 +23,12 @@ async function natsPackages(file: string): Promise<string[]> {
   return info.modules.flatMap((m) => m.npmPackage ?? []).filter((id) => id.startsWith("@nats-io/"));
 }
 
-Deno.test("nats/module graph: only ./transports/nats loads @nats-io packages", async () => {
+const NATS_ENTRYPOINTS = new Set(["./transports/nats", "./workers/nats"]);
+
+Deno.test("nats/module graph: only the NATS entrypoints load @nats-io packages", async () => {
   for (const [entry, target] of Object.entries(exports)) {
     const packages = await natsPackages(new URL(target, root).pathname);
-    if (entry === "./transports/nats") {
+    if (NATS_ENTRYPOINTS.has(entry)) {
       assert.ok(packages.some((id) => id.startsWith("@nats-io/transport-node@")), `${entry}`);
     } else {
       assert.deepEqual(packages, [], `${entry} loads ${packages.join(", ")}`);

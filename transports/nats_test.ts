@@ -452,3 +452,45 @@ natsTest(
     await Promise.all([first.close(), accepted.close(), listener.close()]);
   },
 );
+
+natsTest(
+  "a discoverable listener answers probes, announces itself and takes direct connections",
+  async (server) => {
+    const [serverNc, clientNc] = await Promise.all([server.connect(), server.connect()]);
+    const heard: string[] = [];
+    const announcements = clientNc.subscribe("disc.announce", {
+      callback: (_, msg) => void heard.push(new TextDecoder().decode(msg.data)),
+    });
+    await clientNc.flush();
+    const listener = await listenNats(serverNc, "disc", { queue: "q", instance: "one" });
+    assert.equal(listener.instance, "one");
+    const probe = await clientNc.request("disc.discover", new Uint8Array(0), { timeout: 1000 });
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(probe.data)), {
+      protocol: "conduit-nats/1",
+      instance: "one",
+      subject: "disc.instance.one",
+    });
+    const accepted = listener.accept();
+    const client = await connectNats(clientNc, "disc.instance.one");
+    const peer = await accepted;
+    await client.writable.getWriter().write(new Uint8Array([1]));
+    assert.deepEqual((await peer.readable.getReader().read()).value, new Uint8Array([1]));
+    await Promise.all([client.close(), peer.close(), listener.close()]);
+    await clientNc.flush();
+    await serverNc.flush();
+    await clientNc.flush();
+    announcements.unsubscribe();
+    assert.deepEqual(heard.map((h) => JSON.parse(h).event), ["up", "down"]);
+    await assert.rejects(connectNats(clientNc, "disc.instance.one"), Deno.errors.ConnectionRefused);
+    await assert.rejects(listenNats(serverNc, "disc", { instance: "a.b" }), {
+      name: "TypeError",
+      message: 'instance must be 1 to 64 letters, digits, "-" or "_", got "a.b"',
+    });
+    const hidden = await listenNats(serverNc, "hidden", { discoverable: false });
+    await assert.rejects(
+      clientNc.request("hidden.discover", new Uint8Array(0), { timeout: 1000 }),
+      (error: Error) => error.name === "RequestError" && /no responders/i.test(error.message),
+    );
+    await hidden.close();
+  },
+);

@@ -1,0 +1,81 @@
+// An instance of a test service on NATS for the NatsServicePool tests: a listenNats listener
+// (discoverable, with an instance id) serving a channel on each connection. Stop it gracefully
+// (its listener announces its end, its channels close) or crash it (its NATS connection closes
+// under it, without a word to its peers, as when its process dies).
+
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type Channel, openChannel } from "../channel/channel.ts";
+import { jsonCodec } from "../codecs/json.ts";
+import { listenNats } from "../transports/nats.ts";
+
+/** The methods of the test service. */
+export interface TestServiceApi {
+  /** Waits `ms`, then answers which instance ran call `n`. */
+  work(param: { n: number; ms: number }): { instance: string; n: number };
+  /** The same, but not marked retryable by the tests. */
+  once(param: { n: number; ms: number }): { instance: string; n: number };
+}
+
+/** A running instance. */
+export interface TestService {
+  readonly instance: string;
+  /** The call numbers it answered. */
+  readonly answered: number[];
+  /** Closes its listener (announcing its end), then its channels and NATS connection. */
+  stop(): Promise<void>;
+  /** Closes its NATS connection at once: its peers see it disappear. */
+  crash(): Promise<void>;
+  /** Resolves once a crashed instance's channels and handlers are done. */
+  settled(): Promise<void>;
+}
+
+/** Starts an instance `instance` of the test service on `subject`, on its own connection. */
+export async function startTestService(
+  nc: NatsConnection,
+  subject: string,
+  instance: string,
+): Promise<TestService> {
+  const listener = await listenNats(nc, subject, { queue: subject, instance, heartbeatMs: 100 });
+  const answered: number[] = [];
+  const channels: Channel[] = [];
+  // Handlers still running (their timers), awaited when the instance stops or crashes.
+  const running = new Set<Promise<unknown>>();
+  const run = ({ n, ms }: { n: number; ms: number }) => {
+    const done = new Promise((resolve) => setTimeout(resolve, ms)).then(() => {
+      answered.push(n);
+      return { instance, n };
+    });
+    running.add(done);
+    void done.finally(() => running.delete(done));
+    return done;
+  };
+  const handlers = { work: run, once: run };
+  const serving = (async () => {
+    for await (const transport of listener) {
+      openChannel(transport, { codec: jsonCodec(), handlers }).then(
+        (channel) => channels.push(channel),
+        () => {},
+      );
+    }
+  })();
+  return {
+    instance,
+    answered,
+    async stop() {
+      await listener.close();
+      await serving;
+      await Promise.all(channels.map((channel) => channel.close()));
+      await Promise.all(running);
+      await nc.close();
+    },
+    async crash() {
+      await nc.close();
+      await listener.close();
+      await serving;
+    },
+    async settled() {
+      await Promise.allSettled(channels.map((channel) => channel.closed));
+      await Promise.all(running);
+    },
+  };
+}
