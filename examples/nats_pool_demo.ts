@@ -1,0 +1,160 @@
+/**
+ * Scaling out on NATS, with a crash in the middle: starts a nats-server on a random loopback
+ * port, three service processes (instances a, b and c of `_nats_service.ts`) and a
+ * `NatsServicePool` that counts the primes below 60 million in 1200 calls, 24 at a time.
+ * When a third of the calls are answered, instance b is killed (SIGKILL); its calls in flight
+ * run again on the others, and a fourth instance, d, is started and joins. At the end the
+ * demo prints the calls each instance answered, the retries, and checks that every range was
+ * answered exactly once and the total is right.
+ *
+ *   deno run -A examples/nats_pool_demo.ts
+ *
+ * Needs the `nats-server` binary (Debian: `apt-get install nats-server`); without it the demo
+ * says so and exits with success.
+ *
+ * @module
+ */
+
+import { connect } from "@nats-io/transport-node";
+import { jsonCodec } from "@conduit/ipc/codecs/json";
+import { NatsServicePool } from "@conduit/ipc/workers/nats";
+import { countPrimes } from "./_primes.ts";
+import { type PrimeServiceApi, SUBJECT } from "./_nats_service.ts";
+
+const SERVICE = new URL("./_nats_service.ts", import.meta.url).pathname;
+const LIMIT = 60_000_000;
+const CHUNK = 50_000;
+const CALLS = LIMIT / CHUNK;
+const IN_FLIGHT = 24;
+
+if (!await natsServerInstalled()) {
+  console.log("nats-server is not installed: skipping the NATS pool demo");
+  Deno.exit(0);
+}
+
+const { startNatsServer } = await import("../transports/_test_nats_server.ts");
+await using server = await startNatsServer();
+console.log(`nats-server listening on ${server.url}`);
+
+const services = new Map<string, Deno.ChildProcess>();
+await Promise.all(["a", "b", "c"].map(startService));
+
+const started = performance.now();
+const log = (line: string) =>
+  console.log(`${((performance.now() - started) / 1000).toFixed(2).padStart(6)} s  ${line}`);
+
+const nc = await connect({ servers: server.url });
+const pool = new NatsServicePool<PrimeServiceApi>(nc, SUBJECT, {
+  codec: jsonCodec(),
+  retryable: ["countPrimes"],
+  // A killed instance is noticed within one heartbeat (the default is 1 s).
+  transport: { heartbeatMs: 200 },
+  onEvent(event) {
+    if (event.type === "joined") log(`pool: instance ${event.instance} joined`);
+    else if (event.type === "left") {
+      const error = event.error as Error | undefined;
+      const cause = error?.cause instanceof Error ? ` (${error.cause.name})` : "";
+      const why = error === undefined ? "" : `: ${error.message}${cause}`;
+      log(`pool: instance ${event.instance} left (${event.reason}${why})`);
+    } else {
+      log(
+        `pool: retrying a ${event.method} call that was on ${event.instance} (try ${event.attempt})`,
+      );
+    }
+  },
+});
+await pool.waitForInstances(3);
+log("pool: connected to 3 instances; starting the load");
+
+// The load: 600 ranges, 24 calls in flight; each range's answer is kept by its index.
+const answers: Array<{ instance: string; count: number } | undefined> = new Array(CALLS);
+let next = 0;
+let answered = 0;
+let killed = false;
+let replacement: Promise<void> | undefined;
+await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+  for (let i = next++; i < CALLS; i = next++) {
+    answers[i] = await pool.remote.countPrimes({ from: i * CHUNK, to: (i + 1) * CHUNK });
+    answered++;
+    if (!killed && answered >= CALLS / 3) {
+      killed = true;
+      const b = services.get("b")!;
+      b.kill("SIGKILL");
+      log(`killed instance b (pid ${b.pid}) with ${answered} of ${CALLS} calls answered`);
+      replacement = startService("d").then(() => log("started instance d"));
+    }
+  }
+}));
+const seconds = (performance.now() - started) / 1000;
+log(`all ${CALLS} calls answered`);
+await replacement;
+
+// Nothing lost: every range answered once, and the counts add up.
+const perInstance = new Map<string, number>();
+let total = 0;
+for (const [i, answer] of answers.entries()) {
+  if (answer === undefined) throw new Error(`range ${i} was never answered`);
+  perInstance.set(answer.instance, (perInstance.get(answer.instance) ?? 0) + 1);
+  total += answer.count;
+}
+const expected = countPrimes({ from: 0, to: LIMIT });
+if (total !== expected) throw new Error(`π(${LIMIT}) came out as ${total}, not ${expected}`);
+
+const stats = pool.stats;
+console.log("\ninstance  calls answered");
+console.log("--------  --------------");
+for (const [instance, calls] of [...perInstance].sort()) {
+  const note = instance === "b"
+    ? "  (killed)"
+    : instance === "d"
+    ? "  (joined after the kill)"
+    : "";
+  console.log(`${instance.padEnd(8)}  ${String(calls).padStart(14)}${note}`);
+}
+console.log(
+  `\n${CALLS} of ${CALLS} ranges answered, each once; π(${LIMIT.toLocaleString("en-US")}) = ` +
+    `${total.toLocaleString("en-US")} (checked); ${stats.retried} calls retried after the ` +
+    `kill, ${stats.failed} failed; ${(CALLS / seconds).toFixed(0)} calls/s`,
+);
+if (stats.failed !== 0) throw new Error(`${stats.failed} calls failed`);
+
+await pool.close();
+await nc.close();
+for (const [instance, child] of services) {
+  if (instance !== "b") child.kill("SIGTERM");
+  await child.status;
+}
+
+/** Starts an instance in its own process and waits for its `ready`. */
+async function startService(instance: string): Promise<void> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", SERVICE, server.url, instance],
+    stdin: "null",
+    stdout: "piped",
+  }).spawn();
+  services.set(instance, child);
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let seen = "";
+  while (!seen.includes("ready")) {
+    const { done, value } = await lines.read();
+    if (done) throw new Error(`instance ${instance} exited before it was ready`);
+    seen += value;
+  }
+  // Keep draining its stdout, so that a full pipe never blocks it.
+  void (async () => {
+    while (!(await lines.read()).done);
+  })();
+}
+
+async function natsServerInstalled(): Promise<boolean> {
+  try {
+    const { success } = await new Deno.Command("nats-server", {
+      args: ["--version"],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return success;
+  } catch {
+    return false;
+  }
+}
