@@ -365,8 +365,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * const accepted = listener.accept();
    * const connected = await connectUnix(`${dir}/s`);
    * const [client, server] = await Promise.all([
-   *   openChannel<typeof handlers>(connected, { codec: rawCodec }),
-   *   openChannel(await accepted, { codec: rawCodec, handlers }),
+   *   openChannel<typeof handlers>(connected, { codec: rawCodec() }),
+   *   openChannel(await accepted, { codec: rawCodec(), handlers }),
    * ]);
    *
    * let taken = 0;
@@ -420,10 +420,10 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * const [a, b] = memoryPair();
    * const [server, client] = await Promise.all([
    *   openChannel(a, {
-   *     codec: rawCodec,
+   *     codec: rawCodec(),
    *     handlers: { chunk: (bytes: Uint8Array) => void (received += bytes.length) } satisfies Sink,
    *   }),
-   *   openChannel<Sink>(b, { codec: rawCodec }),
+   *   openChannel<Sink>(b, { codec: rawCodec() }),
    * ]);
    * const chunk = new Uint8Array(16 * 1024);
    * let lowest = Infinity;
@@ -516,7 +516,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
  * const [a, b] = memoryPair();
  * const results = await Promise.allSettled([
  *   openChannel(a, { codec: jsonCodec() }),
- *   openChannel(b, { codec: rawCodec }),
+ *   openChannel(b, { codec: rawCodec() }),
  * ]);
  * for (const result of results) {
  *   assert.equal(result.status, "rejected");
