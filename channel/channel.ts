@@ -225,8 +225,9 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   readonly #core: ChannelCore;
 
   /**
-   * Starts the handshake on `transport`; most code uses {@linkcode openChannel}, which also
-   * waits for it. Until {@linkcode opened} resolves, calls fail.
+   * Starts the handshake on `transport`. Internal: the public way to open a channel is
+   * {@linkcode openChannel}, which also waits for the handshake (the public modules export
+   * `Channel` as a type only). Until {@linkcode opened} resolves, calls fail.
    *
    * @param transport The connection to the peer; the channel owns and closes it.
    * @param options The codec, handlers and limits.

@@ -56,6 +56,7 @@ import { CollectingWriter, EOS_MARKER, fieldDepth, IpcReader } from "./_arrow_ip
 import { type ArrowCompression, compressionType } from "./_arrow_compression.ts";
 
 export type { ArrowCompression };
+export type { Codec };
 
 const NAME = "arrow";
 

@@ -47,3 +47,5 @@ export * from "./content_length_decoder_stream.ts";
 export * from "./content_length_encoder_stream.ts";
 export * from "./ndjson_decoder_stream.ts";
 export * from "./ndjson_encoder_stream.ts";
+// The error the FrameWriter reports a failed byte stream with.
+export { ConduitError, TransportClosedError } from "../errors.ts";

@@ -77,7 +77,7 @@
  */
 
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
-import { TransportClosedError } from "../errors.ts";
+import { ConduitError, TransportClosedError } from "../errors.ts";
 import { ListenerBase } from "./_listener_base.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
@@ -85,6 +85,9 @@ import { flushWithin } from "./_nats_flow.ts";
 import { decodeHello, encodeHello, PROTOCOL } from "./_nats_wire.ts";
 import type { Listener, Transport } from "./types.ts";
 import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
+
+export { ConduitError, TransportClosedError };
+export type { Listener, Transport };
 
 export { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
 export type {
