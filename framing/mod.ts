@@ -38,6 +38,7 @@
  * @module
  */
 
+export * from "./limits.ts";
 export * from "./frame_decoder.ts";
 export * from "./frame_decoder_stream.ts";
 export * from "./frame_reader.ts";
