@@ -48,7 +48,7 @@ const pool = new NatsServicePool<PrimeServiceApi>(nc, SUBJECT, {
   codec: jsonCodec(),
   retryable: ["countPrimes"],
   // A killed instance is noticed within one heartbeat (the default is 1 s).
-  transport: { heartbeatMs: 200 },
+  transport: { heartbeat: 200 },
   onEvent(event) {
     if (event.type === "joined") log(`pool: instance ${event.instance} joined`);
     else if (event.type === "left") {

@@ -35,7 +35,7 @@ export async function startTestService(
   subject: string,
   instance: string,
 ): Promise<TestService> {
-  const listener = await listenNats(nc, subject, { queue: subject, instance, heartbeatMs: 100 });
+  const listener = await listenNats(nc, subject, { queue: subject, instance, heartbeat: 100 });
   const answered: number[] = [];
   const channels: Channel[] = [];
   // Handlers still running (their timers), awaited when the instance stops or crashes.

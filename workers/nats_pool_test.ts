@@ -40,7 +40,7 @@ function poolOf(
   return new NatsServicePool<TestServiceApi>(nc, "svc", {
     codec: jsonCodec(),
     retryable: ["work"],
-    transport: { heartbeatMs: 100 },
+    transport: { heartbeat: 100 },
     discoveryInterval,
     onEvent: (event) => events.push(event),
   });
@@ -108,7 +108,7 @@ poolTest("a retryable call is tried at most maxAttempts times", async (server) =
     codec: jsonCodec(),
     retryable: ["work"],
     maxAttempts: 2,
-    transport: { heartbeatMs: 100 },
+    transport: { heartbeat: 100 },
   });
   await pool.waitForInstances(2);
   // One call on each; b's dies with b and runs again on a, its second and last attempt.
