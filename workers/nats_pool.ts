@@ -49,6 +49,28 @@ import { PoolCall } from "./_pool_call.ts";
 import { PoolClosedError, PoolQueueFullError } from "./errors.ts";
 import { DEFAULT_POOL_MAX_QUEUED } from "./worker_pool.ts";
 
+// The types and errors this API shows, so that its documentation is complete on its own.
+export type * from "../channel/types.ts";
+export type {
+  Channel,
+  ChannelOptions,
+  HeartbeatOptions,
+  MethodCodec,
+  PeerInfo,
+  ResultOf,
+} from "../channel/channel.ts";
+export type { Codec } from "../codecs/types.ts";
+export type {
+  ConnectNatsOptions,
+  NatsClient,
+  NatsMessage,
+  NatsSubscribeOptions,
+  NatsSubscription,
+  NatsTransportOptions,
+} from "../transports/nats.ts";
+export { ConduitError } from "../errors.ts";
+export { PoolClosedError, PoolQueueFullError };
+
 /** The default {@linkcode NatsServicePoolOptions.concurrency}: 64 calls per connection. */
 export const DEFAULT_NATS_POOL_CONCURRENCY = 64;
 /** The default {@linkcode NatsServicePoolOptions.connectionsPerInstance}: 1. */
