@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { connect } from "@nats-io/transport-node";
 import { TransportClosedError } from "../errors.ts";
 import { type StuckPeer, testTransportConformance } from "./_conformance.ts";
 import { concat, pattern } from "../framing/_test_util.ts";
@@ -493,4 +494,25 @@ natsTest(
     );
     await hidden.close();
   },
+);
+
+natsTest(
+  "credentials ride on the caller's NATS connection (a token-protected server)",
+  async (server) => {
+    const withToken = () => connect({ servers: server.url, token: "s3cret" });
+    await assert.rejects(connect({ servers: server.url }), { name: "AuthorizationError" });
+    const [serverNc, clientNc] = await Promise.all([withToken(), withToken()]);
+    try {
+      const listener = await listenNats(serverNc, "auth", { queue: "auth" });
+      const accepted = listener.accept();
+      const client = await connectNats(clientNc, "auth");
+      const peer = await accepted;
+      await client.writable.getWriter().write(new Uint8Array([9]));
+      assert.deepEqual((await peer.readable.getReader().read()).value, new Uint8Array([9]));
+      await Promise.all([client.close(), peer.close(), listener.close()]);
+    } finally {
+      await Promise.all([serverNc.close(), clientNc.close()]);
+    }
+  },
+  'authorization { token: "s3cret" }',
 );

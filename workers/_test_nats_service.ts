@@ -14,6 +14,8 @@ export interface TestServiceApi {
   work(param: { n: number; ms: number }): { instance: string; n: number };
   /** The same, but not marked retryable by the tests. */
   once(param: { n: number; ms: number }): { instance: string; n: number };
+  /** Streams 0 to `count - 1`, tagged with the instance. */
+  items(count: number): AsyncIterable<string>;
 }
 
 /** A running instance. */
@@ -49,7 +51,13 @@ export async function startTestService(
     void done.finally(() => running.delete(done));
     return done;
   };
-  const handlers = { work: run, once: run };
+  const handlers = {
+    work: run,
+    once: run,
+    async *items(count: number) {
+      for (let i = 0; i < count; i++) yield `${instance}:${i}`;
+    },
+  };
   const serving = (async () => {
     for await (const transport of listener) {
       openChannel(transport, { codec: jsonCodec(), handlers }).then(

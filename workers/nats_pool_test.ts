@@ -194,6 +194,27 @@ poolTest("calls wait for an instance; a deadline or close() settles them", async
   assert.equal(pool.stats.failed, 4);
 });
 
+poolTest("stream calls run through the pool, each on one instance", async (server) => {
+  const instances = await services(server, ["a", "b"]);
+  const pool = poolOf(await server.connect());
+  await pool.waitForInstances(2);
+  const streams = await Promise.all(
+    [0, 1, 2, 3].map(async () => {
+      const items: string[] = [];
+      for await (const item of pool.remote.items(50)) items.push(item);
+      return items;
+    }),
+  );
+  for (const items of streams) {
+    assert.equal(items.length, 50);
+    const instance = items[0].split(":")[0];
+    assert.deepEqual(items, Array.from({ length: 50 }, (_, i) => `${instance}:${i}`));
+  }
+  assert.deepEqual(pool.instances.map((i) => [i.instance, i.completed]), [["a", 2], ["b", 2]]);
+  await pool.close();
+  await Promise.all(instances.map((s) => s.stop()));
+});
+
 Deno.test("nats pool: options out of range are RangeErrors naming them", () => {
   const nc = {} as never;
   assert.throws(
