@@ -20,6 +20,8 @@ import { jsonCodec } from "@conduit/ipc/codecs/json";
 import { NatsServicePool } from "@conduit/ipc/workers/nats";
 import { countPrimes } from "./_primes.ts";
 import { type PrimeServiceApi, SUBJECT } from "./_nats_service.ts";
+// The repository's helper that starts nats-server on a random loopback port and stops it.
+import { haveNatsServer, startNatsServer } from "../transports/_test_nats_server.ts";
 
 const SERVICE = new URL("./_nats_service.ts", import.meta.url).pathname;
 const LIMIT = 60_000_000;
@@ -27,12 +29,11 @@ const CHUNK = 50_000;
 const CALLS = LIMIT / CHUNK;
 const IN_FLIGHT = 24;
 
-if (!await natsServerInstalled()) {
+if (!haveNatsServer) {
   console.log("nats-server is not installed: skipping the NATS pool demo");
   Deno.exit(0);
 }
 
-const { startNatsServer } = await import("../transports/_test_nats_server.ts");
 await using server = await startNatsServer();
 console.log(`nats-server listening on ${server.url}`);
 
@@ -144,17 +145,4 @@ async function startService(instance: string): Promise<void> {
   void (async () => {
     while (!(await lines.read()).done);
   })();
-}
-
-async function natsServerInstalled(): Promise<boolean> {
-  try {
-    const { success } = await new Deno.Command("nats-server", {
-      args: ["--version"],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return success;
-  } catch {
-    return false;
-  }
 }

@@ -96,3 +96,26 @@ export async function startNatsServer(config = ""): Promise<NatsServer> {
     [Symbol.asyncDispose]: stop,
   };
 }
+
+/**
+ * Registers a test named `name` that gets a fresh nats-server (started with `config`, stopped
+ * after); skipped where nats-server is missing (the import warned, naming it).
+ */
+export function natsServerTest(
+  name: string,
+  fn: (server: NatsServer) => Promise<void>,
+  config = "",
+): void {
+  Deno.test({
+    name,
+    ignore: !haveNatsServer,
+    async fn() {
+      const server = await startNatsServer(config);
+      try {
+        await fn(server);
+      } finally {
+        await server.stop();
+      }
+    },
+  });
+}

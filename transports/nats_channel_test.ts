@@ -14,9 +14,12 @@ import {
   RemoteError,
 } from "../channel/mod.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { haveNatsServer, type NatsServer, startNatsServer } from "./_test_nats_server.ts";
+import { type NatsServer, natsServerTest } from "./_test_nats_server.ts";
 import { connectNats, listenNats } from "./nats.ts";
 import type { NatsConnection } from "@nats-io/transport-node";
+
+const natsTest = (name: string, fn: (server: NatsServer) => Promise<void>) =>
+  natsServerTest(`nats channel: ${name}`, fn);
 
 interface ServerApi {
   add(param: { a: number; b: number }): number;
@@ -68,21 +71,6 @@ async function channelPair(
       await Promise.all([client.close(), server.close()]);
     },
   };
-}
-
-function natsTest(name: string, fn: (nats: NatsServer) => Promise<void>): void {
-  Deno.test({
-    name: `nats channel: ${name}`,
-    ignore: !haveNatsServer,
-    async fn() {
-      const nats = await startNatsServer();
-      try {
-        await fn(nats);
-      } finally {
-        await nats.stop();
-      }
-    },
-  });
 }
 
 natsTest("typed calls both ways, errors as values, 256 in flight", async (nats) => {

@@ -4,7 +4,12 @@ import { TransportClosedError } from "../errors.ts";
 import { type StuckPeer, testTransportConformance } from "./_conformance.ts";
 import { concat, pattern } from "../framing/_test_util.ts";
 import { streamByte } from "./_test_nats_peer.ts";
-import { haveNatsServer, type NatsServer, startNatsServer } from "./_test_nats_server.ts";
+import {
+  haveNatsServer,
+  type NatsServer,
+  natsServerTest,
+  startNatsServer,
+} from "./_test_nats_server.ts";
 import {
   connectNats,
   listenNats,
@@ -13,6 +18,9 @@ import {
   NatsPeerGoneError,
 } from "./nats.ts";
 import type { Transport } from "./types.ts";
+
+const natsTest = (name: string, fn: (server: NatsServer) => Promise<void>, config?: string) =>
+  natsServerTest(`nats: ${name}`, fn, config);
 
 const PEER = new URL("./_test_nats_peer.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
@@ -54,22 +62,6 @@ if (haveNatsServer) {
     name: "nats: transport conformance (nats-server is not installed)",
     ignore: true,
     fn() {},
-  });
-}
-
-/** Registers a test that gets a fresh nats-server (skipped, naming it, when it is missing). */
-function natsTest(name: string, fn: (server: NatsServer) => Promise<void>, config = ""): void {
-  Deno.test({
-    name: `nats: ${name}`,
-    ignore: !haveNatsServer,
-    async fn() {
-      const server = await startNatsServer(config);
-      try {
-        await fn(server);
-      } finally {
-        await server.stop();
-      }
-    },
   });
 }
 

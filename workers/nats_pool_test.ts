@@ -1,30 +1,13 @@
 import assert from "node:assert/strict";
 import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import {
-  haveNatsServer,
-  type NatsServer,
-  startNatsServer,
-} from "../transports/_test_nats_server.ts";
+import { type NatsServer, natsServerTest } from "../transports/_test_nats_server.ts";
 import { PoolClosedError } from "./errors.ts";
 import { type NatsPoolEvent, NatsServicePool } from "./nats_pool.ts";
 import { startTestService, type TestService, type TestServiceApi } from "./_test_nats_service.ts";
 
-/** Registers a test that gets a fresh nats-server (skipped, naming it, when it is missing). */
-function poolTest(name: string, fn: (server: NatsServer) => Promise<void>): void {
-  Deno.test({
-    name: `nats pool: ${name}`,
-    ignore: !haveNatsServer,
-    async fn() {
-      const server = await startNatsServer();
-      try {
-        await fn(server);
-      } finally {
-        await server.stop();
-      }
-    },
-  });
-}
+const poolTest = (name: string, fn: (server: NatsServer) => Promise<void>) =>
+  natsServerTest(`nats pool: ${name}`, fn);
 
 async function services(server: NatsServer, ids: string[]): Promise<TestService[]> {
   return await Promise.all(
