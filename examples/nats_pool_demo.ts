@@ -2,8 +2,9 @@
  * Scaling out on NATS, with a crash in the middle: starts a nats-server on a random loopback
  * port, three service processes (instances a, b and c of `_nats_service.ts`) and a
  * `NatsServicePool` that counts the primes below 60 million in 1200 calls, 24 at a time.
- * When a third of the calls are answered, instance b is killed (SIGKILL); its calls in flight
- * run again on the others, and a fourth instance, d, is started and joins. At the end the
+ * When a quarter of the calls are answered, instance b is killed (SIGKILL) and its calls in
+ * flight run again on the others; after half of them a fourth instance, d, is started, joins,
+ * and takes its share of the rest. At the end the
  * demo prints the calls each instance answered, the retries, and checks that every range was
  * answered exactly once and the total is right.
  *
@@ -53,9 +54,10 @@ const pool = new NatsServicePool<PrimeServiceApi>(nc, SUBJECT, {
   onEvent(event) {
     if (event.type === "joined") log(`pool: instance ${event.instance} joined`);
     else if (event.type === "left") {
-      const error = event.error as Error | undefined;
-      const cause = error?.cause instanceof Error ? ` (${error.cause.name})` : "";
-      const why = error === undefined ? "" : `: ${error.message}${cause}`;
+      // The error's innermost cause says what happened (NatsPeerGoneError: the peer vanished).
+      let root = event.error;
+      while (root instanceof Error && root.cause instanceof Error) root = root.cause;
+      const why = root instanceof Error ? `: ${root.name}` : "";
       log(`pool: instance ${event.instance} left (${event.reason}${why})`);
     } else {
       log(
@@ -67,28 +69,33 @@ const pool = new NatsServicePool<PrimeServiceApi>(nc, SUBJECT, {
 await pool.waitForInstances(3);
 log("pool: connected to 3 instances; starting the load");
 
-// The load: 600 ranges, 24 calls in flight; each range's answer is kept by its index.
+// The load: the ranges in two halves, 24 calls in flight; each range's answer is kept by its
+// index. In the first half instance b is killed; before the second, instance d joins.
 const answers: Array<{ instance: string; count: number } | undefined> = new Array(CALLS);
-let next = 0;
 let answered = 0;
 let killed = false;
-let replacement: Promise<void> | undefined;
-await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-  for (let i = next++; i < CALLS; i = next++) {
-    answers[i] = await pool.remote.countPrimes({ from: i * CHUNK, to: (i + 1) * CHUNK });
-    answered++;
-    if (!killed && answered >= CALLS / 3) {
-      killed = true;
-      const b = services.get("b")!;
-      b.kill("SIGKILL");
-      log(`killed instance b (pid ${b.pid}) with ${answered} of ${CALLS} calls answered`);
-      replacement = startService("d").then(() => log("started instance d"));
+async function load(from: number, to: number): Promise<void> {
+  let next = from;
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    for (let i = next++; i < to; i = next++) {
+      answers[i] = await pool.remote.countPrimes({ from: i * CHUNK, to: (i + 1) * CHUNK });
+      answered++;
+      if (!killed && answered >= CALLS / 4) {
+        killed = true;
+        const b = services.get("b")!;
+        b.kill("SIGKILL");
+        log(`killed instance b (pid ${b.pid}) with ${answered} of ${CALLS} calls answered`);
+      }
     }
-  }
-}));
+  }));
+}
+await load(0, CALLS / 2);
+log(`${CALLS / 2} calls answered; starting instance d`);
+await startService("d");
+await pool.waitForInstances(3);
+await load(CALLS / 2, CALLS);
 const seconds = (performance.now() - started) / 1000;
 log(`all ${CALLS} calls answered`);
-await replacement;
 
 // Nothing lost: every range answered once, and the counts add up.
 const perInstance = new Map<string, number>();
