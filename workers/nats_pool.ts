@@ -40,6 +40,7 @@
 import { integerOption, positiveOption } from "../_options.ts";
 import { type Channel, type ChannelOptions, openChannel } from "../channel/channel.ts";
 import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
+import { TransportClosedError } from "../errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, MethodName, RemoteOf, RemoteStream } from "../channel/types.ts";
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
@@ -68,7 +69,7 @@ export type {
   NatsSubscription,
   NatsTransportOptions,
 } from "../transports/nats.ts";
-export { ConduitError } from "../errors.ts";
+export { ConduitError, TransportClosedError } from "../errors.ts";
 export { PoolClosedError, PoolQueueFullError };
 
 /** The default {@linkcode NatsServicePoolOptions.concurrency}: 64 calls per connection. */
@@ -266,6 +267,9 @@ type RemoteFunctions = Record<
  * heartbeat) is dropped, and its calls fail with `ConnectionClosedError`, or run again on
  * another instance when their method is in `retryable`.
  *
+ * When the NATS connection `nc` closes, waiting and new calls fail with
+ * `TransportClosedError` (calls in flight fail with their connections); close the pool then.
+ *
  * As with `WorkerPool`, a call is dispatched in a microtask after it is made: iterate a stream
  * call in the same tick you make it.
  *
@@ -317,6 +321,8 @@ export class NatsServicePool<Api extends object, Local extends object = object>
   #pumpScheduled = false;
   #rotate = 0;
   #closing: Promise<void> | undefined;
+  /** Set once the NATS connection closed: the pool cannot reach any instance again. */
+  #failure: Error | undefined;
 
   /**
    * Creates the pool and starts looking for instances.
@@ -361,6 +367,20 @@ export class NatsServicePool<Api extends object, Local extends object = object>
       found: (instance) => this.#found(instance),
       gone: (instance) => this.#gone(instance.instance),
     });
+    void nc.closed().then((reason) => {
+      if (this.#closing) return;
+      this.#failure = new TransportClosedError(
+        `The pool's NATS connection closed${
+          reason instanceof Error ? `: ${reason.message}` : ""
+        }: cannot reach ${subject}`,
+        { cause: reason },
+      );
+      for (const call of this.#queue.clear()) {
+        this.#counts.failed++;
+        call.fail(this.#failure);
+      }
+      for (const { waiter } of this.#instanceWaiters.splice(0)) waiter.reject(this.#failure);
+    });
   }
 
   /** The pool's counters at this moment; see {@linkcode NatsServicePoolStats}. */
@@ -393,6 +413,7 @@ export class NatsServicePool<Api extends object, Local extends object = object>
    */
   waitForInstances(count = 1): Promise<void> {
     if (this.#closing) return Promise.reject(new PoolClosedError("The pool is closed"));
+    if (this.#failure) return Promise.reject(this.#failure);
     if (this.#usable() >= count) return Promise.resolve();
     const waiter = Promise.withResolvers<void>();
     this.#instanceWaiters.push({ count, waiter });
@@ -419,11 +440,10 @@ export class NatsServicePool<Api extends object, Local extends object = object>
 
   #call(method: string, param: unknown, options: CallOptions | undefined): PoolCall {
     const call = new PoolCall(method, param, options);
-    const refusal = this.#closing
-      ? new PoolClosedError(`The pool is closed: cannot call "${method}"`)
-      : this.#hasRoom()
-      ? undefined
-      : new PoolQueueFullError(this.#limits.maxQueued);
+    let refusal: Error | undefined;
+    if (this.#closing) refusal = new PoolClosedError(`The pool is closed: cannot call "${method}"`);
+    else if (this.#failure) refusal = this.#failure;
+    else if (!this.#hasRoom()) refusal = new PoolQueueFullError(this.#limits.maxQueued);
     const signal = options?.signal;
     if (refusal !== undefined || signal?.aborted) {
       this.#counts.failed++;
@@ -510,7 +530,8 @@ export class NatsServicePool<Api extends object, Local extends object = object>
       // Take the connection out now, so the retry cannot land on it again.
       if (connectionDied) this.#lost(conn, error);
       retry = connectionDied && !call.streaming && this.#limits.retryable.has(call.method) &&
-        call.attempts < this.#limits.maxAttempts && call.remainingTime() > 0;
+        call.attempts < this.#limits.maxAttempts && call.remainingTime() > 0 &&
+        this.#failure === undefined;
       if (retry) {
         this.#counts.retried++;
         this.#emit({

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
 import { jsonCodec } from "../codecs/json.ts";
+import { TransportClosedError } from "../errors.ts";
 import { type NatsServer, natsServerTest } from "../transports/_test_nats_server.ts";
 import { PoolClosedError } from "./errors.ts";
 import { type NatsPoolEvent, NatsServicePool } from "./nats_pool.ts";
@@ -194,6 +195,38 @@ poolTest("stream calls run through the pool, each on one instance", async (serve
     assert.deepEqual(items, Array.from({ length: 50 }, (_, i) => `${instance}:${i}`));
   }
   assert.deepEqual(pool.instances.map((i) => [i.instance, i.completed]), [["a", 2], ["b", 2]]);
+  await pool.close();
+  await Promise.all(instances.map((s) => s.stop()));
+});
+
+poolTest("when its NATS connection closes, waiting and new calls fail", async (server) => {
+  const nc = await server.connect();
+  const pool = poolOf(nc);
+  const waiting = pool.remote.work({ n: 0, ms: 0 });
+  const instances = pool.waitForInstances(1);
+  await nc.close();
+  await assert.rejects(waiting, TransportClosedError);
+  await assert.rejects(instances, TransportClosedError);
+  await assert.rejects(pool.remote.work({ n: 1, ms: 0 }), {
+    name: "TransportClosedError",
+    message: "The pool's NATS connection closed: cannot reach svc",
+  });
+  await pool.close();
+});
+
+poolTest("several connections per instance share its calls", async (server) => {
+  const instances = await services(server, ["a", "b"]);
+  const pool = new NatsServicePool<TestServiceApi>(await server.connect(), "svc", {
+    codec: jsonCodec(),
+    connectionsPerInstance: 3,
+  });
+  await pool.waitForInstances(2);
+  while (pool.stats.connections < 6) await new Promise((resolve) => setTimeout(resolve, 10));
+  await Promise.all(Array.from({ length: 30 }, (_, n) => pool.remote.work({ n, ms: 20 })));
+  assert.deepEqual(pool.instances.map((i) => [i.instance, i.connections, i.completed]), [
+    ["a", 3, 15],
+    ["b", 3, 15],
+  ]);
   await pool.close();
   await Promise.all(instances.map((s) => s.stop()));
 });
