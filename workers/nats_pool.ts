@@ -313,6 +313,8 @@ export class NatsServicePool<Api extends object, Local extends object = object>
   readonly #onEvent: ((event: NatsPoolEvent) => void) | undefined;
   readonly #members = new Map<string, Member>();
   readonly #queue = new CallQueue<PoolCall>();
+  /** The calls in the queue (a retried call is there again after its first dispatch). */
+  readonly #waiting = new WeakSet<PoolCall>();
   readonly #counts = { inFlight: 0, completed: 0, failed: 0, retried: 0, joined: 0, left: 0 };
   readonly #instanceWaiters: Array<{ count: number; waiter: PromiseWithResolvers<void> }> = [];
   /** Dials and channel closes under way, awaited by close(). */
@@ -450,7 +452,14 @@ export class NatsServicePool<Api extends object, Local extends object = object>
       call.fail(refusal ?? signal!.reason);
       return call;
     }
-    // While it waits, its signal and its deadline can take it out of the queue.
+    this.#enqueue(call, false);
+    return call;
+  }
+
+  /** Queues `call` (at the front: a retry); while it waits, its signal and deadline apply. */
+  #enqueue(call: PoolCall, front: boolean): void {
+    const { method, options } = call;
+    const signal = options?.signal;
     const onAbort = () => this.#dropQueued(call, signal!.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     const remaining = call.remainingTime();
@@ -462,9 +471,10 @@ export class NatsServicePool<Api extends object, Local extends object = object>
       signal?.removeEventListener("abort", onAbort);
       clearTimeout(timer);
     };
-    this.#queue.push(call);
+    this.#waiting.add(call);
+    if (front) this.#queue.pushFront(call);
+    else this.#queue.push(call);
     this.#schedulePump();
-    return call;
   }
 
   #schedulePump(): void {
@@ -481,6 +491,7 @@ export class NatsServicePool<Api extends object, Local extends object = object>
       const conn = this.#leastLoaded();
       if (conn === undefined) break;
       this.#queue.take();
+      this.#waiting.delete(call);
       this.#dispatch(call, conn);
     }
     this.#queue.compact();
@@ -542,7 +553,7 @@ export class NatsServicePool<Api extends object, Local extends object = object>
           error,
         });
         // Ahead of the queue: it was made before anything waiting there.
-        this.#queue.pushFront(call);
+        this.#enqueue(call, true);
       } else this.#counts.failed++;
     }
     if (conn.member.leaving && conn.inFlight === 0) this.#closeConn(conn);
@@ -551,7 +562,7 @@ export class NatsServicePool<Api extends object, Local extends object = object>
   }
 
   #dropQueued(call: PoolCall, reason: unknown): void {
-    if (call.done || call.dispatched) return;
+    if (call.done || !this.#waiting.delete(call)) return;
     this.#counts.failed++;
     this.#queue.cancelled();
     call.fail(reason);

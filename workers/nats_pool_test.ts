@@ -118,6 +118,19 @@ poolTest("a retryable call is tried at most maxAttempts times", async (server) =
   await Promise.all([a.settled(), b.settled()]);
 });
 
+poolTest("a retried call waiting for an instance still meets its deadline", async (server) => {
+  const [a] = await services(server, ["a"]);
+  const pool = poolOf(await server.connect());
+  await pool.waitForInstances(1);
+  const call = pool.remote.work({ n: 0, ms: 1000 }, { timeout: 1500 });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await a.crash();
+  await assert.rejects(call, DeadlineExceededError);
+  assert.equal(pool.stats.retried, 1);
+  await pool.close();
+  await a.settled();
+});
+
 poolTest("a new instance is found and used; one that closes gets no new calls", async (server) => {
   const [a] = await services(server, ["a"]);
   const events: NatsPoolEvent[] = [];
