@@ -13,7 +13,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { type Channel, openChannel } from "../channel/channel.ts";
 import { connectNats, listenNats, type NatsListener } from "../transports/nats.ts";
 import { type NatsServer, startNatsServer } from "../transports/_test_nats_server.ts";
-import { NatsServicePool } from "../workers/nats_pool.ts";
+import { NatsServicePool } from "../workers/nats_service_pool.ts";
 
 const ROUNDS = Number(Deno.args[0] ?? 3);
 const CALLS = 50_000;

@@ -1,6 +1,6 @@
 // Service discovery on NATS (part of conduit-nats/1, written down in transports/nats.ts's
 // module doc): the subjects a listener instance answers on besides its own, the JSON it
-// answers with, and the listener side of it. The client side is workers/nats_pool.ts.
+// answers with, and the listener side of it. The client side is workers/nats_service_pool.ts.
 
 import { PROTOCOL } from "./_nats_wire.ts";
 import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";

@@ -4,7 +4,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { TransportClosedError } from "../errors.ts";
 import { type NatsServer, natsServerTest } from "../transports/_test_nats_server.ts";
 import { PoolClosedError } from "./errors.ts";
-import { type NatsPoolEvent, NatsServicePool } from "./nats_pool.ts";
+import { type NatsPoolEvent, NatsServicePool } from "./nats_service_pool.ts";
 import { startTestService, type TestService, type TestServiceApi } from "./_test_nats_service.ts";
 
 const poolTest = (name: string, fn: (server: NatsServer) => Promise<void>) =>

@@ -6,7 +6,7 @@
  * sends each call to the least-loaded connection, notices instances that join or leave, and
  * runs a call of a method marked retryable again on another instance when its own dies.
  *
- * @example Three instances, one pool (needs a nats-server; workers/nats_pool_test.ts runs the same)
+ * @example Three instances, one pool (needs a nats-server; workers/nats_service_pool_test.ts runs the same)
  * ```ts ignore
  * import { connect } from "npm:@nats-io/transport-node@3.4.0";
  * import { openChannel } from "@conduit/ipc/channel";
