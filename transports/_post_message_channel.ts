@@ -48,6 +48,8 @@ export class PostMessageChannel implements ByteChannel {
   readonly #onRelease: (() => void) | undefined;
   readonly #inbox: Uint8Array[] = [];
   #inboxHead = 0;
+  /** The inbox's head is the rest of a message whose cost was returned already. */
+  #restTaken = false;
   /** The peer sent its last byte (END, CLOSE) or left (GONE as an error). */
   #inboxEnded = false;
   #failure: TransportClosedError | undefined;
@@ -92,11 +94,40 @@ export class PostMessageChannel implements ByteChannel {
   }
 
   read(): Promise<Uint8Array | null> {
-    const inbox = this.#inbox;
-    if (this.#inboxHead < inbox.length) return Promise.resolve(this.#take());
+    const ready = this.#ready();
+    if (ready !== undefined) return ready;
+    return new Promise((resolve, reject) => this.#reader = { resolve, reject });
+  }
+
+  /**
+   * Reads into `view`. A message that is exactly the rest of `view`'s buffer (a large frame's
+   * payload, read into the frame's own buffer) is not copied: `view`'s buffer is detached and
+   * the message's returned instead, as a BYOB read's transfer would.
+   */
+  async readInto(view: Uint8Array): Promise<Uint8Array | null> {
+    const chunk = await this.read();
+    if (chunk === null) return null;
+    const target = view.buffer;
+    if (
+      view.byteOffset === 0 && chunk.byteOffset === 0 && chunk.length === view.length &&
+      target.byteLength === view.length && chunk.buffer.byteLength === chunk.length &&
+      target instanceof ArrayBuffer && !target.resizable
+    ) {
+      target.transfer(0);
+      return chunk;
+    }
+    const used = Math.min(view.length, chunk.length);
+    view.set(used === chunk.length ? chunk : chunk.subarray(0, used));
+    if (used < chunk.length) this.#putBack(chunk.subarray(used));
+    return view.subarray(0, used);
+  }
+
+  /** What a read gets at once, if anything: a chunk, the end, or the failure. */
+  #ready(): Promise<Uint8Array | null> | undefined {
+    if (this.#inboxHead < this.#inbox.length) return Promise.resolve(this.#take());
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     if (this.#inboxEnded || this.#released) return Promise.resolve(null);
-    return new Promise((resolve, reject) => this.#reader = { resolve, reject });
+    return undefined;
   }
 
   write(chunk: Uint8Array): Promise<void> | undefined {
@@ -160,7 +191,7 @@ export class PostMessageChannel implements ByteChannel {
     if (data instanceof Uint8Array) {
       if (this.#released || this.#inboxEnded) return;
       if (this.#reader !== undefined && this.#inboxHead === this.#inbox.length) {
-        this.#consume(data.length);
+        this.#consume(data.length + MESSAGE_COST);
         this.#resolveReader(data);
       } else this.#inbox.push(data);
     } else if (typeof data === "number") this.#onControl(data);
@@ -192,13 +223,22 @@ export class PostMessageChannel implements ByteChannel {
   #take(): Uint8Array {
     const chunk = this.#inbox[this.#inboxHead++];
     if (this.#inboxHead === this.#inbox.length) this.#inbox.length = this.#inboxHead = 0;
-    this.#consume(chunk.length);
+    this.#consume(chunk.length + (this.#restTaken ? 0 : MESSAGE_COST));
+    this.#restTaken = false;
     return chunk;
   }
 
+  /** The unread rest of a message `readInto` took part of: it is read next. */
+  #putBack(rest: Uint8Array): void {
+    this.#consume(-rest.length);
+    if (this.#inboxHead > 0) this.#inbox[--this.#inboxHead] = rest;
+    else this.#inbox.unshift(rest);
+    this.#restTaken = true;
+  }
+
   /** Returns credit once a quarter of the window was read: one ack per 1/4 window, not per message. */
-  #consume(bytes: number): void {
-    this.#consumed += bytes + MESSAGE_COST;
+  #consume(credit: number): void {
+    this.#consumed += credit;
     if (this.#consumed >= this.#window >>> 2 && !this.#released && !this.#peerClosed) {
       this.#post(this.#consumed);
       this.#consumed = 0;
