@@ -37,10 +37,10 @@
  * @module
  */
 
-import { TransportClosedError } from "../errors.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
 import { markTransfer } from "./_transfer_marks.ts";
+import { watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
 /**
@@ -157,33 +157,12 @@ export function workerTransport(worker: Worker, options: WebWorkerTransportOptio
     throw new TypeError(`workerTransport() takes a Worker, got ${describe(worker)}`);
   }
   const label = "Web Worker transport";
-  const onError = (event: ErrorEvent): void => {
-    event.preventDefault();
-    const cause = event.error instanceof Error ? event.error : new Error(event.message);
-    channel.fail(new TransportClosedError(`${label}: the worker failed: ${event.message}`, { cause }));
-    terminate.call(worker);
-  };
-  const onMessageError = (): void => {
-    channel.fail(new TransportClosedError(`${label}: a message from the worker could not be read`));
-  };
-  // Terminating a worker raises no event: learn of it by taking over the instance's method.
-  const terminate = worker.terminate;
-  const ownTerminate = function (this: Worker): void {
-    terminate.call(this);
-    channel.fail(new TransportClosedError(`${label}: the worker was terminated`));
-  };
-  worker.terminate = ownTerminate;
-  worker.addEventListener("error", onError);
-  worker.addEventListener("messageerror", onMessageError);
-  const channel = new PostMessageChannel(worker as MessageEndpoint, {
+  const channel: PostMessageChannel = new PostMessageChannel(worker as MessageEndpoint, {
     label,
     windowBytes: windowOf(options),
-    onRelease: () => {
-      worker.removeEventListener("error", onError);
-      worker.removeEventListener("messageerror", onMessageError);
-      if (worker.terminate === ownTerminate) delete (worker as { terminate?: unknown }).terminate;
-    },
+    onRelease: () => unwatch(),
   });
+  const unwatch = watchWorker(worker, label, (error) => channel.fail(error));
   return new ByteChannelTransport(channel);
 }
 
