@@ -29,6 +29,11 @@ const WRITER_ENDED = 1;
 const WRITER_ABORTED = 2;
 const READER_CLOSED = 1;
 
+/** Spins that saw no answer in a row, after which reads mostly sleep at once. */
+const SPIN_MISSES_TO_BACK_OFF = 4;
+/** While backed off, one read in this many spins again. */
+const SPIN_PROBE_EVERY = 32;
+
 /** The most bytes one read gathers. */
 const MAX_READ_BYTES = 256 * 1024;
 
@@ -97,6 +102,8 @@ export class SharedRingChannel implements ByteChannel {
   #abortive = false;
   /** Wakes the waits in flight (a read's, a write's) when the channel fails or is released. */
   readonly #waking = new Set<() => void>();
+  #spinMisses = 0;
+  #sleepsSinceProbe = 0;
 
   constructor(options: SharedRingChannelOptions) {
     this.label = options.label;
@@ -291,8 +298,8 @@ export class SharedRingChannel implements ByteChannel {
       if (this.#free() === this.#out.capacity) break;
       await this.#sleep(header, READ_SEQ, seq, WRITER_SLEEPS, false);
     }
-    const { message, buffer } = outgoing(chunk);
-    this.#port.postMessage(message, [buffer]);
+    const { message, transfer } = outgoing(chunk);
+    this.#port.postMessage(message, transfer);
     const ring = this.#out;
     const pos = Atomics.load(header, WRITE_POS);
     ring.words[(pos & ring.mask) >>> 2] = -1;
@@ -319,12 +326,23 @@ export class SharedRingChannel implements ByteChannel {
     sleeps: number,
     spin: boolean,
   ): Promise<void> {
-    if (spin && this.#spinMs > 0) {
+    if (
+      spin && this.#spinMs > 0 && (this.#spinMisses < SPIN_MISSES_TO_BACK_OFF ||
+        ++this.#sleepsSinceProbe >= SPIN_PROBE_EVERY)
+    ) {
+      this.#sleepsSinceProbe = 0;
       const until = performance.now() + this.#spinMs;
       while (Atomics.load(header, seq) === seen) {
         if (performance.now() > until) break;
       }
-      if (Atomics.load(header, seq) !== seen) return;
+      if (Atomics.load(header, seq) !== seen) {
+        this.#spinMisses = 0;
+        return;
+      }
+      // The peer did not answer within the spin: on a busy machine it may not even be
+      // scheduled, and spinning only takes its CPU. After a few misses in a row, spin only
+      // now and then, to learn when answers come quickly again.
+      this.#spinMisses++;
     }
     Atomics.store(header, sleeps, 1);
     const { async, value } = Atomics.waitAsync(header, seq, seen);

@@ -185,7 +185,9 @@ export function transfer(bytes: Uint8Array): Uint8Array {
  * assert.throws(() => sharedRingPair({ ringBytes: 1000 }), RangeError);
  * ```
  */
-export function sharedRingPair(options: SharedRingPairOptions = {}): [SharedRingEnd, SharedRingEnd] {
+export function sharedRingPair(
+  options: SharedRingPairOptions = {},
+): [SharedRingEnd, SharedRingEnd] {
   const ringBytes = options.ringBytes ?? DEFAULT_RING_BYTES;
   if (
     !Number.isInteger(ringBytes) || ringBytes < 1024 || ringBytes > 2 ** 30 ||

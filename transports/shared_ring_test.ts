@@ -114,16 +114,20 @@ const stepsArbitrary = fc.array(
 
 Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none lost (one thread)", async () => {
   await fc.assert(
-    fc.asyncProperty(stepsArbitrary, fc.array(fc.nat(1), { minLength: 1 }), async (steps, delays) => {
-      const [mine, theirs] = sharedRingPair({ ringBytes: 1024 });
-      const a = sharedRingTransport(mine, { spinMicros: 0 });
-      const b = sharedRingTransport(theirs, { spinMicros: 0 });
-      try {
-        await sendFrames(a, b, steps, delays);
-      } finally {
-        await Promise.all([a.close(), b.close()]);
-      }
-    }),
+    fc.asyncProperty(
+      stepsArbitrary,
+      fc.array(fc.nat(1), { minLength: 1 }),
+      async (steps, delays) => {
+        const [mine, theirs] = sharedRingPair({ ringBytes: 1024 });
+        const a = sharedRingTransport(mine, { spinMicros: 0 });
+        const b = sharedRingTransport(theirs, { spinMicros: 0 });
+        try {
+          await sendFrames(a, b, steps, delays);
+        } finally {
+          await Promise.all([a.close(), b.close()]);
+        }
+      },
+    ),
     { numRuns: 150 },
   );
 });
@@ -143,33 +147,37 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
   const reader = new FrameReader(b, decoder);
   try {
     await fc.assert(
-      fc.asyncProperty(stepsArbitrary, fc.array(fc.nat(1), { minLength: 1 }), async (steps, delays) => {
-        const writing = (async () => {
-          for (const [i, step] of steps.entries()) {
-            aWriter.write(frameBytes(i, step.size));
-            if (step.then === "flush") await aWriter.flush();
-            else if (step.then === "macrotask") await new Promise((r) => setTimeout(r, 0));
-            if (aWriter.desiredSize <= 0) await aWriter.ready;
-          }
-          await aWriter.flush();
-        })();
-        let index = 0;
-        for (let reads = 0; index < steps.length; reads++) {
-          if (delays[reads % delays.length] > 0) await new Promise((r) => setTimeout(r, 0));
-          const { value, done } = await reader.read();
-          assert.ok(!done, `the stream ended after ${index} of ${steps.length} frames`);
-          decoder.push(value);
-          for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
-            const expected = frameBytes(index, steps[index]?.size ?? -1);
-            if (frame.length !== expected.length || frame.some((x, i) => x !== expected[i])) {
-              assert.fail(`frame ${index} (${steps[index]?.size} bytes) arrived torn`);
+      fc.asyncProperty(
+        stepsArbitrary,
+        fc.array(fc.nat(1), { minLength: 1 }),
+        async (steps, delays) => {
+          const writing = (async () => {
+            for (const [i, step] of steps.entries()) {
+              aWriter.write(frameBytes(i, step.size));
+              if (step.then === "flush") await aWriter.flush();
+              else if (step.then === "macrotask") await new Promise((r) => setTimeout(r, 0));
+              if (aWriter.desiredSize <= 0) await aWriter.ready;
             }
-            index++;
+            await aWriter.flush();
+          })();
+          let index = 0;
+          for (let reads = 0; index < steps.length; reads++) {
+            if (delays[reads % delays.length] > 0) await new Promise((r) => setTimeout(r, 0));
+            const { value, done } = await reader.read();
+            assert.ok(!done, `the stream ended after ${index} of ${steps.length} frames`);
+            decoder.push(value);
+            for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
+              const expected = frameBytes(index, steps[index]?.size ?? -1);
+              if (frame.length !== expected.length || frame.some((x, i) => x !== expected[i])) {
+                assert.fail(`frame ${index} (${steps[index]?.size} bytes) arrived torn`);
+              }
+              index++;
+            }
           }
-        }
-        await writing;
-        assert.equal(index, steps.length);
-      }),
+          await writing;
+          assert.equal(index, steps.length);
+        },
+      ),
       { numRuns: 40 },
     );
   } finally {

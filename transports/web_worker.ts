@@ -152,7 +152,10 @@ export function transfer(bytes: Uint8Array): Uint8Array {
  * await transport.close();
  * ```
  */
-export function workerTransport(worker: Worker, options: WebWorkerTransportOptions = {}): Transport {
+export function workerTransport(
+  worker: Worker,
+  options: WebWorkerTransportOptions = {},
+): Transport {
   if (!(worker instanceof Worker)) {
     throw new TypeError(`workerTransport() takes a Worker, got ${describe(worker)}`);
   }

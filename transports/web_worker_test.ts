@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { TransportClosedError } from "../errors.ts";
+import { ConnectionClosedError } from "../channel/errors.ts";
+import { openChannel } from "../channel/mod.ts";
+import { rawCodec } from "../codecs/raw.ts";
+import type { ServiceApi } from "./_testdata/web_worker_service.ts";
 import { testTransportConformance } from "./_conformance.ts";
 import { messagePortTransport, selfTransport, transfer, workerTransport } from "./web_worker.ts";
 import type { Transport } from "./types.ts";
@@ -169,13 +172,9 @@ Deno.test("web worker: a writer to a peer that does not read stops at the credit
 });
 
 Deno.test("web worker: a worker that throws, quits or is terminated fails every pending call", async () => {
-  const { openChannel } = await import("../channel/mod.ts");
-  const { ConnectionClosedError } = await import("../channel/errors.ts");
-  const { rawCodec } = await import("../codecs/raw.ts");
-  type Api = import("./_testdata/web_worker_service.ts").ServiceApi;
   for (const how of ["crash", "quit", "terminate"] as const) {
     const worker = new Worker(serviceUrl, { type: "module" });
-    const channel = await openChannel<Api>(workerTransport(worker), { codec: rawCodec });
+    const channel = await openChannel<ServiceApi>(workerTransport(worker), { codec: rawCodec });
     const one = new Uint8Array([1]);
     assert.deepEqual(await channel.remote.echo(one), one);
     const pending = [channel.remote.hang(one), channel.remote.hang(one)];
@@ -186,7 +185,11 @@ Deno.test("web worker: a worker that throws, quits or is terminated fails every 
       assert.ok(error instanceof ConnectionClosedError, `${how}: got ${error}`);
       const causes = [];
       for (let e: unknown = error; e instanceof Error; e = e.cause) causes.push(e.message);
-      const expected = { crash: /crashed on purpose/, quit: /closed itself/, terminate: /terminated/ };
+      const expected = {
+        crash: /crashed on purpose/,
+        quit: /closed itself/,
+        terminate: /terminated/,
+      };
       assert.match(causes.join(" <- "), expected[how]);
       assert.ok(causes.some((m) => m.includes("Web Worker transport")), causes.join(" <- "));
     }
@@ -197,11 +200,8 @@ Deno.test("web worker: a worker that throws, quits or is terminated fails every 
 });
 
 Deno.test("web worker: a param given up with transfer() moves to the worker", async () => {
-  const { openChannel } = await import("../channel/mod.ts");
-  const { rawCodec } = await import("../codecs/raw.ts");
-  type Api = import("./_testdata/web_worker_service.ts").ServiceApi;
   const worker = new Worker(serviceUrl, { type: "module" });
-  const channel = await openChannel<Api>(workerTransport(worker), { codec: rawCodec });
+  const channel = await openChannel<ServiceApi>(workerTransport(worker), { codec: rawCodec });
   const param = pattern(1 << 20, 5);
   const result = await channel.remote.echo(transfer(param));
   assert.equal(param.byteLength, 0, "the param's buffer went to the worker");
