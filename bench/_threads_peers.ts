@@ -42,7 +42,7 @@ export async function threadPeer(kind: ThreadPeerKind): Promise<ThreadPeer> {
     await remote.echo(0);
     return {
       echo: (value) => remote.echo(value),
-      take: (bytes) => remote.take(Comlink.transfer(bytes, [bytes.buffer])),
+      take: (bytes) => remote.take(Comlink.transfer(bytes, [bytes.buffer as ArrayBuffer])),
       close: () => {
         remote[Comlink.releaseProxy]();
         worker.terminate();
