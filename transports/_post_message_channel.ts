@@ -6,7 +6,7 @@
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
-import { outgoing } from "./_transfer_marks.ts";
+import { fillOrSwap, outgoing } from "./_transfer_marks.ts";
 
 /** What the channel needs of a Worker, a worker's `self` or a MessagePort. */
 export interface MessageEndpoint {
@@ -107,19 +107,9 @@ export class PostMessageChannel implements ByteChannel {
   async readInto(view: Uint8Array): Promise<Uint8Array | null> {
     const chunk = await this.read();
     if (chunk === null) return null;
-    const target = view.buffer;
-    if (
-      view.byteOffset === 0 && chunk.byteOffset === 0 && chunk.length === view.length &&
-      target.byteLength === view.length && chunk.buffer.byteLength === chunk.length &&
-      target instanceof ArrayBuffer && !target.resizable
-    ) {
-      target.transfer(0);
-      return chunk;
-    }
-    const used = Math.min(view.length, chunk.length);
-    view.set(used === chunk.length ? chunk : chunk.subarray(0, used));
-    if (used < chunk.length) this.#putBack(chunk.subarray(used));
-    return view.subarray(0, used);
+    const { read, rest } = fillOrSwap(view, chunk);
+    if (rest !== undefined) this.#putBack(rest);
+    return read;
   }
 
   /** What a read gets at once, if anything: a chunk, the end, or the failure. */

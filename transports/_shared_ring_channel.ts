@@ -8,7 +8,7 @@
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
-import { outgoing } from "./_transfer_marks.ts";
+import { fillOrSwap, outgoing } from "./_transfer_marks.ts";
 
 /** Int32 slots of a ring's header; the data follows at HEADER_BYTES. */
 const WRITE_POS = 0;
@@ -157,19 +157,9 @@ export class SharedRingChannel implements ByteChannel {
   async readInto(view: Uint8Array): Promise<Uint8Array | null> {
     const chunk = await this.read();
     if (chunk === null) return null;
-    const target = view.buffer;
-    if (
-      view.byteOffset === 0 && chunk.byteOffset === 0 && chunk.length === view.length &&
-      target.byteLength === view.length && chunk.buffer.byteLength === chunk.length &&
-      target instanceof ArrayBuffer && !target.resizable
-    ) {
-      target.transfer(0);
-      return chunk;
-    }
-    const used = Math.min(view.length, chunk.length);
-    view.set(used === chunk.length ? chunk : chunk.subarray(0, used));
-    if (used < chunk.length) this.#rest = chunk.subarray(used);
-    return view.subarray(0, used);
+    const { read, rest } = fillOrSwap(view, chunk);
+    this.#rest = rest;
+    return read;
   }
 
   write(chunk: Uint8Array): Promise<void> | undefined {

@@ -45,3 +45,29 @@ export function outgoing(chunk: Uint8Array): { message: Uint8Array; transfer: Tr
   const copy = chunk.slice();
   return { message: copy, transfer: [copy.buffer] };
 }
+
+/**
+ * Puts a received `chunk` into `view` for a `readInto`: when the chunk is exactly the size of
+ * `view`, which is the whole of its buffer (a large frame's body read into the frame's own
+ * buffer), `view`'s buffer is detached and the chunk returned instead, as a BYOB read's
+ * transfer would, so nothing is copied; else the bytes that fit are copied and the rest is
+ * returned, to be read next.
+ */
+export function fillOrSwap(
+  view: Uint8Array,
+  chunk: Uint8Array,
+): { read: Uint8Array; rest: Uint8Array | undefined } {
+  const target = view.buffer;
+  if (
+    view.byteOffset === 0 && chunk.byteOffset === 0 && chunk.length === view.length &&
+    target.byteLength === view.length && chunk.buffer.byteLength === chunk.length &&
+    target instanceof ArrayBuffer && !target.resizable
+  ) {
+    target.transfer(0);
+    return { read: chunk, rest: undefined };
+  }
+  const used = Math.min(view.length, chunk.length);
+  view.set(used === chunk.length ? chunk : chunk.subarray(0, used));
+  const rest = used < chunk.length ? chunk.subarray(used) : undefined;
+  return { read: view.subarray(0, used), rest };
+}

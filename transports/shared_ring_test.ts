@@ -3,7 +3,6 @@ import fc from "fast-check";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameReader } from "../framing/frame_reader.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
-import type { Transport } from "./types.ts";
 import { testTransportConformance } from "./_conformance.ts";
 import { sharedRingPair, sharedRingTransport } from "./shared_ring.ts";
 
@@ -64,27 +63,34 @@ interface Step {
   then: "nothing" | "flush" | "macrotask";
 }
 
-/** Sends `steps` as frames from `a` and checks that `b` gets each, whole and in order. */
-async function sendFrames(a: Transport, b: Transport, steps: Step[], readDelays: number[]) {
-  const writer = new FrameWriter(a.writable);
-  const writing = (async () => {
-    for (const [i, step] of steps.entries()) {
-      writer.write(frameBytes(i, step.size));
-      if (step.then === "flush") await writer.flush();
-      else if (step.then === "macrotask") await new Promise((resolve) => setTimeout(resolve, 0));
-      if (writer.desiredSize <= 0) await writer.ready;
-    }
-    await writer.close();
-  })();
-  const decoder = new FrameDecoder();
-  const reader = new FrameReader(b, decoder);
+/** Writes `steps` as frames, doing what each says after it; flushes at the end. */
+async function writeSteps(writer: FrameWriter, steps: Step[]): Promise<void> {
+  for (const [i, step] of steps.entries()) {
+    writer.write(frameBytes(i, step.size));
+    if (step.then === "flush") await writer.flush();
+    else if (step.then === "macrotask") await new Promise((resolve) => setTimeout(resolve, 0));
+    if (writer.desiredSize <= 0) await writer.ready;
+  }
+  await writer.flush();
+}
+
+/**
+ * Reads until every frame of `steps` arrived (or, with `toEnd`, the stream ended), pausing for
+ * a macrotask before the reads `delays` says, and checks each frame is whole and in order.
+ */
+async function receiveSteps(
+  reader: FrameReader,
+  decoder: FrameDecoder,
+  steps: Step[],
+  delays: number[],
+  toEnd: boolean,
+): Promise<void> {
   let index = 0;
-  for (let reads = 0;; reads++) {
-    if (readDelays[reads % readDelays.length] > 0) {
-      await new Promise((resolve) => setTimeout(resolve, 0));
-    }
+  for (let reads = 0; toEnd || index < steps.length; reads++) {
+    if (delays[reads % delays.length] > 0) await new Promise((r) => setTimeout(r, 0));
     const { value, done } = await reader.read();
-    if (done) break;
+    if (done && toEnd) break;
+    assert.ok(!done, `the stream ended after ${index} of ${steps.length} frames`);
     decoder.push(value);
     for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
       const expected = frameBytes(index, steps[index]?.size ?? -1);
@@ -94,8 +100,6 @@ async function sendFrames(a: Transport, b: Transport, steps: Step[], readDelays:
       index++;
     }
   }
-  decoder.end();
-  await writing;
   assert.equal(index, steps.length, "every frame arrived");
 }
 
@@ -122,7 +126,13 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
         const a = sharedRingTransport(mine, { spinMicros: 0 });
         const b = sharedRingTransport(theirs, { spinMicros: 0 });
         try {
-          await sendFrames(a, b, steps, delays);
+          const writer = new FrameWriter(a.writable);
+          const decoder = new FrameDecoder();
+          await Promise.all([
+            writeSteps(writer, steps).then(() => writer.close()),
+            receiveSteps(new FrameReader(b, decoder), decoder, steps, delays, true),
+          ]);
+          decoder.end();
         } finally {
           await Promise.all([a.close(), b.close()]);
         }
@@ -151,31 +161,10 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
         stepsArbitrary,
         fc.array(fc.nat(1), { minLength: 1 }),
         async (steps, delays) => {
-          const writing = (async () => {
-            for (const [i, step] of steps.entries()) {
-              aWriter.write(frameBytes(i, step.size));
-              if (step.then === "flush") await aWriter.flush();
-              else if (step.then === "macrotask") await new Promise((r) => setTimeout(r, 0));
-              if (aWriter.desiredSize <= 0) await aWriter.ready;
-            }
-            await aWriter.flush();
-          })();
-          let index = 0;
-          for (let reads = 0; index < steps.length; reads++) {
-            if (delays[reads % delays.length] > 0) await new Promise((r) => setTimeout(r, 0));
-            const { value, done } = await reader.read();
-            assert.ok(!done, `the stream ended after ${index} of ${steps.length} frames`);
-            decoder.push(value);
-            for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
-              const expected = frameBytes(index, steps[index]?.size ?? -1);
-              if (frame.length !== expected.length || frame.some((x, i) => x !== expected[i])) {
-                assert.fail(`frame ${index} (${steps[index]?.size} bytes) arrived torn`);
-              }
-              index++;
-            }
-          }
-          await writing;
-          assert.equal(index, steps.length);
+          await Promise.all([
+            writeSteps(aWriter, steps),
+            receiveSteps(reader, decoder, steps, delays, false),
+          ]);
         },
       ),
       { numRuns: 40 },
