@@ -176,3 +176,48 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
     worker.terminate();
   }
 });
+
+Deno.test("shared ring: a full ring holds the writer back, and nothing is lost", async () => {
+  const ringBytes = 4096;
+  const [mine, theirs] = sharedRingPair({ ringBytes });
+  const a = sharedRingTransport(mine, { spinMicros: 0 });
+  const b = sharedRingTransport(theirs, { spinMicros: 0 });
+  const writer = a.writable.getWriter();
+  let accepted = 0;
+  const chunks = 2000;
+  const writing = (async () => {
+    for (let i = 0; i < chunks; i++) {
+      await writer.write(new Uint8Array(100).fill(i & 0xff));
+      accepted++;
+    }
+    await writer.close();
+  })();
+  let before = -1;
+  while (accepted !== before) {
+    before = accepted;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // Each 100-byte write takes a 104-byte record: the ring holds 39 of them, the writer's
+  // next write waits for room.
+  assert.equal(accepted, Math.floor(ringBytes / 104));
+  const received = new Uint8Array(chunks * 100);
+  let offset = 0;
+  for await (const chunk of b.readable) {
+    received.set(chunk, offset);
+    offset += chunk.length;
+  }
+  await writing;
+  assert.equal(offset, chunks * 100);
+  for (let i = 0; i < chunks; i++) assert.equal(received[i * 100 + 99], i & 0xff, `write ${i}`);
+  await Promise.all([a.close(), b.close()]);
+});
+
+Deno.test("shared ring: bad arguments are TypeErrors and RangeErrors", () => {
+  assert.throws(() => sharedRingPair({ ringBytes: 3000 }), RangeError);
+  assert.throws(() => sharedRingPair({ ringBytes: 512 }), RangeError);
+  assert.throws(() => sharedRingTransport({} as never), TypeError);
+  const [mine, theirs] = sharedRingPair({ ringBytes: 1024 });
+  assert.throws(() => sharedRingTransport(mine, { spinMicros: -1 }), RangeError);
+  mine.port.close();
+  theirs.port.close();
+});
