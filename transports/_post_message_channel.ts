@@ -125,21 +125,15 @@ export class PostMessageChannel implements ByteChannel {
     const length = chunk.length;
     if (length === 0) return undefined;
     if (length < COALESCE_MAX_BYTES) {
+      if (this.#staged + length > COALESCE_BUFFER_BYTES) this.#flush();
+      const staging = this.#staging ??= new Uint8Array(COALESCE_BUFFER_BYTES);
+      staging.set(chunk, this.#staged);
+      this.#staged += length;
+      this.#stagedSinceHop = true;
       if (!this.#flushScheduled) {
-        // The first small write after a quiet spell goes at once (a lone frame waits for
-        // nothing, and is cloned from its own bytes); the writes that follow within a few
-        // microtask hops are gathered into one message.
         this.#flushScheduled = true;
         this.#hops = 0;
         queueMicrotask(this.#hop);
-        const { message, transfer } = outgoing(chunk);
-        this.#send(message, transfer);
-      } else {
-        if (this.#staged + length > COALESCE_BUFFER_BYTES) this.#flush();
-        const staging = this.#staging ??= new Uint8Array(COALESCE_BUFFER_BYTES);
-        staging.set(chunk, this.#staged);
-        this.#staged += length;
-        this.#stagedSinceHop = true;
       }
     } else {
       this.#flush();
@@ -247,8 +241,11 @@ export class PostMessageChannel implements ByteChannel {
     if (this.#peerClosed) throw new TransportClosedError(`${this.label}: the peer closed`);
   }
 
-  /** Keeps the coalescing window open until COALESCE_HOPS hops passed with no write. */
   readonly #hop = (): void => {
+    if (this.#staged === 0) {
+      this.#flushScheduled = false;
+      return;
+    }
     if (this.#stagedSinceHop) {
       this.#stagedSinceHop = false;
       this.#hops = 0;
