@@ -27,6 +27,8 @@ export const HEADER_BYTES = 64;
 
 const WRITER_ENDED = 1;
 const WRITER_ABORTED = 2;
+/** The writer's worker closed itself. */
+const WRITER_GONE = 4;
 const READER_CLOSED = 1;
 
 /** Spins that saw no answer in a row, after which reads mostly sleep at once. */
@@ -121,6 +123,15 @@ export class SharedRingChannel implements ByteChannel {
     };
   }
 
+  /** Tells the peer this worker is closing itself: its reads and writes fail at once. */
+  announceGone(): void {
+    if (this.#released || this.#failure !== undefined) return;
+    Atomics.or(this.#out.header, WRITER_STATE, WRITER_GONE);
+    this.#out.signal(WRITE_SEQ, READER_SLEEPS);
+    Atomics.or(this.#in.header, READER_STATE, READER_CLOSED);
+    this.#in.signal(READ_SEQ, WRITER_SLEEPS);
+  }
+
   /** The other thread died: every pending op fails with `error`. */
   fail(error: TransportClosedError): void {
     if (this.#failure !== undefined || this.#released) return;
@@ -148,6 +159,9 @@ export class SharedRingChannel implements ByteChannel {
       const read = Atomics.load(header, READ_POS);
       const written = Atomics.load(header, WRITE_POS);
       if (read !== written) return await this.#take(read, written);
+      if (state & WRITER_GONE) {
+        throw new TransportClosedError(`${this.label}: the worker closed itself`);
+      }
       if (state & WRITER_ENDED) return null;
       await this.#sleep(header, WRITE_SEQ, seq, READER_SLEEPS, true);
     }

@@ -35,3 +35,28 @@ export function watchWorker(
     if (worker.terminate === ownTerminate) delete (worker as { terminate?: unknown }).terminate;
   };
 }
+
+/** Whether this code runs in a Web Worker (whose global scope has `postMessage` and `close`). */
+export function inWorker(): boolean {
+  const scope = globalThis as { postMessage?: unknown; close?: unknown };
+  return typeof scope.postMessage === "function" && typeof scope.close === "function";
+}
+
+/**
+ * In a worker, calls `goingAway` when the worker calls `self.close()`, before it closes: the
+ * parent gets no event of that, so the transport tells its peer itself. Returns the undo (a
+ * no-op outside a worker).
+ */
+export function watchSelfClose(goingAway: () => void): () => void {
+  if (!inWorker()) return () => {};
+  const scope = globalThis as unknown as { close: () => void };
+  const close = scope.close;
+  const ownClose = (): void => {
+    goingAway();
+    close.call(scope);
+  };
+  scope.close = ownClose;
+  return () => {
+    if (scope.close === ownClose) scope.close = close;
+  };
+}

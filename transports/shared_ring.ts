@@ -30,7 +30,7 @@
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { HEADER_BYTES, SharedRingChannel } from "./_shared_ring_channel.ts";
 import { markTransfer } from "./_transfer_marks.ts";
-import { watchWorker } from "./_worker_watch.ts";
+import { watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
 /**
@@ -137,7 +137,8 @@ export interface SharedRingTransportOptions {
   /**
    * The worker at the other end, on the parent's side: when it dies of an uncaught error or
    * is terminated, reads and writes fail with `TransportClosedError` (as with
-   * `workerTransport`). Without it a dead peer is not noticed.
+   * `workerTransport`). Without it a dead peer is not noticed. (A worker that calls
+   * `self.close()` with its end open is noticed either way: its end tells this one.)
    */
   worker?: Worker;
 }
@@ -238,14 +239,18 @@ export function sharedRingTransport(
   const label = "shared ring transport";
   const worker = options.worker;
   let unwatch: (() => void) | undefined;
-  const channel = new SharedRingChannel({
+  const channel: SharedRingChannel = new SharedRingChannel({
     label,
     incoming: end.incoming,
     outgoing: end.outgoing,
     port: end.port,
     spinMicros,
-    onRelease: () => unwatch?.(),
+    onRelease: () => {
+      unwatch?.();
+      unwatchSelf();
+    },
   });
   if (worker !== undefined) unwatch = watchWorker(worker, label, (error) => channel.fail(error));
+  const unwatchSelf = watchSelfClose(() => channel.announceGone());
   return new ByteChannelTransport(channel);
 }

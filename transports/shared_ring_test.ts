@@ -4,6 +4,7 @@ import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameReader } from "../framing/frame_reader.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import { testTransportConformance } from "./_conformance.ts";
+import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
 import { sharedRingPair, sharedRingTransport } from "./shared_ring.ts";
 
 const relayUrl = new URL("./_testdata/shared_ring_relay.ts", import.meta.url);
@@ -220,4 +221,12 @@ Deno.test("shared ring: bad arguments are TypeErrors and RangeErrors", () => {
   assert.throws(() => sharedRingTransport(mine, { spinMicros: -1 }), RangeError);
   mine.port.close();
   theirs.port.close();
+});
+
+Deno.test("shared ring: a worker that throws, quits or is terminated fails every pending call", async () => {
+  await assertDeathsFailPendingCalls("?over=ring", (worker) => {
+    const [mine, theirs] = sharedRingPair();
+    worker.postMessage(theirs, [theirs.port]);
+    return sharedRingTransport(mine, { worker });
+  }, "shared ring transport");
 });

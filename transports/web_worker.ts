@@ -40,7 +40,7 @@
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
 import { markTransfer } from "./_transfer_marks.ts";
-import { watchWorker } from "./_worker_watch.ts";
+import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
 /**
@@ -189,23 +189,18 @@ export function workerTransport(
  * ```
  */
 export function selfTransport(options: WebWorkerTransportOptions = {}): Transport {
-  const scope = globalThis as unknown as MessageEndpoint & { close?: () => void };
-  if (typeof scope.postMessage !== "function" || typeof scope.close !== "function") {
+  if (!inWorker()) {
     throw new TypeError("selfTransport() runs inside a Web Worker; use workerTransport() here");
   }
-  const close = scope.close;
-  const ownClose = (): void => {
-    channel.announceGone();
-    close.call(scope);
-  };
-  scope.close = ownClose;
-  const channel = new PostMessageChannel(scope, {
-    label: "Web Worker transport (worker side)",
-    windowBytes: windowOf(options),
-    onRelease: () => {
-      if (scope.close === ownClose) scope.close = close;
+  const channel: PostMessageChannel = new PostMessageChannel(
+    globalThis as unknown as MessageEndpoint,
+    {
+      label: "Web Worker transport (worker side)",
+      windowBytes: windowOf(options),
+      onRelease: () => unwatch(),
     },
-  });
+  );
+  const unwatch = watchSelfClose(() => channel.announceGone());
   return new ByteChannelTransport(channel);
 }
 

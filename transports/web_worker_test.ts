@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { ConnectionClosedError } from "../channel/errors.ts";
 import { openChannel } from "../channel/mod.ts";
 import { rawCodec } from "../codecs/raw.ts";
 import type { ServiceApi } from "./_testdata/web_worker_service.ts";
 import { testTransportConformance } from "./_conformance.ts";
+import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
 import { messagePortTransport, selfTransport, transfer, workerTransport } from "./web_worker.ts";
 import type { Transport } from "./types.ts";
 
@@ -172,31 +172,11 @@ Deno.test("web worker: a writer to a peer that does not read stops at the credit
 });
 
 Deno.test("web worker: a worker that throws, quits or is terminated fails every pending call", async () => {
-  for (const how of ["crash", "quit", "terminate"] as const) {
-    const worker = new Worker(serviceUrl, { type: "module" });
-    const channel = await openChannel<ServiceApi>(workerTransport(worker), { codec: rawCodec });
-    const one = new Uint8Array([1]);
-    assert.deepEqual(await channel.remote.echo(one), one);
-    const pending = [channel.remote.hang(one), channel.remote.hang(one)];
-    if (how === "terminate") worker.terminate();
-    else pending.push(channel.remote[how](one));
-    for (const call of pending) {
-      const error = await call.then(() => undefined, (e) => e);
-      assert.ok(error instanceof ConnectionClosedError, `${how}: got ${error}`);
-      const causes = [];
-      for (let e: unknown = error; e instanceof Error; e = e.cause) causes.push(e.message);
-      const expected = {
-        crash: /crashed on purpose/,
-        quit: /closed itself/,
-        terminate: /terminated/,
-      };
-      assert.match(causes.join(" <- "), expected[how]);
-      assert.ok(causes.some((m) => m.includes("Web Worker transport")), causes.join(" <- "));
-    }
-    await assert.rejects(channel.remote.echo(one), ConnectionClosedError);
-    await channel.close();
-    worker.terminate();
-  }
+  await assertDeathsFailPendingCalls(
+    "",
+    (worker) => workerTransport(worker),
+    "Web Worker transport",
+  );
 });
 
 Deno.test("web worker: a param given up with transfer() moves to the worker", async () => {

@@ -5,6 +5,7 @@
 
 import { openChannel } from "../../channel/mod.ts";
 import { rawCodec } from "../../codecs/raw.ts";
+import { type SharedRingEnd, sharedRingTransport } from "../shared_ring.ts";
 import { selfTransport } from "../web_worker.ts";
 
 /** What the service serves. */
@@ -33,5 +34,12 @@ const handlers: ServiceApi = {
   },
 };
 
-const channel = await openChannel(selfTransport(), { codec: rawCodec, handlers });
+// `?over=ring`: the first message is a shared ring end to serve over instead of `self`.
+const overRing = new URL(import.meta.url).searchParams.get("over") === "ring";
+const transport = overRing
+  ? sharedRingTransport(
+    await new Promise<SharedRingEnd>((resolve) => self.onmessage = (event) => resolve(event.data)),
+  )
+  : selfTransport();
+const channel = await openChannel(transport, { codec: rawCodec, handlers });
 await channel.closed;
