@@ -3,7 +3,7 @@
 // here) and a pair in this thread. As in web_worker_channel_test.ts, this file (its own
 // isolate under `deno test`) replaces the channel tests' transport kinds before loading them.
 
-import { type TransportKind, transportKinds } from "../channel/_test_transports.ts";
+import { type TransportKind, transportKinds } from "./_test_pairs.ts";
 import { sharedRingPair, sharedRingTransport } from "./shared_ring.ts";
 
 const relayUrl = new URL("./_testdata/shared_ring_relay.ts", import.meta.url);

@@ -3,7 +3,7 @@
 // channel tests loop over `transportKinds`; this file (its own isolate under `deno test`)
 // replaces them with these kinds before loading the tests.
 
-import { type TransportKind, transportKinds } from "../channel/_test_transports.ts";
+import { type TransportKind, transportKinds } from "./_test_pairs.ts";
 import { messagePortTransport, workerTransport } from "./web_worker.ts";
 
 const relayUrl = new URL("./_testdata/web_worker_relay.ts", import.meta.url);
