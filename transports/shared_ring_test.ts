@@ -5,9 +5,9 @@ import { FrameReader } from "../framing/frame_reader.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import { testTransportConformance } from "./_conformance.ts";
 import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
+import { sharedRingLocalPair, sharedRingRelayPair } from "./_test_thread_pairs.ts";
 import { sharedRingPair, sharedRingTransport } from "./shared_ring.ts";
 
-const relayUrl = new URL("./_testdata/shared_ring_relay.ts", import.meta.url);
 const stuckUrl = new URL("./_testdata/shared_ring_stuck.ts", import.meta.url);
 
 function stuckPeer() {
@@ -23,30 +23,14 @@ function stuckPeer() {
 
 testTransportConformance({
   name: "shared ring (one thread)",
-  pair: () => {
-    const [mine, theirs] = sharedRingPair({ ringBytes: 64 * 1024 });
-    // Both ends share this thread: spinning would only wait for ourselves.
-    const a = sharedRingTransport(mine, { spinMicros: 0 });
-    const b = sharedRingTransport(theirs, { spinMicros: 0 });
-    return Promise.resolve({ a, b });
-  },
+  pair: () => Promise.resolve(sharedRingLocalPair({ ringBytes: 64 * 1024 })),
   stuckPeer,
   abortSeenByPeer: "error",
 });
 
 testTransportConformance({
   name: "shared ring (two threads)",
-  pair: () => {
-    // `a` is this thread's end of a ring to a worker, which relays to a second ring whose
-    // other end is `b`.
-    const worker = new Worker(relayUrl, { type: "module" });
-    const [mine, theirs] = sharedRingPair();
-    const [down, back] = sharedRingPair();
-    worker.postMessage({ up: theirs, down }, [theirs.port, down.port]);
-    const a = sharedRingTransport(mine, { worker });
-    const b = sharedRingTransport(back);
-    return Promise.resolve({ a, b, cleanup: () => Promise.resolve(worker.terminate()) });
-  },
+  pair: () => Promise.resolve(sharedRingRelayPair()),
   stuckPeer,
   abortSeenByPeer: "error",
 });
@@ -123,9 +107,7 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
       stepsArbitrary,
       fc.array(fc.nat(1), { minLength: 1 }),
       async (steps, delays) => {
-        const [mine, theirs] = sharedRingPair({ ringBytes: 1024 });
-        const a = sharedRingTransport(mine, { spinMicros: 0 });
-        const b = sharedRingTransport(theirs, { spinMicros: 0 });
+        const { a, b, cleanup } = sharedRingLocalPair({ ringBytes: 1024 });
         try {
           const writer = new FrameWriter(a.writable);
           const decoder = new FrameDecoder();
@@ -135,7 +117,7 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
           ]);
           decoder.end();
         } finally {
-          await Promise.all([a.close(), b.close()]);
+          await cleanup();
         }
       },
     ),
@@ -145,13 +127,7 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
 
 Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none lost (two threads)", async () => {
   // Through a worker: the writer and the reader of each ring run truly at once.
-  const worker = new Worker(relayUrl, { type: "module" });
-  const rings = 1024;
-  const [mine, theirs] = sharedRingPair({ ringBytes: rings });
-  const [down, back] = sharedRingPair({ ringBytes: rings });
-  worker.postMessage({ up: theirs, down }, [theirs.port, down.port]);
-  const a = sharedRingTransport(mine, { worker });
-  const b = sharedRingTransport(back);
+  const { a, b, cleanup } = sharedRingRelayPair({ ringBytes: 1024 });
   // One long-lived pair: each run's frames follow the last's, so every run ends with a flush.
   const aWriter = new FrameWriter(a.writable);
   const decoder = new FrameDecoder();
@@ -173,8 +149,7 @@ Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none
   } finally {
     await aWriter.close().catch(() => {});
     reader.releaseLock();
-    await Promise.all([a.close(), b.close()]);
-    worker.terminate();
+    await cleanup();
   }
 });
 

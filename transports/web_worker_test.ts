@@ -4,15 +4,15 @@ import { rawCodec } from "../codecs/raw.ts";
 import type { ServiceApi } from "./_testdata/web_worker_service.ts";
 import { testTransportConformance } from "./_conformance.ts";
 import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
+import { messagePortPair, webWorkerRelayPair } from "./_test_thread_pairs.ts";
 import { messagePortTransport, selfTransport, transfer, workerTransport } from "./web_worker.ts";
 import type { Transport } from "./types.ts";
 
-const relayUrl = new URL("./_testdata/web_worker_relay.ts", import.meta.url);
 const stuckUrl = new URL("./_testdata/web_worker_stuck.ts", import.meta.url);
 
 function portPair(): [Transport, Transport] {
-  const { port1, port2 } = new MessageChannel();
-  return [messagePortTransport(port1), messagePortTransport(port2)];
+  const { a, b } = messagePortPair();
+  return [a, b];
 }
 
 /** A worker that never reads, behind the parent's transport; kill() terminates it. */
@@ -27,25 +27,15 @@ function stuckPeer() {
 
 testTransportConformance({
   name: "message port",
-  pair: () => {
-    const [a, b] = portPair();
-    return Promise.resolve({ a, b });
-  },
+  pair: () => Promise.resolve(messagePortPair()),
   stuckPeer,
   abortSeenByPeer: "error",
 });
 
 testTransportConformance({
   name: "web worker",
-  pair: () => {
-    // The parent's end of a real worker, which relays to a port whose other end is `b`.
-    const worker = new Worker(relayUrl, { type: "module" });
-    const { port1, port2 } = new MessageChannel();
-    worker.postMessage(port2, [port2]);
-    const a = workerTransport(worker);
-    const b = messagePortTransport(port1);
-    return Promise.resolve({ a, b, cleanup: () => Promise.resolve(worker.terminate()) });
-  },
+  // The parent's end of a real worker, which relays to a port whose other end is `b`.
+  pair: () => Promise.resolve(webWorkerRelayPair()),
   stuckPeer,
   abortSeenByPeer: "error",
 });
@@ -110,11 +100,7 @@ Deno.test("web worker: a chunk given up with transfer() moves without a copy; ot
 });
 
 Deno.test("web worker: a transferred chunk crosses a real worker and back intact", async () => {
-  const worker = new Worker(relayUrl, { type: "module" });
-  const { port1, port2 } = new MessageChannel();
-  worker.postMessage(port2, [port2]);
-  const a = workerTransport(worker);
-  const b = messagePortTransport(port1);
+  const { a, b, cleanup } = webWorkerRelayPair();
   const size = 8 << 20;
   const sent = pattern(size, 9);
   const writer = a.writable.getWriter();
@@ -123,8 +109,7 @@ Deno.test("web worker: a transferred chunk crosses a real worker and back intact
   assert.equal(chunks.length, 1, "one message, not split");
   assertSameBytes(chunks[0], pattern(size, 9));
   writer.releaseLock();
-  await Promise.all([a.close(), b.close()]);
-  worker.terminate();
+  await cleanup();
 });
 
 Deno.test("web worker: small writes of one turn are coalesced into one message", async () => {
