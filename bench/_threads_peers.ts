@@ -17,7 +17,7 @@ export type ThreadPeerKind = typeof THREAD_PEERS[number];
 /** What both conduit ends use: JSON values, raw bytes for `take`'s param. */
 export const THREAD_CHANNEL_OPTIONS: ChannelOptions = {
   codec: jsonCodec(),
-  methodCodecs: { take: { param: rawCodec } },
+  methodCodecs: { take: { param: rawCodec() } },
   maxInFlight: 1024,
 };
 

@@ -19,5 +19,5 @@ export interface ThreadApi {
 
 /** `checksum`'s bytes pass through as they are, so `transfer` can move them. */
 export const THREAD_METHOD_CODECS: Record<string, MethodCodec> = {
-  checksum: { param: rawCodec },
+  checksum: { param: rawCodec() },
 };

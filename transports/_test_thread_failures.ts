@@ -25,7 +25,7 @@ export async function assertDeathsFailPendingCalls(
 ): Promise<void> {
   for (const how of ["crash", "quit", "terminate"] as const) {
     const worker = new Worker(new URL(query, serviceUrl), { type: "module" });
-    const channel = await openChannel<ServiceApi>(connect(worker), { codec: rawCodec });
+    const channel = await openChannel<ServiceApi>(connect(worker), { codec: rawCodec() });
     const one = new Uint8Array([1]);
     assert.deepEqual(await channel.remote.echo(one), one);
     const pending = [channel.remote.hang(one), channel.remote.hang(one)];

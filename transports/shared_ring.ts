@@ -33,6 +33,8 @@ import { markTransfer } from "./_transfer_marks.ts";
 import { watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
+export type { Transport };
+
 /**
  * The default {@linkcode SharedRingPairOptions.ringBytes}: 1 MiB per direction.
  *

@@ -43,6 +43,8 @@ import { markTransfer } from "./_transfer_marks.ts";
 import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
+export type { Transport };
+
 /**
  * The default {@linkcode WebWorkerTransportOptions.windowBytes}: 4 MiB.
  *

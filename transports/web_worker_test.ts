@@ -166,7 +166,7 @@ Deno.test("web worker: a worker that throws, quits or is terminated fails every 
 
 Deno.test("web worker: a param given up with transfer() moves to the worker", async () => {
   const worker = new Worker(serviceUrl, { type: "module" });
-  const channel = await openChannel<ServiceApi>(workerTransport(worker), { codec: rawCodec });
+  const channel = await openChannel<ServiceApi>(workerTransport(worker), { codec: rawCodec() });
   const param = pattern(1 << 20, 5);
   const result = await channel.remote.echo(transfer(param));
   assert.equal(param.byteLength, 0, "the param's buffer went to the worker");

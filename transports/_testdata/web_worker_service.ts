@@ -41,5 +41,5 @@ const transport = overRing
     await new Promise<SharedRingEnd>((resolve) => self.onmessage = (event) => resolve(event.data)),
   )
   : selfTransport();
-const channel = await openChannel(transport, { codec: rawCodec, handlers });
+const channel = await openChannel(transport, { codec: rawCodec(), handlers });
 await channel.closed;
