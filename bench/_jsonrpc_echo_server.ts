@@ -6,7 +6,7 @@
 const framing = Deno.args[0] === "ndjson" ? "ndjson" : "content-length";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-let pending = new Uint8Array(0);
+let pending: Uint8Array = new Uint8Array(0);
 
 function answer(text: string): string {
   const message = JSON.parse(text) as { id?: number | string; params?: unknown };

@@ -56,7 +56,24 @@ import type { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 
 export type { JsonRpcCancel, JsonRpcProgress } from "../channel/_jsonrpc_dialect.ts";
-export type { Channel, JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
+export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
+// The channel types the API shows (the same as @conduit/ipc/channel's).
+export type {
+  AnyHandler,
+  CallContext,
+  CallOptions,
+  Channel,
+  MethodName,
+  ParamOf,
+  PeerInfo,
+  RemoteArgs,
+  RemoteMethod,
+  RemoteOf,
+  RemoteReturn,
+  RemoteStream,
+  ResultOf,
+} from "../channel/mod.ts";
+export type { ConduitError } from "../errors.ts";
 export { LSP_DIALECT, MCP_DIALECT };
 
 /**
@@ -93,7 +110,7 @@ export interface JsonRpcOptions<Local extends object = object> {
   /** Whether errors sent carry their stack (in `data.stack`). @default {false} */
   trustPeer?: boolean;
   /** Called when a notification handler throws. @default logs with `console.error` */
-  onNotificationError?: ChannelOptions["onNotificationError"];
+  onNotificationError?: (error: unknown, method: string) => void;
   /**
    * Told of what the peer sent wrong that the connection survives: a message that is not
    * JSON, an invalid request, a response to no request in flight.
