@@ -44,6 +44,31 @@ async function conduitClient(framing: "ndjson" | "content-length"): Promise<Clie
   };
 }
 
+/** The same over the child's own Deno pipes, not conduit's stdio transport (its BYOB reads). */
+async function conduitOverPlainPipes(): Promise<Client> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: serverArgs("ndjson"),
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const transport = {
+    readable: child.stdout,
+    writable: child.stdin,
+    close: async () => void await child.status,
+    abort: async () => void (child.kill(), await child.status),
+    [Symbol.asyncDispose]: () => transport.close(),
+  };
+  const channel = await openJsonRpc<{ echo(p: typeof PARAM): typeof PARAM }>(transport, {
+    framing: "ndjson",
+    defaultTimeout: Infinity,
+  });
+  return {
+    name: "conduit openJsonRpc (ndjson, plain Deno pipes)",
+    call: () => channel.remote.echo(PARAM),
+    close: () => channel.close(),
+  };
+}
+
 function vscodeClient(): Client {
   const child = spawn(Deno.execPath(), serverArgs("content-length"), {
     stdio: ["pipe", "pipe", "inherit"],
@@ -137,6 +162,7 @@ const clients = [
   vscodeClient(),
   await conduitClient("ndjson"),
   handClient(),
+  await conduitOverPlainPipes(),
 ];
 for (const client of clients) {
   for (let i = 0; i < 2000; i++) await client.call();
@@ -178,3 +204,4 @@ const ratio = (a: string, b: string) => {
 };
 ratio(clients[0].name, clients[1].name);
 ratio(clients[2].name, clients[3].name);
+ratio(clients[4].name, clients[3].name);

@@ -127,7 +127,7 @@ export class JsonRpcWire implements Wire {
   }
 
   reader(): ChunkReader {
-    return this.#reader ??= this.#transport.readable.getReader();
+    return this.#reader ??= chunkReader(this.#transport);
   }
 
   read(frame: Uint8Array): void {
@@ -285,4 +285,24 @@ export class JsonRpcWire implements Wire {
 
 function validId(id: unknown): JsonRpcId | null {
   return typeof id === "number" || typeof id === "string" ? id : null;
+}
+
+const READ_BYTES = 64 * 1024;
+
+/**
+ * Reads the transport straight into a fresh buffer per read where it can (`readInto`: no
+ * stream machinery between the pipe and the parse loop), else through its reader.
+ */
+function chunkReader(transport: Transport): ChunkReader {
+  const reader = transport.readable.getReader();
+  const readInto = (transport as { readInto?: (view: Uint8Array) => Promise<Uint8Array | null> })
+    .readInto;
+  if (readInto === undefined) return reader;
+  return {
+    read: () =>
+      readInto(new Uint8Array(READ_BYTES)).then((value) =>
+        value === null ? { done: true, value: undefined } : { done: false, value }
+      ),
+    cancel: () => reader.cancel(),
+  };
 }
