@@ -36,8 +36,8 @@ export interface JsonRpcOutboxOptions {
   readonly onWriteError: (error: unknown) => void;
   /** This side closes: the wire reports the implied goodbye of the peer. */
   readonly onGoodbye: () => void;
-  /** A call whose param is a stream, which JSON-RPC cannot send, fails with `error`. */
-  readonly onUnsendable: (id: number, error: unknown) => void;
+  /** A call whose param is a stream, which JSON-RPC cannot send, fails with `message`. */
+  readonly onUnsendable: (id: number, message: string) => void;
 }
 
 /** The answers of one received batch. */
@@ -167,8 +167,9 @@ export class JsonRpcOutbox implements Outbox {
     if (streamParam) {
       this.#options.onUnsendable(
         id,
-        new TypeError(`A JSON-RPC call cannot take a stream as its param (method "${method}")`),
+        `A JSON-RPC call cannot take a stream as its param (method "${method}")`,
       );
+      this.#awaited.add(id);
       return undefined;
     }
     this.#awaited.add(id);

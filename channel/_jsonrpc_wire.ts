@@ -12,7 +12,13 @@ import { FrameWriter } from "../framing/frame_writer.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./_jsonrpc_dialect.ts";
-import { type Batch, INVALID_REQUEST, JsonRpcOutbox, PARSE_ERROR } from "./_jsonrpc_outbox.ts";
+import {
+  type Batch,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  JsonRpcOutbox,
+  PARSE_ERROR,
+} from "./_jsonrpc_outbox.ts";
 import type {
   ChunkReader,
   EventNames,
@@ -101,9 +107,10 @@ export class JsonRpcWire implements Wire {
         this.#closing = true;
         this.#lifecycle.goodbye(undefined, undefined);
       },
-      onUnsendable: (id, error) =>
+      onUnsendable: (id, message) =>
         queueMicrotask(() => {
-          if (this.outbox.takeAwaited(id)) this.#outgoing.callError(id, error);
+          if (!this.outbox.takeAwaited(id)) return;
+          this.#outgoing.callError(id, { code: INVALID_PARAMS, message });
         }),
     });
   }

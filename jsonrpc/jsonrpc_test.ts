@@ -386,3 +386,27 @@ Deno.test("jsonrpc: every pending call settles when the peer exits", async () =>
   for (const call of calls) await assert.rejects(call, { name: "ConnectionClosedError" });
   await channel.close();
 });
+
+Deno.test("jsonrpc: streams do not cross JSON-RPC: a stream param and a streaming handler fail typed", async () => {
+  const { channel, peer } = await setup<{ take(p: AsyncIterable<number>): number }>({
+    handlers: {
+      async *many() {
+        yield 1;
+      },
+    },
+  });
+  async function* numbers() {
+    yield 1;
+  }
+  await assert.rejects(channel.remote.take(numbers()), (error: Error & { code?: unknown }) => {
+    assert.equal(error.code, -32602);
+    assert.match(error.message, /cannot take a stream/);
+    return true;
+  });
+  await peer.send({ jsonrpc: "2.0", id: 1, method: "many" });
+  const answer = await peer.next() as { id: number; error: { code: number; message: string } };
+  assert.equal(answer.id, 1);
+  assert.equal(answer.error.code, -32603);
+  await channel.close();
+  await peer.close();
+});
