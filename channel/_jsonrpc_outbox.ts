@@ -6,7 +6,7 @@
 
 import { FrameTooLargeError } from "../errors.ts";
 import type { FrameWriter } from "../framing/frame_writer.ts";
-import type { JsonRpcDialect, JsonRpcId } from "./_jsonrpc_dialect.ts";
+import type { JsonRpcDialect, JsonRpcId } from "../jsonrpc/dialect.ts";
 import type { CodecSlot, EngineError, Outbox } from "./_wire.ts";
 
 /** JSON-RPC's reserved error codes. */

@@ -11,7 +11,7 @@ import { QueueSplitter } from "../framing/_queue_splitter.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
-import type { JsonRpcDialect, JsonRpcId } from "./_jsonrpc_dialect.ts";
+import type { JsonRpcDialect, JsonRpcId } from "../jsonrpc/dialect.ts";
 import {
   type Batch,
   INVALID_PARAMS,

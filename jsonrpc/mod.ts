@@ -47,15 +47,15 @@
  */
 
 import { jsonCodec } from "../codecs/json.ts";
-import { LSP_DIALECT, MCP_DIALECT } from "../channel/_jsonrpc_dialect.ts";
-import type { JsonRpcDialect, JsonRpcId } from "../channel/_jsonrpc_dialect.ts";
+import { LSP_DIALECT, MCP_DIALECT } from "./dialect.ts";
+import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
 import { jsonRpcWire } from "../channel/_jsonrpc_wire.ts";
 import { WIRE_OPTION } from "../channel/_wire.ts";
 import { type Channel, type ChannelOptions, openChannel } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 
-export type { JsonRpcCancel, JsonRpcProgress } from "../channel/_jsonrpc_dialect.ts";
+export type { JsonRpcCancel, JsonRpcProgress } from "./dialect.ts";
 export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
 // The channel types the API shows (the same as @conduit/ipc/channel's).
 export type {

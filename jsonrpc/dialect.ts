@@ -1,6 +1,7 @@
-// What differs between the users of JSON-RPC 2.0: the notification that cancels a request
-// and whether a cancelled request is still answered, and the notification that reports
-// progress with where its token goes. LSP and MCP are given; others are plain objects.
+// What differs between the users of JSON-RPC 2.0 (public through @conduit/ipc/jsonrpc): the
+// notification that cancels a request and whether a cancelled request is still answered, and
+// the notification that reports progress with where its token goes. LSP and MCP are given;
+// others are plain objects.
 
 /** A request id as JSON-RPC allows it. */
 export type JsonRpcId = number | string;
@@ -70,7 +71,18 @@ function withField(param: unknown, key: string, value: unknown): Record<string, 
   return { ...(param as Record<string, unknown> | undefined), [key]: value };
 }
 
-/** The Language Server Protocol's: `$/cancelRequest` and `$/progress` with `workDoneToken`. */
+/**
+ * The Language Server Protocol's: `$/cancelRequest` and `$/progress` with `workDoneToken`.
+ *
+ * @example
+ * ```ts
+ * import { LSP_DIALECT } from "@conduit/ipc/jsonrpc";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(LSP_DIALECT.cancel.param(7, "stop"), { id: 7 });
+ * assert.equal(LSP_DIALECT.progress.tokenOf({ workDoneToken: "t" }), "t");
+ * ```
+ */
 export const LSP_DIALECT: JsonRpcDialect = Object.freeze({
   cancel: Object.freeze({
     method: "$/cancelRequest",
@@ -92,6 +104,18 @@ export const LSP_DIALECT: JsonRpcDialect = Object.freeze({
 /**
  * The Model Context Protocol's: `notifications/cancelled` with `requestId` (never answered)
  * and `notifications/progress` with `_meta.progressToken`.
+ *
+ * @example
+ * ```ts
+ * import { MCP_DIALECT } from "@conduit/ipc/jsonrpc";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(MCP_DIALECT.cancel.param(7, "stop"), { requestId: 7, reason: "stop" });
+ * assert.deepEqual(MCP_DIALECT.progress.withToken({ a: 1 }, "t"), {
+ *   a: 1,
+ *   _meta: { progressToken: "t" },
+ * });
+ * ```
  */
 export const MCP_DIALECT: JsonRpcDialect = Object.freeze({
   cancel: Object.freeze({
