@@ -15,11 +15,27 @@ const PENDING = 0;
 const VALUE = 1;
 const FAILURE = 2;
 
+/** Told once when a call is over, whichever face it is read through (see `whenOver`). */
+export type OverListener = (ok: boolean, error: unknown) => void;
+
+/** A call that says when it is over without choosing its face (what a worker pool needs). */
+export interface Overseeable {
+  /**
+   * Calls `listener` once the call is over on the wire: its single result or its stream's
+   * end arrived (`ok`), or it failed (`error`). It does not fix the call's face.
+   */
+  whenOver(listener: OverListener): void;
+}
+
 /** The outcome of one call, as a promise or as a stream. */
-export abstract class CallResult implements Promise<unknown>, RemoteStream<unknown>, InboxOwner {
+export abstract class CallResult
+  implements Promise<unknown>, RemoteStream<unknown>, InboxOwner, Overseeable {
   readonly method: string;
   readonly #window: number;
   #face = FACE_NONE;
+  /** How the call ended on the wire, once it has; and who waits to hear it. */
+  #over: { ok: boolean; error: unknown } | undefined;
+  #overListener: OverListener | undefined;
   #outcome = PENDING;
   #value: unknown;
   #error: unknown;
@@ -111,6 +127,19 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
     return Promise.resolve();
   }
 
+  whenOver(listener: OverListener): void {
+    if (this.#over !== undefined) listener(this.#over.ok, this.#over.error);
+    else this.#overListener = listener;
+  }
+
+  #isOver(ok: boolean, error: unknown): void {
+    if (this.#over !== undefined) return;
+    this.#over = { ok, error };
+    const listener = this.#overListener;
+    this.#overListener = undefined;
+    listener?.(ok, error);
+  }
+
   // ---- what the wire brought ----
 
   /** The single result arrived. */
@@ -118,6 +147,7 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
     if (this.#outcome !== PENDING) return;
     this.#outcome = VALUE;
     this.#value = value;
+    this.#isOver(true, undefined);
     if (this.#resolve !== undefined) this.#resolve(value);
     else if (this.#inbox !== undefined) {
       this.#inbox.fail(
@@ -134,6 +164,7 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
     if (this.#outcome !== PENDING) return;
     this.#outcome = FAILURE;
     this.#error = error;
+    this.#isOver(false, error);
     this.#reject?.(error);
     this.#inbox?.fail(error, immediate);
   }
@@ -156,6 +187,7 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
 
   /** The result stream ended. */
   end(): void {
+    this.#isOver(true, undefined);
     this.#streamInbox().end();
     if (this.#face === FACE_PROMISE) this.#failAsStream();
   }

@@ -27,9 +27,9 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf, RemoteStream } from "../channel/types.ts";
+import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
-import { PoolCall } from "./_pool_call.ts";
+import { type InnerCall, PoolCall } from "./_pool_call.ts";
 import { RestartPolicy } from "./_restart_policy.ts";
 import {
   CrashLoopError,
@@ -87,7 +87,7 @@ export interface WorkerPoolOptions<Api extends object = object, Local extends ob
   /**
    * Methods that are safe to run again (idempotent): a call of one of these that fails
    * because its worker crashed is retried on another worker, up to `maxAttempts` tries.
-   * Stream calls are never retried.
+   * A call being read as a stream when its worker crashed is not retried.
    *
    * @default {[]}
    */
@@ -192,6 +192,8 @@ class Slot<Api extends object> {
   inFlight = 0;
   calls = 0;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The pool stopped it (idle, recycled, closing): its exit is no crash. */
+  stopped = false;
 }
 
 /**
@@ -201,9 +203,9 @@ class Slot<Api extends object> {
  * flight (up to `concurrency` each); when all are busy it waits in a queue of at most
  * `maxQueued` calls. A stream call holds its worker until the stream ends.
  *
- * A call is dispatched in a microtask after it is made, or when it leaves the queue; a call
- * you start iterating by then is a stream call, any other is awaited as a value. So iterate
- * a stream in the same tick you make the call: `for await (const x of pool.remote.items())`.
+ * Like a channel call, a pool call is awaited or iterated, and the first use decides which,
+ * whenever it comes: a stream may be made, an `await` pass, and then be iterated. Its items
+ * wait in a bounded buffer meanwhile, and the worker stays busy until the stream ends.
  *
  * A call's `timeout` counts from the moment it is made, queueing included; its `signal`
  * removes it from the queue.
@@ -465,7 +467,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
     const options = remaining === Infinity ? call.options : { ...call.options, timeout: remaining };
     const remote = slot.handle!.remote as unknown as Record<
       string,
-      (param: unknown, options?: CallOptions) => PromiseLike<unknown> & RemoteStream<unknown>
+      (param: unknown, options?: CallOptions) => InnerCall
     >;
     const inner = remote[call.method](call.param, options);
     call.run(inner, (outcome, error) => this.#finished(call, slot, outcome, error));
@@ -480,10 +482,11 @@ export class WorkerPool<Api extends object, Local extends object = object>
     if (ok) this.#counts.completed++;
     else {
       // The handle reports WorkerExitedError only once the process is gone: take the worker
-      // out now, before the call is retried, rather than when its exit is processed. (A
-      // worker the pool stopped itself is GONE already: that is no crash.)
-      const crashed = error instanceof WorkerExitedError && slot.state !== GONE;
-      if (crashed) this.#crashed(slot, error);
+      // out now, before the call is retried, rather than when its exit is processed. Every
+      // call the crash took is retried, not only the first to report it (the worker is
+      // GONE by the time the others do). A worker the pool stopped itself did not crash.
+      const crashed = error instanceof WorkerExitedError && !slot.stopped;
+      if (crashed && slot.state !== GONE) this.#crashed(slot, error);
       const { retryable, maxAttempts } = this.#limits;
       retry = crashed && !call.streaming && retryable.has(call.method) &&
         call.attempts < maxAttempts && !this.#failure && call.remainingTime() > 0;
@@ -599,6 +602,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
 
   /** Closes a worker the pool no longer needs. */
   #stop(slot: Slot<Api>): void {
+    slot.stopped = true;
     clearTimeout(slot.timer);
     slot.timer = undefined;
     slot.state = GONE;
