@@ -17,6 +17,7 @@ import { guardWorker } from "./_signal_guard.ts";
 import { type ChannelCall, WorkerCall } from "./_worker_call.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError } from "./errors.ts";
+import { permissionHint, withPermissionHint } from "./_permission_hint.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 
 /** How long after the worker exited its stderr may stay open (a grandchild holds it). */
@@ -156,7 +157,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     // mismatch is the news. One that went away during the handshake is explained by its exit.
     if (error instanceof HandshakeError && error.code !== "closed") return error;
     if (!exitedAlready && !(error instanceof ConnectionClosedError)) return error;
-    return this.#exitError(status, error);
+    return this.#exitError(status, error, true);
   }
 
   notify<K extends MethodName<Api>>(method: K, param: RemoteArgs<Api[K]>[0]): void {
@@ -218,9 +219,8 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
 
   /** Turns a connection error into WorkerExitedError, once the worker's exit is known. */
   async #translate(error: unknown): Promise<unknown> {
-    if (!(error instanceof ConnectionClosedError) || error instanceof WorkerExitedError) {
-      return error;
-    }
+    if (!(error instanceof ConnectionClosedError)) return withPermissionHint(error);
+    if (error instanceof WorkerExitedError) return error;
     // A worker that is exiting closes its connection a moment before its exit is reported.
     if (!this.#closing && !await this.#exitsWithin(CONNECTION_LINGER_MS)) {
       // The connection failed (heartbeat, protocol error) while the worker lives: it is of
@@ -231,14 +231,27 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     return this.#exitError(await this.#status, error);
   }
 
-  #exitError(status: Deno.CommandStatus, cause: unknown): WorkerExitedError {
+  #exitError(
+    status: Deno.CommandStatus,
+    cause: unknown,
+    beforeServing = false,
+  ): WorkerExitedError {
+    const tail = this.#stderr.tail;
+    let reason = status.signal !== null ? this.#stopReason : undefined;
+    // A worker that died of a denied permission says which flag Deno wanted; say which
+    // spawnWorker option grants it (the last such line is the one that killed it).
+    for (let i = tail.length - 1; i >= 0 && reason === undefined; i--) {
+      const hint = permissionHint(tail[i]);
+      if (hint !== undefined) reason = `it was denied a permission: ${hint}`;
+    }
     return new WorkerExitedError({
       worker: this.name,
       pid: this.pid,
       code: status.code,
       signal: status.signal,
-      stderrTail: this.#stderr.tail,
-      reason: status.signal !== null ? this.#stopReason : undefined,
+      stderrTail: tail,
+      reason,
+      beforeServing,
     }, { cause });
   }
 }

@@ -36,9 +36,14 @@ import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import { WorkerSocket } from "./_worker_socket.ts";
-import { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import { DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { permissionFlags, withSocketGrants, type WorkerPermissions } from "./worker_permissions.ts";
+import {
+  permissionFlags,
+  withSocketGrants,
+  withWorkerEnvGrant,
+  type WorkerPermissions,
+} from "./worker_permissions.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
 export type { WorkerHandle, WorkerPermissions };
@@ -259,12 +264,12 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
 
   let socket: WorkerSocket | undefined;
-  const childEnv = { ...env };
-  let grants = permissions;
+  const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
+  let grants = withWorkerEnvGrant(permissions);
   if (kind === "unix") {
     socket = await WorkerSocket.open();
     childEnv[WORKER_SOCKET_ENV] = socket.path;
-    grants = withSocketGrants(permissions, socket.path);
+    grants = withSocketGrants(grants, socket.path);
   }
 
   let child: Deno.ChildProcess;
