@@ -119,3 +119,16 @@ leakFreeTest("a parent that imports a value from its worker module does not serv
     assert.match(err, /import only its type/);
   }
 });
+
+leakFreeTest("a relative module string is refused; a URL or an absolute path works", async () => {
+  const message =
+    /"\.\/_testdata\/echo_worker\.ts" is a relative path: .*Pass new URL\("\.\/_testdata\/echo_worker\.ts", import\.meta\.url\)/;
+  await assert.rejects(spawnUnmarked("./_testdata/echo_worker.ts"), { name: "TypeError", message });
+  await assert.rejects(spawnUnmarked("echo_worker.ts"), /Pass new URL\("\.\/echo_worker\.ts"/);
+  assert.throws(() => new WorkerPool("./_testdata/echo_worker.ts"), { name: "TypeError", message });
+  await using worker = await spawnUnmarked<EchoApi>(ECHO.pathname, {
+    stderr: "discard",
+    env: testEnv(),
+  });
+  assert.equal(await worker.remote.echo("absolute"), "absolute");
+});

@@ -29,6 +29,7 @@ import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "..
 import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
+import { moduleSpecifier } from "./_module_specifier.ts";
 import { type InnerCall, PoolCall } from "./_pool_call.ts";
 import { RestartPolicy } from "./_restart_policy.ts";
 import {
@@ -273,6 +274,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * @param options Pool size, concurrency, queue, restart and recycling policy, and the
    * options each worker is spawned with; see {@linkcode WorkerPoolOptions}.
    * @throws {RangeError} When a size, limit or delay is out of range.
+   * @throws {TypeError} When the module is a relative path string (pass a URL).
    */
   constructor(worker: string | URL | WorkerCommand, options: WorkerPoolOptions<Api, Local> = {}) {
     const {
@@ -289,6 +291,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
       idleTimeout = Infinity,
       ...spawnOptions
     } = options;
+    if (typeof worker === "string" || worker instanceof URL) moduleSpecifier(worker);
     this.size = integerOption("size", size, 1);
     this.#limits = {
       concurrency: integerOption("concurrency", concurrency, 1),
