@@ -22,7 +22,8 @@ export type OverListener = (ok: boolean, error: unknown) => void;
 export interface Overseeable {
   /**
    * Calls `listener` once the call is over on the wire: its single result or its stream's
-   * end arrived (`ok`), or it failed (`error`). It does not fix the call's face.
+   * end arrived (`ok`), or it failed (`error`). It does not fix the call's face. Listeners
+   * are called in the order they were added.
    */
   whenOver(listener: OverListener): void;
 }
@@ -128,8 +129,12 @@ export abstract class CallResult
   }
 
   whenOver(listener: OverListener): void {
-    if (this.#over !== undefined) listener(this.#over.ok, this.#over.error);
-    else this.#overListener = listener;
+    if (this.#over !== undefined) return listener(this.#over.ok, this.#over.error);
+    const first = this.#overListener;
+    this.#overListener = first === undefined ? listener : (ok, error) => {
+      first(ok, error);
+      listener(ok, error);
+    };
   }
 
   #isOver(ok: boolean, error: unknown): void {

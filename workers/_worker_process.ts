@@ -5,6 +5,7 @@
 
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
+import { holdProcess } from "../channel/_core.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { StderrLines } from "../transports/_stderr_lines.ts";
@@ -14,6 +15,7 @@ import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
 import { guardWorker } from "./_signal_guard.ts";
+import { KeepAlive } from "./_keep_alive.ts";
 import { type ChannelCall, WorkerCall } from "./_worker_call.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -56,6 +58,24 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   /** Why this side killed the worker, for WorkerExitedError. */
   #stopReason: string | undefined;
   #stopping: Promise<void> | undefined;
+  /** The worker's Unix socket connection, in that mode (for ref and unref). */
+  #conn: Deno.UnixConn | undefined;
+  /** Whether the worker keeps this program alive: ref'd and unref'd as unref() asks. */
+  readonly #keepAlive = new KeepAlive((hold) => {
+    try {
+      if (hold) this.#child.ref();
+      else this.#child.unref();
+    } catch {
+      // It has exited already.
+    }
+    try {
+      if (hold) this.#conn?.ref();
+      else this.#conn?.unref();
+    } catch {
+      // Closed already.
+    }
+    if (this.#channel !== undefined) holdProcess(this.#channel, hold);
+  });
 
   constructor(child: Deno.ChildProcess, options: ProcessOptions) {
     this.#child = child;
@@ -118,10 +138,12 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   }
 
   /** Accepts the worker's connection on `socket`, unless the worker exits first. */
-  acceptSocket(socket: WorkerSocket, timeout: number | undefined): Promise<Transport> {
+  async acceptSocket(socket: WorkerSocket, timeout: number | undefined): Promise<Transport> {
     // stdout carries nothing in this mode; read it anyway so the worker never blocks on it.
     void this.stdio.readable.pipeTo(new WritableStream()).catch(() => {});
-    return socket.accept(this.#child.status, timeout);
+    const transport = await socket.accept(this.#child.status, timeout);
+    this.#conn = socket.accepted;
+    return transport;
   }
 
   /** Opens the channel over `connection`; on failure stops the worker and throws why. */
@@ -134,9 +156,12 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       param: unknown,
       options: CallOptions | undefined,
     ) => ChannelCall;
-    this.#remote = remoteProxy<Api>((method, param, callOptions) =>
-      new WorkerCall(call(method, param, callOptions), translate)
-    );
+    const keepAlive = this.#keepAlive;
+    this.#remote = remoteProxy<Api>((method, param, callOptions) => {
+      const inner = call(method, param, callOptions);
+      keepAlive.track(inner);
+      return new WorkerCall(inner, translate);
+    });
     try {
       await channel.opened;
     } catch (error) {
@@ -174,6 +199,14 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     this.#stopReason ??= "kill() was called";
     this.#signal(signal);
     return this.exited;
+  }
+
+  unref(): void {
+    this.#keepAlive.unref();
+  }
+
+  ref(): void {
+    this.#keepAlive.ref();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

@@ -266,6 +266,8 @@ export class WorkerPool<Api extends object, Local extends object = object>
   /** Why the pool cannot go on: a crash loop, or workers that cannot be spawned at all. */
   #failure: Error | undefined;
   #closing: Promise<void> | undefined;
+  /** unref() was called: idle workers and timers do not keep the program alive. */
+  #unref = false;
 
   /**
    * Creates the pool and starts its workers.
@@ -377,6 +379,45 @@ export class WorkerPool<Api extends object, Local extends object = object>
    */
   close(): Promise<void> {
     return this.#closing ??= this.#close();
+  }
+
+  /**
+   * Lets this program exit while the pool is idle: its workers (those running and those it
+   * starts later) keep the program alive only while a call is in flight on them, and its
+   * idle timers not at all. `close()` is still the clean way to stop the pool; without it
+   * the workers exit once this program has (their stdin ends).
+   *
+   * @example
+   * ```ts
+   * import { WorkerPool } from "@conduit/ipc/workers";
+   * import assert from "node:assert/strict";
+   * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+   *
+   * const pool = new WorkerPool<EchoApi>(
+   *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+   *   { size: 1 },
+   * );
+   * pool.unref();
+   * // A call in flight still keeps the program alive until it is answered.
+   * assert.equal(await pool.remote.echo("still answered"), "still answered");
+   * await pool.close();
+   * ```
+   */
+  unref(): void {
+    this.#unref = true;
+    for (const slot of this.#slots) {
+      slot.handle?.unref();
+      if (slot.state === READY && slot.timer !== undefined) Deno.unrefTimer(slot.timer);
+    }
+  }
+
+  /** Undoes {@linkcode unref}: the pool keeps the program alive until it is closed. */
+  ref(): void {
+    this.#unref = false;
+    for (const slot of this.#slots) {
+      slot.handle?.ref();
+      if (slot.state === READY && slot.timer !== undefined) Deno.refTimer(slot.timer);
+    }
   }
 
   /** Closes the pool (`await using pool = …`). */
@@ -530,6 +571,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
           return;
         }
         slot.state = READY;
+        if (this.#unref) handle.unref();
         this.#track(handle.exited.then((status) => this.#onExit(slot, handle, status)));
         this.#armIdle(slot);
         this.#schedulePump();
@@ -628,6 +670,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
       this.#counts.recycled++;
       this.#stop(slot);
     }, idleTimeout);
+    if (this.#unref) Deno.unrefTimer(slot.timer);
   }
 
   #track(promise: Promise<unknown>): void {
