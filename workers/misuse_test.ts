@@ -132,3 +132,17 @@ leakFreeTest("a relative module string is refused; a URL or an absolute path wor
   });
   assert.equal(await worker.remote.echo("absolute"), "absolute");
 });
+
+leakFreeTest("a worker's call may be read after an await; misreading it is catchable", async () => {
+  await using worker = await spawnWorker<EchoApi>(ECHO, { stderr: "discard" });
+  const stream = worker.remote.count(4);
+  const misread = worker.remote.echo("one value") as unknown as AsyncIterable<unknown>;
+  const awaitedStream = worker.remote.count(2);
+  const dying = worker.remote.sleep(60_000);
+  await worker.remote.echo("an await in between");
+  assert.deepEqual(await Array.fromAsync(stream), [1, 2, 3, 4]);
+  await assert.rejects(Array.fromAsync(misread), /returned a single value, not a stream/);
+  await assert.rejects(Promise.resolve(awaitedStream), /returned a stream/);
+  await worker.kill();
+  await assert.rejects(Promise.resolve(dying), WorkerExitedError);
+});
