@@ -110,17 +110,16 @@ export type CheckedHandlers<T> = {
     : HandlerTakesOneParam<K & string>;
 };
 
-/** What a handler's second parameter must accept: the call's context. */
-interface ContextLike {
-  readonly method: string;
-  readonly signal: AbortSignal;
-}
-
-/** Whether `F` (if a function) takes at most its param and a `CallContext`. */
-type IsOneParamHandler<F> = F extends (...args: infer A) => unknown
+/**
+ * `true` when `F` (if a function) takes at most its param and a `CallContext` (anything with
+ * the context's `method` and `signal`), else `false`: the rule {@linkcode CheckedHandlers}
+ * and {@linkcode RemoteOf} apply.
+ */
+export type IsOneParamHandler<F> = F extends (...args: infer A) => unknown
   ? A extends readonly [unknown?] ? true
   : A extends readonly [unknown?, (infer C)?]
-    ? [NonNullable<C>] extends [ContextLike] ? true : false
+    ? [NonNullable<C>] extends [{ readonly method: string; readonly signal: AbortSignal }] ? true
+    : false
   : false
   : true;
 
