@@ -15,6 +15,11 @@ const PENDING = 0;
 const VALUE = 1;
 const FAILURE = 2;
 
+/** Whether the call is over on the wire (see `whenOver`), and how; a failure's error is `#error`. */
+const NOT_OVER = 0;
+const OVER_OK = 1;
+const OVER_FAILED = 2;
+
 /** Told once when a call is over, whichever face it is read through (see `whenOver`). */
 export type OverListener = (ok: boolean, error: unknown) => void;
 
@@ -34,8 +39,8 @@ export abstract class CallResult
   readonly method: string;
   readonly #window: number;
   #face = FACE_NONE;
-  /** How the call ended on the wire, once it has; and who waits to hear it. */
-  #over: { ok: boolean; error: unknown } | undefined;
+  /** Whether the call is over on the wire, and who waits to hear it. */
+  #over = NOT_OVER;
   #overListener: OverListener | undefined;
   #outcome = PENDING;
   #value: unknown;
@@ -129,7 +134,9 @@ export abstract class CallResult
   }
 
   whenOver(listener: OverListener): void {
-    if (this.#over !== undefined) return listener(this.#over.ok, this.#over.error);
+    if (this.#over !== NOT_OVER) {
+      return listener(this.#over === OVER_OK, this.#over === OVER_OK ? undefined : this.#error);
+    }
     const first = this.#overListener;
     this.#overListener = first === undefined ? listener : (ok, error) => {
       first(ok, error);
@@ -138,11 +145,12 @@ export abstract class CallResult
   }
 
   #isOver(ok: boolean, error: unknown): void {
-    if (this.#over !== undefined) return;
-    this.#over = { ok, error };
+    if (this.#over !== NOT_OVER) return;
+    this.#over = ok ? OVER_OK : OVER_FAILED;
     const listener = this.#overListener;
+    if (listener === undefined) return;
     this.#overListener = undefined;
-    listener?.(ok, error);
+    listener(ok, error);
   }
 
   // ---- what the wire brought ----

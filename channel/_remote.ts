@@ -22,9 +22,10 @@ export function remoteProxy<Api extends object>(invoke: Invoke): RemoteOf<Api> {
   return new Proxy(methods, {
     get(target, key) {
       if (typeof key !== "string" || key === "then") return undefined;
-      return target[key] ??= (param: unknown, options?: CallOptions, ...extra: unknown[]) => {
-        if (extra.length > 0 || !isCallOptions(options)) {
-          throw new TypeError(misuseMessage(key, 2 + extra.length, options));
+      // `arguments.length` rather than a rest parameter, which would cost an array per call.
+      return target[key] ??= function (param: unknown, options?: CallOptions): unknown {
+        if (arguments.length > 2 || (options !== undefined && !isCallOptions(options))) {
+          throw new TypeError(misuseMessage(key, arguments.length, options));
         }
         return invoke(key, param, options);
       };
@@ -36,7 +37,6 @@ export function remoteProxy<Api extends object>(invoke: Invoke): RemoteOf<Api> {
 const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(["signal", "timeout"]);
 
 function isCallOptions(options: unknown): boolean {
-  if (options === undefined) return true;
   if (typeof options !== "object" || options === null || Array.isArray(options)) return false;
   for (const key in options) if (!CALL_OPTION_KEYS.has(key)) return false;
   return true;

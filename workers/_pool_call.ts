@@ -102,7 +102,8 @@ export class PoolCall extends DualCall {
       this.fail(error);
       return Promise.resolve();
     }
-    this.#abandoned = true;
+    // A stream its reader stops ended as far as the pool counts; a cancelled value failed.
+    if (this.#face === FACE_STREAM) this.#abandoned = true;
     return this.#inner.cancel(error);
   }
 
