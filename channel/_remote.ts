@@ -33,8 +33,15 @@ export function remoteProxy<Api extends object>(invoke: Invoke): RemoteOf<Api> {
   }) as RemoteOf<Api>;
 }
 
-/** The fields of {@linkcode CallOptions}: anything else in a second argument is a mistake. */
-const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(["signal", "timeout"]);
+/**
+ * The fields of {@linkcode CallOptions}: anything else in a second argument is a mistake.
+ * `satisfies` makes a new field of CallOptions a compile error here until it is listed.
+ */
+const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(
+  Object.keys(
+    { signal: true, timeout: true, onProgress: true } satisfies Record<keyof CallOptions, true>,
+  ),
+);
 
 function isCallOptions(options: unknown): boolean {
   if (typeof options !== "object" || options === null || Array.isArray(options)) return false;
@@ -46,7 +53,7 @@ function misuseMessage(method: string, count: number, options: unknown): string 
   const what = count > 2
     ? `was called with ${count} arguments`
     : `got ${describe(options)} as its second argument, which is not call options ` +
-      `({ signal, timeout })`;
+      `({ ${[...CALL_OPTION_KEYS].join(", ")} })`;
   return `remote.${method}() ${what}: a handler takes one param (and the caller optional ` +
     `call options), so pass several values as one object, e.g. ${method}({ a, b })`;
 }
