@@ -42,11 +42,11 @@ import { type Channel, type ChannelOptions, openChannel } from "../channel/chann
 import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
 import { TransportClosedError } from "../errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf, RemoteStream } from "../channel/types.ts";
+import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
 import { connectNats, type ConnectNatsOptions, type NatsClient } from "../transports/nats.ts";
 import { CallQueue } from "./_call_queue.ts";
-import { PoolCall } from "./_pool_call.ts";
+import { type InnerCall, PoolCall } from "./_pool_call.ts";
 import { PoolClosedError, PoolQueueFullError } from "./errors.ts";
 import { DEFAULT_POOL_MAX_QUEUED } from "./worker_pool.ts";
 
@@ -248,10 +248,7 @@ class Conn {
   }
 }
 
-type RemoteFunctions = Record<
-  string,
-  (param: unknown, options?: CallOptions) => PromiseLike<unknown> & RemoteStream<unknown>
->;
+type RemoteFunctions = Record<string, (param: unknown, options?: CallOptions) => InnerCall>;
 
 /**
  * Calls the instances of a NATS service through one typed `remote`, spread by load.
