@@ -43,6 +43,10 @@ export interface ReportConfig {
   streamItemSizes: number[];
   /** Time per in-memory codec measurement (after a third as much warm-up), in ms. */
   codecBudgetMs: number;
+  /** Rounds of the Node peers section (fresh processes per subject each), and each
+   * throughput figure's measuring time in ms (after a fifth of it as warm-up). */
+  nodeRounds: number;
+  nodeBudgetMs: number;
 }
 
 const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
@@ -69,6 +73,8 @@ export const FULL: ReportConfig = {
   streamBytes: 2 ** 30,
   streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 150,
+  nodeRounds: 7,
+  nodeBudgetMs: 400,
 };
 
 /** --quick: every code path once, small counts, one run. */
@@ -92,4 +98,6 @@ export const QUICK: ReportConfig = {
   streamBytes: 16 * 1024 * 1024,
   streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 10,
+  nodeRounds: 1,
+  nodeBudgetMs: 40,
 };
