@@ -47,6 +47,9 @@ export interface ReportConfig {
    * throughput figure's measuring time in ms (after a fifth of it as warm-up). */
   nodeRounds: number;
   nodeBudgetMs: number;
+  /** Rounds of the "closer to the machine" section, and its sample-count multiplier. */
+  machineRounds: number;
+  machineScale: number;
 }
 
 const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
@@ -75,6 +78,8 @@ export const FULL: ReportConfig = {
   codecBudgetMs: 150,
   nodeRounds: 7,
   nodeBudgetMs: 400,
+  machineRounds: 7,
+  machineScale: 1,
 };
 
 /** --quick: every code path once, small counts, one run. */
@@ -100,4 +105,6 @@ export const QUICK: ReportConfig = {
   codecBudgetMs: 10,
   nodeRounds: 1,
   nodeBudgetMs: 40,
+  machineRounds: 1,
+  machineScale: 0.1,
 };

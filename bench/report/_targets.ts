@@ -202,6 +202,15 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       );
     }
   }
+  const machine = results.machine;
+  if (machine?.bulkRatio !== undefined && machine.smallRatio !== undefined) {
+    add("Raw 1 MiB calls over a Unix socket ≥ 60% of a bare Deno socket stream (bytes moved)", [
+      ["ratio", spreadOf(machine.bulkRatio, times), machine.bulkRatio.median >= 0.6],
+    ]);
+    add("Small raw calls p50 ≤ 1.3× a bare Deno ping-pong over a Unix socket", [
+      ["ratio", spreadOf(machine.smallRatio, times), machine.smallRatio.median <= 1.3],
+    ]);
+  }
   return targets;
 }
 
