@@ -1,7 +1,7 @@
 // The "Node peers" section of the report: one table per workload, the subjects side by side
 // with the ratio columns, and a chart of the ratios.
 
-import { mbps, rate, spreadOf, time, times } from "./_format.ts";
+import { mbps, rate, sig, spreadOf, time, times } from "./_format.ts";
 import {
   NODE_ROWS,
   NODE_SUBJECTS,
@@ -20,18 +20,27 @@ const ROW_TITLES: Record<NodeRow, string> = {
   rawMBps: "Raw 64 KiB echo, MB/s (sequential calls)",
   pipelinedCallsPerSec: "32 pipelined small calls, calls/s",
   spawnMs: "Spawn → first reply, ms (lower is better)",
+  structuredCpuUs: "Structured 1 KB echo: CPU µs per call, both processes (lower is better)",
+  rawCpuUs: "Raw 64 KiB echo: CPU µs per call, both processes (lower is better)",
+  pipelinedCpuUs: "32 pipelined small calls: CPU µs per call, both processes (lower is better)",
 };
 const SHORT: Record<NodeRow, string> = {
   structuredMBps: "structured 1 KB",
   rawMBps: "raw 64 KiB",
   pipelinedCallsPerSec: "32 pipelined",
   spawnMs: "spawn",
+  structuredCpuUs: "1 KB CPU",
+  rawCpuUs: "64 KiB CPU",
+  pipelinedCpuUs: "pipelined CPU",
 };
 const FORMAT: Record<NodeRow, (x: number) => string> = {
   structuredMBps: mbps,
   rawMBps: mbps,
   pipelinedCallsPerSec: rate,
   spawnMs: time,
+  structuredCpuUs: (us) => `${sig(us)} µs`,
+  rawCpuUs: (us) => `${sig(us)} µs`,
+  pipelinedCpuUs: (us) => `${sig(us)} µs`,
 };
 
 /** The section's Markdown lines. */
@@ -63,7 +72,9 @@ export function nodePeersMarkdown(
         `median of the ${result.rounds} rounds' ratios (min–max in brackets); target ` +
         `${times(NODE_TARGET)}. Each throughput figure runs ${result.budgetMs} ms after a ` +
         "fifth of that as warm-up. Node's JSON mode cannot carry bytes: the raw row sends " +
-        "them as base64 there, as a JSON user would.",
+        "them as base64 there, as a JSON user would. The CPU rows are the user + system time " +
+        "both processes used per call during those rows (`/proc/<pid>/stat`, 10 ms ticks): " +
+        "other processes' load disturbs them far less than the rates.",
       "",
     );
   }

@@ -4,9 +4,10 @@
 // calls/s, spawn → first reply. Each round runs every subject as fresh processes (one parent
 // per subject: children/conduit_rows.ts, children/node_rows.mjs), in a rotating order, once
 // with both processes free and once with both pinned to CPU 0 (`taskset -c 0`; children
-// inherit the affinity). A ratio is conduit ÷ the best Node mode of the same round (for spawn:
-// the best Node time ÷ conduit's, so > 1 is conduit ahead); the report gives the median of
-// the per-round ratios with their min–max.
+// inherit the affinity). A ratio is conduit ÷ the best Node mode of the same round (for spawn
+// and CPU per call: the best Node figure ÷ conduit's, so > 1 is conduit ahead); the report
+// gives the median of the per-round ratios with their min–max. The CPU rows (user + system
+// time of both processes per call) are what other load disturbs least.
 
 import { findNode, type NodeBinary } from "./_node.ts";
 import { reportPayloads } from "./_payloads.ts";
@@ -20,8 +21,16 @@ export const NODE_ROWS = [
   "rawMBps",
   "pipelinedCallsPerSec",
   "spawnMs",
+  "structuredCpuUs",
+  "rawCpuUs",
+  "pipelinedCpuUs",
 ] as const;
 export type NodeRow = typeof NODE_ROWS[number];
+
+/** Rows where less is better: times, and CPU µs per call (both processes). */
+export function lowerIsBetter(row: NodeRow): boolean {
+  return row === "spawnMs" || row.endsWith("CpuUs");
+}
 export const PLACEMENTS = ["free", "pinned"] as const;
 export type Placement = typeof PLACEMENTS[number];
 
@@ -113,7 +122,7 @@ export function roundRatios(
   const json = figures["node json"][row];
   const advanced = figures["node advanced"][row];
   return own.map((value, i) =>
-    row === "spawnMs"
+    lowerIsBetter(row)
       ? Math.min(json[i], advanced[i]) / value
       : value / Math.max(json[i], advanced[i])
   );

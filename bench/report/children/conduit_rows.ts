@@ -40,23 +40,40 @@ const echoRaw = async () => {
   const back = await rawWorker.remote.echo(raw) as Uint8Array;
   if (back.length !== RAW_BYTES) throw new Error("raw echo lost bytes");
 };
+const structuredRun = await perSecond(worker.pid, () => worker.remote.echo(structured));
+const rawRun = await perSecond(rawWorker.pid, echoRaw);
+const pipelinedRun = await perSecond(
+  worker.pid,
+  () => Promise.all(Array.from({ length: 32 }, () => worker.remote.echo(SMALL))),
+);
 const result = {
   spawnMs,
-  structuredMBps: (await perSecond(() => worker.remote.echo(structured))) * structuredBytes / 1e6,
-  rawMBps: (await perSecond(echoRaw)) * RAW_BYTES / 1e6,
-  pipelinedCallsPerSec: 32 *
-    await perSecond(() => Promise.all(Array.from({ length: 32 }, () => worker.remote.echo(SMALL)))),
+  structuredMBps: structuredRun.perSec * structuredBytes / 1e6,
+  rawMBps: rawRun.perSec * RAW_BYTES / 1e6,
+  pipelinedCallsPerSec: 32 * pipelinedRun.perSec,
+  structuredCpuUs: structuredRun.cpuUs,
+  rawCpuUs: rawRun.cpuUs,
+  pipelinedCpuUs: pipelinedRun.cpuUs / 32,
 };
 await Promise.all([worker.close(), rawWorker.close()]);
 console.log(JSON.stringify(result));
 
-/** Runs `op` one at a time for a fifth of the budget (warm-up), then for the budget: ops/s. */
-async function perSecond(op: () => Promise<unknown>): Promise<number> {
+/**
+ * Runs `op` one at a time for a fifth of the budget (warm-up), then for the budget: ops/s,
+ * and the CPU µs both processes (we and the worker `pid`) used per op.
+ */
+async function perSecond(
+  pid: number,
+  op: () => Promise<unknown>,
+): Promise<{ perSec: number; cpuUs: number }> {
   await runFor(op, budgetMs / 5);
-  return await runFor(op, budgetMs);
+  const cpu0 = cpuMs(Deno.pid) + cpuMs(pid);
+  const [perSec, count] = await runFor(op, budgetMs);
+  const cpu = cpuMs(Deno.pid) + cpuMs(pid) - cpu0;
+  return { perSec, cpuUs: cpu * 1000 / count };
 }
 
-async function runFor(op: () => Promise<unknown>, ms: number): Promise<number> {
+async function runFor(op: () => Promise<unknown>, ms: number): Promise<[number, number]> {
   let count = 0;
   const t0 = performance.now();
   let elapsed = 0;
@@ -65,5 +82,13 @@ async function runFor(op: () => Promise<unknown>, ms: number): Promise<number> {
     count++;
     elapsed = performance.now() - t0;
   }
-  return count / (elapsed / 1000);
+  return [count / (elapsed / 1000), count];
+}
+
+/** The CPU time a process has used (all its threads, user + system), in ms. */
+function cpuMs(pid: number): number {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  // After the command in parentheses: field 3 (state) onwards; utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10; // 100 clock ticks a second
 }
