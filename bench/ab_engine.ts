@@ -131,7 +131,9 @@ async function measure(name: CaseName, dir: string): Promise<Sample> {
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
   const unix = await import(`${root}transports/unix.ts`);
   const raw = name === "notify" || name === "raw1m" || name === "raw64k";
-  const codec = () => raw ? rawCodec() : jsonCodec();
+  // rawCodec became a factory; the tree under comparison may predate that.
+  const rawInstance = typeof rawCodec === "function" ? rawCodec() : rawCodec;
+  const codec = () => raw ? rawInstance : jsonCodec();
   const sockDir = await Deno.makeTempDir({ dir: "/tmp", prefix: "ab" });
   const listener = await unix.listenUnix(`${sockDir}/s`);
   const accepted = listener.accept();
@@ -234,9 +236,11 @@ async function rawStdioWorker(root: string): Promise<Sample> {
     module,
     `import { serveWorker } from "${root}workers/mod.ts";\n` +
       `import { rawCodec } from "${root}codecs/raw.ts";\n` +
-      "await serveWorker({ echo: (value: Uint8Array) => value }, { codec: rawCodec() });\n",
+      "const codec = typeof rawCodec === 'function' ? rawCodec() : rawCodec;\n" +
+      "await serveWorker({ echo: (value: Uint8Array) => value }, { codec });\n",
   );
-  const worker = await spawnWorker(new URL(`file://${module}`), { codec: rawCodec() });
+  const codec = typeof rawCodec === "function" ? rawCodec() : rawCodec;
+  const worker = await spawnWorker(new URL(`file://${module}`), { codec });
   try {
     const blob = new Uint8Array(64 * 1024).fill(3);
     for (let i = 0; i < 300; i++) await worker.remote.echo(blob);

@@ -37,7 +37,7 @@
 import { integerOption as integer, positiveOption as positive } from "../_options.ts";
 import type { Codec } from "../codecs/types.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
-import { DEFAULT_WRITER_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
+import { DEFAULT_WRITE_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "./_codecs.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
@@ -57,8 +57,8 @@ export const DEFAULT_HANDSHAKE_TIMEOUT = 10_000;
 export const DEFAULT_CALL_TIMEOUT = 60_000;
 /** The default {@linkcode ChannelOptions.drainTimeout}: 5 s. */
 export const DEFAULT_DRAIN_TIMEOUT = 5_000;
-/** The default {@linkcode ChannelOptions.writeHighWaterMark}: 1 MiB queued for the peer. */
-export const DEFAULT_WRITE_HIGH_WATER_MARK: number = DEFAULT_WRITER_HIGH_WATER_MARK;
+// The default writeHighWaterMark is the FrameWriter's own: one constant for one concept.
+export { DEFAULT_WRITE_HIGH_WATER_MARK };
 /** The default {@linkcode ChannelOptions.trustPeer}: false (no stack traces sent). */
 export const DEFAULT_TRUST_PEER = false;
 
@@ -73,9 +73,9 @@ export type MethodCodec = Codec<unknown> | {
 /** Heartbeat settings: detect a hung peer. */
 export interface HeartbeatOptions {
   /** How often to send a PING, in milliseconds. */
-  intervalMs: number;
+  interval: number;
   /** Close the connection when no frame at all arrived for this long, in milliseconds. */
-  timeoutMs: number;
+  timeout: number;
 }
 
 /**
@@ -225,8 +225,9 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   readonly #core: ChannelCore;
 
   /**
-   * Starts the handshake on `transport`; most code uses {@linkcode openChannel}, which also
-   * waits for it. Until {@linkcode opened} resolves, calls fail.
+   * Starts the handshake on `transport`. Internal: the public way to open a channel is
+   * {@linkcode openChannel}, which also waits for the handshake (the public modules export
+   * `Channel` as a type only). Until {@linkcode opened} resolves, calls fail.
    *
    * @param transport The connection to the peer; the channel owns and closes it.
    * @param options The codec, handlers and limits.
@@ -252,8 +253,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
     }
     const heartbeat = options.heartbeat;
     if (heartbeat !== undefined) {
-      positive("heartbeat.intervalMs", heartbeat.intervalMs);
-      positive("heartbeat.timeoutMs", heartbeat.timeoutMs);
+      positive("heartbeat.interval", heartbeat.interval);
+      positive("heartbeat.timeout", heartbeat.timeout);
     }
     this.#core = new ChannelCore(
       this as unknown as Channel<Record<string, never>>,

@@ -470,7 +470,7 @@ for (const kind of transportKinds) {
     const before = Date.now();
     const error = await pair.client.remote.wait(0, { timeout: 30 }).catch((e) => e);
     assert.ok(error instanceof DeadlineExceededError);
-    assert.equal(error.timeoutMs, 30);
+    assert.equal(error.timeout, 30);
     const seen = await handlerSaw.promise;
     assert.ok(seen.reason instanceof DeadlineExceededError);
     assert.ok(seen.deadline !== undefined && seen.deadline >= before);
@@ -487,7 +487,7 @@ for (const kind of transportKinds) {
     }, { defaultTimeout: 20 });
     const error = await pair.client.remote.wait(0).catch((e) => e);
     assert.ok(error instanceof DeadlineExceededError);
-    assert.equal(error.timeoutMs, 20);
+    assert.equal(error.timeout, 20);
   });
 
   test("a deadline ends a stream that runs too long", async () => {
