@@ -10,6 +10,7 @@
 import { openChannel } from "../../channel/mod.ts";
 import { rawCodec } from "../../codecs/raw.ts";
 import { connectUnix, listenUnix } from "../../transports/unix.ts";
+import { loadAverage } from "./_env.ts";
 import { spreadOf, time, times } from "./_format.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -21,6 +22,9 @@ const SMALL_BYTES = 16;
 /** Per case, the figure of each round; and the paired ratios. */
 export interface MachineResult {
   rounds: number;
+  /** When the section ran, and the 1-, 5- and 15-minute load averages before it. */
+  date: string;
+  load: string;
   /** MB/s moved for the bulk cases, µs p50 for the small ones. */
   figures: Record<Case, number[]>;
   /** conduit bulk ÷ bare bulk, per round (target ≥ 0.6). */
@@ -36,6 +40,8 @@ export async function runMachine(
   socketDir: string,
   log: (line: string) => void,
 ): Promise<MachineResult> {
+  const date = new Date().toISOString();
+  const load = loadAverage();
   const figures = Object.fromEntries(CASES.map((name) => [name, [] as number[]])) as Record<
     Case,
     number[]
@@ -55,6 +61,8 @@ export async function runMachine(
   const ratio = (a: Case, b: Case) => spread(figures[a].map((value, i) => value / figures[b][i]));
   return {
     rounds,
+    date,
+    load,
     figures,
     bulkRatio: ratio("conduit-bulk", "bare-bulk"),
     smallRatio: ratio("conduit-small", "bare-small"),
@@ -71,7 +79,9 @@ export function machineMarkdown(result: MachineResult | undefined): string[] {
   out.push(
     "conduit's raw codec over a Unix socket against a bare Deno Unix socket, both ends in one " +
       "process, each figure a fresh process, rounds interleaved (`bench/report/_machine.ts`); " +
-      `median of ${result.rounds} rounds (min–max), ratios paired by round. Bulk counts the ` +
+      `median of ${result.rounds} rounds (min–max), ratios paired by round; measured ` +
+      `${result.date.slice(0, 16).replace("T", " ")} UTC, load average ${result.load}. ` +
+      "Bulk counts the " +
       "bytes that crossed the socket per second: a 1 MiB echo call moves 2 MiB, the bare " +
       "stream one way 1 MiB per write. Small is the p50 round trip of 16 bytes.",
     "",

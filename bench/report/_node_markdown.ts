@@ -68,9 +68,12 @@ export function nodePeersMarkdown(
         "`bench/report/children/conduit_rows.ts`). Each round runs every subject as fresh " +
         "processes, in a rotating order, with both processes free and then with both pinned " +
         "to CPU 0 (`taskset -c 0`). A ratio is conduit ÷ the best Node mode of the same round " +
-        "(for spawn: the best Node time ÷ conduit's; above 1 conduit is ahead), then the " +
+        "(for spawn and CPU: the best Node figure ÷ conduit's; above 1 conduit is ahead), then the " +
         `median of the ${result.rounds} rounds' ratios (min–max in brackets); target ` +
-        `${times(NODE_TARGET)}. Each throughput figure runs ${result.budgetMs} ms after a ` +
+        `${times(NODE_TARGET)}. Measured ${result.date.slice(0, 16).replace("T", " ")} UTC, ` +
+        `load average ${result.load} before the section (a 2-core machine shared with other ` +
+        "work: rates swing between rounds, the CPU rows much less). Each throughput figure " +
+        `runs ${result.budgetMs} ms after a ` +
         "fifth of that as warm-up. Node's JSON mode cannot carry bytes: the raw row sends " +
         "them as base64 there, as a JSON user would. The CPU rows are the user + system time " +
         "both processes used per call during those rows (`/proc/<pid>/stat`, 10 ms ticks): " +

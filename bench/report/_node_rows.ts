@@ -9,6 +9,7 @@
 // gives the median of the per-round ratios with their min–max. The CPU rows (user + system
 // time of both processes per call) are what other load disturbs least.
 
+import { loadAverage } from "./_env.ts";
 import { findNode, type NodeBinary } from "./_node.ts";
 import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
@@ -43,6 +44,9 @@ export interface NodePeersResult {
   node: { version: string; source: string } | { missing: string };
   rounds: number;
   budgetMs: number;
+  /** When the section ran, and the 1-, 5- and 15-minute load averages before it. */
+  date: string;
+  load: string;
   /** Whether `taskset` was there to pin (without it the pinned rounds are skipped). */
   pinned: boolean;
   /** placement → subject → row → figure per round. */
@@ -67,6 +71,8 @@ export async function runNodePeers(
       : { version: node.version, source: node.source },
     rounds,
     budgetMs,
+    date: new Date().toISOString(),
+    load: loadAverage(),
     pinned,
     figures: {},
     ratios: {},
