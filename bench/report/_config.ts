@@ -44,9 +44,11 @@ export interface ReportConfig {
   /** Time per in-memory codec measurement (after a third as much warm-up), in ms. */
   codecBudgetMs: number;
   /** Rounds of the Node peers section (fresh processes per subject each), and each
-   * throughput figure's measuring time in ms (after a fifth of it as warm-up). */
+   * throughput figure's measuring time in ms (after half of it as warm-up). */
   nodeRounds: number;
   nodeBudgetMs: number;
+  /** The fewest calls of warm-up before each Node peers row (JIT-compiled paths need them). */
+  nodeWarmUpOps: number;
   /** Rounds of the "closer to the machine" section, and its sample-count multiplier. */
   machineRounds: number;
   machineScale: number;
@@ -78,6 +80,7 @@ export const FULL: ReportConfig = {
   codecBudgetMs: 150,
   nodeRounds: 7,
   nodeBudgetMs: 400,
+  nodeWarmUpOps: 1000,
   machineRounds: 7,
   machineScale: 1,
 };
@@ -105,6 +108,7 @@ export const QUICK: ReportConfig = {
   codecBudgetMs: 10,
   nodeRounds: 1,
   nodeBudgetMs: 40,
+  nodeWarmUpOps: 50,
   machineRounds: 1,
   machineScale: 0.1,
 };

@@ -73,8 +73,9 @@ export function nodePeersMarkdown(
         `${times(NODE_TARGET)}. Measured ${result.date.slice(0, 16).replace("T", " ")} UTC, ` +
         `load average ${result.load} before the section (a 2-core machine shared with other ` +
         "work: rates swing between rounds, the CPU rows much less). Each throughput figure " +
-        `runs ${result.budgetMs} ms after a ` +
-        "fifth of that as warm-up. Node's JSON mode cannot carry bytes: the raw row sends " +
+        `runs ${result.budgetMs} ms after a warm-up of half that and at least ` +
+        `${(result.warmUpOps ?? 1000).toLocaleString("en-US")} calls. ` +
+        "Node's JSON mode cannot carry bytes: the raw row sends " +
         "them as base64 there, as a JSON user would. The CPU rows are the user + system time " +
         "both processes used per call during those rows (`/proc/<pid>/stat`, 10 ms ticks): " +
         "other processes' load disturbs them far less than the rates.",

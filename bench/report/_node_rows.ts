@@ -44,6 +44,8 @@ export interface NodePeersResult {
   node: { version: string; source: string } | { missing: string };
   rounds: number;
   budgetMs: number;
+  /** The fewest warm-up calls before each row (absent from the first results: 1,000). */
+  warmUpOps?: number;
   /** When the section ran, and the 1-, 5- and 15-minute load averages before it. */
   date: string;
   load: string;
@@ -61,6 +63,7 @@ const CHILDREN = new URL("./children/", import.meta.url);
 export async function runNodePeers(
   rounds: number,
   budgetMs: number,
+  warmUpOps: number,
   log: (line: string) => void,
 ): Promise<NodePeersResult> {
   const node = await findNode();
@@ -71,6 +74,7 @@ export async function runNodePeers(
       : { version: node.version, source: node.source },
     rounds,
     budgetMs,
+    warmUpOps,
     date: new Date().toISOString(),
     load: loadAverage(),
     pinned,
@@ -85,7 +89,7 @@ export async function runNodePeers(
     );
     const placements = PLACEMENTS.filter((placement) => placement === "free" || pinned);
     // Module caches and the first-spawn costs, outside the figures.
-    for (const subject of subjects) await runSubject(subject, node, "free", 20, payloadFile);
+    for (const subject of subjects) await runSubject(subject, node, "free", 20, 0, payloadFile);
     for (const placement of placements) {
       const figures: Record<string, Record<NodeRow, number[]>> = {};
       for (const subject of subjects) figures[subject] = emptyRows();
@@ -96,7 +100,14 @@ export async function runNodePeers(
       for (const placement of placements) {
         const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]);
         for (const subject of order) {
-          const figures = await runSubject(subject, node, placement, budgetMs, payloadFile);
+          const figures = await runSubject(
+            subject,
+            node,
+            placement,
+            budgetMs,
+            warmUpOps,
+            payloadFile,
+          );
           for (const row of NODE_ROWS) result.figures[placement]![subject][row].push(figures[row]);
         }
       }
@@ -146,13 +157,14 @@ async function runSubject(
   node: NodeBinary,
   placement: Placement,
   budgetMs: number,
+  warmUpOps: number,
   payloadFile: string,
 ): Promise<RowFigures> {
   const [kind, mode] = subject.split(" ");
   const command = kind === "node"
     ? [node.path!, new URL("node_rows.mjs", CHILDREN).pathname, mode]
     : [Deno.execPath(), "run", "-A", new URL("conduit_rows.ts", CHILDREN).pathname, mode];
-  command.push(String(budgetMs), payloadFile);
+  command.push(String(budgetMs), payloadFile, String(warmUpOps));
   if (placement === "pinned") command.unshift("taskset", "-c", "0");
   const out = await new Deno.Command(command[0], {
     args: command.slice(1),

@@ -87,7 +87,12 @@ async function measure(): Promise<ReportResults> {
     log("streams");
     const streams = await runStreams(config, socketDir, log);
     log("node peers");
-    const nodePeers = await runNodePeers(config.nodeRounds, config.nodeBudgetMs, log);
+    const nodePeers = await runNodePeers(
+      config.nodeRounds,
+      config.nodeBudgetMs,
+      config.nodeWarmUpOps,
+      log,
+    );
     log("closer to the machine");
     const machine = await runMachine(config.machineRounds, config.machineScale, socketDir, log);
     env.loadAfter = loadAverage();

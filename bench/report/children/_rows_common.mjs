@@ -12,11 +12,12 @@ export const RAW_BYTES = 64 * 1024;
 /**
  * Measures the three rate rows: `echoStructured`, `echoRaw` and `echoSmall` each run one call
  * at a time (the pipelined row: 32 small calls at a time) for half of `budgetMs` and at least
- * 1,000 operations as warm-up, then for `budgetMs`. CPU per call counts our process and the peer's (`structuredPid` for the
+ * `warmUpOps` operations as warm-up, then for `budgetMs`. CPU per call counts our process and the peer's (`structuredPid` for the
  * structured and pipelined rows, `rawPid` for the raw one).
  *
  * @param {{
  *   budgetMs: number,
+ *   warmUpOps: number,
  *   structuredBytes: number,
  *   structuredPid: number,
  *   rawPid: number,
@@ -27,11 +28,11 @@ export const RAW_BYTES = 64 * 1024;
  * @returns {Promise<Record<string, number>>} The rows, as the section's `RowFigures` minus `spawnMs`.
  */
 export async function measureRows(rows) {
-  const { budgetMs, structuredBytes } = rows;
-  const structured = await perSecond(budgetMs, rows.structuredPid, rows.echoStructured);
-  const raw = await perSecond(budgetMs, rows.rawPid, rows.echoRaw);
+  const { structuredBytes } = rows;
+  const structured = await perSecond(rows, rows.structuredPid, rows.echoStructured);
+  const raw = await perSecond(rows, rows.rawPid, rows.echoRaw);
   const pipelined = await perSecond(
-    budgetMs,
+    rows,
     rows.structuredPid,
     () => Promise.all(Array.from({ length: 32 }, rows.echoSmall)),
   );
@@ -45,15 +46,14 @@ export async function measureRows(rows) {
   };
 }
 
-/** Warm-up before each row: this long, and at least `WARM_UP_OPS` operations. */
+/** Warm-up before each row: this share of the budget, and at least `warmUpOps` operations. */
 const WARM_UP_FRACTION = 0.5;
-const WARM_UP_OPS = 1000;
 
-async function perSecond(budgetMs, pid, op) {
+async function perSecond({ budgetMs, warmUpOps }, pid, op) {
   // JIT-compiled code paths (a JavaScript codec) need more calls than native JSON to reach
   // their steady state: a fifth of 400 ms was 160 calls, and CPU per call came out 3x higher.
   const [, warmed] = await runFor(op, budgetMs * WARM_UP_FRACTION);
-  for (let i = warmed; i < WARM_UP_OPS; i++) await op();
+  for (let i = warmed; i < warmUpOps; i++) await op();
   const cpu0 = cpuMs(process.pid) + cpuMs(pid);
   const [perSec, count] = await runFor(op, budgetMs);
   const cpu = cpuMs(process.pid) + cpuMs(pid) - cpu0;

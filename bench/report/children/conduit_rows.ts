@@ -4,7 +4,7 @@
 // them as one JSON line. The raw row has a worker of its own (the raw codec); spawn → first
 // reply is the structured one's.
 //
-//   deno run -A bench/report/children/conduit_rows.ts default|unix <budget ms> <payload.json>
+//   deno run -A bench/report/children/conduit_rows.ts default|unix <budget ms> <payload.json> [warm-up calls]
 
 import { rawCodec } from "../../../codecs/raw.ts";
 import { structuredCodec } from "../../../codecs/structured.ts";
@@ -12,7 +12,7 @@ import { spawnWorker, type SpawnWorkerOptions } from "../../../workers/spawn_wor
 import type { RowsWorkerApi } from "./conduit_rows_worker.ts";
 import { measureRows, RAW_BYTES, SMALL } from "./_rows_common.mjs";
 
-const [transport, budgetArg, payloadPath] = Deno.args;
+const [transport, budgetArg, payloadPath, warmUpArg] = Deno.args;
 const structured = JSON.parse(await Deno.readTextFile(payloadPath));
 const raw = new Uint8Array(RAW_BYTES).fill(0x5a);
 const WORKER = new URL("./conduit_rows_worker.ts", import.meta.url);
@@ -36,6 +36,7 @@ await rawWorker.remote.echo(new Uint8Array(1));
 
 const rows = await measureRows({
   budgetMs: Number(budgetArg),
+  warmUpOps: Number(warmUpArg ?? 1000),
   structuredBytes: new TextEncoder().encode(JSON.stringify(structured)).length,
   structuredPid: worker.pid,
   rawPid: rawWorker.pid,

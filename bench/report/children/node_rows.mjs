@@ -2,7 +2,7 @@
 // layer): forks node_rows_echo.mjs with `child_process.fork` IPC in the serialization mode
 // given, measures the rows of bench/report/_node_rows.ts and prints them as one JSON line.
 //
-//   node bench/report/children/node_rows.mjs json|advanced <budget ms> <payload.json>
+//   node bench/report/children/node_rows.mjs json|advanced <budget ms> <payload.json> [warm-up calls]
 //
 // The rows, the same as conduit's (children/conduit_rows.ts, timed by _rows_common.mjs):
 // - spawnMs: fork() → the first reply;
@@ -19,7 +19,7 @@ import { readFileSync } from "node:fs";
 import process from "node:process";
 import { measureRows, RAW_BYTES, SMALL } from "./_rows_common.mjs";
 
-const [serialization, budgetArg, payloadPath] = process.argv.slice(2);
+const [serialization, budgetArg, payloadPath, warmUpArg] = process.argv.slice(2);
 const structured = JSON.parse(readFileSync(payloadPath, "utf8"));
 const raw = Buffer.alloc(RAW_BYTES, 0x5a);
 
@@ -57,6 +57,7 @@ const echoRaw = serialization === "json"
 
 const rows = await measureRows({
   budgetMs: Number(budgetArg),
+  warmUpOps: Number(warmUpArg ?? 1000),
   structuredBytes: Buffer.byteLength(JSON.stringify(structured)),
   structuredPid: child.pid,
   rawPid: child.pid,
