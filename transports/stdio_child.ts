@@ -104,7 +104,7 @@ export function stdioTransport(options: StdioTransportOptions = {}): Transport {
 class StdioChannel implements ByteChannel {
   readonly label = "this process's stdio";
   readonly #syncWriteMaxBytes: number;
-  readonly #buffer = new ReadBuffer();
+  readonly #buffer = new ReadBuffer(undefined, true);
   readonly #stdinResizer: PipeResizer;
   readonly #stdoutResizer: PipeResizer;
 
