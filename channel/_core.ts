@@ -13,6 +13,7 @@ import type { MethodCodecs } from "./_codecs.ts";
 import { conduitWire } from "./_conduit_wire.ts";
 import { Deadlines } from "./_deadlines.ts";
 import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
+import { IdleTimer } from "./_idle.ts";
 import { IncomingCalls } from "./_incoming.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
@@ -37,6 +38,8 @@ export interface CoreConfig {
   drainTimeout: number;
   writeHighWaterMark: number;
   heartbeat: HeartbeatConfig | undefined;
+  /** Close gracefully after this long with no frame and nothing in flight (Infinity: never). */
+  idleTimeout: number;
   trustPeer: boolean;
   errorClasses: Map<string, ErrorClass>;
   onNotificationError: (error: unknown, method: string) => void;
@@ -72,6 +75,9 @@ export class ChannelCore implements LifecycleEvents {
   readonly #deadlines: Deadlines;
   readonly #reading: Promise<void>;
   #heartbeat: Heartbeat | undefined;
+  #idle: IdleTimer | undefined;
+  /** When this side last started or finished a call or sent a notification. */
+  #activeAt = 0;
   #closeController: AbortController | undefined;
   #shutdown: Promise<void> | undefined;
   readonly #codecsFor: (method: string) => MethodCodecs;
@@ -104,7 +110,10 @@ export class ChannelCore implements LifecycleEvents {
       ? () => defaultCodecs
       : (method: string) => methodCodecs.get(method) ?? defaultCodecs;
     const ring = Math.min(config.maxInFlight, MAX_ID_RING);
-    const onIdle = () => this.#maybeFinishClose();
+    const onIdle = () => {
+      this.#activeAt = performance.now();
+      this.#maybeFinishClose();
+    };
     this.#deadlines = new Deadlines((now) =>
       Math.min(this.#outgoing.expire(now), this.#incoming.expire(now))
     );
@@ -158,6 +167,7 @@ export class ChannelCore implements LifecycleEvents {
 
   /** Starts a call; the returned object is both the promise and the stream of its result. */
   call(method: string, param: unknown, options: CallOptions | undefined): OutgoingCall {
+    if (this.#idle !== undefined) this.#activeAt = performance.now();
     return this.#outgoing.call(method, param, options);
   }
 
@@ -168,6 +178,7 @@ export class ChannelCore implements LifecycleEvents {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
     this.#wire.outbox.notify(method, this.#codecsFor(method).param, param);
+    if (this.#idle !== undefined) this.#activeAt = performance.now();
   }
 
   /** The outbox's room below its high-water mark while open, else 0. */
@@ -238,6 +249,7 @@ export class ChannelCore implements LifecycleEvents {
           ),
       });
     }
+    this.#startIdleTimer();
     this.#opened.resolve();
   }
 
@@ -423,9 +435,23 @@ export class ChannelCore implements LifecycleEvents {
     await this.#reading;
   }
 
+  #startIdleTimer(): void {
+    const timeout = this.#config.idleTimeout;
+    if (timeout === Infinity) return;
+    this.#activeAt = performance.now();
+    this.#idle = new IdleTimer(timeout, {
+      lastActivity: () => Math.max(this.#activeAt, this.#deadlines.receivedAt),
+      busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
+      idle: () => {
+        if (this.#life.open) this.#startClosing();
+      },
+    });
+  }
+
   #stopTimers(): void {
     this.#deadlines.stop();
     this.#heartbeat?.stop();
+    this.#idle?.stop();
   }
 
   #settled(): Promise<void> {

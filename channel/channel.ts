@@ -144,6 +144,15 @@ export interface ChannelOptions<Local extends object = object> {
    * @default {DEFAULT_WRITE_HIGH_WATER_MARK} (1 MiB)
    */
   writeHighWaterMark?: number;
+  /**
+   * Close gracefully (GOODBYE, then drain) once no frame has passed in either direction and
+   * nothing has been in flight for this long, in milliseconds, after the handshake. A PING
+   * counts as a frame, so a peer with a {@linkcode ChannelOptions.heartbeat} is never idle.
+   * `serve()` sets it for every connection it accepts (`DEFAULT_IDLE_TIMEOUT`).
+   *
+   * @default {Infinity} (never)
+   */
+  idleTimeout?: number;
   /** Send PINGs and close if the peer goes silent. Off unless given. */
   heartbeat?: HeartbeatOptions;
   /**
@@ -286,6 +295,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
           0,
         ),
         heartbeat,
+        idleTimeout: positive("idleTimeout", options.idleTimeout ?? Infinity),
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
         errorClasses,
         onNotificationError: options.onNotificationError ?? reportNotificationError,

@@ -42,3 +42,4 @@ export {
   encodeNotify,
 } from "../protocol/_encode.ts";
 export * from "./error_codec.ts";
+export * from "./serve.ts";
