@@ -20,7 +20,7 @@ import { OutgoingCalls } from "./_outgoing.ts";
 import { isAsyncIterable, type OutgoingCall } from "./_outgoing_call.ts";
 import type { LifecycleEvents, Wire, WireFactory } from "./_wire.ts";
 import type { ErrorClass } from "./error_codec.ts";
-import { ConnectionClosedError, HandshakeError } from "./errors.ts";
+import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
 
 export type { PeerInfo };
@@ -38,6 +38,8 @@ export interface CoreConfig {
   drainTimeout: number;
   writeHighWaterMark: number;
   heartbeat: HeartbeatConfig | undefined;
+  /** The shared secret the peer must prove it holds (see `ChannelOptions.auth`). */
+  secret?: Uint8Array;
   /** Close gracefully after this long with no frame and nothing in flight (Infinity: never). */
   idleTimeout: number;
   trustPeer: boolean;
@@ -101,6 +103,7 @@ export class ChannelCore implements LifecycleEvents {
       writeHighWaterMark: config.writeHighWaterMark,
       trustPeer: config.trustPeer,
       errorClasses: config.errorClasses,
+      secret: config.secret,
       onWriteFailure: (error) =>
         this.#fail(new ConnectionClosedError("Writing to the transport failed", { cause: error })),
     });
@@ -255,7 +258,7 @@ export class ChannelCore implements LifecycleEvents {
 
   refused(code: string, message: string, goodbye: boolean): void {
     if (!this.#life.handshaking) return;
-    const error = new HandshakeError(code, message);
+    const error = handshakeError(code, message);
     this.#fail(
       new ConnectionClosedError("The handshake failed", { cause: error }),
       goodbye ? { code, reason: message } : undefined,
@@ -484,4 +487,11 @@ export class ChannelCore implements LifecycleEvents {
       life.failure && { cause: life.failure },
     );
   }
+}
+
+/** A failed handshake's error: an AuthenticationError for the authentication codes. */
+function handshakeError(code: string, message: string): HandshakeError {
+  return code === "auth_failed" || code === "auth_required"
+    ? new AuthenticationError(code, message)
+    : new HandshakeError(code, message);
 }
