@@ -55,6 +55,8 @@ export class IdTable<T extends HasId> {
 
   /** Every value; deleting while iterating is allowed. */
   *values(): IterableIterator<T> {
+    // A connection that ends with nothing in flight (most hostile ones) skips the ring's scan.
+    if (this.#size === 0) return;
     for (const value of this.#slots) if (value !== undefined) yield value;
     yield* this.#overflow.values();
   }
