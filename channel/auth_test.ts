@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
+import { concat } from "../framing/_test_util.ts";
 import { AUTH_KIND, authProof, toHex } from "../protocol/auth.ts";
 import { parseGoodbye } from "../protocol/handshake.ts";
 import { memory, tcp, tls, type TransportKind, unix } from "../transports/_test_pairs.ts";
@@ -37,16 +38,6 @@ function recording(transport: Transport): { transport: Transport; written: Uint8
       [Symbol.asyncDispose]: () => transport.close(),
     },
   };
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
 }
 
 function contains(haystack: Uint8Array, needle: Uint8Array): boolean {

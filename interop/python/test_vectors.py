@@ -272,23 +272,20 @@ def main(argv: list[str]) -> int:
             print(f"FAIL extra/{name} ({why}): {problem}")
         if verbose and not problems:
             print(f"ok   extra/{name}: expected {why!r}; got {got!r}")
-    for name, problems in asyncio.run(play_all(vectors["sequences"])):
+    checked = [(f"sequence/{name}", problems)
+               for name, problems in asyncio.run(play_all(vectors["sequences"]))]
+    checked += [(f"auth/{vector['name']}", check_auth(vector))
+                for vector in vectors["auth"]["cases"]]
+    for label, problems in checked:
         failures += bool(problems)
         for problem in problems:
-            print(f"FAIL sequence/{name}: {problem}")
+            print(f"FAIL {label}: {problem}")
         if verbose and not problems:
-            print(f"ok   sequence/{name}")
+            print(f"ok   {label}")
     for hello in (v for v in vectors["valid"] if v["frame"]["kind"] == "hello"):
         if len(bytes.fromhex(hello["hex"])) - 4 > MIN_MAX_FRAME_BYTES:
             failures += 1
             print(f"FAIL the HELLO vector {hello['name']} is longer than 1024 bytes")
-    for vector in vectors["auth"]["cases"]:
-        problems = check_auth(vector)
-        failures += bool(problems)
-        for problem in problems:
-            print(f"FAIL auth/{vector['name']}: {problem}")
-        if verbose and not problems:
-            print(f"ok   auth/{vector['name']}")
     total = (len(vectors["valid"]) + len(vectors["invalid"]) + len(EXTRA_INVALID) +
              len(vectors["sequences"]["cases"]) + len(vectors["auth"]["cases"]))
     print(f"{total - failures}/{total} vectors match the Python peer "
