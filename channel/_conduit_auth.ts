@@ -12,7 +12,7 @@ import {
   authProof,
   constantTimeEqual,
 } from "../protocol/auth.ts";
-import type { PeerInfo } from "../protocol/handshake.ts";
+import type { HelloAuth } from "../protocol/handshake.ts";
 
 /** What the authentication step does to the connection. */
 export interface AuthHost {
@@ -44,8 +44,7 @@ export class ConduitAuth {
   }
 
   /** The peer's HELLO passed its checks: starts the step, or refuses its `auth`. */
-  start(peer: PeerInfo, host: AuthHost): void {
-    const auth = peer.auth;
+  start(auth: HelloAuth | undefined, host: AuthHost): void {
     if (auth === undefined) {
       return host.refused(
         "auth_required",

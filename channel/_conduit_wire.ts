@@ -157,14 +157,14 @@ export class ConduitWire implements Wire, FrameSink {
     const peer = outcome.peer;
     const auth = this.#auth;
     if (auth === undefined) {
-      if (peer.auth === undefined) return this.#established(peer);
+      if (outcome.auth === undefined) return this.#established(peer);
       return this.#lifecycle.refused(
         "auth_required",
         "The peer requires authentication and this side has no shared secret (the auth option)",
         true,
       );
     }
-    auth.start(peer, {
+    auth.start(outcome.auth, {
       send: (proof) => this.outbox.auth(proof),
       established: () => this.#established(peer),
       refused: (code, message) => this.#lifecycle.refused(code, message, true),

@@ -36,6 +36,7 @@ export {
 } from "./channel.ts";
 // Only `openChannel` opens a channel: the class is public as a type, its constructor is not.
 export type {
+  AuthOptions,
   Channel,
   ChannelOptions,
   Codec,

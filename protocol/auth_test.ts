@@ -12,8 +12,8 @@ for (const vector of vectors.auth.cases) {
     const a = parseHello(new TextEncoder().encode(vector.helloA), "json");
     const b = parseHello(new TextEncoder().encode(vector.helloB), "json");
     assert.ok(a.ok && b.ok);
-    const nonceA = a.peer.auth!.nonce!;
-    const nonceB = b.peer.auth!.nonce!;
+    const nonceA = a.auth!.nonce!;
+    const nonceB = b.auth!.nonce!;
     assert.equal(toHex(nonceA), vector.nonceA);
     assert.equal(toHex(nonceB), vector.nonceB);
     const proofA = await authProof(secret, nonceA, nonceB);

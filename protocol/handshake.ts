@@ -50,8 +50,6 @@ export interface PeerInfo {
   readonly streamWindowBytes: number;
   /** The extensions the peer understands. */
   readonly features: readonly string[];
-  /** The authentication the peer asks for (docs/protocol.md §5.1); absent when none. */
-  readonly auth?: HelloAuth;
 }
 
 /** HELLO's `auth` field: the peer requires authentication by `method`, with its `nonce`. */
@@ -81,7 +79,12 @@ export interface HelloOptions {
  * it with.
  */
 export type HelloOutcome =
-  | { readonly ok: true; readonly peer: PeerInfo }
+  | {
+    readonly ok: true;
+    readonly peer: PeerInfo;
+    /** The authentication the peer asks for (docs/protocol.md §5.1); absent when none. */
+    readonly auth?: HelloAuth;
+  }
   | { readonly ok: false; readonly code: string; readonly message: string };
 
 /** Why a peer closes: a GOODBYE body (both fields absent for a graceful close). */
@@ -204,8 +207,8 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
       maxInFlight: values[1],
       streamWindowBytes: values[2],
       features: features as string[],
-      ...(auth && { auth: { method: auth.method as string, nonce: parseNonce(auth.nonce) } }),
     },
+    ...(auth && { auth: { method: auth.method as string, nonce: parseNonce(auth.nonce) } }),
   };
 }
 
