@@ -7,7 +7,10 @@ import { parseGoodbye } from "../protocol/handshake.ts";
 import { memory, tcp, tls, type TransportKind, unix } from "../transports/_test_pairs.ts";
 import { connectTls, listenTls } from "../transports/tcp.ts";
 import type { Transport } from "../transports/types.ts";
+import { LSP_DIALECT } from "../jsonrpc/dialect.ts";
+import { jsonRpcWire } from "./_jsonrpc_wire.ts";
 import { helloBody } from "./_test_raw_peer.ts";
+import { WIRE_OPTION } from "./_wire.ts";
 import { openChannel } from "./channel.ts";
 import { AuthenticationError } from "./errors.ts";
 import { serve } from "./serve.ts";
@@ -292,4 +295,20 @@ Deno.test("auth: an empty secret is refused", () => {
     (async () => await openChannel(transport, { codec, auth: { secret: "" } }))(),
     TypeError,
   );
+});
+
+Deno.test("auth: a wire without a handshake (JSON-RPC) refuses a secret instead of ignoring it", async () => {
+  const { a, b, cleanup } = await pair(memory);
+  const wire = jsonRpcWire({
+    framing: "content-length",
+    dialect: LSP_DIALECT,
+    onProtocolError: () => {},
+  });
+  await assert.rejects(
+    async () =>
+      await openChannel(a, { codec, auth: { secret: SECRET }, [WIRE_OPTION]: wire } as never),
+    TypeError,
+  );
+  await b.close();
+  await cleanup();
 });
