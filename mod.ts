@@ -43,6 +43,9 @@ export type {
 export type {
   AnyHandler,
   CallOptions,
+  CheckedHandlers,
+  HandlerTakesOneParam,
+  IsOneParamHandler,
   MethodName,
   ParamOf,
   RemoteArgs,

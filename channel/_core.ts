@@ -62,6 +62,17 @@ const EARLY_WRITE_FRAMES = 32;
 /** How long a failing channel waits to flush its goodbye before dropping the transport. */
 const FAILURE_FLUSH_MS = 1000;
 
+/** Each channel's engine, for what the workers layer asks of it beyond the public API. */
+const cores = new WeakMap<object, ChannelCore>();
+
+/**
+ * Whether `channel`'s timers (deadlines, heartbeat) keep the process alive: an unref'd
+ * worker lets go of them while it is idle.
+ */
+export function holdProcess(channel: object, hold: boolean): void {
+  cores.get(channel)?.holdProcess(hold);
+}
+
 /** The channel's engine (one per connection). */
 export class ChannelCore implements LifecycleEvents {
   /** The peer's HELLO, once the handshake succeeded. */
@@ -80,6 +91,8 @@ export class ChannelCore implements LifecycleEvents {
   #idle: IdleTimer | undefined;
   /** When this side last started or finished a call or sent a notification. */
   #activeAt = 0;
+  /** Whether the channel's timers keep the process alive (see holdProcess). */
+  #hold = true;
   #closeController: AbortController | undefined;
   #shutdown: Promise<void> | undefined;
   readonly #codecsFor: (method: string) => MethodCodecs;
@@ -92,6 +105,7 @@ export class ChannelCore implements LifecycleEvents {
   ) {
     this.#transport = transport;
     this.#config = config;
+    cores.set(channel, this);
     // Both are reported through the public API; keep them from surfacing as unhandled.
     this.#opened.promise.catch(() => {});
     this.#closed.promise.catch(() => {});
@@ -228,6 +242,17 @@ export class ChannelCore implements LifecycleEvents {
     return this.#settled();
   }
 
+  /**
+   * Whether the channel's timers (deadlines, heartbeat) keep the process alive; an unref'd
+   * worker's channel lets go of them while idle.
+   */
+  holdProcess(hold: boolean): void {
+    this.#hold = hold;
+    this.#deadlines.hold(hold);
+    this.#heartbeat?.hold(hold);
+    this.#idle?.hold(hold);
+  }
+
   // ---------------------------------------------------------------- LifecycleEvents
 
   established(peer: PeerInfo): void {
@@ -251,6 +276,7 @@ export class ChannelCore implements LifecycleEvents {
             true,
           ),
       });
+      if (!this.#hold) this.#heartbeat.hold(false);
     }
     this.#startIdleTimer();
     this.#opened.resolve();
@@ -449,6 +475,7 @@ export class ChannelCore implements LifecycleEvents {
         if (this.#life.open) this.#startClosing();
       },
     });
+    if (!this.#hold) this.#idle.hold(false);
   }
 
   #stopTimers(): void {

@@ -17,6 +17,7 @@ export class IdleTimer {
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #timeout: number;
   readonly #host: IdleHost;
+  #held = true;
 
   constructor(timeout: number, host: IdleHost) {
     this.#timeout = timeout;
@@ -29,8 +30,17 @@ export class IdleTimer {
     this.#timer = undefined;
   }
 
+  /** Whether the timer keeps the process alive (see ChannelCore.holdProcess). */
+  hold(yes: boolean): void {
+    this.#held = yes;
+    if (this.#timer === undefined) return;
+    if (yes) Deno.refTimer(this.#timer);
+    else Deno.unrefTimer(this.#timer);
+  }
+
   #schedule(delay: number): void {
     this.#timer = setTimeout(() => this.#check(), delay);
+    if (!this.#held) Deno.unrefTimer(this.#timer);
   }
 
   #check(): void {
