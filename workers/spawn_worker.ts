@@ -51,6 +51,7 @@ export type { WorkerHandle, WorkerPermissions };
 // The channel types this API shows, so that its documentation is complete on its own.
 export type * from "../channel/types.ts";
 export type {
+  AuthOptions,
   Channel,
   ChannelOptions,
   HeartbeatOptions,
