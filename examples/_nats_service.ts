@@ -5,14 +5,14 @@
  *
  *   deno run -A examples/_nats_service.ts <nats server> <instance id>
  *
- * It prints `ready` once it listens, and runs until it is stopped (SIGTERM: a graceful close,
- * announced to the pool) or killed.
+ * It serves with `serve()` over a `listenNats` listener, prints `ready` once it listens, and
+ * runs until it is stopped (SIGTERM: a graceful close, announced to the pool) or killed.
  *
  * @module
  */
 
 import { connect } from "@nats-io/transport-node";
-import { type Channel, openChannel } from "@conduit/ipc/channel";
+import { serve } from "@conduit/ipc/channel";
 import { jsonCodec } from "@conduit/ipc/codecs/json";
 import { listenNats } from "@conduit/ipc/transports/nats";
 import { countPrimes, type Range } from "./_primes.ts";
@@ -29,22 +29,19 @@ export interface PrimeServiceApi {
 if (import.meta.main) {
   const [server, instance] = Deno.args;
   const nc = await connect({ servers: server });
-  const listener = await listenNats(nc, SUBJECT, { queue: SUBJECT, instance });
   const handlers = {
     countPrimes: (range: Range) => ({ instance, count: countPrimes(range) }),
   };
-  const channels = new Set<Channel>();
+  // serve(): one channel per connection the listener yields, closed gracefully on SIGTERM.
+  const service = serve(await listenNats(nc, SUBJECT, { queue: SUBJECT, instance }), {
+    codec: jsonCodec(),
+    handlers,
+  });
   Deno.addSignalListener("SIGTERM", async () => {
-    await listener.close();
-    await Promise.all([...channels].map((channel) => channel.close()));
+    await service.close();
     await nc.close();
     Deno.exit(0);
   });
   console.log("ready");
-  for await (const transport of listener) {
-    openChannel(transport, { codec: jsonCodec(), handlers }).then((channel) => {
-      channels.add(channel);
-      channel.closed.catch(() => {}).finally(() => channels.delete(channel));
-    }, () => {});
-  }
+  await service.finished;
 }
