@@ -53,6 +53,7 @@ import { DEFAULT_POOL_MAX_QUEUED } from "./worker_pool.ts";
 // The types and errors this API shows, so that its documentation is complete on its own.
 export type * from "../channel/types.ts";
 export type {
+  AuthOptions,
   Channel,
   ChannelOptions,
   HeartbeatOptions,
