@@ -278,6 +278,7 @@ export class ChannelCore implements LifecycleEvents {
     const reader = wire.reader();
     const deadlines = this.#deadlines;
     const life = this.#life;
+    const incoming = this.#incoming;
     try {
       while (true) {
         const { value, done } = await reader.read();
@@ -290,6 +291,13 @@ export class ChannelCore implements LifecycleEvents {
         while ((frame = decoder.next()) !== undefined) {
           wire.read(frame);
           if (life.closed) return;
+          if (incoming.holding) {
+            // The peer sent more calls than it has read answers for: read nothing more from
+            // it until one is answered and written (the rest of the chunk waits too).
+            wire.outbox.writeQueued();
+            await incoming.serveHeld();
+            if (life.closed) return;
+          }
           if (++dispatched === EARLY_WRITE_FRAMES) wire.outbox.writeQueued();
         }
       }

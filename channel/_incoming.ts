@@ -14,6 +14,16 @@ import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
 
+/** A CALL held back while the peer is over its limit: served once a slot frees. */
+interface HeldCall {
+  readonly id: number;
+  readonly method: string;
+  readonly body: unknown;
+  readonly timeoutMs: number;
+  readonly streamParam: boolean;
+  readonly receivedAt: number;
+}
+
 /** What the registry needs from the channel. */
 export interface IncomingOptions {
   /** The public channel, for `ctx.channel`. */
@@ -37,16 +47,32 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   readonly #handlerCache = new Map<string, Handler>();
   readonly #notificationContexts = new Map<string, NotificationContext>();
   #maxPeerId = 0;
+  /**
+   * Terminal frames queued for the peer and perhaps not written yet: a call counts against
+   * `maxInFlight` until its answer has left, so a peer that never reads its answers cannot
+   * make this side queue them without bound. Counted down when a flush settles.
+   */
+  #unwritten = 0;
+  /** #unwritten at which a flush is asked for, to count down what has been written. */
+  readonly #countAt: number;
+  /** The count in progress: settles once the answers it counted are written. */
+  #counting: Promise<void> | undefined;
+  /** The CALL past the limit, until it can be served; the read loop waits meanwhile. */
+  #held: HeldCall | undefined;
+  #room: PromiseWithResolvers<void> | undefined;
 
   constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: IncomingOptions) {
     super(wire, life, deadlines, options.ring);
     this.channel = options.channel;
     this.#options = options;
+    this.#countAt = Math.max(1, options.maxInFlight >> 2);
   }
 
   finished(call: IncomingCall): void {
     call.finish();
     this.calls.delete(call.id);
+    if (++this.#unwritten >= this.#countAt && this.#counting === undefined) this.#countWritten();
+    this.#room?.resolve();
     if (this.life.closing) this.#options.onIdle();
   }
 
@@ -54,6 +80,47 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   dropAll(error: unknown): void {
     for (const call of this.calls.values()) call.drop(error);
     this.calls.clear();
+    this.#held = undefined;
+    this.#room?.resolve();
+  }
+
+  /**
+   * Whether a CALL is held back because the peer has `maxInFlight` calls unanswered (being
+   * served, or answered but the answer not yet written): the read loop stops reading until
+   * {@linkcode serveHeld} returns.
+   */
+  get holding(): boolean {
+    return this.#held !== undefined;
+  }
+
+  /**
+   * Waits for room below `maxInFlight` (a call finishes, or answers queued are written),
+   * then serves the held CALL. Returns at once when the connection is gone.
+   */
+  async serveHeld(): Promise<void> {
+    const max = this.#options.maxInFlight;
+    for (let held = this.#held; held !== undefined; held = this.#held) {
+      if (this.calls.size + this.#unwritten < max) {
+        this.#held = undefined;
+        this.#serve(
+          held.id,
+          held.method,
+          held.body,
+          held.timeoutMs,
+          held.streamParam,
+          held.receivedAt,
+        );
+        return;
+      }
+      if (this.#unwritten > 0) {
+        await (this.#counting ?? this.#countWritten());
+        if (this.life.closed) return;
+      } else {
+        this.#room = Promise.withResolvers();
+        await this.#room.promise;
+        this.#room = undefined;
+      }
+    }
   }
 
   /** Stops the calls whose deadline is at or before `now`; returns the next deadline. */
@@ -82,15 +149,24 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         `${names.call} ${id} ("${method}") after the peer's ${names.goodbye}`,
       );
     }
-    const outbox = this.wire.outbox;
-    if (this.calls.size >= this.#options.maxInFlight) {
-      outbox.failCall(id, {
-        name: "TooManyCallsError",
-        message: `Call ${id} ("${method}") exceeds maxInFlight (${this.#options.maxInFlight})`,
-        code: "too_many_calls",
-      });
+    if (this.calls.size + this.#unwritten >= this.#options.maxInFlight) {
+      // Beyond what a peer that reads its answers can send: hold it, and stop reading.
+      const receivedAt = this.deadlines.receivedAt;
+      this.#held = { id, method, body, timeoutMs, streamParam, receivedAt };
       return;
     }
+    this.#serve(id, method, body, timeoutMs, streamParam, this.deadlines.receivedAt);
+  }
+
+  #serve(
+    id: number,
+    method: string,
+    body: unknown,
+    timeoutMs: number,
+    streamParam: boolean,
+    receivedAt: number,
+  ): void {
+    const outbox = this.wire.outbox;
     const handler = this.#handler(method);
     if (handler === undefined) {
       outbox.failCall(id, {
@@ -119,7 +195,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
     this.calls.add(call);
     if (timeoutMs > 0) {
-      call.setDeadline(this.deadlines.receivedAt, timeoutMs);
+      call.setDeadline(receivedAt, timeoutMs);
       this.deadlines.arm(call.deadlineAt);
     }
     let result: unknown;
@@ -228,6 +304,23 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       throw new ProtocolError(`${what} for call ${call.id} after its param stream ended`);
     }
     return inbox;
+  }
+
+  /**
+   * Asks the outbox when the answers queued so far are written, to count them down then; the
+   * promise never rejects (a failed write fails the channel, which drops everything).
+   */
+  #countWritten(): Promise<void> {
+    const counted = this.#unwritten;
+    return this.#counting = this.wire.outbox.flush().then(
+      () => {
+        this.#unwritten -= counted;
+        this.#counting = undefined;
+      },
+      () => {
+        this.#counting = undefined;
+      },
+    );
   }
 
   #creditError(id: number): ProtocolError {

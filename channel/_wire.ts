@@ -56,7 +56,7 @@
  * callback; nothing else in the engine changes for them.
  *
  * **Errors.** The engine writes an error as a value (`resultError`, `paramError`) or as the
- * fields of one it made itself (`failCall`: `too_many_calls`, `method_not_found`,
+ * fields of one it made itself (`failCall`: `method_not_found`,
  * `invalid_param`, `cancelled`, `deadline_exceeded`); the wire maps them to its form
  * (conduit's error body, docs/protocol.md §8; JSON-RPC's `{ code, message, data }` with
  * -32601 for `method_not_found` and -32602 for `invalid_param`).
