@@ -84,7 +84,12 @@ export class ConduitWire implements Wire, FrameSink {
     this.#hello = hello;
     this.#transport = transport;
     this.#options = options;
-    this.decoder = new FrameDecoder({ maxFrameBytes: options.maxFrameBytes });
+    // Until the peer's HELLO is accepted, nothing larger than a HELLO is read, checked from
+    // the header (docs/protocol.md §2): an unauthenticated peer can make this side buffer
+    // at most that much. The channel's own limit applies once the handshake succeeds.
+    this.decoder = new FrameDecoder({
+      maxFrameBytes: Math.min(MAX_CONTROL_FRAME_BYTES, options.maxFrameBytes),
+    });
     const writer = new FrameWriter(transport.writable, {
       maxFrameBytes: 0xffff_ffff,
       highWaterMark: options.writeHighWaterMark,
@@ -148,6 +153,7 @@ export class ConduitWire implements Wire, FrameSink {
     const outcome = parseHello(envelope.body, this.#options.codec);
     if (!outcome.ok) return this.#lifecycle.refused(outcome.code, outcome.message, true);
     this.#greeted = true;
+    this.decoder.maxFrameBytes = this.#options.maxFrameBytes;
     this.outbox.setPeer(outcome.peer);
     this.#lifecycle.established(outcome.peer);
   }

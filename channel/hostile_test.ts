@@ -306,3 +306,22 @@ for (const kind of transportKinds) {
     );
   });
 }
+
+for (const kind of transportKinds) {
+  Deno.test(`hostile peer over ${kind.name}: a 2 MiB HELLO is refused from its header`, async () => {
+    const pair = await kind.pair();
+    const peer = new RawPeer(pair.b);
+    // Long enough that a channel waiting for the body would fail with handshake_timeout.
+    const opening = openChannel(pair.a, { codec: jsonCodec(), handshakeTimeout: 20_000 });
+    // The header of a 2 MiB frame, and nothing of its body.
+    await peer.sendBytes(new Uint8Array([0, 0x20, 0, 0]));
+    const error = await opening.catch((e) => e);
+    assert.ok(error instanceof HandshakeError, String(error));
+    assert.equal(error.code, "protocol_error");
+    assert.match(error.message, /2097152 bytes exceeds maxFrameBytes \(1024\)/);
+    const goodbye = await peer.goodbye();
+    assert.equal(goodbye.code, "protocol_error");
+    await peer.close();
+    await pair.cleanup();
+  });
+}
