@@ -325,3 +325,32 @@ for (const kind of transportKinds) {
     await pair.cleanup();
   });
 }
+
+for (const kind of transportKinds) {
+  Deno.test(`hostile peer over ${kind.name}: calls past maxInFlight wait, unread`, async () => {
+    await using t = await underTest(kind, { maxInFlight: 2 });
+    const call = (id: number, method: string, timeoutMs: number, body: unknown) =>
+      t.peer.send({ kind: "call", id, flags: 0, timeoutMs, method, body: json(body) });
+    // Two calls that end only at their deadlines fill maxInFlight; the third is held and
+    // nothing after it is read (the PING stays unanswered) until one of them ends.
+    await call(1, "wait", 50, 0);
+    await call(2, "wait", 50, 0);
+    await call(3, "add", 0, { a: 1, b: 2 });
+    await t.peer.send({ kind: "ping", nonce: 9 });
+    const seen: string[] = [];
+    while (!seen.includes("pong")) {
+      const frame = await t.peer.next();
+      assert.ok(frame !== undefined, `the channel closed after ${seen.join(", ")}`);
+      if (frame.kind === "error") {
+        const body = JSON.parse(new TextDecoder().decode(frame.body));
+        seen.push(`error ${frame.id} ${body.code}`);
+      } else if (frame.kind === "result") seen.push(`result ${frame.id}`);
+      else seen.push(frame.kind);
+    }
+    assert.deepEqual(seen.slice(-2), ["result 3", "pong"]);
+    assert.deepEqual(seen.slice(0, -2).sort(), [
+      "error 1 deadline_exceeded",
+      "error 2 deadline_exceeded",
+    ]);
+  });
+}
