@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { jsonCodec } from "../codecs/json.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
+import { encodeEnvelope } from "../protocol/envelope.ts";
 import { json, RawPeer } from "./_test_raw_peer.ts";
 import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
@@ -352,5 +353,74 @@ for (const kind of transportKinds) {
       "error 1 deadline_exceeded",
       "error 2 deadline_exceeded",
     ]);
+  });
+}
+
+for (const kind of transportKinds) {
+  const test = (name: string, fn: () => Promise<void>) =>
+    Deno.test(`hostile peer over ${kind.name}: ${name}`, fn);
+
+  test("errors fit a peer that takes 1024-byte frames; the channel stays up", async () => {
+    const fail = (size: number) => {
+      const big = "é".repeat(size);
+      throw Object.assign(
+        new RangeError(`too big: ${big}`, {
+          cause: new Error(big, { cause: new Error(big) }),
+        }),
+        { code: "E_BIG", data: { big } },
+      );
+    };
+    await using t = await underTest(
+      kind,
+      { handlers: { ...handlers, fail }, trustPeer: true },
+      { maxFrameBytes: 1024 },
+    );
+    const decode = (body: Uint8Array) => JSON.parse(new TextDecoder().decode(body));
+    // An unknown method of 1,000 bytes, echoed back in the error's message.
+    const method = "m".repeat(1000);
+    await t.peer.send({ kind: "call", id: 1, flags: 0, timeoutMs: 0, method, body: json(0) });
+    const unknown = await t.peer.nextOf("error");
+    assert.ok(encodeEnvelope(unknown!).length <= 1024, `${encodeEnvelope(unknown!).length}`);
+    assert.equal(decode(unknown!.body).code, "method_not_found");
+    assert.match(decode(unknown!.body).message, /^No method named "m+…$/);
+    // A handler's error with a big message, data, causes and stack.
+    for (const [id, size] of [[2, 100], [3, 5000]]) {
+      await t.peer.send({
+        kind: "call",
+        id,
+        flags: 0,
+        timeoutMs: 0,
+        method: "fail",
+        body: json(size),
+      });
+      const error = await t.peer.nextOf("error");
+      assert.ok(encodeEnvelope(error!).length <= 1024, `${encodeEnvelope(error!).length}`);
+      const body = decode(error!.body);
+      assert.equal(body.name, "RangeError");
+      assert.equal(body.code, "E_BIG");
+      assert.match(body.message, /^too big: é+/);
+    }
+    // A cancel whose reason is too long for the peer.
+    const controller = new AbortController();
+    const pending = t.channel.remote.wait(0, { signal: controller.signal }).catch((e) => e);
+    await t.peer.nextOf("call");
+    controller.abort("x".repeat(5000));
+    await pending;
+    const cancel = await t.peer.nextOf("cancel");
+    assert.ok(encodeEnvelope(cancel!).length <= 1024, `${encodeEnvelope(cancel!).length}`);
+    // Both directions still work.
+    await t.peer.send({
+      kind: "call",
+      id: 4,
+      flags: 0,
+      timeoutMs: 0,
+      method: "add",
+      body: json({ a: 2, b: 3 }),
+    });
+    assert.deepEqual(await t.peer.nextOf("result"), { kind: "result", id: 4, body: json(5) });
+    const sum = t.channel.remote.add({ a: 1, b: 1 });
+    const call = await t.peer.nextOf("call");
+    await t.peer.send({ kind: "result", id: call!.id, body: json(2) });
+    assert.equal(await sum, 2);
   });
 }
