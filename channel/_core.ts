@@ -5,7 +5,7 @@
 // transport write. The engine knows the wire only through the seam in _wire.ts.
 
 import type { Codec } from "../codecs/types.ts";
-import { FramingError } from "../errors.ts";
+import { FrameTooLargeError, FramingError } from "../errors.ts";
 import type { PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
@@ -307,7 +307,12 @@ export class ChannelCore implements LifecycleEvents {
     } catch (error) {
       if (life.closed) return;
       if (error instanceof ProtocolError) this.#protocolFailure(error);
-      else if (error instanceof FramingError) {
+      else if (error instanceof FrameTooLargeError && life.handshaking) {
+        // The wire reads with the smallest limit until the handshake is done.
+        const message = `A frame of ${error.size} bytes before the handshake, where frames ` +
+          `are at most ${error.limit} bytes until the peer's HELLO is accepted`;
+        this.#protocolFailure(new ProtocolError(message, { cause: error }));
+      } else if (error instanceof FramingError) {
         this.#protocolFailure(new ProtocolError(error.message, { cause: error }));
       } else {
         this.#fail(
