@@ -129,7 +129,11 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   decodeError(body: unknown, method: string | undefined): Error {
-    return decodeErrorBody(body as Uint8Array, { classes: this.#options.errorClasses, method });
+    return decodeErrorBody(body as Uint8Array, {
+      classes: this.#options.errorClasses,
+      method,
+      stack: this.#options.trustPeer,
+    });
   }
 
   #handshake(frame: Uint8Array): void {

@@ -332,14 +332,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   #handler(method: string): Handler | undefined {
     const cached = this.#handlerCache.get(method);
     if (cached !== undefined) return cached;
-    const handlers = this.#options.handlers as Record<string, unknown> | undefined;
+    const handlers = this.#options.handlers;
     if (handlers === undefined) return undefined;
-    // Never expose Object.prototype's members (constructor, toString, __proto__…) as methods.
-    if (method in Object.prototype && !Object.hasOwn(handlers, method)) return undefined;
-    const value = handlers[method];
-    if (typeof value !== "function") return undefined;
-    this.#handlerCache.set(method, value as Handler);
-    return value as Handler;
+    const handler = servedMethod(handlers, method);
+    if (handler !== undefined) this.#handlerCache.set(method, handler);
+    return handler;
   }
 
   /** One context per method, shared by its notifications: it holds nothing per message. */
@@ -360,6 +357,24 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       // A failing error reporter must not take the connection down.
     }
   }
+}
+
+/**
+ * The handler of `method` under the rule ChannelOptions.handlers documents: a function that
+ * is an own data property of the handler object, or of its prototype unless that is
+ * `Object.prototype` (a class instance's class), and never `constructor` or `__proto__`.
+ * Base classes' methods and Object.prototype's never answer; no getter runs.
+ */
+function servedMethod(handlers: object, method: string): Handler | undefined {
+  if (method === "constructor" || method === "__proto__") return undefined;
+  let descriptor = Object.getOwnPropertyDescriptor(handlers, method);
+  if (descriptor === undefined) {
+    const prototype = Object.getPrototypeOf(handlers);
+    if (prototype === null || prototype === Object.prototype) return undefined;
+    descriptor = Object.getOwnPropertyDescriptor(prototype, method);
+  }
+  const value = descriptor?.value;
+  return typeof value === "function" ? value as Handler : undefined;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -199,7 +199,7 @@ export interface WireOptions {
   readonly streamWindowBytes: number;
   /** Bytes queued for the peer at which writers should wait. */
   readonly writeHighWaterMark: number;
-  /** Whether errors sent carry their stack. */
+  /** Whether errors sent carry their stack, and the peer's errors keep theirs. */
   readonly trustPeer: boolean;
   /** Classes to revive the peer's errors as, by name. */
   readonly errorClasses: ReadonlyMap<string, ErrorClass>;

@@ -72,6 +72,13 @@ export interface DecodeErrorOptions {
   classes?: ReadonlyMap<string, ErrorClass>;
   /** The method called, so `method_not_found` errors can name it. */
   method?: string;
+  /**
+   * Whether to keep the stack traces the body carries (as `remoteStack`): only from a peer
+   * you trust. Otherwise they are dropped at every level of the `cause` chain.
+   *
+   * @default {false}
+   */
+  stack?: boolean;
 }
 
 const encoder = new TextEncoder();
@@ -222,7 +229,7 @@ function revive(value: unknown, options: DecodeErrorOptions, depth: number): Err
   const name = typeof wire.name === "string" ? wire.name : "Error";
   const message = typeof wire.message === "string" ? wire.message : "";
   const code = typeof wire.code === "string" ? wire.code : undefined;
-  const stack = typeof wire.stack === "string" ? wire.stack : undefined;
+  const stack = options.stack === true && typeof wire.stack === "string" ? wire.stack : undefined;
   const cause = wire.cause !== undefined && depth + 1 < MAX_ERROR_CAUSE_DEPTH
     ? revive(wire.cause, options, depth + 1)
     : undefined;
