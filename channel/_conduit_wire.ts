@@ -175,7 +175,10 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   ping(nonce: number): void {
-    this.outbox.pong(nonce);
+    // Past the high-water mark the peer is not reading what is queued for it: a PONG would
+    // only add to the queue (a peer flooding PINGs could grow it without bound), and the
+    // frames already queued prove this side alive as well once the peer reads them.
+    if (this.outbox.desiredSize > 0) this.outbox.pong(nonce);
   }
 
   pong(): void {}

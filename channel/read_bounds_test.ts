@@ -174,3 +174,29 @@ Deno.test("read bounds: four connections announcing 64 MiB frames before any HEL
   console.log(`server grew by ${(grown / MiB).toFixed(1)} MiB; MiB sent: ${sent.join(", ")}`);
   assert.ok(grown <= 32 * MiB, `the server grew by ${(grown / MiB).toFixed(1)} MiB`);
 });
+
+Deno.test("read bounds: a peer that floods PINGs and never reads a PONG", async () => {
+  await using server = await startServer();
+  const client = await RawClient.connect(server.path);
+  await client.handshake();
+  const before = await server.rss();
+  // 4 million PINGs (24 MiB), in 1 MiB writes.
+  const ping = encodeFrame(encodeEnvelope({ kind: "ping", nonce: 100 }));
+  const batch = new Uint8Array(Math.floor(MiB / ping.length) * ping.length);
+  for (let at = 0; at < batch.length; at += ping.length) batch.set(ping, at);
+  let sent = 0;
+  let finished = false;
+  const sending = (async () => {
+    for (; sent < 4_000_000; sent += batch.length / ping.length) await client.write(batch);
+    finished = true;
+  })();
+  await settle(() => sent, () => finished);
+  const grown = (await server.rss()) - before;
+  console.log(`server grew by ${(grown / MiB).toFixed(1)} MiB; ${sent} PINGs sent`);
+  // Reading 24 MiB of tiny frames at full speed grows V8's young generation (its live heap
+  // stays under 10 MiB), hence a looser bound than above; PONGs queued without bound took
+  // about 200 MiB.
+  assert.ok(grown <= 64 * MiB, `the server grew by ${(grown / MiB).toFixed(1)} MiB`);
+  client.conn.close();
+  await sending.catch(() => {});
+});
