@@ -47,6 +47,17 @@ async function underTest(
   };
 }
 
+/** Sends a CALL of `method` with `param` as JSON. */
+function sendCall(
+  peer: RawPeer,
+  id: number,
+  method: string,
+  param: unknown,
+  timeoutMs = 0,
+): Promise<void> {
+  return peer.send({ kind: "call", id, flags: 0, timeoutMs, method, body: json(param) });
+}
+
 /** The channel closed because of a protocol error matching `pattern`, and said so. */
 async function assertProtocolClose(
   channel: Channel<Api>,
@@ -331,7 +342,7 @@ for (const kind of transportKinds) {
   Deno.test(`hostile peer over ${kind.name}: calls past maxInFlight wait, unread`, async () => {
     await using t = await underTest(kind, { maxInFlight: 2 });
     const call = (id: number, method: string, timeoutMs: number, body: unknown) =>
-      t.peer.send({ kind: "call", id, flags: 0, timeoutMs, method, body: json(body) });
+      sendCall(t.peer, id, method, body, timeoutMs);
     // Two calls that end only at their deadlines fill maxInFlight; the third is held and
     // nothing after it is read (the PING stays unanswered) until one of them ends.
     await call(1, "wait", 50, 0);
@@ -378,21 +389,14 @@ for (const kind of transportKinds) {
     const decode = (body: Uint8Array) => JSON.parse(new TextDecoder().decode(body));
     // An unknown method of 1,000 bytes, echoed back in the error's message.
     const method = "m".repeat(1000);
-    await t.peer.send({ kind: "call", id: 1, flags: 0, timeoutMs: 0, method, body: json(0) });
+    await sendCall(t.peer, 1, method, 0);
     const unknown = await t.peer.nextOf("error");
     assert.ok(encodeEnvelope(unknown!).length <= 1024, `${encodeEnvelope(unknown!).length}`);
     assert.equal(decode(unknown!.body).code, "method_not_found");
     assert.match(decode(unknown!.body).message, /^No method named "m+…$/);
     // A handler's error with a big message, data, causes and stack.
     for (const [id, size] of [[2, 100], [3, 5000]]) {
-      await t.peer.send({
-        kind: "call",
-        id,
-        flags: 0,
-        timeoutMs: 0,
-        method: "fail",
-        body: json(size),
-      });
+      await sendCall(t.peer, id, "fail", size);
       const error = await t.peer.nextOf("error");
       assert.ok(encodeEnvelope(error!).length <= 1024, `${encodeEnvelope(error!).length}`);
       const body = decode(error!.body);
@@ -409,14 +413,7 @@ for (const kind of transportKinds) {
     const cancel = await t.peer.nextOf("cancel");
     assert.ok(encodeEnvelope(cancel!).length <= 1024, `${encodeEnvelope(cancel!).length}`);
     // Both directions still work.
-    await t.peer.send({
-      kind: "call",
-      id: 4,
-      flags: 0,
-      timeoutMs: 0,
-      method: "add",
-      body: json({ a: 2, b: 3 }),
-    });
+    await sendCall(t.peer, 4, "add", { a: 2, b: 3 });
     assert.deepEqual(await t.peer.nextOf("result"), { kind: "result", id: 4, body: json(5) });
     const sum = t.channel.remote.add({ a: 1, b: 1 });
     const call = await t.peer.nextOf("call");
