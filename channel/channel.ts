@@ -134,7 +134,9 @@ export interface ChannelOptions<Local extends object = object> {
   methodCodecs?: Readonly<Record<string, MethodCodec>>;
   /**
    * How many calls this side serves at once, and the most it keeps in flight to the peer
-   * (further calls wait in a queue).
+   * (further calls wait in a queue). A peer's call counts until its answer has been handed
+   * to the transport: a call beyond the limit (from a peer that sends calls without reading
+   * their answers) is held, and nothing more is read from that peer until a slot frees.
    *
    * @default {DEFAULT_MAX_IN_FLIGHT} (1024)
    */
