@@ -57,8 +57,12 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   readonly #countAt: number;
   /** The count in progress: settles once the answers it counted are written. */
   #counting: Promise<void> | undefined;
-  /** The CALL past the limit, until it can be served; the read loop waits meanwhile. */
-  #held: HeldCall | undefined;
+  /**
+   * The calls past the limit, in order, until they can be served; the read loop waits
+   * meanwhile. One at most for conduit (it stops after the frame); a JSON-RPC batch is one
+   * frame of several calls.
+   */
+  readonly #held: HeldCall[] = [];
   #room: PromiseWithResolvers<void> | undefined;
 
   constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: IncomingOptions) {
@@ -80,7 +84,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   dropAll(error: unknown): void {
     for (const call of this.calls.values()) call.drop(error);
     this.calls.clear();
-    this.#held = undefined;
+    this.#held.length = 0;
     this.#room?.resolve();
   }
 
@@ -90,18 +94,19 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * {@linkcode serveHeld} returns.
    */
   get holding(): boolean {
-    return this.#held !== undefined;
+    return this.#held.length > 0;
   }
 
   /**
    * Waits for room below `maxInFlight` (a call finishes, or answers queued are written),
-   * then serves the held CALL. Returns at once when the connection is gone.
+   * then serves the held calls, in order, each once there is room. Returns at once when the
+   * connection is gone.
    */
   async serveHeld(): Promise<void> {
     const max = this.#options.maxInFlight;
-    for (let held = this.#held; held !== undefined; held = this.#held) {
+    for (let held = this.#held[0]; held !== undefined; held = this.#held[0]) {
       if (this.calls.size + this.#unwritten < max) {
-        this.#held = undefined;
+        this.#held.shift();
         this.#serve(
           held.id,
           held.method,
@@ -110,7 +115,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
           held.streamParam,
           held.receivedAt,
         );
-        return;
+        continue;
       }
       if (this.#unwritten > 0) {
         await (this.#counting ?? this.#countWritten());
@@ -149,10 +154,12 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         `${names.call} ${id} ("${method}") after the peer's ${names.goodbye}`,
       );
     }
-    if (this.calls.size + this.#unwritten >= this.#options.maxInFlight) {
+    if (
+      this.calls.size + this.#unwritten >= this.#options.maxInFlight || this.#held.length > 0
+    ) {
       // Beyond what a peer that reads its answers can send: hold it, and stop reading.
       const receivedAt = this.deadlines.receivedAt;
-      this.#held = { id, method, body, timeoutMs, streamParam, receivedAt };
+      this.#held.push({ id, method, body, timeoutMs, streamParam, receivedAt });
       return;
     }
     this.#serve(id, method, body, timeoutMs, streamParam, this.deadlines.receivedAt);
