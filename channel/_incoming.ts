@@ -36,7 +36,7 @@ export interface IncomingOptions {
   readonly onNotificationError: (error: unknown, method: string) => void;
   /** The signal notification handlers get: it fires when the channel closes. */
   readonly closeSignal: () => AbortSignal;
-  /** A call finished while the channel is closing: it may be able to finish closing. */
+  /** A call finished (activity for the idle timeout; while closing, it may finish the close). */
   readonly onIdle: () => void;
 }
 
@@ -77,7 +77,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     this.calls.delete(call.id);
     if (++this.#unwritten >= this.#countAt && this.#counting === undefined) this.#countWritten();
     this.#room?.resolve();
-    if (this.life.closing) this.#options.onIdle();
+    this.#options.onIdle();
   }
 
   /** The connection is gone: every handler's signal fires, their streams fail. */

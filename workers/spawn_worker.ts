@@ -34,17 +34,24 @@ import { type ChannelOptions, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.t
 import { jsonCodec } from "../codecs/json.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
+import { moduleSpecifier } from "./_module_specifier.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import { WorkerSocket } from "./_worker_socket.ts";
-import { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import { DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { permissionFlags, withSocketGrants, type WorkerPermissions } from "./worker_permissions.ts";
+import {
+  permissionFlags,
+  withSocketGrants,
+  withWorkerEnvGrant,
+  type WorkerPermissions,
+} from "./worker_permissions.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
 export type { WorkerHandle, WorkerPermissions };
 // The channel types this API shows, so that its documentation is complete on its own.
 export type * from "../channel/types.ts";
 export type {
+  AuthOptions,
   Channel,
   ChannelOptions,
   HeartbeatOptions,
@@ -208,13 +215,16 @@ export interface SpawnWorkerOptions<Local extends object = object>
  *
  * @typeParam Api The handler interface the worker serves.
  * @typeParam Local The handler object this side serves to the worker (call-backs).
- * @param worker The worker module (path or URL), or a command.
+ * @param worker The worker module, or a command. Give a module as a URL
+ * (`new URL("./w.ts", import.meta.url)`, which resolves like an import) or an absolute path;
+ * a relative path string is refused, since it would resolve against the working directory.
  * @param options Permissions, codec, transport, timeouts; see {@linkcode SpawnWorkerOptions}.
  * @returns The handle, once the handshake has succeeded.
  * @throws {WorkerExitedError} When the worker exited before the handshake (its stderr tail
  * says why, e.g. a module that does not exist).
  * @throws {HandshakeError} When the worker answered with another codec or protocol version.
  * @throws {Deno.errors.NotFound} When the command does not exist.
+ * @throws {TypeError} When the module is a relative path string.
  *
  * @example A worker that fails to start
  * ```ts
@@ -256,15 +266,16 @@ export async function spawnWorker<Api extends object, Local extends object = obj
     throw new TypeError(`transport must be "stdio" or "unix", got ${JSON.stringify(kind)}`);
   }
   const isCommand = typeof worker === "object" && !(worker instanceof URL);
+  if (!isCommand) moduleSpecifier(worker);
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
 
   let socket: WorkerSocket | undefined;
-  const childEnv = { ...env };
-  let grants = permissions;
+  const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
+  let grants = withWorkerEnvGrant(permissions);
   if (kind === "unix") {
     socket = await WorkerSocket.open();
     childEnv[WORKER_SOCKET_ENV] = socket.path;
-    grants = withSocketGrants(permissions, socket.path);
+    grants = withSocketGrants(grants, socket.path);
   }
 
   let child: Deno.ChildProcess;
@@ -326,7 +337,7 @@ function denoRunArgs(
     "--no-prompt",
     ...permissionFlags(options.permissions),
     ...options.denoArgs,
-    module instanceof URL ? module.href : module,
+    moduleSpecifier(module),
     ...options.args,
   ];
 }
