@@ -9,7 +9,7 @@ import { FrameTooLargeError } from "../errors.ts";
 import type { FrameWriter } from "../framing/frame_writer.ts";
 import { encodeBodyFrame, encodeIdFrame } from "../protocol/_encode.ts";
 import { EnvelopeHeads } from "../protocol/_heads.ts";
-import { cancelBody, jsonBody } from "../protocol/_json.ts";
+import { cancelBody } from "../protocol/_json.ts";
 import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "../protocol/frame_kinds.ts";
 import { goodbyeBody } from "../protocol/handshake.ts";
 import { MAX_CONTROL_FRAME_BYTES, MAX_METHOD_BYTES } from "../protocol/limits.ts";
@@ -113,7 +113,13 @@ export class ConduitOutbox implements Outbox {
   }
 
   cancel(id: number, reason: string, code: string | undefined): void {
-    this.#write(encodeIdFrame(CANCEL_R0, id, cancelBody(reason, code)));
+    let body = cancelBody(reason, code);
+    // Every frame fits the peer's limit: a reason too long for it is cut short.
+    for (let keep = reason.length; body.length > this.#peerMaxFrame - ENVELOPE_SLACK;) {
+      keep = Math.floor(keep / 2);
+      body = cancelBody(`${reason.slice(0, keep)}…`, code);
+    }
+    this.#write(encodeIdFrame(CANCEL_R0, id, body));
   }
 
   resultCredit(id: number, bytes: number): void {
@@ -172,7 +178,12 @@ export class ConduitOutbox implements Outbox {
 
   failCall(id: number, error: EngineError): void {
     const { name, message, code } = error;
-    this.#write(encodeIdFrame(ERROR_R1, id, jsonBody({ name, message, code })));
+    // The message may quote the peer's own method name or a codec's message: shortened to
+    // fit the peer's limit, like every error.
+    const body = encodeErrorBody({ name, message, code }, {
+      maxBytes: this.#peerMaxFrame - ENVELOPE_SLACK,
+    });
+    this.#write(encodeIdFrame(ERROR_R1, id, body));
   }
 
   paramCredit(id: number, bytes: number): void {

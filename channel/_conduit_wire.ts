@@ -90,7 +90,12 @@ export class ConduitWire implements Wire, FrameSink {
     this.#auth = auth;
     this.#transport = transport;
     this.#options = options;
-    this.decoder = new FrameDecoder({ maxFrameBytes: options.maxFrameBytes });
+    // Until the peer's HELLO is accepted, nothing larger than a HELLO is read, checked from
+    // the header (docs/protocol.md §2): an unauthenticated peer can make this side buffer
+    // at most that much. The channel's own limit applies once the handshake succeeds.
+    this.decoder = new FrameDecoder({
+      maxFrameBytes: Math.min(MAX_CONTROL_FRAME_BYTES, options.maxFrameBytes),
+    });
     const writer = new FrameWriter(transport.writable, {
       maxFrameBytes: 0xffff_ffff,
       highWaterMark: options.writeHighWaterMark,
@@ -130,7 +135,11 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   decodeError(body: unknown, method: string | undefined): Error {
-    return decodeErrorBody(body as Uint8Array, { classes: this.#options.errorClasses, method });
+    return decodeErrorBody(body as Uint8Array, {
+      classes: this.#options.errorClasses,
+      method,
+      stack: this.#options.trustPeer,
+    });
   }
 
   #handshake(frame: Uint8Array): void {
@@ -173,6 +182,8 @@ export class ConduitWire implements Wire, FrameSink {
 
   #established(peer: PeerInfo): void {
     this.#greeted = true;
+    // Raised only now, after authentication too: nothing bigger was read before.
+    this.decoder.maxFrameBytes = this.#options.maxFrameBytes;
     this.outbox.setPeer(peer);
     this.#lifecycle.established(peer);
   }
@@ -190,7 +201,10 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   ping(nonce: number): void {
-    this.outbox.pong(nonce);
+    // Past the high-water mark the peer is not reading what is queued for it: a PONG would
+    // only add to the queue (a peer flooding PINGs could grow it without bound), and the
+    // frames already queued prove this side alive as well once the peer reads them.
+    if (this.outbox.desiredSize > 0) this.outbox.pong(nonce);
   }
 
   pong(): void {}

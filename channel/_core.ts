@@ -5,7 +5,7 @@
 // transport write. The engine knows the wire only through the seam in _wire.ts.
 
 import type { Codec } from "../codecs/types.ts";
-import { FramingError } from "../errors.ts";
+import { FrameTooLargeError, FramingError } from "../errors.ts";
 import type { PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
@@ -319,6 +319,7 @@ export class ChannelCore implements LifecycleEvents {
     const reader = wire.reader();
     const deadlines = this.#deadlines;
     const life = this.#life;
+    const incoming = this.#incoming;
     try {
       while (true) {
         const { value, done } = await reader.read();
@@ -331,6 +332,13 @@ export class ChannelCore implements LifecycleEvents {
         while ((frame = decoder.next()) !== undefined) {
           wire.read(frame);
           if (life.closed) return;
+          if (incoming.holding) {
+            // The peer sent more calls than it has read answers for: read nothing more from
+            // it until one is answered and written (the rest of the chunk waits too).
+            wire.outbox.writeQueued();
+            await incoming.serveHeld();
+            if (life.closed) return;
+          }
           if (++dispatched === EARLY_WRITE_FRAMES) wire.outbox.writeQueued();
         }
       }
@@ -340,7 +348,12 @@ export class ChannelCore implements LifecycleEvents {
     } catch (error) {
       if (life.closed) return;
       if (error instanceof ProtocolError) this.#protocolFailure(error);
-      else if (error instanceof FramingError) {
+      else if (error instanceof FrameTooLargeError && life.handshaking) {
+        // The wire reads with the smallest limit until the handshake is done.
+        const message = `A frame of ${error.size} bytes before the handshake, where frames ` +
+          `are at most ${error.limit} bytes until the peer's HELLO is accepted`;
+        this.#protocolFailure(new ProtocolError(message, { cause: error }));
+      } else if (error instanceof FramingError) {
         this.#protocolFailure(new ProtocolError(error.message, { cause: error }));
       } else {
         this.#fail(

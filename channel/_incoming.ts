@@ -14,6 +14,16 @@ import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
 
+/** A CALL held back while the peer is over its limit: served once a slot frees. */
+interface HeldCall {
+  readonly id: number;
+  readonly method: string;
+  readonly body: unknown;
+  readonly timeoutMs: number;
+  readonly streamParam: boolean;
+  readonly receivedAt: number;
+}
+
 /** What the registry needs from the channel. */
 export interface IncomingOptions {
   /** The public channel, for `ctx.channel`. */
@@ -37,16 +47,36 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   readonly #handlerCache = new Map<string, Handler>();
   readonly #notificationContexts = new Map<string, NotificationContext>();
   #maxPeerId = 0;
+  /**
+   * Terminal frames queued for the peer and perhaps not written yet: a call counts against
+   * `maxInFlight` until its answer has left, so a peer that never reads its answers cannot
+   * make this side queue them without bound. Counted down when a flush settles.
+   */
+  #unwritten = 0;
+  /** #unwritten at which a flush is asked for, to count down what has been written. */
+  readonly #countAt: number;
+  /** The count in progress: settles once the answers it counted are written. */
+  #counting: Promise<void> | undefined;
+  /**
+   * The calls past the limit, in order, until they can be served; the read loop waits
+   * meanwhile. One at most for conduit (it stops after the frame); a JSON-RPC batch is one
+   * frame of several calls.
+   */
+  readonly #held: HeldCall[] = [];
+  #room: PromiseWithResolvers<void> | undefined;
 
   constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: IncomingOptions) {
     super(wire, life, deadlines, options.ring);
     this.channel = options.channel;
     this.#options = options;
+    this.#countAt = Math.max(1, options.maxInFlight >> 2);
   }
 
   finished(call: IncomingCall): void {
     call.finish();
     this.calls.delete(call.id);
+    if (++this.#unwritten >= this.#countAt && this.#counting === undefined) this.#countWritten();
+    this.#room?.resolve();
     this.#options.onIdle();
   }
 
@@ -54,6 +84,48 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   dropAll(error: unknown): void {
     for (const call of this.calls.values()) call.drop(error);
     this.calls.clear();
+    this.#held.length = 0;
+    this.#room?.resolve();
+  }
+
+  /**
+   * Whether a CALL is held back because the peer has `maxInFlight` calls unanswered (being
+   * served, or answered but the answer not yet written): the read loop stops reading until
+   * {@linkcode serveHeld} returns.
+   */
+  get holding(): boolean {
+    return this.#held.length > 0;
+  }
+
+  /**
+   * Waits for room below `maxInFlight` (a call finishes, or answers queued are written),
+   * then serves the held calls, in order, each once there is room. Returns at once when the
+   * connection is gone.
+   */
+  async serveHeld(): Promise<void> {
+    const max = this.#options.maxInFlight;
+    for (let held = this.#held[0]; held !== undefined; held = this.#held[0]) {
+      if (this.calls.size + this.#unwritten < max) {
+        this.#held.shift();
+        this.#serve(
+          held.id,
+          held.method,
+          held.body,
+          held.timeoutMs,
+          held.streamParam,
+          held.receivedAt,
+        );
+        continue;
+      }
+      if (this.#unwritten > 0) {
+        await (this.#counting ?? this.#countWritten());
+        if (this.life.closed) return;
+      } else {
+        this.#room = Promise.withResolvers();
+        await this.#room.promise;
+        this.#room = undefined;
+      }
+    }
   }
 
   /** Stops the calls whose deadline is at or before `now`; returns the next deadline. */
@@ -82,15 +154,26 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         `${names.call} ${id} ("${method}") after the peer's ${names.goodbye}`,
       );
     }
-    const outbox = this.wire.outbox;
-    if (this.calls.size >= this.#options.maxInFlight) {
-      outbox.failCall(id, {
-        name: "TooManyCallsError",
-        message: `Call ${id} ("${method}") exceeds maxInFlight (${this.#options.maxInFlight})`,
-        code: "too_many_calls",
-      });
+    if (
+      this.calls.size + this.#unwritten >= this.#options.maxInFlight || this.#held.length > 0
+    ) {
+      // Beyond what a peer that reads its answers can send: hold it, and stop reading.
+      const receivedAt = this.deadlines.receivedAt;
+      this.#held.push({ id, method, body, timeoutMs, streamParam, receivedAt });
       return;
     }
+    this.#serve(id, method, body, timeoutMs, streamParam, this.deadlines.receivedAt);
+  }
+
+  #serve(
+    id: number,
+    method: string,
+    body: unknown,
+    timeoutMs: number,
+    streamParam: boolean,
+    receivedAt: number,
+  ): void {
+    const outbox = this.wire.outbox;
     const handler = this.#handler(method);
     if (handler === undefined) {
       outbox.failCall(id, {
@@ -119,7 +202,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
     this.calls.add(call);
     if (timeoutMs > 0) {
-      call.setDeadline(this.deadlines.receivedAt, timeoutMs);
+      call.setDeadline(receivedAt, timeoutMs);
       this.deadlines.arm(call.deadlineAt);
     }
     let result: unknown;
@@ -230,6 +313,23 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     return inbox;
   }
 
+  /**
+   * Asks the outbox when the answers queued so far are written, to count them down then; the
+   * promise never rejects (a failed write fails the channel, which drops everything).
+   */
+  #countWritten(): Promise<void> {
+    const counted = this.#unwritten;
+    return this.#counting = this.wire.outbox.flush().then(
+      () => {
+        this.#unwritten -= counted;
+        this.#counting = undefined;
+      },
+      () => {
+        this.#counting = undefined;
+      },
+    );
+  }
+
   #creditError(id: number): ProtocolError {
     return new ProtocolError(
       `${this.wire.names.item} beyond the credit of call ${id}'s param stream`,
@@ -239,14 +339,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   #handler(method: string): Handler | undefined {
     const cached = this.#handlerCache.get(method);
     if (cached !== undefined) return cached;
-    const handlers = this.#options.handlers as Record<string, unknown> | undefined;
+    const handlers = this.#options.handlers;
     if (handlers === undefined) return undefined;
-    // Never expose Object.prototype's members (constructor, toString, __proto__…) as methods.
-    if (method in Object.prototype && !Object.hasOwn(handlers, method)) return undefined;
-    const value = handlers[method];
-    if (typeof value !== "function") return undefined;
-    this.#handlerCache.set(method, value as Handler);
-    return value as Handler;
+    const handler = servedMethod(handlers, method);
+    if (handler !== undefined) this.#handlerCache.set(method, handler);
+    return handler;
   }
 
   /** One context per method, shared by its notifications: it holds nothing per message. */
@@ -267,6 +364,24 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       // A failing error reporter must not take the connection down.
     }
   }
+}
+
+/**
+ * The handler of `method` under the rule ChannelOptions.handlers documents: a function that
+ * is an own data property of the handler object, or of its prototype unless that is
+ * `Object.prototype` (a class instance's class), and never `constructor` or `__proto__`.
+ * Base classes' methods and Object.prototype's never answer; no getter runs.
+ */
+function servedMethod(handlers: object, method: string): Handler | undefined {
+  if (method === "constructor" || method === "__proto__") return undefined;
+  let descriptor = Object.getOwnPropertyDescriptor(handlers, method);
+  if (descriptor === undefined) {
+    const prototype = Object.getPrototypeOf(handlers);
+    if (prototype === null || prototype === Object.prototype) return undefined;
+    descriptor = Object.getOwnPropertyDescriptor(prototype, method);
+  }
+  const value = descriptor?.value;
+  return typeof value === "function" ? value as Handler : undefined;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -57,7 +57,7 @@
  * so the wire can put its progress token in the param (conduit has none and ignores it).
  *
  * **Errors.** The engine writes an error as a value (`resultError`, `paramError`) or as the
- * fields of one it made itself (`failCall`: `too_many_calls`, `method_not_found`,
+ * fields of one it made itself (`failCall`: `method_not_found`,
  * `invalid_param`, `cancelled`, `deadline_exceeded`); the wire maps them to its form
  * (conduit's error body, docs/protocol.md §8; JSON-RPC's `{ code, message, data }` with
  * -32601 for `method_not_found` and -32602 for `invalid_param`).
@@ -202,7 +202,7 @@ export interface WireOptions {
   readonly streamWindowBytes: number;
   /** Bytes queued for the peer at which writers should wait. */
   readonly writeHighWaterMark: number;
-  /** Whether errors sent carry their stack. */
+  /** Whether errors sent carry their stack, and the peer's errors keep theirs. */
   readonly trustPeer: boolean;
   /**
    * A shared secret the peer must prove it holds before the channel opens; a wire without

@@ -60,7 +60,7 @@ export const DEFAULT_CALL_TIMEOUT = 60_000;
 export const DEFAULT_DRAIN_TIMEOUT = 5_000;
 // The default writeHighWaterMark is the FrameWriter's own: one constant for one concept.
 export { DEFAULT_WRITE_HIGH_WATER_MARK };
-/** The default {@linkcode ChannelOptions.trustPeer}: false (no stack traces sent). */
+/** The default {@linkcode ChannelOptions.trustPeer}: false (no stack traces sent or kept). */
 export const DEFAULT_TRUST_PEER = false;
 
 /** A per-method codec: one for both directions, or one for the param and one for the result. */
@@ -97,8 +97,44 @@ export interface ChannelOptions<Local extends object = object> {
   /** The channel codec; both peers must use one of the same `name`. */
   codec: Codec<unknown>;
   /**
-   * The methods this side serves: every function property is a handler
-   * `(param, ctx) => value | Promise<value> | AsyncIterable<item>`. Also serves notifications.
+   * The methods this side serves, as handlers
+   * `(param, ctx) => value | Promise<value> | AsyncIterable<item>`; they serve notifications
+   * too, and run with the handler object as `this`.
+   *
+   * Which of its functions the peer can call: the object's own function properties, and
+   * those its prototype declares itself when that prototype is not `Object.prototype` — for
+   * a class instance, the methods its class declares. Never `Object.prototype`'s
+   * (`constructor`, `toString`, `hasOwnProperty`, `__proto__`…), never a method a base class
+   * declares (re-declare it in the class, or list it on a plain object, to serve it), never
+   * a getter (none runs on a peer's behalf). A plain object and an `Object.create(null)`
+   * object serve their own functions.
+   *
+   * @example
+   * ```ts
+   * import { openChannel } from "@conduit/ipc/channel";
+   * import { jsonCodec } from "@conduit/ipc/codecs/json";
+   * import { memoryPair } from "@conduit/ipc/transports/memory";
+   * import assert from "node:assert/strict";
+   *
+   * class Base {
+   *   shutdown(): string {
+   *     return "not for the peer";
+   *   }
+   * }
+   * class Api extends Base {
+   *   hello(name: string): string {
+   *     return `hello ${name}`;
+   *   }
+   * }
+   * const [a, b] = memoryPair();
+   * const [server, client] = await Promise.all([
+   *   openChannel(a, { codec: jsonCodec(), handlers: new Api() }),
+   *   openChannel<Api>(b, { codec: jsonCodec() }),
+   * ]);
+   * assert.equal(await client.remote.hello("you"), "hello you");
+   * await assert.rejects(client.remote.shutdown(), { name: "MethodNotFoundError" });
+   * await Promise.all([client.close(), server.closed]);
+   * ```
    */
   handlers?: Local;
   /**
@@ -108,7 +144,9 @@ export interface ChannelOptions<Local extends object = object> {
   methodCodecs?: Readonly<Record<string, MethodCodec>>;
   /**
    * How many calls this side serves at once, and the most it keeps in flight to the peer
-   * (further calls wait in a queue).
+   * (further calls wait in a queue). A peer's call counts until its answer has been handed
+   * to the transport: a call beyond the limit (from a peer that sends calls without reading
+   * their answers) is held, and nothing more is read from that peer until a slot frees.
    *
    * @default {DEFAULT_MAX_IN_FLIGHT} (1024)
    */
@@ -178,8 +216,9 @@ export interface ChannelOptions<Local extends object = object> {
   /** Send PINGs and close if the peer goes silent. Off unless given. */
   heartbeat?: HeartbeatOptions;
   /**
-   * Whether errors sent to the peer include stack traces. Turn on only for a peer you trust
-   * (your own worker process); keep off for sockets.
+   * Whether errors sent to the peer include stack traces, and the stack traces in the peer's
+   * errors are kept (as `RemoteError.remoteStack`; dropped on receipt otherwise). Turn on
+   * only for a peer you trust (your own worker process); keep off for sockets.
    *
    * @default {DEFAULT_TRUST_PEER} (false)
    */

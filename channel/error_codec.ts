@@ -55,8 +55,9 @@ export interface EncodeErrorOptions {
    */
   stack?: boolean;
   /**
-   * The largest body to produce, in bytes: past it `stack`, `data` and `cause` are dropped
-   * and the message shortened.
+   * The largest body to produce, in bytes. A bigger error loses, until it fits: its stacks,
+   * then its `data`, then its `cause` chain, then the end of its message (which then ends
+   * with "…"), then the end of its name and code.
    *
    * @default {Infinity}
    */
@@ -71,6 +72,13 @@ export interface DecodeErrorOptions {
   classes?: ReadonlyMap<string, ErrorClass>;
   /** The method called, so `method_not_found` errors can name it. */
   method?: string;
+  /**
+   * Whether to keep the stack traces the body carries (as `remoteStack`): only from a peer
+   * you trust. Otherwise they are dropped at every level of the `cause` chain.
+   *
+   * @default {false}
+   */
+  stack?: boolean;
 }
 
 const encoder = new TextEncoder();
@@ -101,17 +109,54 @@ export function encodeErrorBody(error: unknown, options: EncodeErrorOptions = {}
   if (wire.code === undefined && options.defaultCode !== undefined) {
     wire.code = options.defaultCode;
   }
-  let bytes = encoder.encode(JSON.stringify(wire));
   const maxBytes = options.maxBytes ?? Infinity;
-  if (bytes.length <= maxBytes) return bytes;
-  const slim: WireError = { name: wire.name.slice(0, 200), message: wire.message };
-  if (wire.code !== undefined) slim.code = wire.code.slice(0, 200);
-  bytes = encoder.encode(JSON.stringify(slim));
-  while (bytes.length > maxBytes && slim.message.length > 0) {
-    slim.message = slim.message.slice(0, Math.floor(slim.message.length / 2));
-    bytes = encoder.encode(JSON.stringify(slim));
+  const bytes = encoder.encode(JSON.stringify(wire));
+  return bytes.length <= maxBytes ? bytes : fitted(wire, maxBytes);
+}
+
+/** The longest `name` and `code` kept when an error must shrink. */
+const MAX_SHRUNK_FIELD = 200;
+
+/**
+ * `wire` shrunk to `maxBytes` at most, losing as little as it can: stacks first, then data,
+ * then causes, then the end of the message (marked with "…"), then the end of name and code.
+ * When even `{"name":"Error","message":""}` does not fit, that is what it returns.
+ */
+function fitted(wire: WireError, maxBytes: number): Uint8Array {
+  const levels: WireError[] = [];
+  for (let level: WireError | undefined = wire; level; level = level.cause) levels.push(level);
+  const steps: Array<() => void> = [
+    () => levels.forEach((level) => delete level.stack),
+    () => levels.forEach((level) => delete level.data),
+    () => delete wire.cause,
+  ];
+  for (const step of steps) {
+    step();
+    const bytes = encoder.encode(JSON.stringify(wire));
+    if (bytes.length <= maxBytes) return bytes;
   }
-  return bytes;
+  const slim: WireError = { name: wire.name.slice(0, MAX_SHRUNK_FIELD), message: "" };
+  if (wire.code !== undefined) slim.code = wire.code.slice(0, MAX_SHRUNK_FIELD);
+  const size = (message: string): number =>
+    encoder.encode(JSON.stringify({ ...slim, message })).length;
+  if (size("") > maxBytes) {
+    // Only an absurd name or code gets here: keep the smallest valid error.
+    slim.name = "Error";
+    delete slim.code;
+    if (size("") > maxBytes) return encoder.encode(JSON.stringify(slim));
+  }
+  // The longest start of the message that fits with its mark (a binary search: the size
+  // grows with the length).
+  const message = wire.message;
+  let low = 0;
+  let high = message.length;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (size(`${message.slice(0, mid)}…`) <= maxBytes) low = mid;
+    else high = mid - 1;
+  }
+  slim.message = low === 0 ? "" : `${message.slice(0, low)}…`;
+  return encoder.encode(JSON.stringify(slim));
 }
 
 /**
@@ -184,7 +229,7 @@ function revive(value: unknown, options: DecodeErrorOptions, depth: number): Err
   const name = typeof wire.name === "string" ? wire.name : "Error";
   const message = typeof wire.message === "string" ? wire.message : "";
   const code = typeof wire.code === "string" ? wire.code : undefined;
-  const stack = typeof wire.stack === "string" ? wire.stack : undefined;
+  const stack = options.stack === true && typeof wire.stack === "string" ? wire.stack : undefined;
   const cause = wire.cause !== undefined && depth + 1 < MAX_ERROR_CAUSE_DEPTH
     ? revive(wire.cause, options, depth + 1)
     : undefined;

@@ -6,6 +6,7 @@ import fc from "fast-check";
 import { jsonCodec } from "../codecs/json.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
+import { encodeEnvelope } from "../protocol/envelope.ts";
 import { json, RawPeer } from "./_test_raw_peer.ts";
 import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
@@ -44,6 +45,17 @@ async function underTest(
       await pair.cleanup();
     },
   };
+}
+
+/** Sends a CALL of `method` with `param` as JSON. */
+function sendCall(
+  peer: RawPeer,
+  id: number,
+  method: string,
+  param: unknown,
+  timeoutMs = 0,
+): Promise<void> {
+  return peer.send({ kind: "call", id, flags: 0, timeoutMs, method, body: json(param) });
 }
 
 /** The channel closed because of a protocol error matching `pattern`, and said so. */
@@ -304,5 +316,108 @@ for (const kind of transportKinds) {
       }),
       { numRuns: kind.name === "memory" ? 60 : 20 },
     );
+  });
+}
+
+for (const kind of transportKinds) {
+  Deno.test(`hostile peer over ${kind.name}: a 2 MiB HELLO is refused from its header`, async () => {
+    const pair = await kind.pair();
+    const peer = new RawPeer(pair.b);
+    // Long enough that a channel waiting for the body would fail with handshake_timeout.
+    const opening = openChannel(pair.a, { codec: jsonCodec(), handshakeTimeout: 20_000 });
+    // The header of a 2 MiB frame, and nothing of its body.
+    await peer.sendBytes(new Uint8Array([0, 0x20, 0, 0]));
+    const error = await opening.catch((e) => e);
+    assert.ok(error instanceof HandshakeError, String(error));
+    assert.equal(error.code, "protocol_error");
+    assert.match(error.message, /2097152 bytes before the handshake, .* at most 1024 bytes/);
+    const goodbye = await peer.goodbye();
+    assert.equal(goodbye.code, "protocol_error");
+    await peer.close();
+    await pair.cleanup();
+  });
+}
+
+for (const kind of transportKinds) {
+  Deno.test(`hostile peer over ${kind.name}: calls past maxInFlight wait, unread`, async () => {
+    await using t = await underTest(kind, { maxInFlight: 2 });
+    const call = (id: number, method: string, timeoutMs: number, body: unknown) =>
+      sendCall(t.peer, id, method, body, timeoutMs);
+    // Two calls that end only at their deadlines fill maxInFlight; the third is held and
+    // nothing after it is read (the PING stays unanswered) until one of them ends.
+    await call(1, "wait", 50, 0);
+    await call(2, "wait", 50, 0);
+    await call(3, "add", 0, { a: 1, b: 2 });
+    await t.peer.send({ kind: "ping", nonce: 9 });
+    const seen: string[] = [];
+    while (!seen.includes("pong")) {
+      const frame = await t.peer.next();
+      assert.ok(frame !== undefined, `the channel closed after ${seen.join(", ")}`);
+      if (frame.kind === "error") {
+        const body = JSON.parse(new TextDecoder().decode(frame.body));
+        seen.push(`error ${frame.id} ${body.code}`);
+      } else if (frame.kind === "result") seen.push(`result ${frame.id}`);
+      else seen.push(frame.kind);
+    }
+    assert.deepEqual(seen.slice(-2), ["result 3", "pong"]);
+    assert.deepEqual(seen.slice(0, -2).sort(), [
+      "error 1 deadline_exceeded",
+      "error 2 deadline_exceeded",
+    ]);
+  });
+}
+
+for (const kind of transportKinds) {
+  const test = (name: string, fn: () => Promise<void>) =>
+    Deno.test(`hostile peer over ${kind.name}: ${name}`, fn);
+
+  test("errors fit a peer that takes 1024-byte frames; the channel stays up", async () => {
+    const fail = (size: number) => {
+      const big = "é".repeat(size);
+      throw Object.assign(
+        new RangeError(`too big: ${big}`, {
+          cause: new Error(big, { cause: new Error(big) }),
+        }),
+        { code: "E_BIG", data: { big } },
+      );
+    };
+    await using t = await underTest(
+      kind,
+      { handlers: { ...handlers, fail }, trustPeer: true },
+      { maxFrameBytes: 1024 },
+    );
+    const decode = (body: Uint8Array) => JSON.parse(new TextDecoder().decode(body));
+    // An unknown method of 1,000 bytes, echoed back in the error's message.
+    const method = "m".repeat(1000);
+    await sendCall(t.peer, 1, method, 0);
+    const unknown = await t.peer.nextOf("error");
+    assert.ok(encodeEnvelope(unknown!).length <= 1024, `${encodeEnvelope(unknown!).length}`);
+    assert.equal(decode(unknown!.body).code, "method_not_found");
+    assert.match(decode(unknown!.body).message, /^No method named "m+…$/);
+    // A handler's error with a big message, data, causes and stack.
+    for (const [id, size] of [[2, 100], [3, 5000]]) {
+      await sendCall(t.peer, id, "fail", size);
+      const error = await t.peer.nextOf("error");
+      assert.ok(encodeEnvelope(error!).length <= 1024, `${encodeEnvelope(error!).length}`);
+      const body = decode(error!.body);
+      assert.equal(body.name, "RangeError");
+      assert.equal(body.code, "E_BIG");
+      assert.match(body.message, /^too big: é+/);
+    }
+    // A cancel whose reason is too long for the peer.
+    const controller = new AbortController();
+    const pending = t.channel.remote.wait(0, { signal: controller.signal }).catch((e) => e);
+    await t.peer.nextOf("call");
+    controller.abort("x".repeat(5000));
+    await pending;
+    const cancel = await t.peer.nextOf("cancel");
+    assert.ok(encodeEnvelope(cancel!).length <= 1024, `${encodeEnvelope(cancel!).length}`);
+    // Both directions still work.
+    await sendCall(t.peer, 4, "add", { a: 2, b: 3 });
+    assert.deepEqual(await t.peer.nextOf("result"), { kind: "result", id: 4, body: json(5) });
+    const sum = t.channel.remote.add({ a: 1, b: 1 });
+    const call = await t.peer.nextOf("call");
+    await t.peer.send({ kind: "result", id: call!.id, body: json(2) });
+    assert.equal(await sum, 2);
   });
 }

@@ -106,8 +106,7 @@ const DIRECT_READ_MIN_BYTES = 64 * 1024;
  * ```
  */
 export class FrameDecoder {
-  /** The largest payload accepted, in bytes. */
-  readonly maxFrameBytes: number;
+  #maxFrameBytes: number;
 
   #chunk: Uint8Array = EMPTY;
   #offset = 0;
@@ -146,7 +145,36 @@ export class FrameDecoder {
    */
   constructor(options: FrameDecoderOptions = {}) {
     const max = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-    this.maxFrameBytes = integerOption("maxFrameBytes", max, 0, MAX_HEADER_LENGTH);
+    this.#maxFrameBytes = integerOption("maxFrameBytes", max, 0, MAX_HEADER_LENGTH);
+  }
+
+  /**
+   * The largest payload accepted, in bytes. It may change between frames: a protocol with a
+   * handshake reads with a small limit until the handshake is done, then raises it, so that
+   * an unauthenticated peer cannot make it buffer a large frame. A new limit applies from the
+   * next header; a frame whose header was read already keeps the limit it was checked with.
+   *
+   * @throws {RangeError} When set to a value that is not an integer from 0 to 2^32 - 1.
+   *
+   * @example
+   * ```ts
+   * import { encodeFrame, FrameDecoder } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const decoder = new FrameDecoder({ maxFrameBytes: 1024 }); // until the handshake
+   * decoder.push(encodeFrame(new Uint8Array(10))); // a small HELLO
+   * assert.equal(decoder.next()?.length, 10);
+   * decoder.maxFrameBytes = 64 * 1024 * 1024; // the handshake is done
+   * decoder.push(encodeFrame(new Uint8Array(5000)));
+   * assert.equal(decoder.next()?.length, 5000);
+   * ```
+   */
+  get maxFrameBytes(): number {
+    return this.#maxFrameBytes;
+  }
+
+  set maxFrameBytes(bytes: number) {
+    this.#maxFrameBytes = integerOption("maxFrameBytes", bytes, 0, MAX_HEADER_LENGTH);
   }
 
   /**
@@ -344,9 +372,9 @@ export class FrameDecoder {
       offset += FRAME_HEADER_BYTES;
     }
 
-    if (length > this.maxFrameBytes) {
+    if (length > this.#maxFrameBytes) {
       this.#offset = size;
-      throw this.#error = new FrameTooLargeError(length, this.maxFrameBytes);
+      throw this.#error = new FrameTooLargeError(length, this.#maxFrameBytes);
     }
     if (size - offset >= length) {
       this.#offset = offset + length;

@@ -34,8 +34,3 @@ export function parseCancel(body: Uint8Array): CancelReason {
 export function cancelBody(reason: string, code: string | undefined): Uint8Array {
   return utf8.encode(JSON.stringify({ reason, code }));
 }
-
-/** The JSON body of a value (an error the engine made up, for ERROR). */
-export function jsonBody(value: unknown): Uint8Array {
-  return utf8.encode(JSON.stringify(value));
-}

@@ -1,0 +1,202 @@
+// Hostile peers against a conduit server in its own process, measured by the server's RSS
+// (generous bounds, never timings): a peer that never reads its answers, and frames too big
+// for the handshake. Over a real Unix socket.
+
+import assert from "node:assert/strict";
+import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
+import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
+import { helloBody } from "./_test_raw_peer.ts";
+
+const MiB = 1024 * 1024;
+const SERVER = new URL("./_testdata/hostile_server.ts", import.meta.url).pathname;
+
+/** The server subprocess: `rss()` asks it for its RSS after a full GC. */
+async function startServer(): Promise<
+  { path: string; rss(): Promise<number> } & AsyncDisposable
+> {
+  const dir = await Deno.makeTempDir({ prefix: "cdt" });
+  const path = `${dir}/s.sock`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--v8-flags=--expose-gc", SERVER, path],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  const line = async (): Promise<string> => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error("the server exited");
+      buffered += value;
+    }
+    const end = buffered.indexOf("\n");
+    const text = buffered.slice(0, end);
+    buffered = buffered.slice(end + 1);
+    return text;
+  };
+  assert.equal(await line(), "listening");
+  const stdin = child.stdin.getWriter();
+  return {
+    path,
+    async rss() {
+      await stdin.write(new TextEncoder().encode("rss\n"));
+      return Number(await line());
+    },
+    async [Symbol.asyncDispose]() {
+      await stdin.close();
+      await lines.cancel();
+      await child.status;
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+/** A raw client: sends bytes, reads frames only when asked. */
+class RawClient {
+  readonly conn: Deno.UnixConn;
+  readonly #decoder = new FrameDecoder();
+  readonly #buffer = new Uint8Array(64 * 1024);
+
+  constructor(conn: Deno.UnixConn) {
+    this.conn = conn;
+  }
+
+  static async connect(path: string): Promise<RawClient> {
+    return new RawClient(await Deno.connect({ transport: "unix", path }));
+  }
+
+  async write(bytes: Uint8Array): Promise<void> {
+    for (let sent = 0; sent < bytes.length;) sent += await this.conn.write(bytes.subarray(sent));
+  }
+
+  /** The next frame's envelope, or undefined at the end. */
+  async next(): Promise<Envelope | undefined> {
+    for (;;) {
+      const frame = this.#decoder.next();
+      if (frame !== undefined) return decodeEnvelope(frame.slice());
+      const n = await this.conn.read(this.#buffer);
+      if (n === null) return undefined;
+      this.#decoder.push(this.#buffer.slice(0, n));
+    }
+  }
+
+  async handshake(): Promise<void> {
+    await this.write(encodeFrame(encodeEnvelope({ kind: "hello", body: helloBody() })));
+    assert.equal((await this.next())?.kind, "hello");
+  }
+}
+
+function callOf(id: number, body: Uint8Array): Envelope {
+  return { kind: "call", id, flags: 0, timeoutMs: 0, method: "echo", body };
+}
+
+/** Waits until `progress()` stops changing for a while (the writer is blocked) or `done`. */
+async function settle(progress: () => number, done: () => boolean): Promise<void> {
+  let last = -1;
+  let still = 0;
+  while (!done() && still < 5) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const now = progress();
+    still = now === last ? still + 1 : 0;
+    last = now;
+  }
+}
+
+Deno.test("read bounds: a peer that sends 10,000 calls and never reads an answer", async () => {
+  await using server = await startServer();
+  const param = new TextEncoder().encode(JSON.stringify("x".repeat(4 * 1024)));
+  {
+    // A well-behaved client first, so the figure leaves out the code the server compiles.
+    const warm = await RawClient.connect(server.path);
+    await warm.handshake();
+    for (let id = 1; id <= 2000; id++) {
+      await warm.write(encodeFrame(encodeEnvelope(callOf(id, param))));
+      assert.equal((await warm.next())?.kind, "result");
+    }
+    warm.conn.close();
+  }
+  const before = await server.rss();
+  const client = await RawClient.connect(server.path);
+  await client.handshake();
+  const CALLS = 10_000;
+  let sent = 0;
+  let finished = false;
+  const sending = (async () => {
+    for (let id = 1; id <= CALLS; id += 10) {
+      const frames = [];
+      for (let i = id; i < id + 10; i++) {
+        frames.push(encodeFrame(encodeEnvelope(callOf(i, param))));
+      }
+      const batch = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+      frames.reduce((at, f) => (batch.set(f, at), at + f.length), 0);
+      await client.write(batch);
+      sent += 10;
+    }
+    finished = true;
+  })();
+  // The server stops reading once it holds answers it cannot write: the sends block.
+  await settle(() => sent, () => finished);
+  const grown = (await server.rss()) - before;
+  console.log(`server grew by ${(grown / MiB).toFixed(1)} MiB; ${sent} of ${CALLS} calls sent`);
+  assert.ok(grown <= 32 * MiB, `the server grew by ${(grown / MiB).toFixed(1)} MiB`);
+  // Reading the answers now lets every call through: nothing was dropped.
+  let results = 0;
+  while (results < CALLS) {
+    const frame = await client.next();
+    assert.ok(frame !== undefined, `the server closed after ${results} answers`);
+    assert.equal(frame.kind, "result");
+    results++;
+  }
+  await sending;
+  client.conn.close();
+});
+
+Deno.test("read bounds: four connections announcing 64 MiB frames before any HELLO", async () => {
+  await using server = await startServer();
+  const before = await server.rss();
+  const body = new Uint8Array(1024 * 1024).fill(0x61);
+  const flood = async (): Promise<number> => {
+    const client = await RawClient.connect(server.path);
+    let sent = 0;
+    try {
+      // A frame of 64 MiB announced, then 16 MiB of it, unless the server refuses it first.
+      await client.write(new Uint8Array([0x04, 0, 0, 0]));
+      for (; sent < 16; sent++) await client.write(body);
+    } catch {
+      // The server closed the connection: what this test hopes for.
+    }
+    client.conn.close();
+    return sent;
+  };
+  const sent = await Promise.all([flood(), flood(), flood(), flood()]);
+  const grown = (await server.rss()) - before;
+  console.log(`server grew by ${(grown / MiB).toFixed(1)} MiB; MiB sent: ${sent.join(", ")}`);
+  assert.ok(grown <= 32 * MiB, `the server grew by ${(grown / MiB).toFixed(1)} MiB`);
+});
+
+Deno.test("read bounds: a peer that floods PINGs and never reads a PONG", async () => {
+  await using server = await startServer();
+  const client = await RawClient.connect(server.path);
+  await client.handshake();
+  const before = await server.rss();
+  // 4 million PINGs (24 MiB), in 1 MiB writes.
+  const ping = encodeFrame(encodeEnvelope({ kind: "ping", nonce: 100 }));
+  const batch = new Uint8Array(Math.floor(MiB / ping.length) * ping.length);
+  for (let at = 0; at < batch.length; at += ping.length) batch.set(ping, at);
+  let sent = 0;
+  let finished = false;
+  const sending = (async () => {
+    for (; sent < 4_000_000; sent += batch.length / ping.length) await client.write(batch);
+    finished = true;
+  })();
+  await settle(() => sent, () => finished);
+  const grown = (await server.rss()) - before;
+  console.log(`server grew by ${(grown / MiB).toFixed(1)} MiB; ${sent} PINGs sent`);
+  // Reading 24 MiB of tiny frames at full speed grows V8's young generation (its live heap
+  // stays under 10 MiB), hence a looser bound than above; PONGs queued without bound took
+  // about 200 MiB.
+  assert.ok(grown <= 64 * MiB, `the server grew by ${(grown / MiB).toFixed(1)} MiB`);
+  client.conn.close();
+  await sending.catch(() => {});
+});
