@@ -84,7 +84,11 @@ export interface AuthOptions {
 export interface HeartbeatOptions {
   /** How often to send a PING, in milliseconds. */
   interval: number;
-  /** Close the connection when no frame at all arrived for this long, in milliseconds. */
+  /**
+   * Close the connection when no frame at all arrived for this long, in milliseconds, and the
+   * peer had this long to answer a PING (so a stall of this side's own event loop, which delays
+   * the timer, is not taken for a silent peer).
+   */
   timeout: number;
 }
 
