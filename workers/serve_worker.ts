@@ -24,24 +24,35 @@
 
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
-import { jsonCodec } from "../codecs/json.ts";
+import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
 import { connectUnix } from "../transports/unix.ts";
 import { consoleToStderr } from "./_console_to_stderr.ts";
-import { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import {
+  DEFAULT_WORKER_CALL_TIMEOUT,
+  DEFAULT_WORKER_TRUST_PEER,
+  WORKER_SOCKET_ENV,
+} from "./worker_env.ts";
 
-export { DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV };
+export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV };
 
 /** Options for {@linkcode serveWorker}: the channel's options, with worker defaults. */
 export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
   /**
-   * The channel codec; the parent must use one of the same `name`.
+   * The channel codec; the parent must use one of the same `name` (`spawnWorker` uses the
+   * structured codec for a module too).
    *
-   * @default {jsonCodec()}
+   * @default {structuredCodec()}
    */
   codec?: Codec<unknown>;
+  /**
+   * The deadline of a call to the parent that sets no `timeout`, in milliseconds.
+   *
+   * @default {DEFAULT_WORKER_CALL_TIMEOUT} (Infinity: none)
+   */
+  defaultTimeout?: number;
   /**
    * Exit the process (`Deno.exit`) once the channel has closed: with code 0 after the
    * parent's goodbye, 1 when the connection was lost (the parent died, the stdin pipe
@@ -95,7 +106,7 @@ export async function serveWorker<Parent extends object = Record<string, never>>
   handlers: object,
   options: ServeWorkerOptions = {},
 ): Promise<Channel<Parent>> {
-  const { exit = true, codec = jsonCodec(), ...channelOptions } = options;
+  const { exit = true, codec = structuredCodec(), ...channelOptions } = options;
   const restoreConsole = consoleToStderr();
   const socketPath = workerSocketPath();
   let transport: Transport;
@@ -108,6 +119,7 @@ export async function serveWorker<Parent extends object = Record<string, never>>
   const channel = new Channel<Parent>(transport, {
     trustPeer: DEFAULT_WORKER_TRUST_PEER,
     ...channelOptions,
+    defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
     codec,
     handlers,
   });
