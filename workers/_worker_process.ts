@@ -13,7 +13,7 @@ import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
 import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
-import { guardWorker } from "./_signal_guard.ts";
+import { killAtExit } from "./_parent_death.ts";
 import { type ChannelCall, WorkerCall } from "./_worker_call.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -77,7 +77,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       pipeBufferBytes: DEFAULT_PIPE_BUFFER_BYTES,
       stderr: "untouched",
     });
-    const unguard = guardWorker(child);
+    const unguard = killAtExit(child);
     this.#status = child.status.then(async (status) => {
       this.#statusKnown = true;
       unguard();

@@ -9,8 +9,15 @@
  *   and `killTimeout` (1 s) later `SIGKILL`.
  * - A worker that exits, crashes or is killed fails every pending call at once with
  *   {@linkcode WorkerExitedError} (exit code or signal, last stderr lines).
- * - When this process exits, even by `SIGKILL`, the worker's stdin reaches its end and the
- *   worker exits; on `SIGINT`, `SIGTERM` or `SIGHUP` this process kills its workers first.
+ * - No worker outlives this process. On Linux a worker module is started through util-linux
+ *   `setpriv --pdeathsig KILL` when it is installed, so the kernel kills it as this process
+ *   dies, even by `SIGKILL` and even while the worker is busy. When this process exits
+ *   (`Deno.exit()`, the program's end, an exit from your own signal handler) the workers
+ *   still running are killed. Otherwise a worker's stdin reaches its end and the worker
+ *   exits as soon as it is idle (the only route on macOS and Windows, and for a
+ *   {@linkcode WorkerCommand}, when this process is killed by a signal).
+ * - conduit installs no signal listener: your `SIGINT`/`SIGTERM` handler runs once, and your
+ *   workers serve on during your graceful shutdown.
  *
  * @example
  * ```ts
@@ -35,6 +42,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
+import { spawnProcess } from "./_parent_death.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import { WorkerSocket } from "./_worker_socket.ts";
 import {
@@ -304,7 +312,7 @@ export async function spawnWorker<Api extends object, Local extends object = obj
         Deno.execPath(),
         denoRunArgs(worker, { permissions: grants, denoArgs, args, quiet: kind === "stdio" }),
       ];
-    child = new Deno.Command(command, {
+    child = spawnProcess(command, {
       args: commandArgs,
       cwd,
       env: childEnv,
@@ -312,7 +320,7 @@ export async function spawnWorker<Api extends object, Local extends object = obj
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
-    }).spawn();
+    }, !isCommand);
   } catch (error) {
     await socket?.close();
     throw error;
