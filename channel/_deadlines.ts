@@ -3,7 +3,7 @@
 // pending calls once. It also keeps the receipt time of the frames being dispatched, from
 // which a served call's deadline counts.
 
-type Timer = ReturnType<typeof setTimeout>;
+import { clearTimer, type Timer } from "./_lifecycle.ts";
 
 /** The channel's deadline timer. */
 export class Deadlines {
@@ -25,14 +25,14 @@ export class Deadlines {
   /** Makes sure the timer fires by `at` (a `performance.now()` time). */
   arm(at: number): void {
     if (at >= this.#at) return;
-    clearTimeout(this.#timer);
+    clearTimer(this.#timer);
     this.#at = at;
     this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now())));
   }
 
   /** Stops the timer (the channel closed). */
   stop(): void {
-    clearTimeout(this.#timer);
+    clearTimer(this.#timer);
     this.#timer = undefined;
     this.#at = Infinity;
     this.#stopped = true;

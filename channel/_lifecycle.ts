@@ -27,7 +27,26 @@ const TRANSITIONS: readonly (readonly number[])[] = [
   /* CLOSED */ [],
 ];
 
-type Timer = ReturnType<typeof setTimeout>;
+/** A pending timeout: a `setTimeout` handle, or the cancel function of `lightTimeout`. */
+export type Timer = ReturnType<typeof setTimeout> | (() => void);
+
+/**
+ * Calls `fire` after `ms` without touching the timer globals, whose first use loads Deno's
+ * Node-compatible timers (several milliseconds, before a worker's first reply;
+ * `bench/spawn_time.ts`). Like every `AbortSignal.timeout`, it does not keep the process
+ * alive by itself. Returns the function that cancels it.
+ */
+export function lightTimeout(fire: () => void, ms: number): () => void {
+  const signal = AbortSignal.timeout(ms);
+  signal.addEventListener("abort", fire, { once: true });
+  return () => signal.removeEventListener("abort", fire);
+}
+
+/** Cancels `timer`, if any (without loading the timer globals when there is none). */
+export function clearTimer(timer: Timer | undefined): void {
+  if (typeof timer === "function") timer();
+  else if (timer !== undefined) clearTimeout(timer);
+}
 
 /** The state of one connection. */
 export class Lifecycle {
@@ -75,10 +94,10 @@ export class Lifecycle {
     return this.#failure;
   }
 
-  /** The handshake began; `timer` is its timeout. */
-  startHandshake(timer: Timer): void {
+  /** The handshake began; `timer` is its timeout (none for an infinite one). */
+  startHandshake(timer: Timer | undefined): void {
     if (this.#state === HANDSHAKE) this.#timer = timer;
-    else clearTimeout(timer);
+    else clearTimer(timer);
   }
 
   /**
@@ -91,7 +110,7 @@ export class Lifecycle {
       this.#leftOpen?.resolve();
       this.#leftOpen = undefined;
     }
-    clearTimeout(this.#timer);
+    clearTimer(this.#timer);
     this.#timer = timer;
     this.#state = next;
     return true;

@@ -28,7 +28,6 @@ import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
-import { connectUnix } from "../transports/unix.ts";
 import { consoleToStderr } from "./_console_to_stderr.ts";
 import {
   DEFAULT_WORKER_CALL_TIMEOUT,
@@ -53,6 +52,13 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
    * @default {DEFAULT_WORKER_CALL_TIMEOUT} (Infinity: none)
    */
   defaultTimeout?: number;
+  /**
+   * How long to wait for the parent's HELLO, in milliseconds. The parent sends it as it
+   * spawns us, or is gone (then stdin ends), and times out its own side of the handshake.
+   *
+   * @default {Infinity}
+   */
+  handshakeTimeout?: number;
   /**
    * Exit the process (`Deno.exit`) once the channel has closed: with code 0 after the
    * parent's goodbye, 1 when the connection was lost (the parent died, the stdin pipe
@@ -111,7 +117,10 @@ export async function serveWorker<Parent extends object = Record<string, never>>
   const socketPath = workerSocketPath();
   let transport: Transport;
   try {
-    transport = socketPath === undefined ? stdioTransport() : await connectUnix(socketPath);
+    // The socket transport is loaded only when used: a worker starts faster without it.
+    transport = socketPath === undefined
+      ? stdioTransport()
+      : await (await import("../transports/unix.ts")).connectUnix(socketPath);
   } catch (error) {
     restoreConsole();
     throw error;
@@ -120,6 +129,7 @@ export async function serveWorker<Parent extends object = Record<string, never>>
     trustPeer: DEFAULT_WORKER_TRUST_PEER,
     ...channelOptions,
     defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
+    handshakeTimeout: channelOptions.handshakeTimeout ?? Infinity,
     codec,
     handlers,
   });
