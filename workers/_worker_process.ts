@@ -242,6 +242,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       code: status.code,
       signal: status.signal,
       stderrTail: this.#stderr.tail,
+      stderrShown: this.#options.stderr === "prefix",
       reason: stdout !== undefined
         ? `it wrote text to its stdout: ${JSON.stringify(stdout.text)}`
         : status.signal !== null

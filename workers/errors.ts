@@ -46,6 +46,13 @@ export interface WorkerExitInfo {
    * @default {undefined}
    */
   reason?: string;
+  /**
+   * Whether the stderr lines were already shown on the console (`spawnWorker`'s
+   * `stderr: "prefix"`): the message then points to them instead of repeating them.
+   *
+   * @default {false}
+   */
+  stderrShown?: boolean;
 }
 
 /**
@@ -96,9 +103,11 @@ export class WorkerExitedError extends ConnectionClosedError {
       : `exited with code ${info.code}`;
     const reason = info.reason ? ` (${info.reason})` : "";
     const tail = info.stderrTail ?? [];
-    const lines = tail.length > 0
-      ? `; last stderr lines:\n${tail.map((line) => `  ${line}`).join("\n")}`
-      : "";
+    const lines = tail.length === 0
+      ? ""
+      : info.stderrShown
+      ? "; its stderr is printed above"
+      : `; last stderr lines:\n${tail.map((line) => `  ${line}`).join("\n")}`;
     super(`Worker ${info.worker} (pid ${info.pid}) ${how}${reason}${lines}`, options);
     this.worker = info.worker;
     this.pid = info.pid;

@@ -113,3 +113,21 @@ leakFreeTest("worker stdout: by default each line reaches our stderr once, prefi
     assert.equal(stderr.split("\n").filter((seen) => seen === line).length, 1, stderr);
   }
 });
+
+leakFreeTest(
+  "worker stdout: a crashing worker's error lines are shown once, not again in the error",
+  async () => {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--no-prompt", "--allow-run", PREFIX_PARENT.pathname, "crash"],
+      env: testEnv(),
+    }).output();
+    const stderr = new TextDecoder().decode(output.stderr);
+    assert.equal(output.code, 1, stderr);
+    // The worker's own report, forwarded with its prefix, once; the parent's uncaught
+    // WorkerExitedError points to it instead of repeating it.
+    const reports = stderr.split("\n").filter((line) => line.includes("Error: boom at load"));
+    assert.equal(reports.length, 1, stderr);
+    assert.match(reports[0], /^\[noisy_worker\.ts \d+\] /);
+    assert.match(stderr, /WorkerExitedError: .*exited with code 1.*its stderr is printed above/);
+  },
+);

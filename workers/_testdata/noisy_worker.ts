@@ -13,6 +13,7 @@ if (Deno.args.includes("--at-load")) {
   Deno.stdout.writeSync(encoder.encode("raw bytes at load\n"));
 }
 if (Deno.args.includes("--node-at-load")) process.stdout.write("node says hi\n");
+if (Deno.args.includes("--crash-at-load")) throw new Error("boom at load");
 
 const handlers = {
   print({ text, how }: { text: string; how: PrintRoute }): string {
