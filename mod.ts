@@ -1,35 +1,95 @@
 /**
  * conduit: streaming inter-process communication for Deno. Typed channels over stdio, Unix
- * sockets, TCP and in-memory transports, with pluggable codecs.
+ * sockets, TCP, NATS and in-memory transports, with pluggable codecs.
  *
- * This entrypoint re-exports the core: errors, framing, the transport contract and the
- * in-memory pair, and the codec contract. Transports and codecs that pull in more live under
- * their own subpaths (`@conduit/ipc/transports/unix`, `@conduit/ipc/codecs/msgpack`, …).
+ * This entrypoint is the everyday set: open a channel, spawn and serve workers, pool them,
+ * and the errors and option types those use. The layers beneath have subpaths of their own,
+ * so a program loads only what it imports: `@conduit/ipc/transports/unix` (and `tcp`, `stdio`,
+ * `nats`, `memory`), `@conduit/ipc/codecs/json` (and `msgpack`, `structured`, `protobuf`,
+ * `arrow`, `raw`), `@conduit/ipc/framing`, `@conduit/ipc/protocol` (the wire format, for peer
+ * implementers), and `@conduit/ipc/channel` and `@conduit/ipc/workers` for their defaults.
  *
- * @example
+ * @example A typed channel over an in-memory pair
  * ```ts
- * import { FrameDecoderStream, FrameEncoderStream, memoryPair } from "@conduit/ipc";
+ * import { openChannel } from "@conduit/ipc";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
  * import assert from "node:assert/strict";
  *
+ * const handlers = { add: ({ a, b }: { a: number; b: number }) => a + b };
  * const [a, b] = memoryPair();
- * const sent = ReadableStream.from([new Uint8Array([42])])
- *   .pipeThrough(new FrameEncoderStream())
- *   .pipeTo(a.writable);
- * const frames = b.readable.pipeThrough(new FrameDecoderStream());
- * for await (const frame of frames) {
- *   assert.deepEqual(frame, new Uint8Array([42]));
- *   break;
- * }
- * await sent;
- * await b.close();
+ * const [server, client] = await Promise.all([
+ *   openChannel(a, { codec: jsonCodec(), handlers }),
+ *   openChannel<typeof handlers>(b, { codec: jsonCodec() }),
+ * ]);
+ * assert.equal(await client.remote.add({ a: 1, b: 2 }), 3);
+ * await Promise.all([client.close(), server.close()]);
  * ```
  *
  * @module
  */
 
-export * from "./errors.ts";
-export * from "./framing/mod.ts";
-export * from "./transports/mod.ts";
-export * from "./codecs/mod.ts";
-export * from "./channel/mod.ts";
-export * from "./workers/mod.ts";
+// Channels: open one on each end of a transport; call the peer through `remote`.
+export { openChannel } from "./channel/channel.ts";
+export type {
+  Channel,
+  ChannelOptions,
+  HeartbeatOptions,
+  MethodCodec,
+  PeerInfo,
+  ResultOf,
+} from "./channel/channel.ts";
+export type {
+  AnyHandler,
+  CallOptions,
+  MethodName,
+  ParamOf,
+  RemoteArgs,
+  RemoteMethod,
+  RemoteOf,
+  RemoteReturn,
+  RemoteStream,
+} from "./channel/types.ts";
+export type { CallContext } from "./channel/call_context.ts";
+
+// Workers: a typed subprocess, and a pool of them.
+export { spawnWorker } from "./workers/spawn_worker.ts";
+export type {
+  SpawnWorkerOptions,
+  WorkerCommand,
+  WorkerTransportKind,
+} from "./workers/spawn_worker.ts";
+export type { WorkerHandle } from "./workers/worker_handle.ts";
+export type { WorkerPermissions } from "./workers/worker_permissions.ts";
+export { serveWorker } from "./workers/serve_worker.ts";
+export type { ServeWorkerOptions } from "./workers/serve_worker.ts";
+export { WorkerPool } from "./workers/worker_pool.ts";
+export type { WorkerPoolOptions, WorkerPoolStats } from "./workers/worker_pool.ts";
+
+// Errors: every failure conduit reports is one of these, all `ConduitError`s.
+export {
+  CodecError,
+  ConduitError,
+  FrameTooLargeError,
+  FramingError,
+  TransportClosedError,
+} from "./errors.ts";
+export {
+  CallCancelledError,
+  ConnectionClosedError,
+  DeadlineExceededError,
+  HandshakeError,
+  MethodNotFoundError,
+  ProtocolError,
+  RemoteError,
+} from "./channel/errors.ts";
+export {
+  CrashLoopError,
+  PoolClosedError,
+  PoolQueueFullError,
+  WorkerExitedError,
+} from "./workers/errors.ts";
+
+// The contracts the layers meet at.
+export type { Listener, Transport } from "./transports/types.ts";
+export type { Codec } from "./codecs/types.ts";

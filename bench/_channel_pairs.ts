@@ -39,11 +39,11 @@ export async function channelPair<Api extends EchoApi | RawEchoApi = EchoApi>(
   const pair = await PAIRS[kind].pair();
   const [server, client] = await Promise.all([
     openChannel(pair.a, {
-      codec: codec === "raw" ? rawCodec : jsonCodec(),
+      codec: codec === "raw" ? rawCodec() : jsonCodec(),
       maxInFlight,
       handlers: { echo: (value: unknown) => value },
     }),
-    openChannel<Api>(pair.b, { codec: codec === "raw" ? rawCodec : jsonCodec(), maxInFlight }),
+    openChannel<Api>(pair.b, { codec: codec === "raw" ? rawCodec() : jsonCodec(), maxInFlight }),
   ]);
   return {
     client,

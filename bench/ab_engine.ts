@@ -126,7 +126,9 @@ async function measure(name: CaseName, dir: string): Promise<Sample> {
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
   const unix = await import(`${root}transports/unix.ts`);
   const raw = name === "notify" || name === "raw1m";
-  const codec = () => raw ? rawCodec : jsonCodec();
+  // rawCodec became a factory; the tree under comparison may predate that.
+  const rawInstance = typeof rawCodec === "function" ? rawCodec() : rawCodec;
+  const codec = () => raw ? rawInstance : jsonCodec();
   const sockDir = await Deno.makeTempDir({ dir: "/tmp", prefix: "ab" });
   const listener = await unix.listenUnix(`${sockDir}/s`);
   const accepted = listener.accept();

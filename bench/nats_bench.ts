@@ -78,8 +78,8 @@ async function channels<T extends object>(
   raw: boolean,
 ): Promise<{ client: Channel<T>; close: () => Promise<void> }> {
   const [a, b] = await transportPair(kind, nats);
-  const codec = raw ? rawCodec : jsonCodec();
-  const methodCodecs = raw ? { chunks: { param: jsonCodec(), result: rawCodec } } : undefined;
+  const codec = raw ? rawCodec() : jsonCodec();
+  const methodCodecs = raw ? { chunks: { param: jsonCodec(), result: rawCodec() } } : undefined;
   const item = new Uint8Array(MIB).fill(7);
   const [server, client] = await Promise.all([
     openChannel(a, {

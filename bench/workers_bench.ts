@@ -78,7 +78,7 @@ async function benches(): Promise<void> {
     serial: new WorkerPool<PingApi>(WORKER, { size: 2, concurrency: 1 }),
     pipelined: new WorkerPool<PingApi>(WORKER, { size: 2, concurrency: 16 }),
   };
-  await Promise.all([pools.serial.ready(), pools.pipelined.ready()]);
+  await Promise.all([pools.serial.started(), pools.pipelined.started()]);
   globalThis.addEventListener("unload", () => {
     for (const worker of Object.values(workers)) void worker.kill();
     for (const pool of Object.values(pools)) void pool.close();
@@ -177,7 +177,7 @@ async function table(runs: number, calls: number): Promise<void> {
 
   for (const [concurrency, callers] of [[1, 4], [16, 64]]) {
     const pool = new WorkerPool<PingApi>(WORKER, { size: 2, concurrency });
-    await pool.ready();
+    await pool.started();
     await poolRate(pool, 2000, callers);
     const rates: number[] = [];
     for (let i = 0; i < 5; i++) rates.push(await poolRate(pool, calls / 5, callers));

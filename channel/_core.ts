@@ -231,7 +231,7 @@ export class ChannelCore implements LifecycleEvents {
             new ConnectionClosedError(
               `No frame from the peer for ${
                 Math.round(silent)
-              } ms (heartbeat timeout ${heartbeat.timeoutMs} ms)`,
+              } ms (heartbeat timeout ${heartbeat.timeout} ms)`,
             ),
             { code: "heartbeat_timeout", reason: `silent for ${Math.round(silent)} ms` },
             true,

@@ -3,8 +3,8 @@
 
 /** Heartbeat settings. */
 export interface HeartbeatConfig {
-  readonly intervalMs: number;
-  readonly timeoutMs: number;
+  readonly interval: number;
+  readonly timeout: number;
 }
 
 /** What the heartbeat does on each beat. */
@@ -24,9 +24,9 @@ export class Heartbeat {
   constructor(config: HeartbeatConfig, host: HeartbeatHost) {
     this.#interval = setInterval(() => {
       const silent = host.silentFor();
-      if (silent > config.timeoutMs) host.timedOut(silent);
+      if (silent > config.timeout) host.timedOut(silent);
       else host.ping();
-    }, config.intervalMs);
+    }, config.interval);
   }
 
   stop(): void {

@@ -187,7 +187,7 @@ async function connectRaw(
     shared: { param: json },
   };
   // A window of many items, so that credit is not what holds a producer back.
-  const options = { codec: rawCodec, methodCodecs, streamWindowBytes: 64 << 20 };
+  const options = { codec: rawCodec(), methodCodecs, streamWindowBytes: 64 << 20 };
   const noted: number[] = [];
   const shared = new Uint8Array(200_000);
   const [server, client] = await Promise.all([
@@ -247,7 +247,7 @@ Deno.test("channel: a cancelled call settles only once the caller's own bytes ar
   const written: Envelope[] = [];
   const transport = new ScriptedTransport((frames) => written.push(...frames));
   const opening = openChannel<{ sum(bytes: Uint8Array): number }>(transport, {
-    codec: rawCodec,
+    codec: rawCodec(),
   });
   transport.deliver([{ kind: "hello", body: helloBody({ codec: "raw" }) }]);
   const channel = await opening;

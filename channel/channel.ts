@@ -37,7 +37,7 @@
 import { integerOption as integer, positiveOption as positive } from "../_options.ts";
 import type { Codec } from "../codecs/types.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
-import { DEFAULT_WRITER_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
+import { DEFAULT_WRITE_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "./_codecs.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
@@ -57,8 +57,8 @@ export const DEFAULT_HANDSHAKE_TIMEOUT = 10_000;
 export const DEFAULT_CALL_TIMEOUT = 60_000;
 /** The default {@linkcode ChannelOptions.drainTimeout}: 5 s. */
 export const DEFAULT_DRAIN_TIMEOUT = 5_000;
-/** The default {@linkcode ChannelOptions.writeHighWaterMark}: 1 MiB queued for the peer. */
-export const DEFAULT_WRITE_HIGH_WATER_MARK: number = DEFAULT_WRITER_HIGH_WATER_MARK;
+// The default writeHighWaterMark is the FrameWriter's own: one constant for one concept.
+export { DEFAULT_WRITE_HIGH_WATER_MARK };
 /** The default {@linkcode ChannelOptions.trustPeer}: false (no stack traces sent). */
 export const DEFAULT_TRUST_PEER = false;
 
@@ -73,9 +73,9 @@ export type MethodCodec = Codec<unknown> | {
 /** Heartbeat settings: detect a hung peer. */
 export interface HeartbeatOptions {
   /** How often to send a PING, in milliseconds. */
-  intervalMs: number;
+  interval: number;
   /** Close the connection when no frame at all arrived for this long, in milliseconds. */
-  timeoutMs: number;
+  timeout: number;
 }
 
 /**
@@ -225,8 +225,9 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   readonly #core: ChannelCore;
 
   /**
-   * Starts the handshake on `transport`; most code uses {@linkcode openChannel}, which also
-   * waits for it. Until {@linkcode opened} resolves, calls fail.
+   * Starts the handshake on `transport`. Internal: the public way to open a channel is
+   * {@linkcode openChannel}, which also waits for the handshake (the public modules export
+   * `Channel` as a type only). Until {@linkcode opened} resolves, calls fail.
    *
    * @param transport The connection to the peer; the channel owns and closes it.
    * @param options The codec, handlers and limits.
@@ -252,8 +253,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
     }
     const heartbeat = options.heartbeat;
     if (heartbeat !== undefined) {
-      positive("heartbeat.intervalMs", heartbeat.intervalMs);
-      positive("heartbeat.timeoutMs", heartbeat.timeoutMs);
+      positive("heartbeat.interval", heartbeat.interval);
+      positive("heartbeat.timeout", heartbeat.timeout);
     }
     this.#core = new ChannelCore(
       this as unknown as Channel<Record<string, never>>,
@@ -365,8 +366,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * const accepted = listener.accept();
    * const connected = await connectUnix(`${dir}/s`);
    * const [client, server] = await Promise.all([
-   *   openChannel<typeof handlers>(connected, { codec: rawCodec }),
-   *   openChannel(await accepted, { codec: rawCodec, handlers }),
+   *   openChannel<typeof handlers>(connected, { codec: rawCodec() }),
+   *   openChannel(await accepted, { codec: rawCodec(), handlers }),
    * ]);
    *
    * let taken = 0;
@@ -420,10 +421,10 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * const [a, b] = memoryPair();
    * const [server, client] = await Promise.all([
    *   openChannel(a, {
-   *     codec: rawCodec,
+   *     codec: rawCodec(),
    *     handlers: { chunk: (bytes: Uint8Array) => void (received += bytes.length) } satisfies Sink,
    *   }),
-   *   openChannel<Sink>(b, { codec: rawCodec }),
+   *   openChannel<Sink>(b, { codec: rawCodec() }),
    * ]);
    * const chunk = new Uint8Array(16 * 1024);
    * let lowest = Infinity;
@@ -516,7 +517,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
  * const [a, b] = memoryPair();
  * const results = await Promise.allSettled([
  *   openChannel(a, { codec: jsonCodec() }),
- *   openChannel(b, { codec: rawCodec }),
+ *   openChannel(b, { codec: rawCodec() }),
  * ]);
  * for (const result of results) {
  *   assert.equal(result.status, "rejected");

@@ -470,7 +470,7 @@ for (const kind of transportKinds) {
     const before = Date.now();
     const error = await pair.client.remote.wait(0, { timeout: 30 }).catch((e) => e);
     assert.ok(error instanceof DeadlineExceededError);
-    assert.equal(error.timeoutMs, 30);
+    assert.equal(error.timeout, 30);
     const seen = await handlerSaw.promise;
     assert.ok(seen.reason instanceof DeadlineExceededError);
     assert.ok(seen.deadline !== undefined && seen.deadline >= before);
@@ -487,7 +487,7 @@ for (const kind of transportKinds) {
     }, { defaultTimeout: 20 });
     const error = await pair.client.remote.wait(0).catch((e) => e);
     assert.ok(error instanceof DeadlineExceededError);
-    assert.equal(error.timeoutMs, 20);
+    assert.equal(error.timeout, 20);
   });
 
   test("a deadline ends a stream that runs too long", async () => {
@@ -518,7 +518,7 @@ for (const kind of transportKinds) {
       reverse(bytes: Uint8Array): Uint8Array;
       size(bytes: Uint8Array): number;
     }
-    const methodCodecs = { reverse: rawCodec, size: { param: rawCodec } };
+    const methodCodecs = { reverse: rawCodec(), size: { param: rawCodec() } };
     await using pair = await connect<Bytes>(kind, {
       methodCodecs,
       handlers: {
@@ -541,7 +541,7 @@ for (const kind of transportKinds) {
     }
     const total = (bytes: Uint8Array) => bytes.reduce((sum, byte) => sum + byte, 0);
     await using pair = await connect<Sums>(kind, {
-      codec: rawCodec,
+      codec: rawCodec(),
       methodCodecs: { sum: { result: jsonCodec() }, sums: { result: jsonCodec() } },
       handlers: {
         sum: total,
@@ -552,7 +552,7 @@ for (const kind of transportKinds) {
         },
       },
     }, {
-      codec: rawCodec,
+      codec: rawCodec(),
       methodCodecs: { sum: { result: jsonCodec() }, sums: { result: jsonCodec() } },
     });
     // Small values are batched, large ones (past 64 KiB) written as they are (see

@@ -139,18 +139,18 @@ export class DeadlineExceededError extends ConduitError {
   /** The method whose deadline passed. */
   readonly method: string;
   /** The deadline, in milliseconds from the call's start (or from receipt, for a handler). */
-  readonly timeoutMs: number;
+  readonly timeout: number;
 
   /**
    * Creates the error for a call whose deadline passed.
    *
    * @param method The method called.
-   * @param timeoutMs The deadline in milliseconds.
+   * @param timeout The deadline in milliseconds.
    */
-  constructor(method: string, timeoutMs: number) {
-    super(`Call to "${method}" exceeded its deadline of ${timeoutMs} ms`);
+  constructor(method: string, timeout: number) {
+    super(`Call to "${method}" exceeded its deadline of ${timeout} ms`);
     this.method = method;
-    this.timeoutMs = timeoutMs;
+    this.timeout = timeout;
   }
 }
 

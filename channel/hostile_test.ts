@@ -275,7 +275,7 @@ for (const kind of transportKinds) {
   });
 
   test("heartbeat: a peer that stops answering is detected", async () => {
-    await using t = await underTest(kind, { heartbeat: { intervalMs: 10, timeoutMs: 40 } });
+    await using t = await underTest(kind, { heartbeat: { interval: 10, timeout: 40 } });
     const pending = t.channel.remote.wait(0).catch((e) => e);
     assert.ok(await t.peer.nextOf("ping"));
     const error = await pending;

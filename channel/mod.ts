@@ -24,21 +24,28 @@
  * @module
  */
 
-export * from "./channel.ts";
+export {
+  DEFAULT_CALL_TIMEOUT,
+  DEFAULT_DRAIN_TIMEOUT,
+  DEFAULT_HANDSHAKE_TIMEOUT,
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_STREAM_WINDOW_BYTES,
+  DEFAULT_TRUST_PEER,
+  DEFAULT_WRITE_HIGH_WATER_MARK,
+  openChannel,
+} from "./channel.ts";
+// Only `openChannel` opens a channel: the class is public as a type, its constructor is not.
+export type {
+  Channel,
+  ChannelOptions,
+  Codec,
+  HeartbeatOptions,
+  MethodCodec,
+  PeerInfo,
+  ResultOf,
+  Transport,
+} from "./channel.ts";
 export * from "./types.ts";
 export * from "./call_context.ts";
 export * from "./errors.ts";
-export * from "../protocol/envelope.ts";
-export * from "../protocol/frame_kinds.ts";
-export { MAX_METHOD_BYTES } from "../protocol/limits.ts";
-// Wire internals, public here until the API is curated; a peer implementer uses
-// @conduit/ipc/protocol.
-export {
-  dataCost,
-  encodeBodyFrame,
-  encodeCall,
-  encodeCredit,
-  encodeIdFrame,
-  encodeNotify,
-} from "../protocol/_encode.ts";
 export * from "./error_codec.ts";

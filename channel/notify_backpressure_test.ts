@@ -29,7 +29,7 @@ Deno.test("notify/ready: 200 MB of notifications stay within one frame of the ma
   let outOfOrder = 0;
   const [server, client] = await Promise.all([
     openChannel(pair.a, {
-      codec: rawCodec,
+      codec: rawCodec(),
       handlers: {
         chunk(bytes: Uint8Array) {
           const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -38,7 +38,7 @@ Deno.test("notify/ready: 200 MB of notifications stay within one frame of the ma
         },
       } satisfies Sink,
     }),
-    openChannel<Sink>(pair.b, { codec: rawCodec }),
+    openChannel<Sink>(pair.b, { codec: rawCodec() }),
   ]);
   const count = Math.ceil(200e6 / CHUNK_BYTES);
   const chunk = new Uint8Array(CHUNK_BYTES);
@@ -68,8 +68,8 @@ Deno.test("notify/ready: 200 MB of notifications stay within one frame of the ma
 Deno.test("notify/ready: rejects like notify once closing or closed, also while waiting", async () => {
   const pair = await unix.pair();
   const [server, client] = await Promise.all([
-    openChannel(pair.a, { codec: rawCodec, handlers: { chunk() {} } satisfies Sink }),
-    openChannel<Sink>(pair.b, { codec: rawCodec }),
+    openChannel(pair.a, { codec: rawCodec(), handlers: { chunk() {} } satisfies Sink }),
+    openChannel<Sink>(pair.b, { codec: rawCodec() }),
   ]);
   await client.ready;
   assert.ok(client.desiredSize > 0);
@@ -90,7 +90,7 @@ Deno.test("notify/ready: rejects like notify once closing or closed, also while 
 
 Deno.test("notify/ready: a pending wait rejects when the peer dies", async () => {
   const pair = await unix.pair();
-  const opening = openChannel<Sink>(pair.b, { codec: rawCodec });
+  const opening = openChannel<Sink>(pair.b, { codec: rawCodec() });
   // The peer answers the handshake, then never reads again: the kernel buffers fill up.
   const writer = pair.a.writable.getWriter();
   await writer.write(
@@ -117,24 +117,24 @@ Deno.test("notify/ready: a pending wait rejects when the peer dies", async () =>
 
 Deno.test("notify/ready: waits for the handshake, and rejects if it fails", async () => {
   const pair = await unix.pair();
-  const client = new Channel<Sink>(pair.b, { codec: rawCodec });
+  const client = new Channel<Sink>(pair.b, { codec: rawCodec() });
   assert.equal(client.desiredSize, 0);
   let settled = false;
   const waiting = client.ready.finally(() => settled = true);
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.equal(settled, false);
-  const server = await openChannel(pair.a, { codec: rawCodec });
+  const server = await openChannel(pair.a, { codec: rawCodec() });
   await waiting;
   assert.ok(client.desiredSize > 0);
   await Promise.all([client.close(), server.close()]);
   await pair.cleanup();
 
   const other = await unix.pair();
-  const mismatched = new Channel(other.b, { codec: rawCodec });
+  const mismatched = new Channel(other.b, { codec: rawCodec() });
   const failing = mismatched.ready;
   await Promise.allSettled([
     mismatched.opened,
-    openChannel(other.a, { codec: { ...rawCodec, name: "other" } }),
+    openChannel(other.a, { codec: { ...rawCodec(), name: "other" } }),
   ]);
   await assert.rejects(failing, ConnectionClosedError);
   await mismatched.closed.catch(() => {});
@@ -148,10 +148,10 @@ Deno.test("notify/ready: a smaller writeHighWaterMark is honoured over a Unix so
   let received = 0;
   const [server, client] = await Promise.all([
     openChannel(pair.a, {
-      codec: rawCodec,
+      codec: rawCodec(),
       handlers: { chunk: (bytes: Uint8Array) => void (received += bytes.length) } satisfies Sink,
     }),
-    openChannel<Sink>(pair.b, { codec: rawCodec, writeHighWaterMark: mark }),
+    openChannel<Sink>(pair.b, { codec: rawCodec(), writeHighWaterMark: mark }),
   ]);
   const count = 2000;
   let waits = 0;
@@ -179,8 +179,8 @@ Deno.test("notify/ready: a smaller writeHighWaterMark is honoured over a Unix so
 Deno.test("notify/ready: writeHighWaterMark 0 waits until the queue is written", async () => {
   const pair = await unix.pair();
   const [server, client] = await Promise.all([
-    openChannel(pair.a, { codec: rawCodec, handlers: { chunk() {} } satisfies Sink }),
-    openChannel<Sink>(pair.b, { codec: rawCodec, writeHighWaterMark: 0 }),
+    openChannel(pair.a, { codec: rawCodec(), handlers: { chunk() {} } satisfies Sink }),
+    openChannel<Sink>(pair.b, { codec: rawCodec(), writeHighWaterMark: 0 }),
   ]);
   await client.ready;
   assert.equal(client.desiredSize, 0);
@@ -196,7 +196,7 @@ Deno.test("notify/ready: writeHighWaterMark out of range is a RangeError naming 
   const [a, b] = memoryPair();
   for (const value of [-1, 1.5, NaN]) {
     assert.throws(
-      () => new Channel(a, { codec: rawCodec, writeHighWaterMark: value }),
+      () => new Channel(a, { codec: rawCodec(), writeHighWaterMark: value }),
       (error: unknown) =>
         error instanceof RangeError &&
         error.message ===
@@ -219,7 +219,7 @@ Deno.test("a failed write closes the channel at once: pending calls settle, noti
     stderr: "inherit",
   }).spawn();
   const client = await openChannel<SilentSink>(await listener.accept(), {
-    codec: rawCodec,
+    codec: rawCodec(),
     writeHighWaterMark: 1024,
   });
   const lines = peer.stdout.pipeThrough(new TextDecoderStream()).getReader();

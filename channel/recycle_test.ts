@@ -31,8 +31,8 @@ async function connect(
       new Uint8Array([ctx.channel.recycle(bytes) ? 1 : 0, bytes.length / 1024]),
   };
   const [server, client] = await Promise.all([
-    openChannel(pair.a, { codec: rawCodec, handlers }),
-    openChannel<Api>(pair.b, { codec: rawCodec }),
+    openChannel(pair.a, { codec: rawCodec(), handlers }),
+    openChannel<Api>(pair.b, { codec: rawCodec() }),
   ]);
   return {
     client,

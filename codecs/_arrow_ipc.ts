@@ -27,7 +27,7 @@ import type {
 import type { ArrayBufferViewInput } from "apache-arrow/util/buffer";
 import { VectorLoader } from "apache-arrow/visitor/vectorloader";
 import type { BufferRegion } from "apache-arrow/ipc/metadata/message";
-import { compressBuffers, decompressBody } from "./_arrow_compression.ts";
+import { compressBuffers, decompressBody } from "./arrow_compression.ts";
 import { MessageVerifier, type VerifiedMessage } from "./_arrow_verify.ts";
 
 /** The end-of-stream marker: a continuation token followed by a zero metadata length. */

@@ -2,7 +2,7 @@
 // corrupt or hostile header is an error here instead of a loop over phantom field nodes.
 
 import { MessageHeader } from "apache-arrow";
-import { compressionName } from "./_arrow_compression.ts";
+import { compressionName } from "./arrow_compression.ts";
 
 const METADATA_V4 = 3;
 const METADATA_V5 = 4;

@@ -53,9 +53,10 @@ import {
 import { CodecError } from "../errors.ts";
 import type { Codec } from "./types.ts";
 import { CollectingWriter, EOS_MARKER, fieldDepth, IpcReader } from "./_arrow_ipc.ts";
-import { type ArrowCompression, compressionType } from "./_arrow_compression.ts";
+import { type ArrowCompression, compressionType } from "./arrow_compression.ts";
 
 export type { ArrowCompression };
+export type { Codec };
 
 const NAME = "arrow";
 

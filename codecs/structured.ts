@@ -78,7 +78,7 @@ import {
   UNDEFINED,
   unknownExt,
   wtf16,
-} from "./_structured_ext.ts";
+} from "./structured_ext.ts";
 import type { Codec } from "./types.ts";
 
 export type { Codec };

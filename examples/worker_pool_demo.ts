@@ -66,7 +66,7 @@ const spawnStart = performance.now();
 await using pool = new WorkerPool<PrimeApi>(WORKER, { size });
 await pool.remote.ping();
 const spawnToFirstReply = performance.now() - spawnStart;
-await pool.ready();
+await pool.started();
 
 // 1. CPU-bound: count the primes in 100 ranges of a million. One caller per worker takes the
 // next range as soon as its last one is done, so every worker stays busy and a call's latency

@@ -1,18 +1,8 @@
 // The length-prefix header shared by the frame decoder, encoder and writer.
 
-/**
- * Bytes in a length-prefixed frame's header: the payload length as an unsigned 32-bit
- * big-endian integer.
- *
- * @example
- * ```ts
- * import { encodeFrame, FRAME_HEADER_BYTES } from "@conduit/ipc/framing";
- * import assert from "node:assert/strict";
- *
- * assert.equal(encodeFrame(new Uint8Array(10)).length, FRAME_HEADER_BYTES + 10);
- * ```
- */
-export const FRAME_HEADER_BYTES = 4;
+import { FRAME_HEADER_BYTES } from "./limits.ts";
+
+export { FRAME_HEADER_BYTES };
 
 /** The largest payload a 4-byte header can announce. */
 export const MAX_HEADER_LENGTH = 0xffff_ffff;

@@ -5,19 +5,9 @@ import { FrameSyntaxError, FrameTooLargeError } from "../errors.ts";
 import { findByte } from "./_find_byte.ts";
 import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, writeLength } from "./_header.ts";
 import { integerOption } from "../_options.ts";
+import { DEFAULT_MAX_BATCH_BYTES } from "./limits.ts";
 
-/**
- * The default `maxBatchBytes`, the bound on one coalesced chunk: 64 KiB.
- *
- * @example
- * ```ts
- * import { DEFAULT_MAX_BATCH_BYTES } from "@conduit/ipc/framing";
- * import assert from "node:assert/strict";
- *
- * assert.equal(DEFAULT_MAX_BATCH_BYTES, 65536);
- * ```
- */
-export const DEFAULT_MAX_BATCH_BYTES: number = 64 * 1024;
+export { DEFAULT_MAX_BATCH_BYTES };
 
 const EMPTY_CHUNKS: Uint8Array[] = [];
 

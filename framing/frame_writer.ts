@@ -17,15 +17,15 @@ import { numberOption } from "../_options.ts";
  *
  * @example
  * ```ts
- * import { DEFAULT_WRITER_HIGH_WATER_MARK, FrameWriter } from "@conduit/ipc/framing";
+ * import { DEFAULT_WRITE_HIGH_WATER_MARK, FrameWriter } from "@conduit/ipc/framing";
  * import assert from "node:assert/strict";
  *
  * const writer = new FrameWriter(new WritableStream());
- * assert.equal(writer.desiredSize, DEFAULT_WRITER_HIGH_WATER_MARK);
+ * assert.equal(writer.desiredSize, DEFAULT_WRITE_HIGH_WATER_MARK);
  * await writer.close();
  * ```
  */
-export const DEFAULT_WRITER_HIGH_WATER_MARK: number = 1024 * 1024;
+export const DEFAULT_WRITE_HIGH_WATER_MARK: number = 1024 * 1024;
 
 /**
  * Options for {@linkcode FrameWriter}.
@@ -50,7 +50,7 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * {@linkcode FrameWriter.ready} starts waiting. `write` itself never blocks: callers that
    * produce without bound await `ready`.
    *
-   * @default {DEFAULT_WRITER_HIGH_WATER_MARK} (1 MiB)
+   * @default {DEFAULT_WRITE_HIGH_WATER_MARK} (1 MiB)
    */
   highWaterMark?: number;
   /**
@@ -130,7 +130,7 @@ export class FrameWriter {
    * @throws {TypeError} When `writable` is already locked.
    */
   constructor(writable: WritableStream<Uint8Array>, options: FrameWriterOptions = {}) {
-    const highWaterMark = options.highWaterMark ?? DEFAULT_WRITER_HIGH_WATER_MARK;
+    const highWaterMark = options.highWaterMark ?? DEFAULT_WRITE_HIGH_WATER_MARK;
     numberOption("highWaterMark", highWaterMark, 0);
     this.#packer = new LengthPrefixPacker(
       options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,

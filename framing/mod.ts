@@ -38,6 +38,7 @@
  * @module
  */
 
+export * from "./limits.ts";
 export * from "./frame_decoder.ts";
 export * from "./frame_decoder_stream.ts";
 export * from "./frame_reader.ts";
@@ -47,3 +48,5 @@ export * from "./content_length_decoder_stream.ts";
 export * from "./content_length_encoder_stream.ts";
 export * from "./ndjson_decoder_stream.ts";
 export * from "./ndjson_encoder_stream.ts";
+// The error the FrameWriter reports a failed byte stream with.
+export { ConduitError, TransportClosedError } from "../errors.ts";

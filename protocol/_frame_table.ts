@@ -5,7 +5,7 @@
 // ProtocolError naming what is wrong.
 
 import { Cursor, readVarint, varintProblem } from "./_varint.ts";
-import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
+import { CALL_FLAG_STREAM_PARAM, describeType, FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
 import { MAX_METHOD_BYTES } from "./limits.ts";
 import { ProtocolError } from "./protocol_error.ts";
 
@@ -89,15 +89,6 @@ export class MethodNames {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** The name of a type byte's kind, for messages (`"DATA(R=1)"`, `"kind 0x7f"`). */
-export function describeType(type: number): string {
-  const kind = type & 0x7f;
-  for (const [name, value] of Object.entries(FRAME_KINDS)) {
-    if (value === kind) return `${name.toUpperCase()}(R=${type >= R_FLAG ? 1 : 0})`;
-  }
-  return `kind 0x${kind.toString(16)}`;
-}
 
 // What each type byte is: an operation of FrameParser.read. A switch over these small numbers
 // compiles to a jump table of direct calls, where a table of reader functions would make

@@ -23,10 +23,8 @@ import {
   encodeIdFrame,
   encodeNotify,
 } from "./_encode.ts";
-import { describeType, FrameParser, type FrameSink, readFrame } from "./_frame_table.ts";
+import { FrameParser, type FrameSink, readFrame } from "./_frame_table.ts";
 import { FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
-
-export { describeType };
 
 /**
  * A decoded frame: its kind, its fields, and its body (a view into the frame).

@@ -70,3 +70,23 @@ export const R_FLAG = 0x80;
  * ```
  */
 export const CALL_FLAG_STREAM_PARAM = 1;
+
+/**
+ * The name of a type byte's kind, for messages (`"DATA(R=1)"`, `"kind 0x7f"`).
+ *
+ * @example
+ * ```ts
+ * import { describeType } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(describeType(0x92), "RESULT(R=1)");
+ * assert.equal(describeType(0x7f), "kind 0x7f");
+ * ```
+ */
+export function describeType(type: number): string {
+  const kind = type & 0x7f;
+  for (const [name, value] of Object.entries(FRAME_KINDS)) {
+    if (value === kind) return `${name.toUpperCase()}(R=${type >= R_FLAG ? 1 : 0})`;
+  }
+  return `kind 0x${kind.toString(16)}`;
+}

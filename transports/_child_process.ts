@@ -11,7 +11,7 @@ export interface ChildProcessOptions {
   /** The transport's name in messages. */
   label: string;
   /** How long `close()` waits for the child to exit before `SIGKILL`, in milliseconds. */
-  exitTimeoutMs: number;
+  exitTimeout: number;
   /** The pipe buffer size to ask for once a pipe is busy; 0 never asks. */
   pipeBufferBytes: number;
   /**
@@ -39,7 +39,7 @@ class ChildChannel implements ByteChannel {
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
   readonly #stdout: ReadableStreamBYOBReader;
   readonly #stderr: StderrLines | undefined;
-  readonly #exitTimeoutMs: number;
+  readonly #exitTimeout: number;
   readonly #buffer = new ReadBuffer();
   readonly #stdinResizer: PipeResizer;
   readonly #stdoutResizer: PipeResizer;
@@ -47,7 +47,7 @@ class ChildChannel implements ByteChannel {
   constructor(child: Deno.ChildProcess, options: ChildProcessOptions) {
     this.label = options.label;
     this.#child = child;
-    this.#exitTimeoutMs = options.exitTimeoutMs;
+    this.#exitTimeout = options.exitTimeout;
     const pipeBufferBytes = options.pipeBufferBytes;
     this.#stdinResizer = new PipeResizer(`/proc/${child.pid}/fd/0`, pipeBufferBytes);
     this.#stdoutResizer = new PipeResizer(`/proc/${child.pid}/fd/1`, pipeBufferBytes);
@@ -102,7 +102,7 @@ class ChildChannel implements ByteChannel {
     }
     // Drain stdout meanwhile: a child blocked on a full pipe could never exit.
     const drained = drain(this.#stdout);
-    await waitForExit(child, this.#exitTimeoutMs);
+    await waitForExit(child, this.#exitTimeout);
     // A grandchild may hold the pipes open after the child exited: stop reading them.
     await this.#stdout.cancel().catch(() => {});
     await this.#stderr?.cancel();

@@ -22,7 +22,7 @@ import { ChunkQueue, flushWithin, Heartbeat, ReceiveCredit, SendCredit } from ".
 /** The settings one end keeps; the peer learns them in the handshake. */
 export interface NatsChannelSettings {
   windowBytes: number;
-  heartbeatMs: number;
+  heartbeat: number;
   inboxPrefix: string;
 }
 
@@ -76,7 +76,7 @@ export class NatsChannel implements ByteChannel {
       protocol: PROTOCOL,
       inbox: this.inbox,
       window: this.#settings.windowBytes,
-      heartbeatMs: this.#settings.heartbeatMs,
+      heartbeat: this.#settings.heartbeat,
     };
   }
 
@@ -142,7 +142,7 @@ export class NatsChannel implements ByteChannel {
     this.#stop(new TransportClosedError(`${this.label} is closed`));
     this.#queue.end();
     // The last messages are on the server before close() resolves, unless NATS is away.
-    if (notify) await flushWithin(this.#nc, MISSED_HEARTBEATS * this.#settings.heartbeatMs);
+    if (notify) await flushWithin(this.#nc, MISSED_HEARTBEATS * this.#settings.heartbeat);
   }
 
   /** Ends the connection with `error`: reads and writes fail with it, the peer gets a Reset. */
@@ -234,8 +234,8 @@ export class NatsChannel implements ByteChannel {
 
   #startHeartbeat(): void {
     this.#heartbeat = new Heartbeat(
-      this.#settings.heartbeatMs,
-      MISSED_HEARTBEATS * this.#peer!.heartbeatMs,
+      this.#settings.heartbeat,
+      MISSED_HEARTBEATS * this.#peer!.heartbeat,
       this.#heartbeatEvents,
     );
   }

@@ -38,7 +38,7 @@ export interface Hello {
   /** The bytes the sender lets its peer have in flight towards it. */
   window: number;
   /** The heartbeat interval the sender keeps, in ms. */
-  heartbeatMs: number;
+  heartbeat: number;
 }
 
 /** A refusal the listener replies with instead of a {@linkcode Hello}. */
@@ -110,7 +110,7 @@ export function decodeHello(payload: Uint8Array): Hello | Refusal {
   if (typeof hello.error === "string") return { protocol: PROTOCOL, error: hello.error };
   if (
     typeof hello.inbox !== "string" || hello.inbox === "" || !isPositive(hello.window) ||
-    !isPositive(hello.heartbeatMs)
+    !isPositive(hello.heartbeat)
   ) {
     throw new TypeError(`The NATS handshake message is malformed: ${JSON.stringify(hello)}`);
   }

@@ -19,7 +19,7 @@ if (import.meta.main) {
   // Back at once after the server drops it as a slow consumer.
   const nc = await connect({ servers: url, reconnectTimeWait: 100 });
   if (mode === "block") {
-    const transport = await connectNats(nc, subject, { windowBytes: 64 << 20, heartbeatMs: 1000 });
+    const transport = await connectNats(nc, subject, { windowBytes: 64 << 20, heartbeat: 1000 });
     console.log("connected");
     const until = Date.now() + Number(ms);
     while (Date.now() < until) {
@@ -41,7 +41,7 @@ if (import.meta.main) {
     await transport.close();
     await nc.close();
   } else {
-    await connectNats(nc, subject, { heartbeatMs: 100 });
+    await connectNats(nc, subject, { heartbeat: 100 });
     console.log("connected");
     setInterval(() => {}, 60_000);
   }

@@ -12,7 +12,7 @@
  *
  * **Handshake.** The connecting end subscribes to a fresh inbox `C` and sends a request to the
  * listening subject (in the listeners' queue group) whose body is the JSON
- * `{"protocol":"conduit-nats/1","inbox":C,"window":W,"heartbeatMs":H}`. The one listener
+ * `{"protocol":"conduit-nats/1","inbox":C,"window":W,"heartbeat":H}`. The one listener
  * instance that gets it subscribes to a fresh inbox `S` of its own and replies with the same
  * shape naming `S`, or with `{"protocol":"conduit-nats/1","error":"…"}` to refuse (its backlog
  * is full, the request is malformed). The client then sends `Open` (below) to `S`, and the
@@ -40,7 +40,7 @@
  * reconnect): a sequence number out of turn closes the connection with
  * {@linkcode NatsMessagesLostError}, so a reader never sees a stream with a hole.
  *
- * **A peer that disappears.** Each end sends a Ping every `heartbeatMs` when it sent nothing
+ * **A peer that disappears.** Each end sends a Ping every `heartbeat` when it sent nothing
  * else meanwhile. When the peer's inbox has no subscriber any more (its NATS connection closed
  * or its process died), the server answers the Ping with a "no responders" status and the
  * connection ends with {@linkcode NatsPeerGoneError} within one interval; if nothing at all
@@ -77,7 +77,7 @@
  */
 
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
-import { TransportClosedError } from "../errors.ts";
+import { ConduitError, TransportClosedError } from "../errors.ts";
 import { ListenerBase } from "./_listener_base.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
@@ -85,6 +85,9 @@ import { flushWithin } from "./_nats_flow.ts";
 import { decodeHello, encodeHello, PROTOCOL } from "./_nats_wire.ts";
 import type { Listener, Transport } from "./types.ts";
 import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
+
+export { ConduitError, TransportClosedError };
+export type { Listener, Transport };
 
 export { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
 export type {
@@ -113,26 +116,26 @@ export const DEFAULT_NATS_WINDOW_BYTES: number = 4 * 1024 * 1024;
  *
  * @example
  * ```ts
- * import { DEFAULT_NATS_HEARTBEAT_MS } from "@conduit/ipc/transports/nats";
+ * import { DEFAULT_NATS_HEARTBEAT } from "@conduit/ipc/transports/nats";
  * import assert from "node:assert/strict";
  *
- * assert.equal(DEFAULT_NATS_HEARTBEAT_MS, 1000);
+ * assert.equal(DEFAULT_NATS_HEARTBEAT, 1000);
  * ```
  */
-export const DEFAULT_NATS_HEARTBEAT_MS = 1000;
+export const DEFAULT_NATS_HEARTBEAT = 1000;
 
 /**
  * The default time {@linkcode connectNats} waits for a listener's reply, in ms.
  *
  * @example
  * ```ts
- * import { DEFAULT_NATS_CONNECT_TIMEOUT_MS } from "@conduit/ipc/transports/nats";
+ * import { DEFAULT_NATS_CONNECT_TIMEOUT } from "@conduit/ipc/transports/nats";
  * import assert from "node:assert/strict";
  *
- * assert.equal(DEFAULT_NATS_CONNECT_TIMEOUT_MS, 10_000);
+ * assert.equal(DEFAULT_NATS_CONNECT_TIMEOUT, 10_000);
  * ```
  */
-export const DEFAULT_NATS_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_NATS_CONNECT_TIMEOUT = 10_000;
 
 /**
  * The default number of connections a NATS listener holds for `accept()` before it refuses
@@ -156,8 +159,8 @@ export const DEFAULT_NATS_BACKLOG = 128;
  * import type { NatsTransportOptions } from "@conduit/ipc/transports/nats";
  * import assert from "node:assert/strict";
  *
- * const options: NatsTransportOptions = { windowBytes: 1 << 20, heartbeatMs: 500 };
- * assert.equal(options.heartbeatMs, 500);
+ * const options: NatsTransportOptions = { windowBytes: 1 << 20, heartbeat: 500 };
+ * assert.equal(options.heartbeat, 500);
  * ```
  */
 export interface NatsTransportOptions {
@@ -172,9 +175,9 @@ export interface NatsTransportOptions {
    * How often this end shows it is alive, in ms; a peer gone silent is noticed after about
    * three intervals, a closed one within one.
    *
-   * @default {DEFAULT_NATS_HEARTBEAT_MS}
+   * @default {DEFAULT_NATS_HEARTBEAT}
    */
-  heartbeatMs?: number;
+  heartbeat?: number;
   /**
    * The prefix of the inbox subjects this end subscribes to (for accounts whose permissions
    * allow only some subjects).
@@ -219,17 +222,17 @@ export interface ListenNatsOptions extends NatsTransportOptions {
  * import type { ConnectNatsOptions } from "@conduit/ipc/transports/nats";
  * import assert from "node:assert/strict";
  *
- * const options: ConnectNatsOptions = { timeoutMs: 2000 };
- * assert.equal(options.timeoutMs, 2000);
+ * const options: ConnectNatsOptions = { timeout: 2000 };
+ * assert.equal(options.timeout, 2000);
  * ```
  */
 export interface ConnectNatsOptions extends NatsTransportOptions {
   /**
    * How long to wait for a listener's reply, in ms.
    *
-   * @default {DEFAULT_NATS_CONNECT_TIMEOUT_MS}
+   * @default {DEFAULT_NATS_CONNECT_TIMEOUT}
    */
-  timeoutMs?: number;
+  timeout?: number;
 }
 
 /**
@@ -309,7 +312,7 @@ export async function listenNats(
  * @param options The handshake timeout and transport settings.
  * @returns The connected transport.
  * @throws {Deno.errors.ConnectionRefused} When no listener serves `subject`, or it refused.
- * @throws {Deno.errors.TimedOut} When no reply came within `timeoutMs`.
+ * @throws {Deno.errors.TimedOut} When no reply came within `timeout`.
  * @throws {RangeError} When an option is not a positive number.
  *
  * @example
@@ -328,7 +331,7 @@ export async function connectNats(
   subject: string,
   options: ConnectNatsOptions = {},
 ): Promise<Transport> {
-  const timeout = positive(options.timeoutMs, DEFAULT_NATS_CONNECT_TIMEOUT_MS, "timeoutMs");
+  const timeout = positive(options.timeout, DEFAULT_NATS_CONNECT_TIMEOUT, "timeout");
   const channel = new NatsChannel(nc, settingsOf(options), forget(nc));
   let reply: NatsMessage;
   try {
@@ -426,7 +429,7 @@ class NatsConnListener extends ListenerBase implements NatsListener {
     }
     this.#opening.clear();
     await Promise.all(this.#ready.splice(0).map((t) => t.abort(closed)));
-    await flushWithin(this.#nc, this.#settings.heartbeatMs);
+    await flushWithin(this.#nc, this.#settings.heartbeat);
   }
 
   readonly #onHello = (error: Error | null, msg: NatsMessage): void => {
@@ -458,7 +461,7 @@ class NatsConnListener extends ListenerBase implements NatsListener {
       setTimeout(() => {
         this.#opening.delete(channel);
         channel.abandon();
-      }, DEFAULT_NATS_CONNECT_TIMEOUT_MS),
+      }, DEFAULT_NATS_CONNECT_TIMEOUT),
     );
     respond(msg, channel.hello());
   };
@@ -504,7 +507,7 @@ function forget(nc: NatsClient): (channel: NatsChannel) => void {
 function settingsOf(options: NatsTransportOptions): NatsChannelSettings {
   return {
     windowBytes: positive(options.windowBytes, DEFAULT_NATS_WINDOW_BYTES, "windowBytes"),
-    heartbeatMs: positive(options.heartbeatMs, DEFAULT_NATS_HEARTBEAT_MS, "heartbeatMs"),
+    heartbeat: positive(options.heartbeat, DEFAULT_NATS_HEARTBEAT, "heartbeat"),
     inboxPrefix: options.inboxPrefix ?? "_INBOX",
   };
 }

@@ -43,9 +43,9 @@ async function channelPair(
   options: Partial<ChannelOptions> = {},
 ): Promise<Pair> {
   const [serverNc, clientNc] = await Promise.all([nats.connect(), nats.connect()]);
-  const listener = await listenNats(serverNc, "svc", { queue: "svc", heartbeatMs: 100 });
+  const listener = await listenNats(serverNc, "svc", { queue: "svc", heartbeat: 100 });
   const accepted = listener.accept();
-  const clientTransport = await connectNats(clientNc, "svc", { heartbeatMs: 100 });
+  const clientTransport = await connectNats(clientNc, "svc", { heartbeat: 100 });
   const serverTransport = await accepted;
   await listener.close();
   const [server, client] = await Promise.all([

@@ -38,7 +38,7 @@ if (haveNatsServer) {
     stuckPeer: async () => {
       const server = await startNatsServer();
       const nc = await server.connect();
-      const listener = await listenNats(nc, "stuck", { heartbeatMs: 100 });
+      const listener = await listenNats(nc, "stuck", { heartbeat: 100 });
       const peer = spawnPeer(server, "stuck", "idle");
       const transport = await listener.accept();
       return stuckPeerOf(transport, peer, async () => {
@@ -131,8 +131,8 @@ natsTest(
   async (server) => {
     const ncs = await Promise.all([server.connect(), server.connect(), server.connect()]);
     const listeners = await Promise.all([
-      listenNats(ncs[0], "all", { heartbeatMs: 50 }),
-      listenNats(ncs[1], "all", { heartbeatMs: 50 }),
+      listenNats(ncs[0], "all", { heartbeat: 50 }),
+      listenNats(ncs[1], "all", { heartbeat: 50 }),
     ]);
     const accepted: Transport[] = [];
     const serving = listeners.map(async (listener) => {
@@ -142,7 +142,7 @@ natsTest(
       }
     });
     const clients = await Promise.all(
-      Array.from({ length: 10 }, () => connectNats(ncs[2], "all", { heartbeatMs: 50 })),
+      Array.from({ length: 10 }, () => connectNats(ncs[2], "all", { heartbeat: 50 })),
     );
     // Each client talks to the one listener whose reply it took; the other listener's
     // half-made connection stays silent, so no stray message reaches the client (that would be
@@ -335,9 +335,9 @@ natsTest(
   "a peer whose NATS connection closes ends pending reads and writes in bounded time",
   async (server) => {
     const [serverNc, clientNc] = await Promise.all([server.connect(), server.connect()]);
-    const listener = await listenNats(serverNc, "gone", { heartbeatMs: 100, windowBytes: 65536 });
+    const listener = await listenNats(serverNc, "gone", { heartbeat: 100, windowBytes: 65536 });
     const accepted = listener.accept();
-    const client = await connectNats(clientNc, "gone", { heartbeatMs: 100 });
+    const client = await connectNats(clientNc, "gone", { heartbeat: 100 });
     const peer = await accepted;
     const reader = peer.readable.getReader();
     const reading = reader.read().catch((e) => e);
@@ -357,9 +357,9 @@ natsTest(
 
 natsTest("a nats-server that dies ends both ends with NatsPeerGoneError", async (server) => {
   const [serverNc, clientNc] = await Promise.all([server.connect(), server.connect()]);
-  const listener = await listenNats(serverNc, "dies", { heartbeatMs: 100 });
+  const listener = await listenNats(serverNc, "dies", { heartbeat: 100 });
   const accepted = listener.accept();
-  const client = await connectNats(clientNc, "dies", { heartbeatMs: 100 });
+  const client = await connectNats(clientNc, "dies", { heartbeat: 100 });
   const peer = await accepted;
   const reading = [client, peer].map((t) => t.readable.getReader().read().catch((e) => e));
   Deno.kill(server.pid, "SIGKILL");
@@ -444,9 +444,9 @@ natsTest(
       name: "RangeError",
       message: /windowBytes must be/,
     });
-    await assert.rejects(connectNats(nc, "full", { heartbeatMs: NaN }), {
+    await assert.rejects(connectNats(nc, "full", { heartbeat: NaN }), {
       name: "RangeError",
-      message: /heartbeatMs/,
+      message: /heartbeat/,
     });
     const accepted = await listener.accept();
     await Promise.all([first.close(), accepted.close(), listener.close()]);

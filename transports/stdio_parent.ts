@@ -12,8 +12,8 @@ import type { StderrLinesOptions } from "./_stderr_lines.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "./stdio_child.ts";
 import type { Transport } from "./types.ts";
 
-/** The default {@linkcode ChildTransportOptions.exitTimeoutMs}: 2 seconds. */
-export const DEFAULT_EXIT_TIMEOUT_MS = 2000;
+/** The default {@linkcode ChildTransportOptions.exitTimeout}: 2 seconds. */
+export const DEFAULT_CHILD_EXIT_TIMEOUT = 2000;
 /** The longest stderr line handed to a callback; a longer one is split: 64 KiB. */
 export const MAX_STDERR_LINE_CHARS: number = 64 * 1024;
 
@@ -38,9 +38,9 @@ export interface ChildTransportOptions {
    * How long `close()` waits for the child to exit after closing its stdin, in milliseconds,
    * before killing it with `SIGKILL`.
    *
-   * @default {DEFAULT_EXIT_TIMEOUT_MS} (2000)
+   * @default {DEFAULT_CHILD_EXIT_TIMEOUT} (2000)
    */
-  exitTimeoutMs?: number;
+  exitTimeout?: number;
   /**
    * The kernel buffer to ask for on the child's stdin and on its stdout, in bytes, once
    * 256 KiB have crossed that pipe (so a quiet transport keeps the default and costs
@@ -92,9 +92,9 @@ export interface SpawnTransportOptions {
    * How long `close()` waits for the child to exit after closing its stdin, in milliseconds,
    * before killing it with `SIGKILL`.
    *
-   * @default {DEFAULT_EXIT_TIMEOUT_MS} (2000)
+   * @default {DEFAULT_CHILD_EXIT_TIMEOUT} (2000)
    */
-  exitTimeoutMs?: number;
+  exitTimeout?: number;
   /**
    * The kernel buffer to ask for on the child's stdin and on its stdout, in bytes, once
    * 256 KiB have crossed that pipe (so a quiet transport keeps the default and costs
@@ -115,7 +115,7 @@ export interface SpawnTransportOptions {
  * carries the child's stdout.
  *
  * `close()` flushes, closes the child's stdin, drains its stdout until it exits (killing it
- * with `SIGKILL` after `exitTimeoutMs`), and resolves once it has exited and every pipe is
+ * with `SIGKILL` after `exitTimeout`), and resolves once it has exited and every pipe is
  * closed. `abort()` kills the child with `SIGKILL` at once. Closing `writable` only closes
  * the child's stdin, so its remaining output can still be read.
  */
@@ -172,7 +172,7 @@ export function spawnTransport(
   }).spawn();
   return new ChildProcessTransport(child, {
     label: `child process ${child.pid} (${command})`,
-    exitTimeoutMs: options.exitTimeoutMs ?? DEFAULT_EXIT_TIMEOUT_MS,
+    exitTimeout: options.exitTimeout ?? DEFAULT_CHILD_EXIT_TIMEOUT,
     pipeBufferBytes,
     stderr: stderrLines(typeof stderr === "function" ? stderr : "discard"),
   });
@@ -208,7 +208,7 @@ export function childTransport(
 ): ChildTransport {
   return new ChildProcessTransport(child, {
     label: `child process ${child.pid}`,
-    exitTimeoutMs: options.exitTimeoutMs ?? DEFAULT_EXIT_TIMEOUT_MS,
+    exitTimeout: options.exitTimeout ?? DEFAULT_CHILD_EXIT_TIMEOUT,
     pipeBufferBytes: pipeBufferBytesOption(options),
     stderr: stderrLines(options.stderr ?? "discard"),
   });

@@ -83,10 +83,10 @@ Deno.test("stdio: a discarded stderr is not a pipe the child can fill", async ()
   await child.close();
 });
 
-Deno.test("stdio: close() kills a child that outlives its stdin, after exitTimeoutMs", async () => {
+Deno.test("stdio: close() kills a child that outlives its stdin, after exitTimeout", async () => {
   const child = spawnTransport(Deno.execPath(), {
     args: ["eval", "setInterval(() => {}, 60_000)"],
-    exitTimeoutMs: 50,
+    exitTimeout: 50,
   });
   await child.close();
   const status = await child.status;

@@ -73,7 +73,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     this.stdio = new ChildProcessTransport(child, {
       label: `child process ${child.pid}`,
       // Our own timeouts decide when to signal; this is only a backstop.
-      exitTimeoutMs: options.exitTimeout + options.killTimeout + 5_000,
+      exitTimeout: options.exitTimeout + options.killTimeout + 5_000,
       pipeBufferBytes: DEFAULT_PIPE_BUFFER_BYTES,
       stderr: "untouched",
     });

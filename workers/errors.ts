@@ -140,26 +140,31 @@ export class CrashLoopError extends ConduitError {
   readonly crashes: number;
   /** The restart limit in force. */
   readonly maxRestarts: number;
-  /** The window the crashes were counted in, in milliseconds. */
-  readonly windowMs: number;
+  /** The window the crashes were counted in, in milliseconds (the pool's `restartWindow`). */
+  readonly restartWindow: number;
 
   /**
    * Creates the error; the message names the crash count, the limit and the window.
    *
    * @param crashes Crashes counted within the window.
    * @param maxRestarts The restart limit.
-   * @param windowMs The window, in milliseconds.
+   * @param restartWindow The window, in milliseconds.
    * @param options Standard error options (`cause`: the last crash).
    */
-  constructor(crashes: number, maxRestarts: number, windowMs: number, options?: ErrorOptions) {
+  constructor(
+    crashes: number,
+    maxRestarts: number,
+    restartWindow: number,
+    options?: ErrorOptions,
+  ) {
     super(
-      `Workers crashed ${crashes} times within ${windowMs} ms, more than maxRestarts ` +
+      `Workers crashed ${crashes} times within ${restartWindow} ms, more than maxRestarts ` +
         `(${maxRestarts}): not restarting`,
       options,
     );
     this.crashes = crashes;
     this.maxRestarts = maxRestarts;
-    this.windowMs = windowMs;
+    this.restartWindow = restartWindow;
   }
 }
 

@@ -156,7 +156,7 @@ leakFreeTest("spawnWorker: kill() fails pending calls and says so", async () => 
 leakFreeTest("spawnWorker: a hung worker is caught by the heartbeat and killed", async () => {
   const worker = await spawnWorker<EchoApi>(ECHO, {
     stderr: "discard",
-    heartbeat: { intervalMs: 50, timeoutMs: 400 },
+    heartbeat: { interval: 50, timeout: 400 },
   });
   assert.equal(await worker.remote.echo(1), 1);
   const error = await rejection(worker.remote.hang(60_000));

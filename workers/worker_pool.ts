@@ -250,7 +250,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
   };
   /** Who waits for what: every worker started, room in the queue, idle, an empty queue. */
   readonly #waiters = {
-    ready: [] as PromiseWithResolvers<void>[],
+    started: [] as PromiseWithResolvers<void>[],
     room: [] as Array<() => void>,
     drain: [] as Array<() => void>,
     queue: [] as Array<() => void>,
@@ -333,12 +333,12 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * `Deno.errors.NotCapable` without `--allow-run`), or with `PoolClosedError` if the pool is
    * closed first.
    */
-  ready(): Promise<void> {
+  started(): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
     if (this.#closing) return Promise.reject(new PoolClosedError("The pool is closed"));
     if (this.#allReady()) return Promise.resolve();
     const waiter = Promise.withResolvers<void>();
-    this.#waiters.ready.push(waiter);
+    this.#waiters.started.push(waiter);
     return waiter.promise;
   }
 
@@ -528,7 +528,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
         this.#armIdle(slot);
         this.#schedulePump();
         if (this.#allReady()) {
-          for (const waiter of this.#waiters.ready.splice(0)) waiter.resolve();
+          for (const waiter of this.#waiters.started.splice(0)) waiter.resolve();
         }
       },
       (error) => {
@@ -637,13 +637,13 @@ export class WorkerPool<Api extends object, Local extends object = object>
       this.#counts.failed++;
       call.fail(error);
     }
-    for (const waiter of this.#waiters.ready.splice(0)) waiter.reject(error);
+    for (const waiter of this.#waiters.started.splice(0)) waiter.reject(error);
     for (const slot of [...this.#slots]) this.#stop(slot);
     this.#wake();
   }
 
   async #close(): Promise<void> {
-    for (const waiter of this.#waiters.ready.splice(0)) {
+    for (const waiter of this.#waiters.started.splice(0)) {
       waiter.reject(new PoolClosedError("The pool was closed before its workers started"));
     }
     // Queued calls still run; calls in flight then drain as each worker closes (bounded by

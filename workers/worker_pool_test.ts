@@ -32,7 +32,7 @@ async function closeAndCheck(pool: WorkerPool<EchoApi>, pids: Iterable<number>):
 
 leakFreeTest("WorkerPool: typed calls spread over the least-loaded workers", async () => {
   const workers = pool({ size: 2 });
-  await workers.ready();
+  await workers.started();
   assert.equal(workers.stats.workers, 2);
   const pids = await Promise.all([1, 2, 3, 4].map(() => workers.remote.slowPid(100)));
   const counts = new Map<number, number>();
@@ -91,7 +91,7 @@ leakFreeTest("WorkerPool: a crash loop fails the pool instead of spinning", asyn
     maxRestarts: 3,
   });
   const call = broken.remote.echo(1);
-  const error = await broken.ready().then(() => null, (e) => e);
+  const error = await broken.started().then(() => null, (e) => e);
   assert.ok(error instanceof CrashLoopError, String(error));
   assert.equal(error.crashes, 4);
   assert.equal(error.maxRestarts, 3);
@@ -107,7 +107,7 @@ leakFreeTest("WorkerPool: a crash loop fails the pool instead of spinning", asyn
 leakFreeTest("WorkerPool: workers this process cannot spawn fail the pool at once", async () => {
   const impossible = new WorkerPool<EchoApi>({ command: "/no/such/program" }, { size: 2 });
   const call = impossible.remote.echo(1);
-  await assert.rejects(impossible.ready(), Deno.errors.NotFound);
+  await assert.rejects(impossible.started(), Deno.errors.NotFound);
   await assert.rejects(call, Deno.errors.NotFound);
   assert.equal(impossible.stats.crashes, 0);
   await impossible.close();

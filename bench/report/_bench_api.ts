@@ -45,7 +45,7 @@ export interface BenchCodecs {
 export async function methodCodecsFor(codec: CodecName): Promise<BenchCodecs> {
   const { rawCodec } = await import("../../codecs/raw.ts");
   const { jsonCodec } = await import("../../codecs/json.ts");
-  const raw = rawCodec as Codec<unknown>;
+  const raw = rawCodec() as Codec<unknown>;
   const both = (payload: Codec<unknown>, small: Codec<unknown>): BenchCodecs => ({
     payload,
     small,

@@ -38,7 +38,7 @@ export async function spawnPeer(
     const child = spawnTransport(Deno.execPath(), {
       args: ["run", "-A", script.pathname, "stdio", "-", ...args],
       stderr: "inherit",
-      exitTimeoutMs: EXIT_TIMEOUT_MS,
+      exitTimeout: EXIT_TIMEOUT_MS,
     });
     return {
       transport: child,

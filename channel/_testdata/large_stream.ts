@@ -52,7 +52,7 @@ if (!kind) throw new TypeError(`unknown transport kind ${Deno.args[0]}`);
 
 let producedHash = 0;
 const pair = await kind.pair();
-const methodCodecs = { blobs: { result: rawCodec } };
+const methodCodecs = { blobs: { result: rawCodec() } };
 const [server, client] = await Promise.all([
   openChannel(pair.a, {
     codec: jsonCodec(),
