@@ -43,6 +43,7 @@ import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
 import { spawnProcess } from "./_parent_death.ts";
+import { quietPreloadUrl } from "./_quiet_preload.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import { WorkerSocket } from "./_worker_socket.ts";
 import {
@@ -358,9 +359,6 @@ function workerName(target: string | URL): string {
   return path.slice(path.lastIndexOf("/") + 1) || path;
 }
 
-/** Run first in a stdio worker: moves console and `Deno.stdout` off the channel's pipe. */
-const PRELOAD = new URL("./_worker_preload.ts", import.meta.url).href;
-
 /** The `deno run` arguments that start the worker module `module`. */
 function denoRunArgs(
   module: string | URL,
@@ -376,7 +374,7 @@ function denoRunArgs(
     "run",
     "--no-prompt",
     ...permissionFlags(options.permissions),
-    ...(options.quiet ? ["--preload", PRELOAD] : []),
+    ...(options.quiet ? ["--preload", quietPreloadUrl()] : []),
     ...options.denoArgs,
     module instanceof URL ? module.href : module,
     ...options.args,
