@@ -1,6 +1,6 @@
 // Issue 12's start-up target: spawn-to-first-reply of a worker, as a same-run ratio against
-// a bare `deno run` child. Interleaved rounds; in each:
-//   - bare:   spawn `deno run` of a one-line program, until its first byte on stdout;
+// a bare Deno child. Interleaved rounds; in each:
+//   - bare:   spawn `deno eval` of a one-line program, until its first byte on stdout;
 //   - worker: spawnWorker(bench/_ping_worker.ts) with default options, until the answer to
 //             its first call (process start, module load, handshake, one round trip);
 //   - fresh:  a new parent process (this file with --fresh) that times its own first
@@ -12,27 +12,10 @@
 
 import { parseArgs } from "node:util";
 import { spawnWorker } from "@conduit/ipc/workers";
+import { bareFirstByte as bare } from "./_bare_deno.ts";
 import type { PingApi } from "./_ping_worker.ts";
 
 const WORKER = new URL("./_ping_worker.ts", import.meta.url);
-const BARE = new URL("./_first_byte.ts", import.meta.url);
-
-/** Spawns bare Deno and resolves with the time to its first byte, in ms. */
-async function bare(): Promise<number> {
-  const started = performance.now();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", BARE.href],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const reader = child.stdout.getReader();
-  await reader.read();
-  const elapsed = performance.now() - started;
-  await reader.cancel();
-  await child.status;
-  return elapsed;
-}
 
 /** Spawns the ping worker and resolves with the time to its first reply, in ms. */
 async function worker(): Promise<number> {
