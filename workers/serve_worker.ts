@@ -79,12 +79,15 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
 /**
  * Serves `handlers` to the parent process that spawned this one with `spawnWorker`.
  *
- * While it serves, `console.log`, `info`, `debug`, `dir`, `table`, `count` and `time*` print
- * to stderr, which the parent forwards, so a stray log cannot corrupt the frames on stdout;
- * nothing else may write to `Deno.stdout`. Handlers receive a `CallContext` whose `channel`
- * calls back into the parent. The process exits when the parent says goodbye (`close()`),
- * or when its stdin reaches its end: the parent exited, even by `SIGKILL`, so a worker never
- * outlives its parent.
+ * `console.log`, `info`, `debug`, `dir`, `table`, `count` and `time*` print to stderr, which
+ * the parent forwards line by line, so a stray log cannot corrupt the frames on stdout: from
+ * before the module loads when `spawnWorker` started it (it also points `Deno.stdout` at
+ * stderr then), otherwise from this call on. Writes that reach fd 1 anyway (`node:process`'s
+ * `process.stdout`, a subprocess inheriting stdout) break the channel, and the parent's error
+ * quotes them. Handlers receive a `CallContext` whose `channel` calls back into the parent.
+ * The process exits when the parent says goodbye (`close()`), or when its stdin reaches its
+ * end: the parent exited. (On Linux `spawnWorker` also has the kernel kill the worker when
+ * the parent dies, even while the worker is busy.)
  *
  * @typeParam Parent The handler interface the parent serves (for `channel.remote`).
  * @param handlers The methods the parent can call; see `ChannelOptions.handlers`.
