@@ -200,6 +200,10 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
     this.#streamCall(id, this.wire.names.paramCancel)?.stopParam();
   }
 
+  progress(id: number, value: unknown): void {
+    this.calls.get(id)?.progress(value);
+  }
+
   // ---------------------------------------------------------------- helpers
 
   #send(call: OutgoingCall, fresh: boolean): void {

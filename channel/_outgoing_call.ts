@@ -53,6 +53,7 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
   #deadline = Infinity;
   #timeoutMs = 0;
   #signal: AbortSignal | undefined;
+  #onProgress: ((value: unknown) => void) | undefined;
   /** Whether a stream item arrived (a single result may no longer follow). */
   #streaming = false;
   /** Set while the param is the caller's own bytes, still held for writing. */
@@ -109,7 +110,14 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
       this.#streamParam = true;
     } else {
       try {
-        this.#body = this.#outbox.callParam(this.method, this.codecs.param, param, waits);
+        this.#onProgress = options?.onProgress;
+        this.#body = this.#outbox.callParam(
+          this.method,
+          this.codecs.param,
+          param,
+          waits,
+          this.#onProgress !== undefined,
+        );
       } catch (error) {
         this.reject(error);
         return false;
@@ -186,6 +194,16 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     this.#state = DONE;
     this.#signal?.removeEventListener("abort", this);
     this.#pump?.stop();
+  }
+
+  /** A progress report arrived: the caller's callback gets it (its errors stay its own). */
+  progress(value: unknown): void {
+    if (this.#state !== SENT || this.#onProgress === undefined) return;
+    try {
+      this.#onProgress(value);
+    } catch (error) {
+      console.error(`conduit: the onProgress callback of "${this.method}" threw:`, error);
+    }
   }
 
   /** A stream item arrived (a single result may no longer follow). */

@@ -51,9 +51,10 @@
  *
  * **Streams and progress.** Stream items, their credit and end are events and writes of
  * their own; a wire that has no streams (JSON-RPC) never reports them and rejects writing
- * them with a typed error. JSON-RPC's progress notifications tied to a call are meant to
- * arrive as one more event, `progress(handle, value)`, handed to the call's own progress
- * callback; nothing else in the engine changes for them.
+ * them with a typed error. Progress tied to a call (JSON-RPC's `$/progress` and
+ * `notifications/progress`) is one more event, {@linkcode OutgoingEvents.progress}, handed to
+ * the call's `onProgress` callback: `Outbox.callParam` is told when the caller wants progress,
+ * so the wire can put its progress token in the param (conduit has none and ignores it).
  *
  * **Errors.** The engine writes an error as a value (`resultError`, `paramError`) or as the
  * fields of one it made itself (`failCall`: `too_many_calls`, `method_not_found`,
@@ -102,6 +103,8 @@ export interface OutgoingEvents {
   paramCredit(id: number, bytes: number): void;
   /** The handler stopped reading the call's param stream. */
   paramCancel(id: number): void;
+  /** A progress report about the call (a wire with progress notifications). */
+  progress(id: number, value: unknown): void;
 }
 
 /** What the wire reports about calls and notifications the peer starts. */
@@ -210,6 +213,17 @@ export interface WireOptions {
 /** Makes the wire of one connection (conduit's is the default). */
 export type WireFactory = (transport: Transport, options: WireOptions) => Wire;
 
+/**
+ * The key of a channel option, outside the public `ChannelOptions`, that selects another
+ * wire protocol than conduit's (`openJsonRpc` sets it).
+ */
+export const WIRE_OPTION: unique symbol = Symbol("conduit.wire");
+
+/** Channel options that may carry {@linkcode WIRE_OPTION}. */
+export interface WireSelection {
+  readonly [WIRE_OPTION]?: WireFactory;
+}
+
 /** The read side and lifecycle of a wire protocol. */
 export interface Wire {
   /** The names of events, for error messages. */
@@ -251,10 +265,17 @@ export interface Outbox {
 
   /**
    * Encodes a call's param ahead of sending it, checking it against the peer's limit.
-   * `waits` when the call will wait for a slot (a body the codec may reuse is copied).
+   * `waits` when the call will wait for a slot (a body the codec may reuse is copied);
+   * `progress` when the caller wants progress reports (a wire that has them asks for them).
    * @throws {CodecError | FrameTooLargeError}
    */
-  callParam(method: string, slot: CodecSlot, value: unknown, waits: boolean): Uint8Array;
+  callParam(
+    method: string,
+    slot: CodecSlot,
+    value: unknown,
+    waits: boolean,
+    progress: boolean,
+  ): Uint8Array;
   /**
    * Sends a call whose param `callParam` encoded (empty for a streamed param). Returns, when
    * the param is `value`'s own bytes still held for writing, when they are written.

@@ -43,6 +43,7 @@ import { codecSlot, type MethodCodecs } from "./_codecs.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
 import { remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "./error_codec.ts";
+import { WIRE_OPTION, type WireSelection } from "./_wire.ts";
 import type { MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
@@ -290,6 +291,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
         errorClasses,
         onNotificationError: options.onNotificationError ?? reportNotificationError,
+        wire: (options as WireSelection)[WIRE_OPTION],
       },
       defaults,
     );

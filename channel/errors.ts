@@ -45,8 +45,11 @@ export interface RemoteErrorFields {
   name: string;
   /** Its message. */
   message: string;
-  /** A machine-readable code, when the remote error had one. */
-  code?: string;
+  /**
+   * A machine-readable code, when the remote error had one: a string on conduit channels, a
+   * JSON-RPC error code (a number) on JSON-RPC channels.
+   */
+  code?: string | number;
   /** Application data attached to the remote error (any JSON value). */
   data?: unknown;
   /** The remote stack trace, only sent by a peer that trusts this one. */
@@ -70,8 +73,8 @@ export interface RemoteErrorFields {
  * ```
  */
 export class RemoteError extends ConduitError {
-  /** The remote error's code, if any. */
-  readonly code: string | undefined;
+  /** The remote error's code, if any: a number for a JSON-RPC error (`-32601`…). */
+  readonly code: string | number | undefined;
   /** The remote error's attached data, if any. */
   readonly data: unknown;
   /** The remote stack trace, present only when the peer trusts this side. */

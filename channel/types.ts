@@ -38,6 +38,12 @@ export interface CallOptions {
    * @default {ChannelOptions.defaultTimeout} (`DEFAULT_CALL_TIMEOUT`, 60 s)
    */
   timeout?: number;
+  /**
+   * Receives the progress reports the peer sends about this call: JSON-RPC channels only
+   * (`$/progress` for LSP, `notifications/progress` for MCP; the channel puts the progress
+   * token in the param). A conduit channel never calls it.
+   */
+  onProgress?: (value: unknown) => void;
 }
 
 /**

@@ -7,7 +7,13 @@
 
 import { TransportClosedError } from "../errors.ts";
 import { FRAME_HEADER_BYTES } from "./_header.ts";
-import { DEFAULT_MAX_BATCH_BYTES, LengthPrefixPacker } from "./_packer.ts";
+import {
+  type BatchPacker,
+  ContentLengthPacker,
+  DEFAULT_MAX_BATCH_BYTES,
+  LengthPrefixPacker,
+  LinePacker,
+} from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 import type { FrameEncoderOptions } from "./frame_encoder_stream.ts";
 import { numberOption } from "../_options.ts";
@@ -59,6 +65,14 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * throws, so an owner learns of a failure before its next write; it must not throw.
    */
   onFailure?: (error: TransportClosedError) => void;
+  /**
+   * How each frame is delimited: a 4-byte length prefix (conduit's framing), a trailing
+   * newline (NDJSON, as {@linkcode NdjsonEncoderStream} writes), or a `Content-Length` header
+   * (LSP, as {@linkcode ContentLengthEncoderStream} writes).
+   *
+   * @default {"length-prefixed"}
+   */
+  framing?: "length-prefixed" | "ndjson" | "content-length";
 }
 
 /**
@@ -107,7 +121,7 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
  */
 export class FrameWriter {
   readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
-  readonly #packer: LengthPrefixPacker;
+  readonly #packer: BatchPacker;
   readonly #highWaterMark: number;
   #scheduled = false;
   #pumping = false;
@@ -132,7 +146,12 @@ export class FrameWriter {
   constructor(writable: WritableStream<Uint8Array>, options: FrameWriterOptions = {}) {
     const highWaterMark = options.highWaterMark ?? DEFAULT_WRITE_HIGH_WATER_MARK;
     numberOption("highWaterMark", highWaterMark, 0);
-    this.#packer = new LengthPrefixPacker(
+    const Packer = options.framing === "ndjson"
+      ? LinePacker
+      : options.framing === "content-length"
+      ? ContentLengthPacker
+      : LengthPrefixPacker;
+    this.#packer = new Packer(
       options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
       options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
     );

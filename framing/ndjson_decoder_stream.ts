@@ -4,9 +4,7 @@
  * @module
  */
 
-import { FrameTooLargeError } from "../errors.ts";
-import { findByte } from "./_find_byte.ts";
-import { integerOption } from "../_options.ts";
+import { LineSplitter } from "./_line_splitter.ts";
 
 /**
  * The default `maxLineBytes`: 16 MiB.
@@ -45,9 +43,6 @@ export interface NdjsonDecoderOptions {
    */
   maxLineBytes?: number;
 }
-
-const LF = 0x0a;
-const CR = 0x0d;
 
 /**
  * Splits a byte stream into lines, one `Uint8Array` per line without its `\n` (or `\r\n`),
@@ -92,75 +87,5 @@ export class NdjsonDecoderStream extends TransformStream<Uint8Array, Uint8Array>
         splitter.end(controller);
       },
     });
-  }
-}
-
-/** The line splitting state: the pieces of a line that spans chunks. */
-class LineSplitter {
-  readonly #max: number;
-  #parts: Uint8Array[] = [];
-  #partBytes = 0;
-
-  constructor(maxLineBytes: number) {
-    this.#max = integerOption("maxLineBytes", maxLineBytes, 0);
-  }
-
-  push(chunk: Uint8Array, out: TransformStreamDefaultController<Uint8Array>): void {
-    let start = 0;
-    for (let lf = findByte(chunk, LF); lf !== -1; lf = findByte(chunk, LF, start)) {
-      if (this.#partBytes === 0) {
-        this.#emit(chunk.subarray(start, lf), out);
-      } else {
-        // Checked before joining, so an overlong line is never copied.
-        const parts = this.#parts;
-        const last = lf > 0 ? chunk[lf - 1] : parts[parts.length - 1].at(-1);
-        this.#checkLength(this.#partBytes + lf - (last === CR ? 1 : 0));
-        this.#parts.push(chunk.subarray(0, lf));
-        this.#emit(this.#join(), out);
-      }
-      start = lf + 1;
-    }
-    const rest = chunk.length - start;
-    if (rest === 0) return;
-    const pending = this.#partBytes + rest;
-    // One byte over the limit may still be the `\r` of a `\r\n`.
-    if (pending > this.#max && !(pending === this.#max + 1 && chunk[chunk.length - 1] === CR)) {
-      this.#checkLength(pending);
-    }
-    this.#parts.push(chunk.subarray(start));
-    this.#partBytes = pending;
-  }
-
-  end(out: TransformStreamDefaultController<Uint8Array>): void {
-    if (this.#partBytes > 0) this.#emit(this.#join(), out);
-  }
-
-  #emit(line: Uint8Array, out: TransformStreamDefaultController<Uint8Array>): void {
-    let length = line.length;
-    if (length > 0 && line[length - 1] === CR) length--;
-    if (length === 0) return;
-    this.#checkLength(length);
-    out.enqueue(length === line.length ? line : line.subarray(0, length));
-  }
-
-  #checkLength(length: number): void {
-    if (length > this.#max) {
-      throw new FrameTooLargeError(length, this.#max, { limitName: "maxLineBytes" });
-    }
-  }
-
-  #join(): Uint8Array {
-    const parts = this.#parts;
-    let size = 0;
-    for (const part of parts) size += part.length;
-    const line = new Uint8Array(size);
-    let offset = 0;
-    for (const part of parts) {
-      line.set(part, offset);
-      offset += part.length;
-    }
-    this.#parts = [];
-    this.#partBytes = 0;
-    return line;
   }
 }

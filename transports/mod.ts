@@ -1,7 +1,9 @@
 /**
  * Transports: pairs of byte streams with a `close()`. This module has the contract and the
- * in-memory pair; each OS transport has its own entrypoint (`@conduit/ipc/transports/stdio`,
- * `/unix`, `/tcp`).
+ * in-memory pair; every other transport has its own entrypoint, so a program loads only what
+ * it uses: `@conduit/ipc/transports/stdio` (a child's pipes, or a worker's own stdio), `/unix`,
+ * `/tcp` (and TLS), `/nats` (across machines), `/web_worker` (a Web Worker or `MessagePort`,
+ * with transferred buffers) and `/shared_ring` (a `SharedArrayBuffer` ring between threads).
  *
  * @example
  * ```ts

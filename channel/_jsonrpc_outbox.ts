@@ -1,0 +1,396 @@
+// JSON-RPC 2.0's write side behind the engine's seam (_wire.ts), and the ids of both
+// directions: this side's requests go out with the engine's handles as their ids; the peer's
+// requests, whose ids are numbers or strings, get the next handle and keep their own id for
+// the answer, which is forgotten with the handle once answered. Answers to the requests of a
+// batch are held until the whole batch is answered and leave as one array.
+
+import { FrameTooLargeError } from "../errors.ts";
+import type { FrameWriter } from "../framing/frame_writer.ts";
+import type { JsonRpcDialect, JsonRpcId } from "../jsonrpc/dialect.ts";
+import type { CodecSlot, EngineError, Outbox } from "./_wire.ts";
+
+/** JSON-RPC's reserved error codes. */
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+/** LSP's code for a request answered because it was cancelled. */
+export const REQUEST_CANCELLED = -32800;
+
+const ENGINE_CODES: Readonly<Record<string, number>> = {
+  method_not_found: METHOD_NOT_FOUND,
+  invalid_param: INVALID_PARAMS,
+  cancelled: REQUEST_CANCELLED,
+};
+
+const utf8 = new TextEncoder();
+const CLOSE_BRACE = utf8.encode("}");
+
+/** What the outbox needs of its wire. */
+export interface JsonRpcOutboxOptions {
+  readonly dialect: JsonRpcDialect;
+  /** The largest message written (the peer's limit is unknown: ours is assumed). */
+  readonly maxFrameBytes: number;
+  readonly trustPeer: boolean;
+  readonly onWriteError: (error: unknown) => void;
+  /** This side closes: the wire reports the implied goodbye of the peer. */
+  readonly onGoodbye: () => void;
+  /** A call whose param is a stream, which JSON-RPC cannot send, fails with `message`. */
+  readonly onUnsendable: (id: number, message: string) => void;
+}
+
+/** The answers of one received batch. */
+export class Batch {
+  open = 0;
+  sealed = false;
+  readonly parts: string[] = [];
+}
+
+/** JSON-RPC's {@linkcode Outbox}, and the ids of calls in both directions. */
+export class JsonRpcOutbox implements Outbox {
+  readonly #writer: FrameWriter;
+  readonly #options: JsonRpcOutboxOptions;
+  readonly #methodHeads = new Map<string, string>();
+  /** The peer's requests in flight: handle → its id, and its id (typed) → handle. */
+  readonly #peerIds = new Map<number, JsonRpcId>();
+  readonly #peerHandles = new Map<string, number>();
+  readonly #batches = new Map<number, Batch>();
+  #lastPeerHandle = 0;
+  /** This side's requests whose answer is still awaited. */
+  readonly #awaited = new Set<number>();
+  /** Progress tokens of this side's requests: token → handle, and handle → token. */
+  readonly #tokens = new Map<string, number>();
+  readonly #tokenOf = new Map<number, string>();
+  readonly #pendingTokens = new WeakMap<Uint8Array, string>();
+  #nextToken = 0;
+
+  constructor(writer: FrameWriter, options: JsonRpcOutboxOptions) {
+    this.#writer = writer;
+    this.#options = options;
+  }
+
+  // ---------------------------------------------------------------- the ids, for the wire
+
+  /** Gives the peer's request `id` the next handle; `batch` when it came in one. */
+  peerRequest(id: JsonRpcId, batch: Batch | undefined): number {
+    const handle = ++this.#lastPeerHandle;
+    this.#peerIds.set(handle, id);
+    this.#peerHandles.set(idKey(id), handle);
+    if (batch !== undefined) {
+      batch.open++;
+      this.#batches.set(handle, batch);
+    }
+    return handle;
+  }
+
+  /** The handle of the peer's request `id` in flight, if any. */
+  peerHandle(id: JsonRpcId): number | undefined {
+    return this.#peerHandles.get(idKey(id));
+  }
+
+  /** Whether this side still awaits an answer to request `id`; forgets it if so. */
+  takeAwaited(id: unknown): id is number {
+    if (typeof id !== "number" || !this.#awaited.delete(id)) return false;
+    this.#dropToken(id);
+    return true;
+  }
+
+  /** The handle whose progress `token` reports, if any. */
+  progressHandle(token: JsonRpcId): number | undefined {
+    return typeof token === "string" ? this.#tokens.get(token) : undefined;
+  }
+
+  /** Starts collecting the answers of a received batch. */
+  openBatch(): Batch {
+    return new Batch();
+  }
+
+  /** The batch is read: its answers leave once every request in it is answered. */
+  sealBatch(batch: Batch): void {
+    batch.sealed = true;
+    this.#flushBatch(batch);
+  }
+
+  /** Answers a message that is no valid request with an error (id null when unknown). */
+  errorResponse(id: JsonRpcId | null, code: number, message: string, batch?: Batch): void {
+    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":${
+      JSON.stringify({ code, message })
+    }}`;
+    if (batch !== undefined) batch.parts.push(text);
+    else this.#writeText(text);
+  }
+
+  // ---------------------------------------------------------------- Outbox: backpressure
+
+  get desiredSize(): number {
+    return this.#writer.desiredSize;
+  }
+
+  get ready(): Promise<void> {
+    return this.#writer.ready;
+  }
+
+  writable(): Promise<void> | undefined {
+    return this.#writer.desiredSize > 0 ? undefined : this.#writer.ready;
+  }
+
+  // ---------------------------------------------------------------- calls this side starts
+
+  callParam(
+    _method: string,
+    _slot: CodecSlot,
+    value: unknown,
+    _waits: boolean,
+    progress: boolean,
+  ): Uint8Array {
+    let token: string | undefined;
+    if (progress) {
+      token = `conduit-${++this.#nextToken}`;
+      value = this.#options.dialect.progress.withToken(value, token);
+    }
+    const body = value === undefined
+      ? CLOSE_BRACE
+      : utf8.encode(`,"params":${stringifyParams(value)}}`);
+    this.#checkSize(body.length + 64);
+    if (token !== undefined) this.#pendingTokens.set(body, token);
+    return body;
+  }
+
+  call(
+    id: number,
+    method: string,
+    streamParam: boolean,
+    _timeoutMs: number,
+    body: Uint8Array,
+  ): undefined {
+    if (streamParam) {
+      this.#options.onUnsendable(
+        id,
+        `A JSON-RPC call cannot take a stream as its param (method "${method}")`,
+      );
+      this.#awaited.add(id);
+      return undefined;
+    }
+    this.#awaited.add(id);
+    const token = this.#pendingTokens.get(body);
+    if (token !== undefined) {
+      this.#tokens.set(token, id);
+      this.#tokenOf.set(id, token);
+    }
+    let head = this.#methodHeads.get(method);
+    if (head === undefined) {
+      head = `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"id":`;
+      if (this.#methodHeads.size < 1024) this.#methodHeads.set(method, head);
+    }
+    this.#writeParts(utf8.encode(head + id), body);
+    return undefined;
+  }
+
+  cancel(id: number, reason: string): void {
+    const cancel = this.#options.dialect.cancel;
+    this.#notifyValue(cancel.method, cancel.param(id, reason));
+    if (!cancel.answered) {
+      this.#awaited.delete(id);
+      this.#dropToken(id);
+    }
+  }
+
+  notify(method: string, _slot: CodecSlot, value: unknown): void {
+    this.#notifyValue(method, value);
+  }
+
+  resultCredit(): void {}
+
+  paramItem(): number {
+    throw noStreams();
+  }
+
+  paramEnd(): void {}
+
+  paramError(): void {}
+
+  // ---------------------------------------------------------------- calls the peer starts
+
+  result(id: number, method: string, _slot: CodecSlot, value: unknown): void {
+    const json = JSON.stringify(value) ?? "null";
+    if (json.length > this.#options.maxFrameBytes - 64) {
+      this.failCall(id, {
+        name: "FrameTooLargeError",
+        message: `The result of "${method}" (${json.length} characters) exceeds maxFrameBytes ` +
+          `(${this.#options.maxFrameBytes})`,
+        code: "frame_too_large",
+      });
+      return;
+    }
+    this.#answer(id, `,"result":${json}}`);
+  }
+
+  resultItem(): number {
+    throw noStreams();
+  }
+
+  resultEnd(id: number): void {
+    this.failCall(id, {
+      name: "TypeError",
+      message: "A JSON-RPC handler cannot return a stream",
+      code: "internal",
+    });
+  }
+
+  resultError(id: number, error: unknown): void {
+    this.#answer(id, `,"error":${JSON.stringify(this.#errorObject(error))}}`);
+  }
+
+  failCall(id: number, error: EngineError): void {
+    if (error.code === "cancelled" && !this.#options.dialect.cancel.answered) {
+      // Not answered (MCP): the caller forgot the request already.
+      const batch = this.#forgetPeer(id);
+      if (batch !== undefined) {
+        batch.open--;
+        this.#flushBatch(batch);
+      }
+      return;
+    }
+    const code = ENGINE_CODES[error.code] ?? INTERNAL_ERROR;
+    const body = { code, message: error.message, data: { name: error.name, code: error.code } };
+    this.#answer(id, `,"error":${JSON.stringify(body)}}`);
+  }
+
+  paramCredit(): void {}
+
+  paramCancel(): void {}
+
+  // ---------------------------------------------------------------- the connection
+
+  goodbye(code?: string): void {
+    // JSON-RPC has no goodbye: closing gracefully is waiting for the calls in flight.
+    if (code === undefined) queueMicrotask(this.#options.onGoodbye);
+  }
+
+  ping(): void {}
+
+  writeQueued(): void {
+    this.#writer.writeQueued();
+  }
+
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
+  close(): Promise<void> {
+    return this.#writer.close();
+  }
+
+  abort(): Promise<void> {
+    return this.#writer.abort();
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  #notifyValue(method: string, value: unknown): void {
+    const params = value === undefined ? "" : `,"params":${stringifyParams(value)}`;
+    const text = `{"jsonrpc":"2.0","method":${JSON.stringify(method)}${params}}`;
+    this.#checkSize(text.length);
+    this.#writeText(text);
+  }
+
+  /** Writes the answer to the peer's request `handle`: `rest` follows its id. */
+  #answer(handle: number, rest: string): void {
+    const id = this.#peerIds.get(handle);
+    if (id === undefined) return;
+    const batch = this.#forgetPeer(handle);
+    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)}${rest}`;
+    if (batch === undefined) {
+      this.#writeText(text);
+      return;
+    }
+    batch.parts.push(text);
+    batch.open--;
+    this.#flushBatch(batch);
+  }
+
+  /** Forgets the peer's request `handle`; returns its batch, if any. */
+  #forgetPeer(handle: number): Batch | undefined {
+    const id = this.#peerIds.get(handle);
+    if (id === undefined) return undefined;
+    this.#peerIds.delete(handle);
+    this.#peerHandles.delete(idKey(id));
+    const batch = this.#batches.get(handle);
+    if (batch !== undefined) this.#batches.delete(handle);
+    return batch;
+  }
+
+  #flushBatch(batch: Batch): void {
+    if (!batch.sealed || batch.open > 0 || batch.parts.length === 0) return;
+    this.#writeText(`[${batch.parts.join(",")}]`);
+    batch.parts.length = 0;
+  }
+
+  #dropToken(id: number): void {
+    const token = this.#tokenOf.get(id);
+    if (token === undefined) return;
+    this.#tokenOf.delete(id);
+    this.#tokens.delete(token);
+  }
+
+  #errorObject(error: unknown): { code: number; message: string; data?: unknown } {
+    if (!(error instanceof Error)) return { code: INTERNAL_ERROR, message: String(error) };
+    const fields = error as Error & { code?: unknown; data?: unknown };
+    const code = typeof fields.code === "number" && Number.isInteger(fields.code)
+      ? fields.code
+      : INTERNAL_ERROR;
+    let data = fields.data;
+    if (data === undefined && typeof fields.code === "string") {
+      data = { name: error.name, code: fields.code };
+    }
+    if (this.#options.trustPeer && error.stack !== undefined) {
+      data = {
+        ...(typeof data === "object" && data !== null ? data : { value: data }),
+        stack: error.stack,
+      };
+    }
+    return data === undefined
+      ? { code, message: error.message }
+      : { code, message: error.message, data };
+  }
+
+  #checkSize(size: number): void {
+    const max = this.#options.maxFrameBytes;
+    if (size > max) throw new FrameTooLargeError(size, max);
+  }
+
+  #writeText(text: string): void {
+    this.#writeParts(utf8.encode(text), EMPTY);
+  }
+
+  #writeParts(head: Uint8Array, body: Uint8Array): void {
+    try {
+      this.#writer.writeParts(head, body);
+    } catch (error) {
+      this.#options.onWriteError(error);
+    }
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** Distinguishes the number 1 from the string "1". */
+function idKey(id: JsonRpcId): string {
+  return typeof id === "number" ? `n${id}` : `s${id}`;
+}
+
+function stringifyParams(value: unknown): string {
+  if (typeof value !== "object" || value === null) {
+    throw new TypeError(
+      `JSON-RPC params are an object (by name) or an array (by position), got ${
+        value === null ? "null" : typeof value
+      }`,
+    );
+  }
+  return JSON.stringify(value);
+}
+
+function noStreams(): TypeError {
+  return new TypeError("JSON-RPC has no streams");
+}

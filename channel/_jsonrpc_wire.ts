@@ -1,0 +1,315 @@
+// JSON-RPC 2.0 (LSP, MCP) behind the engine's seam (_wire.ts): Content-Length or NDJSON
+// framing, no handshake, and each message (or each member of a batch) turned into an engine
+// event. What JSON-RPC answers and goes on after — a parse error (-32700), an invalid
+// request (-32600) — is answered here and reported to `onProtocolError`; an answer to no
+// request in flight is reported and dropped. Only a framing failure (a message over the
+// limit, a broken header) ends the connection, since the next message cannot be found.
+
+import { ContentLengthDecoder } from "../framing/_content_length_decoder.ts";
+import { LineSplitter } from "../framing/_line_splitter.ts";
+import { QueueSplitter } from "../framing/_queue_splitter.ts";
+import { FrameWriter } from "../framing/frame_writer.ts";
+import { ProtocolError } from "../protocol/protocol_error.ts";
+import type { Transport } from "../transports/types.ts";
+import type { JsonRpcDialect, JsonRpcId } from "../jsonrpc/dialect.ts";
+import {
+  type Batch,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  JsonRpcOutbox,
+  PARSE_ERROR,
+} from "./_jsonrpc_outbox.ts";
+import type {
+  ChunkReader,
+  EventNames,
+  IncomingEvents,
+  LifecycleEvents,
+  OutgoingEvents,
+  Wire,
+  WireEvents,
+  WireFactory,
+  WireOptions,
+} from "./_wire.ts";
+import { RemoteError } from "./errors.ts";
+
+/** How JSON-RPC names each event in the engine's error messages. */
+const NAMES: EventNames = {
+  call: "request",
+  notify: "notification",
+  result: "response",
+  callError: "error response",
+  resultItem: "stream item",
+  resultEnd: "stream end",
+  paramCredit: "credit",
+  paramCancel: "cancel",
+  paramItem: "stream item",
+  paramEnd: "stream end",
+  paramError: "stream error",
+  resultCredit: "credit",
+  cancel: "cancel notification",
+  item: "stream item",
+  goodbye: "close",
+};
+
+/** What selects and tunes the JSON-RPC wire. */
+export interface JsonRpcWireOptions {
+  readonly framing: "content-length" | "ndjson";
+  readonly dialect: JsonRpcDialect;
+  /** Told of what the peer sent wrong that JSON-RPC lets the connection survive. */
+  readonly onProtocolError: (error: ProtocolError) => void;
+}
+
+/** Makes the JSON-RPC wire factory for `options`. */
+export function jsonRpcWire(options: JsonRpcWireOptions): WireFactory {
+  return (transport, wireOptions) => new JsonRpcWire(transport, wireOptions, options);
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** JSON-RPC's {@linkcode Wire}. */
+export class JsonRpcWire implements Wire {
+  readonly names: EventNames = NAMES;
+  readonly answersCancelled: boolean;
+  readonly outbox: JsonRpcOutbox;
+  readonly decoder: QueueSplitter;
+  readonly #transport: Transport;
+  readonly #options: WireOptions;
+  readonly #rpc: JsonRpcWireOptions;
+  #reader: ChunkReader | undefined;
+  #closing = false;
+  #outgoing!: OutgoingEvents;
+  #incoming!: IncomingEvents;
+  #lifecycle!: LifecycleEvents;
+
+  constructor(transport: Transport, options: WireOptions, rpc: JsonRpcWireOptions) {
+    this.#transport = transport;
+    this.#options = options;
+    this.#rpc = rpc;
+    this.answersCancelled = rpc.dialect.cancel.answered;
+    const maxFrameBytes = options.maxFrameBytes;
+    this.decoder = new QueueSplitter(
+      rpc.framing === "ndjson"
+        ? new LineSplitter(maxFrameBytes)
+        : new ContentLengthDecoder({ maxFrameBytes }),
+    );
+    const writer = new FrameWriter(transport.writable, {
+      framing: rpc.framing,
+      maxFrameBytes: 0xffff_ffff,
+      highWaterMark: options.writeHighWaterMark,
+      onFailure: options.onWriteFailure,
+    });
+    this.outbox = new JsonRpcOutbox(writer, {
+      dialect: rpc.dialect,
+      maxFrameBytes,
+      trustPeer: options.trustPeer,
+      onWriteError: options.onWriteFailure,
+      onGoodbye: () => {
+        this.#closing = true;
+        this.#lifecycle.goodbye(undefined, undefined);
+      },
+      onUnsendable: (id, message) =>
+        queueMicrotask(() => {
+          if (!this.outbox.takeAwaited(id)) return;
+          this.#outgoing.callError(id, { code: INVALID_PARAMS, message });
+        }),
+    });
+  }
+
+  attach(events: WireEvents): void {
+    this.#outgoing = events.outgoing;
+    this.#incoming = events.incoming;
+    this.#lifecycle = events.lifecycle;
+  }
+
+  start(): void {
+    const options = this.#options;
+    this.#lifecycle.established({
+      version: 2,
+      codec: "json",
+      maxFrameBytes: options.maxFrameBytes,
+      maxInFlight: options.maxInFlight,
+      streamWindowBytes: options.streamWindowBytes,
+      features: [],
+    });
+  }
+
+  reader(): ChunkReader {
+    return this.#reader ??= chunkReader(this.#transport);
+  }
+
+  read(frame: Uint8Array): void {
+    let message: unknown;
+    try {
+      message = JSON.parse(utf8.decode(frame));
+    } catch (error) {
+      this.#report(`A message that is not JSON (${frame.length} bytes)`, error);
+      this.outbox.errorResponse(null, PARSE_ERROR, "Parse error");
+      return;
+    }
+    if (!Array.isArray(message)) {
+      this.#message(message, undefined);
+      return;
+    }
+    if (message.length === 0) {
+      this.#report("An empty batch");
+      this.outbox.errorResponse(null, INVALID_REQUEST, "Invalid Request: an empty batch");
+      return;
+    }
+    const batch = this.outbox.openBatch();
+    for (const member of message) this.#message(member, batch);
+    this.outbox.sealBatch(batch);
+  }
+
+  decode(_slot: unknown, body: unknown): unknown {
+    return body;
+  }
+
+  decodeError(body: unknown): Error {
+    const error = body as { code?: unknown; message?: unknown; data?: unknown } | null;
+    if (
+      typeof error !== "object" || error === null || typeof error.code !== "number" ||
+      typeof error.message !== "string"
+    ) {
+      return new RemoteError({
+        name: "RemoteError",
+        message: `A malformed JSON-RPC error: ${JSON.stringify(body)?.slice(0, 200)}`,
+        code: -32603,
+      });
+    }
+    return new RemoteError({
+      name: "RemoteError",
+      message: error.message,
+      code: error.code,
+      data: error.data,
+    });
+  }
+
+  // ---------------------------------------------------------------- one message
+
+  #message(message: unknown, batch: Batch | undefined): void {
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      this.#invalid(null, "a message that is not an object", batch);
+      return;
+    }
+    const fields = message as Record<string, unknown>;
+    const id = fields.id;
+    const hasId = id !== undefined;
+    if (fields.jsonrpc !== "2.0") {
+      this.#invalid(
+        validId(id),
+        `"jsonrpc" is ${JSON.stringify(fields.jsonrpc)}, not "2.0"`,
+        batch,
+      );
+      return;
+    }
+    const method = fields.method;
+    if (method === undefined) {
+      this.#response(fields, id);
+      return;
+    }
+    const params = fields.params;
+    if (typeof method !== "string") {
+      this.#invalid(validId(id), "the method is not a string", batch);
+      return;
+    }
+    if (params !== undefined && (typeof params !== "object" || params === null)) {
+      this.#invalid(validId(id), "params are neither an object nor an array", batch);
+      return;
+    }
+    if (hasId) {
+      if (typeof id !== "number" && typeof id !== "string") {
+        this.#invalid(null, `the id ${JSON.stringify(id)} is neither a number nor a string`, batch);
+        return;
+      }
+      this.#request(id, method, params, batch);
+    } else {
+      this.#notification(method, params);
+    }
+  }
+
+  #request(id: JsonRpcId, method: string, params: unknown, batch: Batch | undefined): void {
+    if (this.#closing) {
+      this.outbox.errorResponse(id, -32603, "The connection is closing", batch);
+      return;
+    }
+    if (this.outbox.peerHandle(id) !== undefined) {
+      this.#invalid(id, `the id ${JSON.stringify(id)} of a request still in flight`, batch);
+      return;
+    }
+    const handle = this.outbox.peerRequest(id, batch);
+    this.#incoming.call(handle, method, params, 0, false);
+  }
+
+  #notification(method: string, params: unknown): void {
+    const dialect = this.#rpc.dialect;
+    if (method === dialect.progress.method) {
+      const token = dialect.progress.token(params);
+      const handle = token === undefined ? undefined : this.outbox.progressHandle(token);
+      if (handle !== undefined) {
+        this.#outgoing.progress(handle, dialect.progress.value(params));
+        return;
+      }
+    } else if (method === dialect.cancel.method) {
+      const id = dialect.cancel.id(params);
+      const handle = id === undefined ? undefined : this.outbox.peerHandle(id);
+      if (handle !== undefined) this.#incoming.cancel(handle, dialect.cancel.reason(params), false);
+      return;
+    }
+    if (!this.#closing) this.#incoming.notify(method, params);
+  }
+
+  #response(fields: Record<string, unknown>, id: unknown): void {
+    const hasError = fields.error !== undefined;
+    if (!hasError && !("result" in fields)) {
+      this.#invalid(validId(id), "neither a method, a result nor an error", undefined);
+      return;
+    }
+    if (!this.outbox.takeAwaited(id)) {
+      if (id === null && hasError) {
+        this.#report(`The peer could not read a message: ${JSON.stringify(fields.error)}`);
+      } else {
+        this.#report(`A response for id ${JSON.stringify(id)}, which no request in flight has`);
+      }
+      return;
+    }
+    if (hasError) this.#outgoing.callError(id, fields.error);
+    else this.#outgoing.result(id, fields.result);
+  }
+
+  #invalid(id: JsonRpcId | null, why: string, batch: Batch | undefined): void {
+    this.#report(`An invalid request: ${why}`);
+    this.outbox.errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`, batch);
+  }
+
+  #report(message: string, cause?: unknown): void {
+    try {
+      this.#rpc.onProtocolError(new ProtocolError(message, { cause }));
+    } catch {
+      // A failing reporter must not take the connection down.
+    }
+  }
+}
+
+function validId(id: unknown): JsonRpcId | null {
+  return typeof id === "number" || typeof id === "string" ? id : null;
+}
+
+const READ_BYTES = 64 * 1024;
+
+/**
+ * Reads the transport straight into a fresh buffer per read where it can (`readInto`: no
+ * stream machinery between the pipe and the parse loop), else through its reader.
+ */
+function chunkReader(transport: Transport): ChunkReader {
+  const reader = transport.readable.getReader();
+  const readInto = (transport as { readInto?: (view: Uint8Array) => Promise<Uint8Array | null> })
+    .readInto;
+  if (readInto === undefined) return reader;
+  return {
+    read: () =>
+      readInto(new Uint8Array(READ_BYTES)).then((value) =>
+        value === null ? { done: true, value: undefined } : { done: false, value }
+      ),
+    cancel: () => reader.cancel(),
+  };
+}

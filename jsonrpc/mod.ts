@@ -1,0 +1,292 @@
+/**
+ * JSON-RPC 2.0 on conduit's typed channel: drive a Language Server or an MCP server over a
+ * child's stdio (or any transport), and serve one. {@linkcode openJsonRpc} returns the same
+ * `Channel` as `openChannel` — a typed `remote` from an interface, handlers for the peer's
+ * requests and notifications, `AbortSignal` cancellation, deadlines, typed errors — speaking
+ * JSON-RPC with Content-Length (LSP) or NDJSON (MCP) framing and no handshake.
+ *
+ * - Params go by name (an object) or by position (an array); ids are numbers on the way out,
+ *   numbers or strings on the way in; batches received are answered as one array.
+ * - An error response `{ code, message, data }` rejects the call with a `RemoteError` of that
+ *   `code` (a number) and `data`; a handler's thrown error with a numeric `code` (and `data`)
+ *   is sent as it is, any other as -32603. Unknown methods are answered -32601, a message
+ *   that is not JSON -32700 and one that is no request -32600, and the connection goes on
+ *   (each is reported to `onProtocolError`); a message over `maxFrameBytes` ends it with a
+ *   `FrameTooLargeError` as the cause, since the next message can no longer be found.
+ * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
+ *   cancel notification; the peer's cancel fires the handler's `ctx.signal`.
+ * - `onProgress` on a call puts a progress token in its params and receives the progress
+ *   notifications naming it; {@linkcode sendProgress} reports progress from a handler.
+ *
+ * @example A server and a client over a memory pair
+ * ```ts
+ * import { openJsonRpc } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * interface Server {
+ *   add(params: [number, number]): number;
+ *   greet(params: { name: string }): string;
+ * }
+ * const [a, b] = memoryPair();
+ * const server = await openJsonRpc(a, {
+ *   framing: "ndjson",
+ *   handlers: {
+ *     add: ([x, y]: [number, number]) => x + y,
+ *     greet: ({ name }: { name: string }) => `hello ${name}`,
+ *   } satisfies Server,
+ * });
+ * const client = await openJsonRpc<Server>(b, { framing: "ndjson" });
+ * assert.equal(await client.remote.add([1, 2]), 3);
+ * assert.equal(await client.remote.greet({ name: "lsp" }), "hello lsp");
+ * await assert.rejects(client.call("nope" as "add", [0, 0]), { name: "RemoteError", code: -32601 });
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ *
+ * @module
+ */
+
+import { jsonCodec } from "../codecs/json.ts";
+import { LSP_DIALECT, MCP_DIALECT } from "./dialect.ts";
+import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
+import { jsonRpcWire } from "../channel/_jsonrpc_wire.ts";
+import { WIRE_OPTION } from "../channel/_wire.ts";
+import { type Channel, type ChannelOptions, openChannel } from "../channel/channel.ts";
+import type { ProtocolError } from "../protocol/protocol_error.ts";
+import type { Transport } from "../transports/types.ts";
+
+export type { JsonRpcCancel, JsonRpcProgress } from "./dialect.ts";
+export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
+// The channel types the API shows (the same as @conduit/ipc/channel's).
+export type {
+  AnyHandler,
+  CallContext,
+  CallOptions,
+  Channel,
+  MethodName,
+  ParamOf,
+  PeerInfo,
+  RemoteArgs,
+  RemoteMethod,
+  RemoteOf,
+  RemoteReturn,
+  RemoteStream,
+  ResultOf,
+} from "../channel/mod.ts";
+export type { ConduitError } from "../errors.ts";
+export { LSP_DIALECT, MCP_DIALECT };
+
+/**
+ * Options for {@linkcode openJsonRpc}.
+ *
+ * @typeParam Local The handler object this side serves.
+ */
+export interface JsonRpcOptions<Local extends object = object> {
+  /** `"content-length"` for LSP (`Content-Length: N\r\n\r\n` headers), `"ndjson"` for MCP. */
+  framing: "content-length" | "ndjson";
+  /**
+   * Cancellation and progress conventions: `"lsp"` (`$/cancelRequest`, `$/progress`),
+   * `"mcp"` (`notifications/cancelled`, `notifications/progress`) or your own.
+   *
+   * @default {"lsp"} with `content-length` framing, `"mcp"` with `ndjson`
+   */
+  dialect?: "lsp" | "mcp" | JsonRpcDialect;
+  /**
+   * The requests and notifications this side serves, by method name: each handler gets the
+   * params (an object or an array, as sent) and a `CallContext` whose `signal` fires when
+   * the peer cancels.
+   */
+  handlers?: Local;
+  /** The largest message accepted (and sent), in bytes. @default {67108864} (64 MiB) */
+  maxFrameBytes?: number;
+  /** How many requests each side keeps in flight. @default {1024} */
+  maxInFlight?: number;
+  /** The deadline of a call that sets no `timeout`, in ms. @default {60000} */
+  defaultTimeout?: number;
+  /** How long `close()` lets calls in flight finish, in ms. @default {5000} */
+  drainTimeout?: number;
+  /** Bytes queued for the peer at which `ready` waits. @default {1048576} */
+  writeHighWaterMark?: number;
+  /** Whether errors sent carry their stack (in `data.stack`). @default {false} */
+  trustPeer?: boolean;
+  /** Called when a notification handler throws. @default logs with `console.error` */
+  onNotificationError?: (error: unknown, method: string) => void;
+  /**
+   * Told of what the peer sent wrong that the connection survives: a message that is not
+   * JSON, an invalid request, a response to no request in flight.
+   *
+   * @default logs with `console.warn`
+   */
+  onProtocolError?: (error: ProtocolError) => void;
+}
+
+const dialects = new WeakMap<object, JsonRpcDialect>();
+
+/**
+ * Opens a JSON-RPC 2.0 channel over `transport`. There is no handshake: it is open at once
+ * (the returned promise resolves in the same turn); what a protocol says to do first (LSP's
+ * `initialize`, MCP's `initialize`) is a call like any other.
+ *
+ * @typeParam Remote The methods the peer serves (an interface; method names like
+ * `"textDocument/hover"` are quoted members).
+ * @typeParam Local The handler object this side serves (inferred from `handlers`).
+ * @param transport The connection; the channel owns and closes it (`spawnTransport` from
+ * `@conduit/ipc/transports/stdio` for a child process).
+ * @param options Framing, dialect, handlers and limits.
+ * @returns The open channel.
+ * @throws {RangeError} When a limit is out of range.
+ *
+ * @example Cancelling a call sends the dialect's cancel notification
+ * ```ts
+ * import { type CallContext } from "@conduit/ipc/channel";
+ * import { openJsonRpc } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * let stopped: unknown;
+ * const [a, b] = memoryPair();
+ * const server = await openJsonRpc(a, {
+ *   framing: "ndjson",
+ *   dialect: "mcp",
+ *   handlers: {
+ *     wait: (_: object, ctx: CallContext) =>
+ *       new Promise((_, reject) => ctx.signal.addEventListener("abort", () => {
+ *         stopped = ctx.signal.reason;
+ *         reject(ctx.signal.reason);
+ *       })),
+ *   },
+ * });
+ * const client = await openJsonRpc<{ wait(p: object): void }>(b, { framing: "ndjson" });
+ * const controller = new AbortController();
+ * const call = client.remote.wait({}, { signal: controller.signal });
+ * setTimeout(() => controller.abort(new Error("enough")), 10);
+ * await assert.rejects(call, { message: "enough" });
+ * await client.close();
+ * await server.close();
+ * assert.equal((stopped as Error).name, "CallCancelledError");
+ * ```
+ */
+export function openJsonRpc<
+  Remote extends object = Record<string, never>,
+  Local extends object = object,
+>(transport: Transport, options: JsonRpcOptions<Local>): Promise<Channel<Remote>> {
+  const framing = options.framing;
+  if (framing !== "content-length" && framing !== "ndjson") {
+    throw new TypeError(`framing must be "content-length" or "ndjson", got ${String(framing)}`);
+  }
+  const dialect = resolveDialect(options.dialect ?? (framing === "ndjson" ? "mcp" : "lsp"));
+  const wire = jsonRpcWire({
+    framing,
+    dialect,
+    onProtocolError: options.onProtocolError ?? warnProtocolError,
+  });
+  const channelOptions: ChannelOptions<Local> & { [WIRE_OPTION]: typeof wire } = {
+    codec: jsonCodec(),
+    handlers: options.handlers,
+    maxInFlight: options.maxInFlight,
+    maxFrameBytes: options.maxFrameBytes,
+    defaultTimeout: options.defaultTimeout,
+    drainTimeout: options.drainTimeout,
+    writeHighWaterMark: options.writeHighWaterMark,
+    trustPeer: options.trustPeer,
+    onNotificationError: options.onNotificationError,
+    [WIRE_OPTION]: wire,
+  };
+  return openChannel<Remote, Local>(transport, channelOptions).then((channel) => {
+    dialects.set(channel, dialect);
+    return channel;
+  });
+}
+
+/**
+ * Sends a progress notification from a handler: `$/progress` `{ token, value }` on an LSP
+ * channel, `notifications/progress` `{ progressToken, ...value }` on an MCP one. The token is
+ * the one the request carried (LSP's `workDoneToken`, MCP's `_meta.progressToken`); a
+ * request without one asked for no progress, and nothing is sent.
+ *
+ * @param channel The JSON-RPC channel (a handler's `ctx.channel`).
+ * @param token The request's progress token (see {@linkcode progressToken}).
+ * @param value What to report (for MCP: `{ progress, total?, message? }`).
+ * @throws {TypeError} When `channel` was not opened with {@linkcode openJsonRpc}.
+ *
+ * @example
+ * ```ts
+ * import { type CallContext } from "@conduit/ipc/channel";
+ * import { openJsonRpc, progressToken, sendProgress } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const [a, b] = memoryPair();
+ * const server = await openJsonRpc(a, {
+ *   framing: "ndjson",
+ *   handlers: {
+ *     work(params: object, ctx: CallContext) {
+ *       for (let i = 1; i <= 3; i++) {
+ *         sendProgress(ctx.channel, progressToken(ctx.channel, params), { progress: i, total: 3 });
+ *       }
+ *       return "done";
+ *     },
+ *   },
+ * });
+ * const client = await openJsonRpc<{ work(p: object): string }>(b, { framing: "ndjson" });
+ * const seen: unknown[] = [];
+ * assert.equal(await client.remote.work({}, { onProgress: (v) => seen.push(v) }), "done");
+ * assert.deepEqual(seen.map((v) => (v as { progress: number }).progress), [1, 2, 3]);
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ */
+export function sendProgress(channel: object, token: JsonRpcId | undefined, value: unknown): void {
+  const dialect = dialectOf(channel);
+  if (token === undefined) return;
+  (channel as Notifier).notify(dialect.progress.method, dialect.progress.param(token, value));
+}
+
+interface Notifier {
+  notify(method: string, param: unknown): void;
+}
+
+/**
+ * The progress token a request's params carry on this channel (LSP's `workDoneToken`,
+ * MCP's `_meta.progressToken`), or undefined.
+ *
+ * @param channel The JSON-RPC channel (a handler's `ctx.channel`).
+ * @param params The request's params.
+ * @returns The token, or undefined when the caller asked for no progress.
+ * @throws {TypeError} When `channel` was not opened with {@linkcode openJsonRpc}.
+ *
+ * @example
+ * ```ts
+ * import { openJsonRpc, progressToken } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const channel = await openJsonRpc(memoryPair()[0], { framing: "ndjson" });
+ * assert.equal(progressToken(channel, { _meta: { progressToken: 7 } }), 7);
+ * assert.equal(progressToken(channel, {}), undefined);
+ * await channel.abort();
+ * ```
+ */
+export function progressToken(channel: object, params: unknown): JsonRpcId | undefined {
+  return dialectOf(channel).progress.tokenOf(params);
+}
+
+function dialectOf(channel: object): JsonRpcDialect {
+  const dialect = dialects.get(channel);
+  if (dialect === undefined) {
+    throw new TypeError("Not a JSON-RPC channel: open it with openJsonRpc()");
+  }
+  return dialect;
+}
+
+function resolveDialect(dialect: "lsp" | "mcp" | JsonRpcDialect): JsonRpcDialect {
+  if (dialect === "lsp") return LSP_DIALECT;
+  if (dialect === "mcp") return MCP_DIALECT;
+  if (typeof dialect !== "object" || dialect === null) {
+    throw new TypeError(`dialect must be "lsp", "mcp" or an object, got ${String(dialect)}`);
+  }
+  return dialect;
+}
+
+function warnProtocolError(error: ProtocolError): void {
+  console.warn(`conduit: JSON-RPC: ${error.message}`);
+}

@@ -1,0 +1,306 @@
+// A ByteChannel over anything with postMessage and message events: a Worker (parent side),
+// a worker's global scope (worker side), a MessagePort. Bytes travel as transferred
+// ArrayBuffers; small writes are coalesced into one message; a credit window bounds what the
+// peer may have unread (postMessage itself has no backpressure: its queue would grow without
+// bound under a fast writer).
+
+import { TransportClosedError } from "../errors.ts";
+import type { ByteChannel } from "./_byte_channel_transport.ts";
+import { fillOrSwap, outgoing } from "./_transfer_marks.ts";
+
+/** What the channel needs of a Worker, a worker's `self` or a MessagePort. */
+export interface MessageEndpoint {
+  postMessage(message: unknown, transfer: Transferable[]): void;
+  addEventListener(type: "message", listener: (event: MessageEvent) => void): void;
+  removeEventListener(type: "message", listener: (event: MessageEvent) => void): void;
+}
+
+/** Control messages are numbers: an ack is the credit it returns (> 0), the rest are these. */
+const END = -1;
+const CLOSE = -2;
+const ABORT = -3;
+const GONE = -4;
+
+/** What a message costs in credit besides its bytes: a burst of tiny ones is bounded too. */
+export const MESSAGE_COST = 256;
+/** Writes below this join the coalescing buffer; larger ones travel as they are. */
+const COALESCE_MAX_BYTES = 4 * 1024;
+const COALESCE_BUFFER_BYTES = 64 * 1024;
+/**
+ * Microtask hops a coalesced batch waits for more writes, and again while they keep coming:
+ * a WritableStream hands its sink the next chunk a few hops after the last one settled. A
+ * lone write waits for these hops only, never for a task.
+ */
+const COALESCE_HOPS = 4;
+
+/** Options of the channel; see WebWorkerTransportOptions. */
+export interface PostMessageChannelOptions {
+  label: string;
+  windowBytes: number;
+  /** Called once the channel is released, to remove what the owner attached. */
+  onRelease?: () => void;
+}
+
+export class PostMessageChannel implements ByteChannel {
+  readonly label: string;
+  readonly #endpoint: MessageEndpoint;
+  readonly #window: number;
+  readonly #onRelease: (() => void) | undefined;
+  readonly #inbox: Uint8Array[] = [];
+  #inboxHead = 0;
+  /** The inbox's head is the rest of a message whose cost was returned already. */
+  #restTaken = false;
+  /** The peer sent its last byte (END, CLOSE) or left (GONE as an error). */
+  #inboxEnded = false;
+  #failure: TransportClosedError | undefined;
+  #reader: { resolve(chunk: Uint8Array | null): void; reject(error: unknown): void } | undefined;
+  /** Credit consumed here and not yet returned to the peer. */
+  #consumed = 0;
+  /** Credit the peer has not returned yet. */
+  #unacked = 0;
+  #creditWaiter: { resolve(): void; reject(error: unknown): void } | undefined;
+  /** The peer will read nothing more: our writes fail. */
+  #peerClosed = false;
+  #endSent = false;
+  #released = false;
+  #staging: Uint8Array | undefined;
+  #staged = 0;
+  #flushScheduled = false;
+  #hops = 0;
+  #stagedSinceHop = false;
+
+  constructor(endpoint: MessageEndpoint, options: PostMessageChannelOptions) {
+    this.label = options.label;
+    this.#endpoint = endpoint;
+    this.#window = options.windowBytes;
+    this.#onRelease = options.onRelease;
+    endpoint.addEventListener("message", this.#onMessage);
+  }
+
+  /** The context at the other end failed or went away: every pending op fails with `error`. */
+  fail(error: TransportClosedError): void {
+    if (this.#failure !== undefined || this.#released) return;
+    this.#failure = error;
+    this.#staged = 0;
+    this.#rejectReader(error);
+    this.#rejectCredit(error);
+  }
+
+  /** Tells the peer this context is going away (a worker closing itself). */
+  announceGone(): void {
+    if (this.#released || this.#failure !== undefined) return;
+    this.#flush();
+    this.#post(GONE);
+  }
+
+  read(): Promise<Uint8Array | null> {
+    const ready = this.#ready();
+    if (ready !== undefined) return ready;
+    return new Promise((resolve, reject) => this.#reader = { resolve, reject });
+  }
+
+  /**
+   * Reads into `view`. A message that is exactly the rest of `view`'s buffer (a large frame's
+   * payload, read into the frame's own buffer) is not copied: `view`'s buffer is detached and
+   * the message's returned instead, as a BYOB read's transfer would.
+   */
+  async readInto(view: Uint8Array): Promise<Uint8Array | null> {
+    const chunk = await this.read();
+    if (chunk === null) return null;
+    const { read, rest } = fillOrSwap(view, chunk);
+    if (rest !== undefined) this.#putBack(rest);
+    return read;
+  }
+
+  /** What a read gets at once, if anything: a chunk, the end, or the failure. */
+  #ready(): Promise<Uint8Array | null> | undefined {
+    if (this.#inboxHead < this.#inbox.length) return Promise.resolve(this.#take());
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#inboxEnded || this.#released) return Promise.resolve(null);
+    return undefined;
+  }
+
+  write(chunk: Uint8Array): Promise<void> | undefined {
+    this.#checkWritable();
+    const length = chunk.length;
+    if (length === 0) return undefined;
+    if (length < COALESCE_MAX_BYTES) {
+      if (this.#staged + length > COALESCE_BUFFER_BYTES) this.#flush();
+      const staging = this.#staging ??= new Uint8Array(COALESCE_BUFFER_BYTES);
+      staging.set(chunk, this.#staged);
+      this.#staged += length;
+      this.#stagedSinceHop = true;
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        this.#hops = 0;
+        queueMicrotask(this.#hop);
+      }
+    } else {
+      this.#flush();
+      const { message, transfer } = outgoing(chunk);
+      this.#send(message, transfer);
+    }
+    return this.#unacked >= this.#window ? this.#waitForCredit() : undefined;
+  }
+
+  closeWrite(): Promise<void> {
+    this.#flush();
+    if (!this.#endSent && this.#failure === undefined && !this.#peerClosed) {
+      this.#endSent = true;
+      this.#post(END);
+    }
+    return Promise.resolve();
+  }
+
+  close(abortive: boolean): Promise<void> {
+    if (this.#released) return Promise.resolve();
+    if (this.#failure === undefined) {
+      if (abortive) {
+        this.#staged = 0;
+        this.#post(ABORT);
+      } else {
+        this.#flush();
+        this.#post(CLOSE);
+      }
+    }
+    this.#released = true;
+    this.#endpoint.removeEventListener("message", this.#onMessage);
+    const closed = abortive
+      ? new TransportClosedError(`${this.label} was aborted`)
+      : new TransportClosedError(`${this.label} is closed`);
+    if (abortive) this.#rejectReader(closed);
+    else this.#resolveReader(null);
+    this.#rejectCredit(closed);
+    this.#inbox.length = this.#inboxHead = 0;
+    this.#onRelease?.();
+    return Promise.resolve();
+  }
+
+  readonly #onMessage = (event: MessageEvent): void => {
+    const data = event.data;
+    if (data instanceof Uint8Array) {
+      if (this.#released || this.#inboxEnded) return;
+      if (this.#reader !== undefined && this.#inboxHead === this.#inbox.length) {
+        this.#consume(data.length + MESSAGE_COST);
+        this.#resolveReader(data);
+      } else this.#inbox.push(data);
+    } else if (typeof data === "number") this.#onControl(data);
+  };
+
+  #onControl(code: number): void {
+    if (code > 0) {
+      this.#unacked -= code;
+      if (this.#creditWaiter !== undefined && this.#unacked < this.#window) {
+        const waiter = this.#creditWaiter;
+        this.#creditWaiter = undefined;
+        waiter.resolve();
+      }
+    } else if (code === END || code === CLOSE) {
+      this.#inboxEnded = true;
+      if (code === CLOSE) {
+        this.#peerClosed = true;
+        this.#staged = 0;
+        this.#rejectCredit(new TransportClosedError(`${this.label}: the peer closed`));
+      }
+      if (this.#inboxHead === this.#inbox.length) this.#resolveReader(null);
+    } else if (code === ABORT) {
+      this.fail(new TransportClosedError(`${this.label}: the peer aborted`));
+    } else if (code === GONE) {
+      this.fail(new TransportClosedError(`${this.label}: the worker closed itself`));
+    }
+  }
+
+  #take(): Uint8Array {
+    const chunk = this.#inbox[this.#inboxHead++];
+    if (this.#inboxHead === this.#inbox.length) this.#inbox.length = this.#inboxHead = 0;
+    this.#consume(chunk.length + (this.#restTaken ? 0 : MESSAGE_COST));
+    this.#restTaken = false;
+    return chunk;
+  }
+
+  /** The unread rest of a message `readInto` took part of: it is read next. */
+  #putBack(rest: Uint8Array): void {
+    this.#consume(-rest.length);
+    if (this.#inboxHead > 0) this.#inbox[--this.#inboxHead] = rest;
+    else this.#inbox.unshift(rest);
+    this.#restTaken = true;
+  }
+
+  /** Returns credit once a quarter of the window was read: one ack per 1/4 window, not per message. */
+  #consume(credit: number): void {
+    this.#consumed += credit;
+    if (this.#consumed >= this.#window >>> 2 && !this.#released && !this.#peerClosed) {
+      this.#post(this.#consumed);
+      this.#consumed = 0;
+    }
+  }
+
+  #checkWritable(): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#released) throw new TransportClosedError(`${this.label} is closed`);
+    if (this.#peerClosed) throw new TransportClosedError(`${this.label}: the peer closed`);
+  }
+
+  readonly #hop = (): void => {
+    if (this.#staged === 0) {
+      this.#flushScheduled = false;
+      return;
+    }
+    if (this.#stagedSinceHop) {
+      this.#stagedSinceHop = false;
+      this.#hops = 0;
+    }
+    if (++this.#hops < COALESCE_HOPS) {
+      queueMicrotask(this.#hop);
+      return;
+    }
+    this.#flushScheduled = false;
+    this.#flush();
+  };
+
+  #flush(): void {
+    const staged = this.#staged;
+    if (staged === 0 || this.#released || this.#failure !== undefined) return;
+    this.#staged = 0;
+    // Cloned, not transferred: small messages go faster without a transfer list.
+    this.#send(this.#staging!.slice(0, staged), []);
+  }
+
+  #send(message: Uint8Array, transfer: Transferable[]): void {
+    this.#unacked += message.length + MESSAGE_COST;
+    this.#endpoint.postMessage(message, transfer);
+  }
+
+  #post(code: number): void {
+    try {
+      this.#endpoint.postMessage(code, []);
+    } catch {
+      // The other context is gone; its failure reaches us by its own event.
+    }
+  }
+
+  #waitForCredit(): Promise<void> {
+    return new Promise((resolve, reject) => this.#creditWaiter = { resolve, reject });
+  }
+
+  #resolveReader(chunk: Uint8Array | null): void {
+    const reader = this.#reader;
+    if (reader === undefined) return;
+    this.#reader = undefined;
+    reader.resolve(chunk);
+  }
+
+  #rejectReader(error: unknown): void {
+    const reader = this.#reader;
+    if (reader === undefined) return;
+    this.#reader = undefined;
+    reader.reject(error);
+  }
+
+  #rejectCredit(error: unknown): void {
+    const waiter = this.#creditWaiter;
+    if (waiter === undefined) return;
+    this.#creditWaiter = undefined;
+    waiter.reject(error);
+  }
+}

@@ -1,0 +1,73 @@
+// Which buffers a writer gave up, so a thread transport may transfer them instead of copying.
+// One WeakSet for the Web Worker transport and the shared ring, so `transfer()` from either
+// entrypoint marks for both.
+
+const given = new WeakSet<ArrayBufferLike>();
+
+/** Marks the buffer under `bytes` as given up; returns `bytes`. */
+export function markTransfer(bytes: Uint8Array): Uint8Array {
+  if (!(bytes instanceof Uint8Array)) {
+    throw new TypeError(`transfer() takes a Uint8Array, got ${typeof bytes}`);
+  }
+  if (bytes.buffer instanceof ArrayBuffer && !bytes.buffer.resizable) given.add(bytes.buffer);
+  return bytes;
+}
+
+/**
+ * Below this a chunk is cloned rather than transferred: posting a small message with a
+ * transfer list took ~10-20 µs more per round trip than cloning it (bench/threads_ratios.ts,
+ * 100-byte ping-pong; see bench/report/notes.md).
+ */
+const CLONE_MAX_BYTES = 64 * 1024;
+
+const NO_TRANSFER: Transferable[] = [];
+
+/**
+ * The message that carries `chunk` to another context, and what to transfer with it: the
+ * chunk itself when it was given up and spans its whole buffer (no copy); else, for a small
+ * chunk, a clone of its exact bytes; else an exact copy, transferred (one copy, where a
+ * structured clone of a view would copy its whole buffer).
+ */
+export function outgoing(chunk: Uint8Array): { message: Uint8Array; transfer: Transferable[] } {
+  const buffer = chunk.buffer;
+  const whole = chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength;
+  if (whole && given.has(buffer)) {
+    given.delete(buffer);
+    return { message: chunk, transfer: [buffer as ArrayBuffer] };
+  }
+  if (chunk.length < CLONE_MAX_BYTES) {
+    // A clone copies the view's whole buffer: clone the chunk only when that is all of it.
+    return {
+      message: whole && buffer instanceof ArrayBuffer ? chunk : chunk.slice(),
+      transfer: NO_TRANSFER,
+    };
+  }
+  const copy = chunk.slice();
+  return { message: copy, transfer: [copy.buffer] };
+}
+
+/**
+ * Puts a received `chunk` into `view` for a `readInto`: when the chunk is exactly the size of
+ * `view`, which is the whole of its buffer (a large frame's body read into the frame's own
+ * buffer), `view`'s buffer is detached and the chunk returned instead, as a BYOB read's
+ * transfer would, so nothing is copied; else the bytes that fit are copied and the rest is
+ * returned, to be read next.
+ */
+export function fillOrSwap(
+  view: Uint8Array,
+  chunk: Uint8Array,
+): { read: Uint8Array; rest: Uint8Array | undefined } {
+  const target = view.buffer;
+  if (
+    view.byteOffset === 0 && chunk.byteOffset === 0 && chunk.length === view.length &&
+    target.byteLength === view.length && chunk.buffer.byteLength === chunk.length &&
+    target instanceof ArrayBuffer && !target.resizable
+  ) {
+    target.transfer(0);
+    return { read: chunk, rest: undefined };
+  }
+  const used = Math.min(view.length, chunk.length);
+  view.set(used === chunk.length ? chunk : chunk.subarray(0, used));
+  const rest = used < chunk.length ? chunk.subarray(used) : undefined;
+  return { read: view.subarray(0, used), rest };
+}

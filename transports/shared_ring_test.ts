@@ -1,0 +1,207 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { FrameDecoder } from "../framing/frame_decoder.ts";
+import { FrameReader } from "../framing/frame_reader.ts";
+import { FrameWriter } from "../framing/frame_writer.ts";
+import { testTransportConformance } from "./_conformance.ts";
+import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
+import { sharedRingLocalPair, sharedRingRelayPair } from "./_test_thread_pairs.ts";
+import { sharedRingPair, sharedRingTransport } from "./shared_ring.ts";
+
+const stuckUrl = new URL("./_testdata/shared_ring_stuck.ts", import.meta.url);
+
+function stuckPeer() {
+  const worker = new Worker(stuckUrl, { type: "module" });
+  const [mine, theirs] = sharedRingPair({ ringBytes: 64 * 1024 });
+  worker.postMessage(theirs, [theirs.port]);
+  return Promise.resolve({
+    transport: sharedRingTransport(mine, { worker }),
+    kill: () => Promise.resolve(worker.terminate()),
+    cleanup: () => Promise.resolve(worker.terminate()),
+  });
+}
+
+testTransportConformance({
+  name: "shared ring (one thread)",
+  pair: () => Promise.resolve(sharedRingLocalPair({ ringBytes: 64 * 1024 })),
+  stuckPeer,
+  abortSeenByPeer: "error",
+});
+
+testTransportConformance({
+  name: "shared ring (two threads)",
+  pair: () => Promise.resolve(sharedRingRelayPair()),
+  stuckPeer,
+  abortSeenByPeer: "error",
+});
+
+/** A frame's bytes, telling its index and size apart in every byte. */
+function frameBytes(index: number, size: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i++) bytes[i] = (index * 131 + i * 7 + (i >> 8)) & 0xff;
+  return bytes;
+}
+
+interface Step {
+  size: number;
+  /** What the writer does after queueing the frame. */
+  then: "nothing" | "flush" | "macrotask";
+}
+
+/** Writes `steps` as frames, doing what each says after it; flushes at the end. */
+async function writeSteps(writer: FrameWriter, steps: Step[]): Promise<void> {
+  for (const [i, step] of steps.entries()) {
+    writer.write(frameBytes(i, step.size));
+    if (step.then === "flush") await writer.flush();
+    else if (step.then === "macrotask") await new Promise((resolve) => setTimeout(resolve, 0));
+    if (writer.desiredSize <= 0) await writer.ready;
+  }
+  await writer.flush();
+}
+
+/**
+ * Reads until every frame of `steps` arrived (or, with `toEnd`, the stream ended), pausing for
+ * a macrotask before the reads `delays` says, and checks each frame is whole and in order.
+ */
+async function receiveSteps(
+  reader: FrameReader,
+  decoder: FrameDecoder,
+  steps: Step[],
+  delays: number[],
+  toEnd: boolean,
+): Promise<void> {
+  let index = 0;
+  for (let reads = 0; toEnd || index < steps.length; reads++) {
+    if (delays[reads % delays.length] > 0) await new Promise((r) => setTimeout(r, 0));
+    const { value, done } = await reader.read();
+    if (done && toEnd) break;
+    assert.ok(!done, `the stream ended after ${index} of ${steps.length} frames`);
+    decoder.push(value);
+    for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
+      const expected = frameBytes(index, steps[index]?.size ?? -1);
+      if (frame.length !== expected.length || frame.some((byte, i) => byte !== expected[i])) {
+        assert.fail(`frame ${index} (${steps[index]?.size} bytes) arrived torn: ${frame.length}`);
+      }
+      index++;
+    }
+  }
+  assert.equal(index, steps.length, "every frame arrived");
+}
+
+const stepsArbitrary = fc.array(
+  fc.record({
+    // Mostly small, some past half the 1 KiB ring (those go by message), some empty.
+    size: fc.oneof(
+      { weight: 6, arbitrary: fc.nat(300) },
+      { weight: 2, arbitrary: fc.integer({ min: 300, max: 1100 }) },
+      { weight: 1, arbitrary: fc.integer({ min: 1100, max: 20_000 }) },
+    ),
+    then: fc.constantFrom<Step["then"]>("nothing", "nothing", "flush", "macrotask"),
+  }),
+  { maxLength: 120 },
+);
+
+Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none lost (one thread)", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      stepsArbitrary,
+      fc.array(fc.nat(1), { minLength: 1 }),
+      async (steps, delays) => {
+        const { a, b, cleanup } = sharedRingLocalPair({ ringBytes: 1024 });
+        try {
+          const writer = new FrameWriter(a.writable);
+          const decoder = new FrameDecoder();
+          await Promise.all([
+            writeSteps(writer, steps).then(() => writer.close()),
+            receiveSteps(new FrameReader(b, decoder), decoder, steps, delays, true),
+          ]);
+          decoder.end();
+        } finally {
+          await cleanup();
+        }
+      },
+    ),
+    { numRuns: 150 },
+  );
+});
+
+Deno.test("shared ring: random frame sizes and interleavings arrive untorn, none lost (two threads)", async () => {
+  // Through a worker: the writer and the reader of each ring run truly at once.
+  const { a, b, cleanup } = sharedRingRelayPair({ ringBytes: 1024 });
+  // One long-lived pair: each run's frames follow the last's, so every run ends with a flush.
+  const aWriter = new FrameWriter(a.writable);
+  const decoder = new FrameDecoder();
+  const reader = new FrameReader(b, decoder);
+  try {
+    await fc.assert(
+      fc.asyncProperty(
+        stepsArbitrary,
+        fc.array(fc.nat(1), { minLength: 1 }),
+        async (steps, delays) => {
+          await Promise.all([
+            writeSteps(aWriter, steps),
+            receiveSteps(reader, decoder, steps, delays, false),
+          ]);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  } finally {
+    await aWriter.close().catch(() => {});
+    reader.releaseLock();
+    await cleanup();
+  }
+});
+
+Deno.test("shared ring: a full ring holds the writer back, and nothing is lost", async () => {
+  const ringBytes = 4096;
+  const [mine, theirs] = sharedRingPair({ ringBytes });
+  const a = sharedRingTransport(mine, { spinMicros: 0 });
+  const b = sharedRingTransport(theirs, { spinMicros: 0 });
+  const writer = a.writable.getWriter();
+  let accepted = 0;
+  const chunks = 2000;
+  const writing = (async () => {
+    for (let i = 0; i < chunks; i++) {
+      await writer.write(new Uint8Array(100).fill(i & 0xff));
+      accepted++;
+    }
+    await writer.close();
+  })();
+  let before = -1;
+  while (accepted !== before) {
+    before = accepted;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // Each 100-byte write takes a 104-byte record: the ring holds 39 of them, the writer's
+  // next write waits for room.
+  assert.equal(accepted, Math.floor(ringBytes / 104));
+  const received = new Uint8Array(chunks * 100);
+  let offset = 0;
+  for await (const chunk of b.readable) {
+    received.set(chunk, offset);
+    offset += chunk.length;
+  }
+  await writing;
+  assert.equal(offset, chunks * 100);
+  for (let i = 0; i < chunks; i++) assert.equal(received[i * 100 + 99], i & 0xff, `write ${i}`);
+  await Promise.all([a.close(), b.close()]);
+});
+
+Deno.test("shared ring: bad arguments are TypeErrors and RangeErrors", () => {
+  assert.throws(() => sharedRingPair({ ringBytes: 3000 }), RangeError);
+  assert.throws(() => sharedRingPair({ ringBytes: 512 }), RangeError);
+  assert.throws(() => sharedRingTransport({} as never), TypeError);
+  const [mine, theirs] = sharedRingPair({ ringBytes: 1024 });
+  assert.throws(() => sharedRingTransport(mine, { spinMicros: -1 }), RangeError);
+  mine.port.close();
+  theirs.port.close();
+});
+
+Deno.test("shared ring: a worker that throws, quits or is terminated fails every pending call", async () => {
+  await assertDeathsFailPendingCalls("?over=ring", (worker) => {
+    const [mine, theirs] = sharedRingPair();
+    worker.postMessage(theirs, [theirs.port]);
+    return sharedRingTransport(mine, { worker });
+  }, "shared ring transport");
+});

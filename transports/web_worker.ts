@@ -1,0 +1,262 @@
+/**
+ * Transports between threads over `postMessage`: the parent side over a `Worker`, the worker
+ * side over the worker's own global scope, or either side over a `MessagePort`. Bytes travel
+ * as transferred `ArrayBuffer`s, small writes coalesced into one message, and a credit window
+ * bounds what the peer holds unread, so a fast writer waits for a slow reader instead of
+ * growing its message queue.
+ *
+ * @example A channel to a module worker
+ * ```ts ignore
+ * // main.ts
+ * import { openChannel } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { workerTransport } from "@conduit/ipc/transports/web_worker";
+ *
+ * const worker = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
+ * const channel = await openChannel<{ add(n: [number, number]): number }>(
+ *   workerTransport(worker),
+ *   { codec: jsonCodec() },
+ * );
+ * console.log(await channel.remote.add([1, 2]));
+ * await channel.close();
+ * worker.terminate();
+ *
+ * // worker.ts
+ * import { openChannel } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { selfTransport } from "@conduit/ipc/transports/web_worker";
+ *
+ * const channel = await openChannel(selfTransport(), {
+ *   codec: jsonCodec(),
+ *   handlers: { add: ([a, b]: [number, number]) => a + b },
+ * });
+ * await channel.closed;
+ * self.close();
+ * ```
+ *
+ * @module
+ */
+
+import { ByteChannelTransport } from "./_byte_channel_transport.ts";
+import { type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
+import { markTransfer } from "./_transfer_marks.ts";
+import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
+import type { Transport } from "./types.ts";
+
+export type { Transport };
+
+/**
+ * The default {@linkcode WebWorkerTransportOptions.windowBytes}: 4 MiB.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_WORKER_WINDOW_BYTES } from "@conduit/ipc/transports/web_worker";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(DEFAULT_WORKER_WINDOW_BYTES, 4 * 1024 * 1024);
+ * ```
+ */
+export const DEFAULT_WORKER_WINDOW_BYTES: number = 4 * 1024 * 1024;
+
+/**
+ * Options of {@linkcode workerTransport}, {@linkcode selfTransport} and
+ * {@linkcode messagePortTransport}.
+ *
+ * @example
+ * ```ts
+ * import {
+ *   messagePortTransport,
+ *   type WebWorkerTransportOptions,
+ * } from "@conduit/ipc/transports/web_worker";
+ * import assert from "node:assert/strict";
+ *
+ * const options: WebWorkerTransportOptions = { windowBytes: 1024 * 1024 };
+ * const { port1, port2 } = new MessageChannel();
+ * const a = messagePortTransport(port1, options);
+ * const b = messagePortTransport(port2, options);
+ * await a.close();
+ * assert.equal((await b.readable.getReader().read()).done, true);
+ * await b.close();
+ * ```
+ */
+export interface WebWorkerTransportOptions {
+  /**
+   * Bytes sent and not yet read by the peer before a write waits (each message also counts
+   * 256 bytes, so a burst of tiny writes is bounded too). Both ends should use the same.
+   *
+   * @default {DEFAULT_WORKER_WINDOW_BYTES} (4 MiB)
+   */
+  windowBytes?: number;
+}
+
+/**
+ * Gives up the memory of `bytes` so that a thread transport moves it to the other thread
+ * instead of copying it: when a chunk written to a Web Worker transport (or a shared ring's
+ * fallback for chunks larger than the ring) spans the whole of a buffer given up this way,
+ * its `ArrayBuffer` is transferred, and reads as empty here from then on. Other chunks are
+ * copied. Through a channel with the raw codec, a large param, result or stream item is
+ * written as it is, so `transfer(bytes)` moves it too: use it only for bytes nothing reads
+ * again.
+ *
+ * @param bytes Bytes to send once; their buffer must not be used after the write.
+ * @returns `bytes`, for use inline.
+ *
+ * @example
+ * ```ts
+ * import { messagePortTransport, transfer } from "@conduit/ipc/transports/web_worker";
+ * import assert from "node:assert/strict";
+ *
+ * const { port1, port2 } = new MessageChannel();
+ * const a = messagePortTransport(port1);
+ * const b = messagePortTransport(port2);
+ * const bytes = new Uint8Array(1024 * 1024).fill(7);
+ * const writer = a.writable.getWriter();
+ * await writer.write(transfer(bytes));
+ * assert.equal(bytes.length, 0); // moved, not copied
+ * const { value } = await b.readable.getReader().read();
+ * assert.equal(value?.length, 1024 * 1024);
+ * writer.releaseLock();
+ * await Promise.all([a.close(), b.close()]);
+ * ```
+ */
+export function transfer(bytes: Uint8Array): Uint8Array {
+  return markTransfer(bytes);
+}
+
+/**
+ * The parent's end of a transport to `worker`, whose code runs {@linkcode selfTransport}.
+ * The transport takes the worker's `message` events (post nothing else to it meanwhile).
+ * When the worker dies of an uncaught error, or is terminated (`worker.terminate()`), reads
+ * and writes fail with `TransportClosedError` naming why, so a channel over it settles every
+ * pending call; the worker's error event is handled (`preventDefault`), its error becoming
+ * the `cause`. `close()` does not terminate the worker: terminate it once its channel is
+ * closed, or let it close itself.
+ *
+ * @param worker A started Worker.
+ * @param options The credit window; see {@linkcode WebWorkerTransportOptions}.
+ * @returns The parent's end.
+ *
+ * @example
+ * ```ts
+ * import { workerTransport } from "@conduit/ipc/transports/web_worker";
+ * import { TransportClosedError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const code = "self.onmessage = () => { throw new Error('boom'); };";
+ * const url = `data:application/javascript,${encodeURIComponent(code)}`;
+ * const worker = new Worker(url, { type: "module" });
+ * const transport = workerTransport(worker);
+ * const writer = transport.writable.getWriter();
+ * await writer.write(new Uint8Array([1]));
+ * const error = await transport.readable.getReader().read().catch((e) => e);
+ * assert.ok(error instanceof TransportClosedError);
+ * assert.match(error.message, /boom/);
+ * await transport.close();
+ * ```
+ */
+export function workerTransport(
+  worker: Worker,
+  options: WebWorkerTransportOptions = {},
+): Transport {
+  if (!(worker instanceof Worker)) {
+    throw new TypeError(`workerTransport() takes a Worker, got ${describe(worker)}`);
+  }
+  const label = "Web Worker transport";
+  const channel: PostMessageChannel = new PostMessageChannel(worker as MessageEndpoint, {
+    label,
+    windowBytes: windowOf(options),
+    onRelease: () => unwatch(),
+  });
+  const unwatch = watchWorker(worker, label, (error) => channel.fail(error));
+  return new ByteChannelTransport(channel);
+}
+
+/**
+ * The worker's end of a transport to its parent, over the worker's global scope (`self`):
+ * run it in the module the parent passed to {@linkcode workerTransport}. It takes the scope's
+ * `message` events. If the worker calls `self.close()` while the transport is open, the
+ * parent's reads and writes fail with `TransportClosedError` instead of waiting.
+ *
+ * @param options The credit window; see {@linkcode WebWorkerTransportOptions}.
+ * @returns The worker's end.
+ * @throws {TypeError} Outside a worker.
+ *
+ * @example
+ * ```ts
+ * import { selfTransport } from "@conduit/ipc/transports/web_worker";
+ * import assert from "node:assert/strict";
+ *
+ * // The main thread is no worker.
+ * assert.throws(() => selfTransport(), TypeError);
+ * ```
+ */
+export function selfTransport(options: WebWorkerTransportOptions = {}): Transport {
+  if (!inWorker()) {
+    throw new TypeError("selfTransport() runs inside a Web Worker; use workerTransport() here");
+  }
+  const channel: PostMessageChannel = new PostMessageChannel(
+    globalThis as unknown as MessageEndpoint,
+    {
+      label: "Web Worker transport (worker side)",
+      windowBytes: windowOf(options),
+      onRelease: () => unwatch(),
+    },
+  );
+  const unwatch = watchSelfClose(() => channel.announceGone());
+  return new ByteChannelTransport(channel);
+}
+
+/**
+ * A transport over one end of a `MessageChannel`, for any two contexts (the other end may be
+ * sent to a worker, or stay in this one). The transport starts the port, and closes it once
+ * released. A port cannot tell when the context holding its other end dies: prefer
+ * {@linkcode workerTransport} to a worker you own.
+ *
+ * @param port One end of a `MessageChannel`; the other runs a transport of its own.
+ * @param options The credit window; see {@linkcode WebWorkerTransportOptions}.
+ * @returns A transport over `port`.
+ *
+ * @example
+ * ```ts
+ * import { messagePortTransport } from "@conduit/ipc/transports/web_worker";
+ * import assert from "node:assert/strict";
+ *
+ * const { port1, port2 } = new MessageChannel();
+ * const a = messagePortTransport(port1);
+ * const b = messagePortTransport(port2);
+ * const writer = a.writable.getWriter();
+ * await writer.write(new Uint8Array([1, 2, 3]));
+ * await writer.close();
+ * assert.deepEqual(await Array.fromAsync(b.readable), [new Uint8Array([1, 2, 3])]);
+ * await Promise.all([a.close(), b.close()]);
+ * ```
+ */
+export function messagePortTransport(
+  port: MessagePort,
+  options: WebWorkerTransportOptions = {},
+): Transport {
+  if (!(port instanceof MessagePort)) {
+    throw new TypeError(`messagePortTransport() takes a MessagePort, got ${describe(port)}`);
+  }
+  const channel = new PostMessageChannel(port, {
+    label: "MessagePort transport",
+    windowBytes: windowOf(options),
+    onRelease: () => port.close(),
+  });
+  port.start();
+  return new ByteChannelTransport(channel);
+}
+
+function windowOf(options: WebWorkerTransportOptions): number {
+  const window = options.windowBytes ?? DEFAULT_WORKER_WINDOW_BYTES;
+  if (!Number.isSafeInteger(window) || window < 1024) {
+    throw new RangeError(`windowBytes must be an integer of at least 1024, got ${window}`);
+  }
+  return window;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value !== "object") return typeof value;
+  return value.constructor?.name ?? "object";
+}

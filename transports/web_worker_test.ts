@@ -1,0 +1,187 @@
+import assert from "node:assert/strict";
+import { openChannel } from "../channel/mod.ts";
+import { rawCodec } from "../codecs/raw.ts";
+import type { ServiceApi } from "./_testdata/web_worker_service.ts";
+import { testTransportConformance } from "./_conformance.ts";
+import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
+import { messagePortPair, webWorkerRelayPair } from "./_test_thread_pairs.ts";
+import { messagePortTransport, selfTransport, transfer, workerTransport } from "./web_worker.ts";
+import type { Transport } from "./types.ts";
+
+const stuckUrl = new URL("./_testdata/web_worker_stuck.ts", import.meta.url);
+
+function portPair(): [Transport, Transport] {
+  const { a, b } = messagePortPair();
+  return [a, b];
+}
+
+/** A worker that never reads, behind the parent's transport; kill() terminates it. */
+function stuckPeer() {
+  const worker = new Worker(stuckUrl, { type: "module" });
+  return Promise.resolve({
+    transport: workerTransport(worker),
+    kill: () => Promise.resolve(worker.terminate()),
+    cleanup: () => Promise.resolve(worker.terminate()),
+  });
+}
+
+testTransportConformance({
+  name: "message port",
+  pair: () => Promise.resolve(messagePortPair()),
+  stuckPeer,
+  abortSeenByPeer: "error",
+});
+
+testTransportConformance({
+  name: "web worker",
+  // The parent's end of a real worker, which relays to a port whose other end is `b`.
+  pair: () => Promise.resolve(webWorkerRelayPair()),
+  stuckPeer,
+  abortSeenByPeer: "error",
+});
+
+const serviceUrl = new URL("./_testdata/web_worker_service.ts", import.meta.url);
+
+function pattern(size: number, seed: number): Uint8Array {
+  const bytes = new Uint8Array(size);
+  for (let i = 0; i < size; i += 4096) bytes[i] = (i >> 12) + seed;
+  bytes[size - 1] = seed;
+  return bytes;
+}
+
+/** Like assert.deepEqual for bytes, without its cost on megabytes. */
+function assertSameBytes(actual: Uint8Array, expected: Uint8Array): void {
+  assert.equal(actual.length, expected.length, "length");
+  for (let i = 0; i < actual.length; i++) {
+    if (actual[i] !== expected[i]) assert.fail(`byte ${i} is ${actual[i]}, not ${expected[i]}`);
+  }
+}
+
+async function readAll(t: Transport, size: number): Promise<Uint8Array[]> {
+  const reader = t.readable.getReader();
+  const chunks: Uint8Array[] = [];
+  for (let received = 0; received < size;) {
+    const { value, done } = await reader.read();
+    if (done) assert.fail(`ended after ${received} of ${size} bytes`);
+    chunks.push(value);
+    received += value.length;
+  }
+  reader.releaseLock();
+  return chunks;
+}
+
+Deno.test("web worker: a chunk given up with transfer() moves without a copy; others are copied", async () => {
+  const size = 64 << 20;
+  for (const given of [true, false]) {
+    const [a, b] = portPair();
+    const sent = pattern(size, 3);
+    const expected = pattern(size, 3);
+    const before = Deno.memoryUsage().external;
+    const writer = a.writable.getWriter();
+    // The write waits for the reader's credit: a 64 MiB chunk exceeds the window.
+    const [, [received]] = await Promise.all([
+      writer.write(given ? transfer(sent) : sent),
+      readAll(b, size),
+    ]);
+    const growth = Deno.memoryUsage().external - before;
+    assert.equal(received.length, size);
+    assertSameBytes(received, expected);
+    if (given) {
+      assert.equal(sent.byteLength, 0, "the sender's buffer is detached");
+      assert.equal(received.buffer.byteLength, size, "the receiver holds that very buffer");
+      assert.ok(growth < size / 4, `no second ${size} bytes: external grew by ${growth}`);
+    } else {
+      assert.equal(sent.byteLength, size, "an ordinary chunk stays the sender's");
+      assert.notEqual(received.buffer, sent.buffer);
+    }
+    writer.releaseLock();
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+Deno.test("web worker: a transferred chunk crosses a real worker and back intact", async () => {
+  const { a, b, cleanup } = webWorkerRelayPair();
+  const size = 8 << 20;
+  const sent = pattern(size, 9);
+  const writer = a.writable.getWriter();
+  const [, chunks] = await Promise.all([writer.write(transfer(sent)), readAll(b, size)]);
+  assert.equal(sent.byteLength, 0);
+  assert.equal(chunks.length, 1, "one message, not split");
+  assertSameBytes(chunks[0], pattern(size, 9));
+  writer.releaseLock();
+  await cleanup();
+});
+
+Deno.test("web worker: small writes of one turn are coalesced into one message", async () => {
+  const [a, b] = portPair();
+  const writer = a.writable.getWriter();
+  for (let i = 0; i < 1000; i++) void writer.write(new Uint8Array(16).fill(i & 0xff));
+  await writer.close();
+  const chunks = await Array.fromAsync(b.readable);
+  const bytes = new Uint8Array(16_000);
+  let offset = 0;
+  for (const chunk of chunks) bytes.set(chunk, (offset += chunk.length) - chunk.length);
+  assert.equal(offset, 16_000);
+  for (let i = 0; i < 1000; i++) assert.equal(bytes[i * 16 + 15], i & 0xff, `write ${i}`);
+  assert.ok(chunks.length <= 4, `1000 writes arrived in ${chunks.length} messages`);
+  await Promise.all([a.close(), b.close()]);
+});
+
+Deno.test("web worker: a writer to a peer that does not read stops at the credit window", async () => {
+  const windowBytes = 1 << 20;
+  const { port1, port2 } = new MessageChannel();
+  const a = messagePortTransport(port1, { windowBytes });
+  const b = messagePortTransport(port2, { windowBytes });
+  const writer = a.writable.getWriter();
+  let accepted = 0;
+  const writing = (async () => {
+    for (let i = 0; i < 64; i++) {
+      await writer.ready;
+      await writer.write(new Uint8Array(64 * 1024));
+      accepted += 64 * 1024;
+    }
+  })();
+  let before = -1;
+  while (accepted !== before) {
+    before = accepted;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+  }
+  // The window, plus the 256 bytes counted per message, plus the writable's own queue.
+  assert.ok(accepted >= windowBytes * 0.75, `only ${accepted} bytes went out`);
+  assert.ok(accepted <= windowBytes + 64 * 1024, `${accepted} bytes went out unread`);
+  const received = await readAll(b, 64 * 64 * 1024);
+  await writing;
+  assert.equal(received.reduce((sum, c) => sum + c.length, 0), 64 * 64 * 1024);
+  writer.releaseLock();
+  await Promise.all([a.close(), b.close()]);
+});
+
+Deno.test("web worker: a worker that throws, quits or is terminated fails every pending call", async () => {
+  await assertDeathsFailPendingCalls(
+    "",
+    (worker) => workerTransport(worker),
+    "Web Worker transport",
+  );
+});
+
+Deno.test("web worker: a param given up with transfer() moves to the worker", async () => {
+  const worker = new Worker(serviceUrl, { type: "module" });
+  const channel = await openChannel<ServiceApi>(workerTransport(worker), { codec: rawCodec() });
+  const param = pattern(1 << 20, 5);
+  const result = await channel.remote.echo(transfer(param));
+  assert.equal(param.byteLength, 0, "the param's buffer went to the worker");
+  assertSameBytes(result, pattern(1 << 20, 5));
+  await channel.close();
+  worker.terminate();
+});
+
+Deno.test("web worker: bad arguments are TypeErrors and RangeErrors", () => {
+  assert.throws(() => workerTransport({} as Worker), TypeError);
+  assert.throws(() => messagePortTransport(null as unknown as MessagePort), TypeError);
+  assert.throws(() => selfTransport(), TypeError);
+  const { port1, port2 } = new MessageChannel();
+  assert.throws(() => messagePortTransport(port1, { windowBytes: 10 }), RangeError);
+  assert.throws(() => transfer([1, 2] as unknown as Uint8Array), TypeError);
+  port1.close();
+  port2.close();
+});
