@@ -14,7 +14,7 @@ import { conduitWire } from "./_conduit_wire.ts";
 import { Deadlines } from "./_deadlines.ts";
 import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
 import { IncomingCalls } from "./_incoming.ts";
-import { CLOSED, CLOSING, Lifecycle, lightTimeout, OPEN } from "./_lifecycle.ts";
+import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
 import { isAsyncIterable, type OutgoingCall } from "./_outgoing_call.ts";
 import type { LifecycleEvents, Wire, WireFactory } from "./_wire.ts";
@@ -132,7 +132,7 @@ export class ChannelCore implements LifecycleEvents {
     wire.start();
     const handshakeTimeout = config.handshakeTimeout;
     this.#life.startHandshake(
-      handshakeTimeout === Infinity ? undefined : lightTimeout(() => {
+      handshakeTimeout === Infinity ? undefined : setTimeout(() => {
         this.#life.timerFired();
         this.refused(
           "handshake_timeout",

@@ -3,7 +3,9 @@
 // pending calls once. It also keeps the receipt time of the frames being dispatched, from
 // which a served call's deadline counts.
 
-import { clearTimer, type Timer } from "./_lifecycle.ts";
+import { clearTimer } from "./_lifecycle.ts";
+
+type Timer = ReturnType<typeof setTimeout>;
 
 /** The channel's deadline timer. */
 export class Deadlines {

@@ -27,25 +27,15 @@ const TRANSITIONS: readonly (readonly number[])[] = [
   /* CLOSED */ [],
 ];
 
-/** A pending timeout: a `setTimeout` handle, or the cancel function of `lightTimeout`. */
-export type Timer = ReturnType<typeof setTimeout> | (() => void);
+type Timer = ReturnType<typeof setTimeout>;
 
 /**
- * Calls `fire` after `ms` without touching the timer globals, whose first use loads Deno's
- * Node-compatible timers (several milliseconds, before a worker's first reply;
- * `bench/spawn_time.ts`). Like every `AbortSignal.timeout`, it does not keep the process
- * alive by itself. Returns the function that cancels it.
+ * Cancels `timer`, if any, without touching the timer globals when there is none: their
+ * first use loads Deno's Node-compatible timers (several milliseconds), which a worker that
+ * sets no timer need not pay before its first reply (`bench/spawn_time.ts`).
  */
-export function lightTimeout(fire: () => void, ms: number): () => void {
-  const signal = AbortSignal.timeout(ms);
-  signal.addEventListener("abort", fire, { once: true });
-  return () => signal.removeEventListener("abort", fire);
-}
-
-/** Cancels `timer`, if any (without loading the timer globals when there is none). */
 export function clearTimer(timer: Timer | undefined): void {
-  if (typeof timer === "function") timer();
-  else if (timer !== undefined) clearTimeout(timer);
+  if (timer !== undefined) clearTimeout(timer);
 }
 
 /** The state of one connection. */
