@@ -32,6 +32,7 @@
 // Channels: open one on each end of a transport; call the peer through `remote`.
 export { openChannel } from "./channel/channel.ts";
 export type {
+  AuthOptions,
   Channel,
   ChannelOptions,
   HeartbeatOptions,
@@ -42,6 +43,9 @@ export type {
 export type {
   AnyHandler,
   CallOptions,
+  CheckedHandlers,
+  HandlerTakesOneParam,
+  IsOneParamHandler,
   MethodName,
   ParamOf,
   RemoteArgs,
@@ -51,6 +55,10 @@ export type {
   RemoteStream,
 } from "./channel/types.ts";
 export type { CallContext } from "./channel/call_context.ts";
+
+// Servers: accept connections on a listener, one channel each.
+export { serve } from "./channel/serve.ts";
+export type { Connection, ServeOptions, Server } from "./channel/serve.ts";
 
 // Workers: a typed subprocess, and a pool of them.
 export { spawnWorker } from "./workers/spawn_worker.ts";
@@ -75,6 +83,7 @@ export {
   TransportClosedError,
 } from "./errors.ts";
 export {
+  AuthenticationError,
   CallCancelledError,
   ConnectionClosedError,
   DeadlineExceededError,

@@ -15,11 +15,33 @@ const PENDING = 0;
 const VALUE = 1;
 const FAILURE = 2;
 
+/** Whether the call is over on the wire (see `whenOver`), and how; a failure's error is `#error`. */
+const NOT_OVER = 0;
+const OVER_OK = 1;
+const OVER_FAILED = 2;
+
+/** Told once when a call is over, whichever face it is read through (see `whenOver`). */
+export type OverListener = (ok: boolean, error: unknown) => void;
+
+/** A call that says when it is over without choosing its face (what a worker pool needs). */
+export interface Overseeable {
+  /**
+   * Calls `listener` once the call is over on the wire: its single result or its stream's
+   * end arrived (`ok`), or it failed (`error`). It does not fix the call's face. Listeners
+   * are called in the order they were added.
+   */
+  whenOver(listener: OverListener): void;
+}
+
 /** The outcome of one call, as a promise or as a stream. */
-export abstract class CallResult implements Promise<unknown>, RemoteStream<unknown>, InboxOwner {
+export abstract class CallResult
+  implements Promise<unknown>, RemoteStream<unknown>, InboxOwner, Overseeable {
   readonly method: string;
   readonly #window: number;
   #face = FACE_NONE;
+  /** Whether the call is over on the wire, and who waits to hear it. */
+  #over = NOT_OVER;
+  #overListener: OverListener | undefined;
   #outcome = PENDING;
   #value: unknown;
   #error: unknown;
@@ -111,6 +133,26 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
     return Promise.resolve();
   }
 
+  whenOver(listener: OverListener): void {
+    if (this.#over !== NOT_OVER) {
+      return listener(this.#over === OVER_OK, this.#over === OVER_OK ? undefined : this.#error);
+    }
+    const first = this.#overListener;
+    this.#overListener = first === undefined ? listener : (ok, error) => {
+      first(ok, error);
+      listener(ok, error);
+    };
+  }
+
+  #isOver(ok: boolean, error: unknown): void {
+    if (this.#over !== NOT_OVER) return;
+    this.#over = ok ? OVER_OK : OVER_FAILED;
+    const listener = this.#overListener;
+    if (listener === undefined) return;
+    this.#overListener = undefined;
+    listener(ok, error);
+  }
+
   // ---- what the wire brought ----
 
   /** The single result arrived. */
@@ -118,6 +160,7 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
     if (this.#outcome !== PENDING) return;
     this.#outcome = VALUE;
     this.#value = value;
+    this.#isOver(true, undefined);
     if (this.#resolve !== undefined) this.#resolve(value);
     else if (this.#inbox !== undefined) {
       this.#inbox.fail(
@@ -134,6 +177,7 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
     if (this.#outcome !== PENDING) return;
     this.#outcome = FAILURE;
     this.#error = error;
+    this.#isOver(false, error);
     this.#reject?.(error);
     this.#inbox?.fail(error, immediate);
   }
@@ -156,6 +200,7 @@ export abstract class CallResult implements Promise<unknown>, RemoteStream<unkno
 
   /** The result stream ended. */
   end(): void {
+    this.#isOver(true, undefined);
     this.#streamInbox().end();
     if (this.#face === FACE_PROMISE) this.#failAsStream();
   }

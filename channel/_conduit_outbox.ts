@@ -4,6 +4,7 @@
 // that is a codec's scratch view is copied before anything may change it, and the caller's
 // own bytes (the raw codec's) are written as they are, with a promise of when they are.
 
+import { AUTH_KIND } from "../protocol/auth.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import type { FrameWriter } from "../framing/frame_writer.ts";
 import { encodeBodyFrame, encodeIdFrame } from "../protocol/_encode.ts";
@@ -187,6 +188,11 @@ export class ConduitOutbox implements Outbox {
   /** Sends HELLO. */
   hello(body: Uint8Array): void {
     this.#write(encodeBodyFrame(FRAME_KINDS.hello, body));
+  }
+
+  /** Sends this side's AUTH (docs/protocol.md §5.1). */
+  auth(proof: Uint8Array): void {
+    this.#write(encodeBodyFrame(AUTH_KIND, proof));
   }
 
   goodbye(code?: string, reason?: string): void {

@@ -9,12 +9,13 @@ import { FrameWriter } from "../framing/frame_writer.ts";
 import { FrameParser, type FrameSink, MethodNames, readFrame } from "../protocol/_frame_table.ts";
 import { parseCancel } from "../protocol/_json.ts";
 import { decodeEnvelope } from "../protocol/envelope.ts";
-import { CALL_FLAG_STREAM_PARAM } from "../protocol/frame_kinds.ts";
-import { helloBody, parseGoodbye, parseHello } from "../protocol/handshake.ts";
+import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS } from "../protocol/frame_kinds.ts";
+import { helloBody, parseGoodbye, parseHello, type PeerInfo } from "../protocol/handshake.ts";
 import { MAX_CONTROL_FRAME_BYTES } from "../protocol/limits.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import { type CodecSlot, decodeBody } from "./_codecs.ts";
+import { ConduitAuth } from "./_conduit_auth.ts";
 import { ConduitOutbox } from "./_conduit_outbox.ts";
 import type {
   EventNames,
@@ -62,13 +63,17 @@ export class ConduitWire implements Wire, FrameSink {
   readonly #parser = new FrameParser(new MethodNames());
   #reader: FrameReader | undefined;
   #greeted = false;
+  /** The authentication step, when this side has a shared secret. */
+  readonly #auth: ConduitAuth | undefined;
   #outgoing!: OutgoingEvents;
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
 
   /** @throws {RangeError} When this side's HELLO would not fit a control frame. */
   constructor(transport: Transport, options: WireOptions) {
+    const auth = options.secret === undefined ? undefined : new ConduitAuth(options.secret);
     const hello = helloBody({
+      authNonce: auth?.nonce,
       codec: options.codec,
       maxFrameBytes: options.maxFrameBytes,
       maxInFlight: options.maxInFlight,
@@ -82,6 +87,7 @@ export class ConduitWire implements Wire, FrameSink {
       );
     }
     this.#hello = hello;
+    this.#auth = auth;
     this.#transport = transport;
     this.#options = options;
     this.decoder = new FrameDecoder({ maxFrameBytes: options.maxFrameBytes });
@@ -130,6 +136,7 @@ export class ConduitWire implements Wire, FrameSink {
   #handshake(frame: Uint8Array): void {
     // Until the peer's HELLO is accepted its limit is the smallest one (docs/protocol.md §2).
     if (frame.length > MAX_CONTROL_FRAME_BYTES) throw controlFrameError(frame.length);
+    if (this.#auth?.waiting && frame[0] !== FRAME_KINDS.goodbye) return this.#auth.frame(frame);
     const envelope = decodeEnvelope(frame);
     if (envelope.kind === "goodbye") {
       const goodbye = parseGoodbye(envelope.body);
@@ -147,9 +154,27 @@ export class ConduitWire implements Wire, FrameSink {
     }
     const outcome = parseHello(envelope.body, this.#options.codec);
     if (!outcome.ok) return this.#lifecycle.refused(outcome.code, outcome.message, true);
+    const peer = outcome.peer;
+    const auth = this.#auth;
+    if (auth === undefined) {
+      if (outcome.auth === undefined) return this.#established(peer);
+      return this.#lifecycle.refused(
+        "auth_required",
+        "The peer requires authentication and this side has no shared secret (the auth option)",
+        true,
+      );
+    }
+    auth.start(outcome.auth, {
+      send: (proof) => this.outbox.auth(proof),
+      established: () => this.#established(peer),
+      refused: (code, message) => this.#lifecycle.refused(code, message, true),
+    });
+  }
+
+  #established(peer: PeerInfo): void {
     this.#greeted = true;
-    this.outbox.setPeer(outcome.peer);
-    this.#lifecycle.established(outcome.peer);
+    this.outbox.setPeer(peer);
+    this.#lifecycle.established(peer);
   }
 
   // ---------------------------------------------------------------- FrameSink

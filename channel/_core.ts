@@ -13,13 +13,14 @@ import type { MethodCodecs } from "./_codecs.ts";
 import { conduitWire } from "./_conduit_wire.ts";
 import { Deadlines } from "./_deadlines.ts";
 import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
+import { IdleTimer } from "./_idle.ts";
 import { IncomingCalls } from "./_incoming.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
 import { isAsyncIterable, type OutgoingCall } from "./_outgoing_call.ts";
 import type { LifecycleEvents, Wire, WireFactory } from "./_wire.ts";
 import type { ErrorClass } from "./error_codec.ts";
-import { ConnectionClosedError, HandshakeError } from "./errors.ts";
+import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
 
 export type { PeerInfo };
@@ -37,6 +38,10 @@ export interface CoreConfig {
   drainTimeout: number;
   writeHighWaterMark: number;
   heartbeat: HeartbeatConfig | undefined;
+  /** The shared secret the peer must prove it holds (see `ChannelOptions.auth`). */
+  secret?: Uint8Array;
+  /** Close gracefully after this long with no frame and nothing in flight (Infinity: never). */
+  idleTimeout: number;
   trustPeer: boolean;
   errorClasses: Map<string, ErrorClass>;
   onNotificationError: (error: unknown, method: string) => void;
@@ -57,6 +62,17 @@ const EARLY_WRITE_FRAMES = 32;
 /** How long a failing channel waits to flush its goodbye before dropping the transport. */
 const FAILURE_FLUSH_MS = 1000;
 
+/** Each channel's engine, for what the workers layer asks of it beyond the public API. */
+const cores = new WeakMap<object, ChannelCore>();
+
+/**
+ * Whether `channel`'s timers (deadlines, heartbeat) keep the process alive: an unref'd
+ * worker lets go of them while it is idle.
+ */
+export function holdProcess(channel: object, hold: boolean): void {
+  cores.get(channel)?.holdProcess(hold);
+}
+
 /** The channel's engine (one per connection). */
 export class ChannelCore implements LifecycleEvents {
   /** The peer's HELLO, once the handshake succeeded. */
@@ -72,6 +88,11 @@ export class ChannelCore implements LifecycleEvents {
   readonly #deadlines: Deadlines;
   readonly #reading: Promise<void>;
   #heartbeat: Heartbeat | undefined;
+  #idle: IdleTimer | undefined;
+  /** When this side last started or finished a call or sent a notification. */
+  #activeAt = 0;
+  /** Whether the channel's timers keep the process alive (see holdProcess). */
+  #hold = true;
   #closeController: AbortController | undefined;
   #shutdown: Promise<void> | undefined;
   readonly #codecsFor: (method: string) => MethodCodecs;
@@ -84,6 +105,7 @@ export class ChannelCore implements LifecycleEvents {
   ) {
     this.#transport = transport;
     this.#config = config;
+    cores.set(channel, this);
     // Both are reported through the public API; keep them from surfacing as unhandled.
     this.#opened.promise.catch(() => {});
     this.#closed.promise.catch(() => {});
@@ -95,6 +117,7 @@ export class ChannelCore implements LifecycleEvents {
       writeHighWaterMark: config.writeHighWaterMark,
       trustPeer: config.trustPeer,
       errorClasses: config.errorClasses,
+      secret: config.secret,
       onWriteFailure: (error) =>
         this.#fail(new ConnectionClosedError("Writing to the transport failed", { cause: error })),
     });
@@ -104,7 +127,10 @@ export class ChannelCore implements LifecycleEvents {
       ? () => defaultCodecs
       : (method: string) => methodCodecs.get(method) ?? defaultCodecs;
     const ring = Math.min(config.maxInFlight, MAX_ID_RING);
-    const onIdle = () => this.#maybeFinishClose();
+    const onIdle = () => {
+      this.#activeAt = performance.now();
+      this.#maybeFinishClose();
+    };
     this.#deadlines = new Deadlines((now) =>
       Math.min(this.#outgoing.expire(now), this.#incoming.expire(now))
     );
@@ -158,6 +184,7 @@ export class ChannelCore implements LifecycleEvents {
 
   /** Starts a call; the returned object is both the promise and the stream of its result. */
   call(method: string, param: unknown, options: CallOptions | undefined): OutgoingCall {
+    if (this.#idle !== undefined) this.#activeAt = performance.now();
     return this.#outgoing.call(method, param, options);
   }
 
@@ -168,6 +195,7 @@ export class ChannelCore implements LifecycleEvents {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
     this.#wire.outbox.notify(method, this.#codecsFor(method).param, param);
+    if (this.#idle !== undefined) this.#activeAt = performance.now();
   }
 
   /** The outbox's room below its high-water mark while open, else 0. */
@@ -214,6 +242,17 @@ export class ChannelCore implements LifecycleEvents {
     return this.#settled();
   }
 
+  /**
+   * Whether the channel's timers (deadlines, heartbeat) keep the process alive; an unref'd
+   * worker's channel lets go of them while idle.
+   */
+  holdProcess(hold: boolean): void {
+    this.#hold = hold;
+    this.#deadlines.hold(hold);
+    this.#heartbeat?.hold(hold);
+    this.#idle?.hold(hold);
+  }
+
   // ---------------------------------------------------------------- LifecycleEvents
 
   established(peer: PeerInfo): void {
@@ -237,13 +276,15 @@ export class ChannelCore implements LifecycleEvents {
             true,
           ),
       });
+      if (!this.#hold) this.#heartbeat.hold(false);
     }
+    this.#startIdleTimer();
     this.#opened.resolve();
   }
 
   refused(code: string, message: string, goodbye: boolean): void {
     if (!this.#life.handshaking) return;
-    const error = new HandshakeError(code, message);
+    const error = handshakeError(code, message);
     this.#fail(
       new ConnectionClosedError("The handshake failed", { cause: error }),
       goodbye ? { code, reason: message } : undefined,
@@ -423,9 +464,24 @@ export class ChannelCore implements LifecycleEvents {
     await this.#reading;
   }
 
+  #startIdleTimer(): void {
+    const timeout = this.#config.idleTimeout;
+    if (timeout === Infinity) return;
+    this.#activeAt = performance.now();
+    this.#idle = new IdleTimer(timeout, {
+      lastActivity: () => Math.max(this.#activeAt, this.#deadlines.receivedAt),
+      busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
+      idle: () => {
+        if (this.#life.open) this.#startClosing();
+      },
+    });
+    if (!this.#hold) this.#idle.hold(false);
+  }
+
   #stopTimers(): void {
     this.#deadlines.stop();
     this.#heartbeat?.stop();
+    this.#idle?.stop();
   }
 
   #settled(): Promise<void> {
@@ -458,4 +514,11 @@ export class ChannelCore implements LifecycleEvents {
       life.failure && { cause: life.failure },
     );
   }
+}
+
+/** A failed handshake's error: an AuthenticationError for the authentication codes. */
+function handshakeError(code: string, message: string): HandshakeError {
+  return code === "auth_failed" || code === "auth_required"
+    ? new AuthenticationError(code, message)
+    : new HandshakeError(code, message);
 }

@@ -15,6 +15,8 @@ export class Deadlines {
   #timer: Timer | undefined;
   #at = Infinity;
   #stopped = false;
+  /** Whether the timer keeps the process alive (see `hold`). */
+  #hold = true;
 
   /**
    * @param expire Ends the calls whose deadline is at or before `now` and returns the next
@@ -30,6 +32,18 @@ export class Deadlines {
     clearTimer(this.#timer);
     this.#at = at;
     this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now())));
+    if (!this.#hold) Deno.unrefTimer(this.#timer);
+  }
+
+  /**
+   * Whether the timer keeps the process alive: an unref'd worker's channel lets go of it (a
+   * call in flight is held by the worker's connection instead).
+   */
+  hold(yes: boolean): void {
+    this.#hold = yes;
+    if (this.#timer === undefined) return;
+    if (yes) Deno.refTimer(this.#timer);
+    else Deno.unrefTimer(this.#timer);
   }
 
   /** Stops the timer (the channel closed). */

@@ -32,4 +32,10 @@ export class Heartbeat {
   stop(): void {
     clearInterval(this.#interval);
   }
+
+  /** Whether the beat keeps the process alive. */
+  hold(yes: boolean): void {
+    if (yes) Deno.refTimer(this.#interval);
+    else Deno.unrefTimer(this.#interval);
+  }
 }

@@ -2,7 +2,12 @@
 // most calls finish before many more start, so a ring indexed by an id's low bits holds
 // nearly all of them with no hashing and nothing allocated per call, where a Map churned by
 // one insert and one delete per call rehashes into new tables again and again. A call still
-// running when its slot comes round again waits in an overflow Map.
+// running when its slot comes round again waits in an overflow Map. The ring starts small and
+// doubles, up to its capacity, when a slot it needs is taken: a connection that never has many
+// calls in flight (or ends at once, as hostile ones do) never allocates the whole ring.
+
+/** The ring's first size. */
+const MIN_SLOTS = 16;
 
 /** Something with a numeric id. */
 interface HasId {
@@ -11,17 +16,19 @@ interface HasId {
 
 /** A table of values by their (increasing) ids. */
 export class IdTable<T extends HasId> {
-  readonly #slots: Array<T | undefined>;
-  readonly #mask: number;
+  #slots: Array<T | undefined>;
+  #mask: number;
+  readonly #capacity: number;
   readonly #overflow = new Map<number, T>();
   #size = 0;
 
-  /** @param capacity Slots in the ring, rounded up to a power of two (at least 16). */
+  /** @param capacity Most slots in the ring, rounded up to a power of two (at least 16). */
   constructor(capacity: number) {
-    let slots = 16;
+    let slots = MIN_SLOTS;
     while (slots < capacity) slots *= 2;
-    this.#slots = new Array<T | undefined>(slots).fill(undefined);
-    this.#mask = slots - 1;
+    this.#capacity = slots;
+    this.#slots = new Array<T | undefined>(MIN_SLOTS).fill(undefined);
+    this.#mask = MIN_SLOTS - 1;
   }
 
   get size(): number {
@@ -36,7 +43,11 @@ export class IdTable<T extends HasId> {
 
   /** Adds `value` under its id, which must not be in the table. */
   add(value: T): void {
-    const index = value.id & this.#mask;
+    let index = value.id & this.#mask;
+    while (this.#slots[index] !== undefined && this.#slots.length < this.#capacity) {
+      this.#grow();
+      index = value.id & this.#mask;
+    }
     if (this.#slots[index] === undefined) this.#slots[index] = value;
     else this.#overflow.set(value.id, value);
     this.#size++;
@@ -55,8 +66,26 @@ export class IdTable<T extends HasId> {
 
   /** Every value; deleting while iterating is allowed. */
   *values(): IterableIterator<T> {
+    // A connection that ends with nothing in flight (most hostile ones) skips the ring's scan.
+    if (this.#size === 0) return;
     for (const value of this.#slots) if (value !== undefined) yield value;
     yield* this.#overflow.values();
+  }
+
+  /** Doubles the ring; what waited in the overflow moves in where its slot is free. */
+  #grow(): void {
+    const slots = new Array<T | undefined>(this.#slots.length * 2).fill(undefined);
+    const mask = slots.length - 1;
+    // Two values held in distinct slots keep distinct slots: their ids differ in the old bits.
+    for (const value of this.#slots) if (value !== undefined) slots[value.id & mask] = value;
+    for (const [id, value] of this.#overflow) {
+      if (slots[id & mask] === undefined) {
+        slots[id & mask] = value;
+        this.#overflow.delete(id);
+      }
+    }
+    this.#slots = slots;
+    this.#mask = mask;
   }
 
   clear(): void {

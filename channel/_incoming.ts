@@ -26,7 +26,7 @@ export interface IncomingOptions {
   readonly onNotificationError: (error: unknown, method: string) => void;
   /** The signal notification handlers get: it fires when the channel closes. */
   readonly closeSignal: () => AbortSignal;
-  /** A call finished while the channel is closing: it may be able to finish closing. */
+  /** A call finished (activity for the idle timeout; while closing, it may finish the close). */
   readonly onIdle: () => void;
 }
 
@@ -47,7 +47,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   finished(call: IncomingCall): void {
     call.finish();
     this.calls.delete(call.id);
-    if (this.life.closing) this.#options.onIdle();
+    this.#options.onIdle();
   }
 
   /** The connection is gone: every handler's signal fires, their streams fail. */

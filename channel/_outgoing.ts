@@ -21,7 +21,7 @@ export interface OutgoingOptions {
   readonly codecsFor: (method: string) => MethodCodecs;
   /** The error for a call made while the channel is not open. */
   readonly notOpen: () => Error;
-  /** A call finished while the channel is closing: it may be able to finish closing. */
+  /** A call finished (activity for the idle timeout; while closing, it may finish the close). */
   readonly onIdle: () => void;
 }
 
@@ -92,7 +92,7 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
     call.finish();
     this.calls.delete(call.id);
     if (this.#queued > 0) this.#sendQueued();
-    if (this.life.closing) this.#options.onIdle();
+    this.#options.onIdle();
   }
 
   /** Fails every call, in flight or queued (the connection is gone). */

@@ -3,7 +3,9 @@
 //
 // `remoteProxy(invoke)` builds the typed `remote`: `remote.add(param, options)` is
 // `invoke("add", param, options)`, each method function made once on first use. `then` stays
-// undefined so that awaiting `remote` does not call the peer.
+// undefined so that awaiting `remote` does not call the peer. A handler takes one param, so a
+// call with more arguments, or a second one that is not call options, is a TypeError naming
+// the method rather than a call whose second value is silently taken for options.
 //
 // `DualCall` holds what every call object shares: `catch`, `finally` and `readable` are
 // defined from `then` and the async iterator, so a subclass defines only `then`,
@@ -20,9 +22,48 @@ export function remoteProxy<Api extends object>(invoke: Invoke): RemoteOf<Api> {
   return new Proxy(methods, {
     get(target, key) {
       if (typeof key !== "string" || key === "then") return undefined;
-      return target[key] ??= (param: unknown, options?: CallOptions) => invoke(key, param, options);
+      // `arguments.length` rather than a rest parameter, which would cost an array per call.
+      return target[key] ??= function (param: unknown, options?: CallOptions): unknown {
+        if (arguments.length > 2 || (options !== undefined && !isCallOptions(options))) {
+          throw new TypeError(misuseMessage(key, arguments.length, options));
+        }
+        return invoke(key, param, options);
+      };
     },
   }) as RemoteOf<Api>;
+}
+
+/**
+ * The fields of {@linkcode CallOptions}: anything else in a second argument is a mistake.
+ * `satisfies` makes a new field of CallOptions a compile error here until it is listed.
+ */
+const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(
+  Object.keys(
+    { signal: true, timeout: true, onProgress: true } satisfies Record<keyof CallOptions, true>,
+  ),
+);
+
+function isCallOptions(options: unknown): boolean {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) return false;
+  for (const key in options) if (!CALL_OPTION_KEYS.has(key)) return false;
+  return true;
+}
+
+function misuseMessage(method: string, count: number, options: unknown): string {
+  const what = count > 2
+    ? `was called with ${count} arguments`
+    : `got ${describe(options)} as its second argument, which is not call options ` +
+      `({ ${[...CALL_OPTION_KEYS].join(", ")} })`;
+  return `remote.${method}() ${what}: a handler takes one param (and the caller optional ` +
+    `call options), so pass several values as one object, e.g. ${method}({ a, b })`;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    return `an object with ${Object.keys(value).map((key) => JSON.stringify(key)).join(", ")}`;
+  }
+  if (typeof value === "string") return JSON.stringify(value.slice(0, 40));
+  return Array.isArray(value) ? "an array" : String(value);
 }
 
 /** A call that is awaitable and async-iterable; the first use decides which. */

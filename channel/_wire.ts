@@ -204,6 +204,11 @@ export interface WireOptions {
   readonly writeHighWaterMark: number;
   /** Whether errors sent carry their stack. */
   readonly trustPeer: boolean;
+  /**
+   * A shared secret the peer must prove it holds before the channel opens; a wire without
+   * authentication throws a TypeError when given one.
+   */
+  readonly secret?: Uint8Array;
   /** Classes to revive the peer's errors as, by name. */
   readonly errorClasses: ReadonlyMap<string, ErrorClass>;
   /** A write failed: the channel fails with it. */

@@ -71,6 +71,15 @@ export type MethodCodec = Codec<unknown> | {
   result?: Codec<unknown>;
 };
 
+/** Shared-secret authentication settings (see {@linkcode ChannelOptions.auth}). */
+export interface AuthOptions {
+  /**
+   * The secret both peers hold: a string (its UTF-8 bytes are the key) or bytes. Use at
+   * least 32 random bytes; it must not be empty.
+   */
+  secret: string | Uint8Array;
+}
+
 /** Heartbeat settings: detect a hung peer. */
 export interface HeartbeatOptions {
   /** How often to send a PING, in milliseconds. */
@@ -145,6 +154,27 @@ export interface ChannelOptions<Local extends object = object> {
    * @default {DEFAULT_WRITE_HIGH_WATER_MARK} (1 MiB)
    */
   writeHighWaterMark?: number;
+  /**
+   * Close gracefully (GOODBYE, then drain) once no frame has passed in either direction and
+   * nothing has been in flight for this long, in milliseconds, after the handshake. A PING
+   * counts as a frame, so a peer with a {@linkcode ChannelOptions.heartbeat} is never idle.
+   * `serve()` sets it for every connection it accepts (`DEFAULT_IDLE_TIMEOUT`).
+   *
+   * @default {Infinity} (never)
+   */
+  idleTimeout?: number;
+  /**
+   * Authenticate the peer in the handshake with a shared secret (docs/protocol.md §5.1): each
+   * side proves it holds the secret with an HMAC-SHA-256 over both sides' fresh nonces, so the
+   * secret never crosses the wire and a recorded handshake cannot be replayed. No frame but the
+   * handshake's (at most 1024 bytes each) is read, and no handler reached, before the peer has
+   * proved it. Both sides must set the same secret; a mismatch, or a secret on one side only,
+   * fails `openChannel` on both with an `AuthenticationError`. Use it for TCP (with
+   * TLS where the network is not trusted: the secret proves who connects, it does not encrypt).
+   *
+   * @default none: no authentication
+   */
+  auth?: AuthOptions;
   /** Send PINGs and close if the peer goes silent. Off unless given. */
   heartbeat?: HeartbeatOptions;
   /**
@@ -288,6 +318,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
           0,
         ),
         heartbeat,
+        secret: authSecret(options.auth),
+        idleTimeout: positive("idleTimeout", options.idleTimeout ?? Infinity),
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
         errorClasses,
         onNotificationError: options.onNotificationError ?? reportNotificationError,
@@ -540,6 +572,17 @@ export async function openChannel<
     throw error;
   }
   return channel;
+}
+
+function authSecret(auth: AuthOptions | undefined): Uint8Array | undefined {
+  if (auth === undefined) return undefined;
+  const secret = typeof auth.secret === "string"
+    ? new TextEncoder().encode(auth.secret)
+    : auth.secret;
+  if (!(secret instanceof Uint8Array) || secret.length === 0) {
+    throw new TypeError("auth.secret must be a non-empty string or Uint8Array");
+  }
+  return secret.slice();
 }
 
 function reportNotificationError(error: unknown, method: string): void {

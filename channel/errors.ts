@@ -219,4 +219,33 @@ export class HandshakeError extends ConduitError {
   }
 }
 
+/**
+ * Authentication in the handshake failed (docs/protocol.md §5.1): `code` is `auth_required`
+ * (one side has a shared secret and the other has none) or `auth_failed` (the proofs did not
+ * match: the peers hold different secrets, or a recorded handshake was replayed, or the peer
+ * sent something else where its AUTH belonged). The message never contains the secret or a
+ * proof.
+ *
+ * @example
+ * ```ts
+ * import { AuthenticationError, HandshakeError, openChannel } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const [a, b] = memoryPair();
+ * const results = await Promise.allSettled([
+ *   openChannel(a, { codec: jsonCodec(), auth: { secret: "one secret" } }),
+ *   openChannel(b, { codec: jsonCodec(), auth: { secret: "another" } }),
+ * ]);
+ * for (const result of results) {
+ *   assert.equal(result.status, "rejected");
+ *   assert.ok(result.reason instanceof AuthenticationError);
+ *   assert.ok(result.reason instanceof HandshakeError);
+ *   assert.equal(result.reason.code, "auth_failed");
+ * }
+ * ```
+ */
+export class AuthenticationError extends HandshakeError {}
+
 export { ProtocolError } from "../protocol/protocol_error.ts";

@@ -36,6 +36,7 @@ export {
 } from "./channel.ts";
 // Only `openChannel` opens a channel: the class is public as a type, its constructor is not.
 export type {
+  AuthOptions,
   Channel,
   ChannelOptions,
   Codec,
@@ -49,3 +50,4 @@ export * from "./types.ts";
 export * from "./call_context.ts";
 export * from "./errors.ts";
 export * from "./error_codec.ts";
+export * from "./serve.ts";

@@ -79,10 +79,55 @@ export type RemoteArgs<F> = undefined extends ParamOf<F>
   ? [param?: ParamOf<F>, options?: CallOptions]
   : [param: ParamOf<F>, options?: CallOptions];
 
-/** The remote method for handler `F`. */
-export type RemoteMethod<F> = F extends (...args: infer _A) => infer R
-  ? (...args: RemoteArgs<F>) => RemoteReturn<R>
+/**
+ * The remote method for handler `F` (named `K`). A handler that takes more than its param and
+ * a `CallContext` cannot be called: its remote method takes only the
+ * {@linkcode HandlerTakesOneParam} message, so a call names the method and the rule.
+ */
+export type RemoteMethod<F, K extends string = string> = F extends (...args: infer _A) => infer R
+  ? IsOneParamHandler<F> extends true ? (...args: RemoteArgs<F>) => RemoteReturn<R>
+  : (...args: [HandlerTakesOneParam<K>, ...unknown[]]) => never
   : never;
+
+/**
+ * The compile-time error for handler `K` when it declares more than its param and a
+ * `CallContext`: a handler takes one param, so several values travel as one object.
+ *
+ * @example
+ * ```ts
+ * import type { HandlerTakesOneParam } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const message: HandlerTakesOneParam<"add"> =
+ *   'Handler "add" takes one param (and an optional CallContext): pass several values as one object, e.g. add({ a, b })';
+ * assert.match(message, /"add" takes one param/);
+ * ```
+ */
+export type HandlerTakesOneParam<K extends string> =
+  `Handler "${K}" takes one param (and an optional CallContext): pass several values as one object, e.g. ${K}({ a, b })`;
+
+/**
+ * `T` with each handler that takes more than one param (besides an optional `CallContext`)
+ * replaced by its {@linkcode HandlerTakesOneParam} message: `handlers: H & CheckedHandlers<H>`
+ * makes such a handler a compile-time error that names it.
+ */
+export type CheckedHandlers<T> = {
+  [K in keyof T]: IsOneParamHandler<T[K]> extends true ? T[K]
+    : HandlerTakesOneParam<K & string>;
+};
+
+/**
+ * `true` when `F` (if a function) takes at most its param and a `CallContext` (anything with
+ * the context's `method` and `signal`), else `false`: the rule {@linkcode CheckedHandlers}
+ * and {@linkcode RemoteOf} apply.
+ */
+export type IsOneParamHandler<F> = F extends (...args: infer A) => unknown
+  ? A extends readonly [unknown?] ? true
+  : A extends readonly [unknown?, (infer C)?]
+    ? [NonNullable<C>] extends [{ readonly method: string; readonly signal: AbortSignal }] ? true
+    : false
+  : false
+  : true;
 
 /** The names of `T`'s handler methods. */
 export type MethodName<T> = {
@@ -96,4 +141,4 @@ export type MethodName<T> = {
  *
  * @typeParam T The peer's handler interface.
  */
-export type RemoteOf<T> = { readonly [K in MethodName<T>]: RemoteMethod<T[K]> };
+export type RemoteOf<T> = { readonly [K in MethodName<T>]: RemoteMethod<T[K], K> };

@@ -63,6 +63,8 @@ export type {
   CallContext,
   CallOptions,
   Channel,
+  HandlerTakesOneParam,
+  IsOneParamHandler,
   MethodName,
   ParamOf,
   PeerInfo,

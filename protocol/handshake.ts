@@ -18,6 +18,7 @@
  */
 
 import { parseJson } from "./_json.ts";
+import { AUTH_METHOD, parseNonce, toHex } from "./auth.ts";
 import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./limits.ts";
 
 /**
@@ -51,6 +52,14 @@ export interface PeerInfo {
   readonly features: readonly string[];
 }
 
+/** HELLO's `auth` field: the peer requires authentication by `method`, with its `nonce`. */
+export interface HelloAuth {
+  /** The method: `"hmac-sha256"` in version 1. */
+  readonly method: string;
+  /** The peer's nonce; undefined when its HELLO's was not 64 lowercase hex digits. */
+  readonly nonce: Uint8Array | undefined;
+}
+
 /** What this side announces in its HELLO (see {@linkcode helloBody}). */
 export interface HelloOptions {
   /** The channel codec's name. */
@@ -61,6 +70,8 @@ export interface HelloOptions {
   maxInFlight: number;
   /** The credit this side grants to each stream it receives. */
   streamWindowBytes: number;
+  /** This side's nonce, when it requires authentication (docs/protocol.md §5.1). */
+  authNonce?: Uint8Array;
 }
 
 /**
@@ -68,7 +79,12 @@ export interface HelloOptions {
  * it with.
  */
 export type HelloOutcome =
-  | { readonly ok: true; readonly peer: PeerInfo }
+  | {
+    readonly ok: true;
+    readonly peer: PeerInfo;
+    /** The authentication the peer asks for (docs/protocol.md §5.1); absent when none. */
+    readonly auth?: HelloAuth;
+  }
   | { readonly ok: false; readonly code: string; readonly message: string };
 
 /** Why a peer closes: a GOODBYE body (both fields absent for a graceful close). */
@@ -110,6 +126,7 @@ export function helloBody(options: HelloOptions): Uint8Array {
     maxInFlight: options.maxInFlight,
     streamWindowBytes: options.streamWindowBytes,
     features: [],
+    ...(options.authNonce && { auth: { method: AUTH_METHOD, nonce: toHex(options.authNonce) } }),
   }));
 }
 
@@ -166,6 +183,10 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
   if (!isStrings(features)) {
     return refuse("invalid_hello", "The peer's HELLO features are not strings");
   }
+  const auth = hello.auth as Record<string, unknown> | undefined;
+  if (auth !== undefined && (typeof auth !== "object" || typeof auth?.method !== "string")) {
+    return refuse("invalid_hello", "The peer's HELLO auth is not an object with a method");
+  }
   const values: number[] = [];
   for (const [name, min] of limits) {
     const value = hello[name];
@@ -187,6 +208,7 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
       streamWindowBytes: values[2],
       features: features as string[],
     },
+    ...(auth && { auth: { method: auth.method as string, nonce: parseNonce(auth.nonce) } }),
   };
 }
 

@@ -22,3 +22,4 @@ export * from "./frame_kinds.ts";
 export * from "./handshake.ts";
 export * from "./limits.ts";
 export * from "./protocol_error.ts";
+export * from "./auth.ts";

@@ -3,17 +3,18 @@
 // awaitable and async-iterable, and the first use decides which; errors are translated on
 // both faces, and only on failure, so a successful call costs no extra promise.
 
+import type { OverListener, Overseeable } from "../channel/_call_result.ts";
 import { DualCall } from "../channel/_remote.ts";
 import type { RemoteStream } from "../channel/types.ts";
 
-/** The channel's call object: a promise and a stream in one. */
-export type ChannelCall = PromiseLike<unknown> & RemoteStream<unknown>;
+/** The channel's call object: a promise and a stream in one, that says when it is over. */
+export type ChannelCall = PromiseLike<unknown> & RemoteStream<unknown> & Overseeable;
 
 /** Maps a failure of the call to the error the caller should see. */
 export type Translate = (error: unknown) => Promise<unknown>;
 
 /** A channel call whose failures pass through `translate`. */
-export class WorkerCall extends DualCall {
+export class WorkerCall extends DualCall implements Overseeable {
   readonly #inner: ChannelCall;
   readonly #translate: Translate;
 
@@ -46,6 +47,19 @@ export class WorkerCall extends DualCall {
       return: (value?: unknown) =>
         iterator.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
     };
+  }
+
+  whenOver(listener: OverListener): void {
+    const translate = this.#translate;
+    this.#inner.whenOver((ok, error) => {
+      if (ok) listener(true, undefined);
+      else {
+        translate(error).then(
+          (translated) => listener(false, translated),
+          () => listener(false, error),
+        );
+      }
+    });
   }
 
   protected cancelCall(reason: unknown): Promise<void> {

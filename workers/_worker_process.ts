@@ -5,6 +5,7 @@
 
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
+import { holdProcess } from "../channel/_core.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { StderrLines } from "../transports/_stderr_lines.ts";
@@ -14,9 +15,11 @@ import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
 import { killAtExit } from "./_parent_death.ts";
+import { KeepAlive } from "./_keep_alive.ts";
 import { type ChannelCall, WorkerCall } from "./_worker_call.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError } from "./errors.ts";
+import { permissionHint, withPermissionHint } from "./_permission_hint.ts";
 import { stdoutTextError } from "./_stdout_text.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 
@@ -58,6 +61,24 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   /** Why this side killed the worker, for WorkerExitedError. */
   #stopReason: string | undefined;
   #stopping: Promise<void> | undefined;
+  /** The worker's Unix socket connection, in that mode (for ref and unref). */
+  #conn: Deno.UnixConn | undefined;
+  /** Whether the worker keeps this program alive: ref'd and unref'd as unref() asks. */
+  readonly #keepAlive = new KeepAlive((hold) => {
+    try {
+      if (hold) this.#child.ref();
+      else this.#child.unref();
+    } catch {
+      // It has exited already.
+    }
+    try {
+      if (hold) this.#conn?.ref();
+      else this.#conn?.unref();
+    } catch {
+      // Closed already.
+    }
+    if (this.#channel !== undefined) holdProcess(this.#channel, hold);
+  });
 
   constructor(child: Deno.ChildProcess, options: ProcessOptions) {
     this.#child = child;
@@ -114,14 +135,16 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   }
 
   /** Accepts the worker's connection on `socket`, unless the worker exits first. */
-  acceptSocket(socket: WorkerSocket, timeout: number | undefined): Promise<Transport> {
+  async acceptSocket(socket: WorkerSocket, timeout: number | undefined): Promise<Transport> {
     // stdout is the worker's own in this mode: forward it line by line (never blocking it).
     const prefix = `[${this.name} ${this.pid}] `;
     new StderrLines(this.stdio.readable, {
       maxLineChars: MAX_LINE_CHARS,
       onLine: lineWriter(this.#options.stdout, prefix, Deno.stdout),
     });
-    return socket.accept(this.#child.status, timeout);
+    const transport = await socket.accept(this.#child.status, timeout);
+    this.#conn = socket.accepted;
+    return transport;
   }
 
   /** Opens the channel over `connection`; on failure stops the worker and throws why. */
@@ -134,9 +157,12 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       param: unknown,
       options: CallOptions | undefined,
     ) => ChannelCall;
-    this.#remote = remoteProxy<Api>((method, param, callOptions) =>
-      new WorkerCall(call(method, param, callOptions), translate)
-    );
+    const keepAlive = this.#keepAlive;
+    this.#remote = remoteProxy<Api>((method, param, callOptions) => {
+      const inner = call(method, param, callOptions);
+      keepAlive.track(inner);
+      return new WorkerCall(inner, translate);
+    });
     try {
       await channel.opened;
     } catch (error) {
@@ -159,7 +185,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     // mismatch is the news. One that went away during the handshake is explained by its exit.
     if (error instanceof HandshakeError && error.code !== "closed") return error;
     if (!exitedAlready && !(error instanceof ConnectionClosedError)) return error;
-    return this.#exitError(status, error);
+    return this.#exitError(status, error, true);
   }
 
   notify<K extends MethodName<Api>>(method: K, param: RemoteArgs<Api[K]>[0]): void {
@@ -176,6 +202,14 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     this.#stopReason ??= "kill() was called";
     this.#signal(signal);
     return this.exited;
+  }
+
+  unref(): void {
+    this.#keepAlive.unref();
+  }
+
+  ref(): void {
+    this.#keepAlive.ref();
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -221,9 +255,8 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
 
   /** Turns a connection error into WorkerExitedError, once the worker's exit is known. */
   async #translate(error: unknown): Promise<unknown> {
-    if (!(error instanceof ConnectionClosedError) || error instanceof WorkerExitedError) {
-      return error;
-    }
+    if (!(error instanceof ConnectionClosedError)) return withPermissionHint(error);
+    if (error instanceof WorkerExitedError) return error;
     // A worker that is exiting closes its connection a moment before its exit is reported.
     if (!this.#closing && !await this.#exitsWithin(CONNECTION_LINGER_MS)) {
       // The connection failed (heartbeat, protocol error) while the worker lives: it is of
@@ -234,20 +267,33 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     return this.#exitError(await this.#status, error);
   }
 
-  #exitError(status: Deno.CommandStatus, cause: unknown): WorkerExitedError {
+  #exitError(
+    status: Deno.CommandStatus,
+    cause: unknown,
+    beforeServing = false,
+  ): WorkerExitedError {
+    const tail = this.#stderr.tail;
     const stdout = stdoutTextError(cause);
+    let reason = stdout !== undefined
+      ? `it wrote text to its stdout: ${JSON.stringify(stdout.text)}`
+      : status.signal !== null
+      ? this.#stopReason
+      : undefined;
+    // A worker that died of a denied permission says which flag Deno wanted; say which
+    // spawnWorker option grants it (the last such line is the one that killed it).
+    for (let i = tail.length - 1; i >= 0 && reason === undefined; i--) {
+      const hint = permissionHint(tail[i]);
+      if (hint !== undefined) reason = `it was denied a permission: ${hint}`;
+    }
     return new WorkerExitedError({
       worker: this.name,
       pid: this.pid,
       code: status.code,
       signal: status.signal,
-      stderrTail: this.#stderr.tail,
+      stderrTail: tail,
       stderrShown: this.#options.stderr === "prefix",
-      reason: stdout !== undefined
-        ? `it wrote text to its stdout: ${JSON.stringify(stdout.text)}`
-        : status.signal !== null
-        ? this.#stopReason
-        : undefined,
+      reason,
+      beforeServing,
     }, { cause: stdout ?? cause });
   }
 }

@@ -3,8 +3,8 @@
 // time runs out first, and everything removed afterwards.
 
 import { ConnectionClosedError } from "../channel/errors.ts";
-import type { Listener, Transport } from "../transports/types.ts";
-import { listenUnix } from "../transports/unix.ts";
+import { connTransport } from "../transports/_conn_transport.ts";
+import type { Transport } from "../transports/types.ts";
 
 /** How long to wait for a worker to connect when no handshake timeout is given: 10 s. */
 const DEFAULT_ACCEPT_TIMEOUT = 10_000;
@@ -14,9 +14,13 @@ export class WorkerSocket {
   /** The socket's path, for the worker's environment. */
   readonly path: string;
   readonly #dir: string;
-  readonly #listener: Listener;
+  // A plain Deno listener (the directory is fresh and ours), so that the accepted connection
+  // stays at hand for ref()/unref().
+  readonly #listener: Deno.Listener<Deno.UnixConn>;
+  /** The worker's connection, once accepted. */
+  accepted: Deno.UnixConn | undefined;
 
-  private constructor(dir: string, path: string, listener: Listener) {
+  private constructor(dir: string, path: string, listener: Deno.Listener<Deno.UnixConn>) {
     this.#dir = dir;
     this.path = path;
     this.#listener = listener;
@@ -27,7 +31,7 @@ export class WorkerSocket {
     const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cdw" });
     const path = `${dir}/w.sock`;
     try {
-      return new WorkerSocket(dir, path, await listenUnix(path));
+      return new WorkerSocket(dir, path, Deno.listen({ transport: "unix", path }));
     } catch (error) {
       await Deno.remove(dir, { recursive: true }).catch(() => {});
       throw error;
@@ -59,7 +63,8 @@ export class WorkerSocket {
         }),
       ]);
       if (next.done) throw new ConnectionClosedError("The listener closed");
-      return next.value;
+      this.accepted = next.value;
+      return connTransport(next.value, `Unix socket ${this.path}`);
     } finally {
       clearTimeout(timer);
     }
@@ -67,7 +72,11 @@ export class WorkerSocket {
 
   /** Stops listening and removes the directory. */
   async close(): Promise<void> {
-    await this.#listener.close();
+    try {
+      this.#listener.close();
+    } catch {
+      // Closed already.
+    }
     await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
   }
 }

@@ -41,7 +41,8 @@ export interface WorkerExitInfo {
    */
   stderrTail?: readonly string[];
   /**
-   * Why the worker was stopped, when this side stopped it (e.g. a heartbeat timeout).
+   * Why the worker was stopped, when this side stopped it (e.g. a heartbeat timeout), or
+   * what would have kept it alive (e.g. the permission it lacked).
    *
    * @default {undefined}
    */
@@ -53,6 +54,13 @@ export interface WorkerExitInfo {
    * @default {false}
    */
   stderrShown?: boolean;
+  /**
+   * Whether it exited before it served (before the handshake): with code 0 that is a module
+   * that never called `serveWorker()`.
+   *
+   * @default {false}
+   */
+  beforeServing?: boolean;
 }
 
 /**
@@ -89,6 +97,8 @@ export class WorkerExitedError extends ConnectionClosedError {
   readonly signal: Deno.Signal | null;
   /** The worker's last stderr lines, oldest first. */
   readonly stderrTail: readonly string[];
+  /** Whether it exited before it served (see {@linkcode WorkerExitInfo.beforeServing}). */
+  readonly beforeServing: boolean;
 
   /**
    * Creates the error; the message names the worker, its pid, how it ended and its last
@@ -98,9 +108,14 @@ export class WorkerExitedError extends ConnectionClosedError {
    * @param options Standard error options (`cause`: the channel's error).
    */
   constructor(info: WorkerExitInfo, options?: ErrorOptions) {
+    const before = info.beforeServing
+      ? info.code === 0 && info.signal === null
+        ? " before it served: did the module call serveWorker()?"
+        : " before it served"
+      : "";
     const how = info.signal !== null
-      ? `was killed by ${info.signal}`
-      : `exited with code ${info.code}`;
+      ? `was killed by ${info.signal}${before}`
+      : `exited with code ${info.code}${before}`;
     const reason = info.reason ? ` (${info.reason})` : "";
     const tail = info.stderrTail ?? [];
     const lines = tail.length === 0
@@ -114,6 +129,7 @@ export class WorkerExitedError extends ConnectionClosedError {
     this.code = info.code;
     this.signal = info.signal;
     this.stderrTail = tail;
+    this.beforeServing = info.beforeServing ?? false;
   }
 }
 

@@ -24,7 +24,9 @@
 
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
+import { ConduitError } from "../errors.ts";
 import { structuredCodec } from "../codecs/structured.ts";
+import type { CheckedHandlers } from "../channel/types.ts";
 import type { Codec } from "../codecs/types.ts";
 import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
@@ -32,10 +34,11 @@ import { consoleToStderr } from "./_console_to_stderr.ts";
 import {
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,
+  WORKER_ENV,
   WORKER_SOCKET_ENV,
 } from "./worker_env.ts";
 
-export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_SOCKET_ENV };
+export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV };
 
 /** Options for {@linkcode serveWorker}: the channel's options, with worker defaults. */
 export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
@@ -90,10 +93,15 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
  * the parent dies, even while the worker is busy.)
  *
  * @typeParam Parent The handler interface the parent serves (for `channel.remote`).
+ * @typeParam Handlers The handler object (inferred); a handler that takes more than one
+ * param besides its `CallContext` is a compile-time error naming it.
  * @param handlers The methods the parent can call; see `ChannelOptions.handlers`.
  * @param options The codec, limits and exit behaviour; see {@linkcode ServeWorkerOptions}.
  * @returns The open channel to the parent, once the handshake has succeeded.
  * @throws {HandshakeError} When the parent speaks another codec or protocol version.
+ * @throws {ConduitError} When `spawnWorker` did not start this process (see
+ * {@linkcode WORKER_ENV}): a parent that imported a value from its worker module does not
+ * start serving in its own process.
  *
  * @example A worker that calls back into its parent, driven from here
  * ```ts
@@ -111,10 +119,21 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
  * assert.equal(await worker.remote.callParent(21), 42);
  * ```
  */
-export async function serveWorker<Parent extends object = Record<string, never>>(
-  handlers: object,
+export async function serveWorker<
+  Parent extends object = Record<string, never>,
+  Handlers extends object = object,
+>(
+  handlers: Handlers & CheckedHandlers<Handlers>,
   options: ServeWorkerOptions = {},
 ): Promise<Channel<Parent>> {
+  if (!startedAsWorker()) {
+    throw new ConduitError(
+      "serveWorker() was called in a process that spawnWorker did not start (the variable " +
+        `${WORKER_ENV} is not set): not serving. A parent must not import values from a ` +
+        'worker module: import only its type (`import type { Api } from "./worker.ts"`), ' +
+        "or guard the call with `if (import.meta.main)`",
+    );
+  }
   const { exit = true, codec = structuredCodec(), ...channelOptions } = options;
   const restoreConsole = consoleToStderr();
   const socketPath = workerSocketPath();
@@ -151,6 +170,12 @@ export async function serveWorker<Parent extends object = Record<string, never>>
     throw error;
   }
   return channel;
+}
+
+/** Whether spawnWorker started this process (see WORKER_ENV). */
+function startedAsWorker(): boolean {
+  const state = Deno.permissions.querySync({ name: "env", variable: WORKER_ENV }).state;
+  return state === "granted" && Deno.env.get(WORKER_ENV) === "1";
 }
 
 /** The socket the parent asked us to connect to, if it did and we may read the variable. */

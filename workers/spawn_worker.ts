@@ -42,6 +42,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
+import { moduleSpecifier } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
 import { WorkerProcess } from "./_worker_process.ts";
@@ -49,16 +50,23 @@ import { WorkerSocket } from "./_worker_socket.ts";
 import {
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,
+  WORKER_ENV,
   WORKER_SOCKET_ENV,
 } from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { permissionFlags, withSocketGrants, type WorkerPermissions } from "./worker_permissions.ts";
+import {
+  permissionFlags,
+  withSocketGrants,
+  withWorkerEnvGrant,
+  type WorkerPermissions,
+} from "./worker_permissions.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
 export type { WorkerHandle, WorkerPermissions };
 // The channel types this API shows, so that its documentation is complete on its own.
 export type * from "../channel/types.ts";
 export type {
+  AuthOptions,
   Channel,
   ChannelOptions,
   HeartbeatOptions,
@@ -245,13 +253,16 @@ export interface SpawnWorkerOptions<Local extends object = object>
  *
  * @typeParam Api The handler interface the worker serves.
  * @typeParam Local The handler object this side serves to the worker (call-backs).
- * @param worker The worker module (path or URL), or a command.
+ * @param worker The worker module, or a command. Give a module as a URL
+ * (`new URL("./w.ts", import.meta.url)`, which resolves like an import) or an absolute path;
+ * a relative path string is refused, since it would resolve against the working directory.
  * @param options Permissions, codec, transport, timeouts; see {@linkcode SpawnWorkerOptions}.
  * @returns The handle, once the handshake has succeeded.
  * @throws {WorkerExitedError} When the worker exited before the handshake (its stderr tail
  * says why, e.g. a module that does not exist).
  * @throws {HandshakeError} When the worker answered with another codec or protocol version.
  * @throws {Deno.errors.NotFound} When the command does not exist.
+ * @throws {TypeError} When the module is a relative path string.
  *
  * @example A worker that fails to start
  * ```ts
@@ -294,15 +305,16 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   if (kind !== "stdio" && kind !== "unix") {
     throw new TypeError(`transport must be "stdio" or "unix", got ${JSON.stringify(kind)}`);
   }
+  if (!isCommand) moduleSpecifier(worker);
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
 
   let socket: WorkerSocket | undefined;
-  const childEnv = { ...env };
-  let grants = permissions;
+  const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
+  let grants = withWorkerEnvGrant(permissions);
   if (kind === "unix") {
     socket = await WorkerSocket.open();
     childEnv[WORKER_SOCKET_ENV] = socket.path;
-    grants = withSocketGrants(permissions, socket.path);
+    grants = withSocketGrants(grants, socket.path);
   }
 
   let child: Deno.ChildProcess;
@@ -376,7 +388,7 @@ function denoRunArgs(
     ...permissionFlags(options.permissions),
     ...(options.quiet ? ["--preload", quietPreloadUrl()] : []),
     ...options.denoArgs,
-    module instanceof URL ? module.href : module,
+    moduleSpecifier(module),
     ...options.args,
   ];
 }

@@ -1,10 +1,28 @@
 /**
  * The contract between `spawnWorker` (the parent) and `serveWorker` (the worker) beyond the
- * conduit protocol itself: how the parent names the Unix socket to connect to, and what the
- * worker trusts its parent with. Both sides import it; neither imports the other.
+ * conduit protocol itself: how the worker knows it was started as one, how the parent names
+ * the Unix socket to connect to, and what the worker trusts its parent with. Both sides import
+ * it; neither imports the other.
  *
  * @module
  */
+
+/**
+ * The environment variable that tells a process `spawnWorker` started it as a worker: set to
+ * `"1"`, and readable by every Deno worker module (`spawnWorker` grants reading it).
+ * `serveWorker` refuses to serve without it, so a parent that imports a value from a worker
+ * module does not start serving in its own process. A worker started another way (a
+ * `WorkerCommand` running `deno`) needs it set and `--allow-env=CONDUIT_WORKER`.
+ *
+ * @example
+ * ```ts
+ * import { WORKER_ENV } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(WORKER_ENV, "CONDUIT_WORKER");
+ * ```
+ */
+export const WORKER_ENV = "CONDUIT_WORKER";
 
 /**
  * The environment variable through which `spawnWorker` names the Unix socket a worker

@@ -68,4 +68,12 @@ export interface WorkerHandle<Api extends object> extends AsyncDisposable {
    * @returns The exit status, once everything is released.
    */
   kill(signal?: Deno.Signal): Promise<Deno.CommandStatus>;
+  /**
+   * Lets this program exit while the worker is idle: an unref'd worker keeps the program
+   * alive only while a call made through `remote` is in flight. When the program exits the
+   * worker's stdin ends and it exits too; `close()` is still the clean way to stop it.
+   */
+  unref(): void;
+  /** Undoes {@linkcode unref}: the worker keeps the program alive until it is closed. */
+  ref(): void;
 }

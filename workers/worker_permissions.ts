@@ -4,7 +4,7 @@
  * @module
  */
 
-import { WORKER_SOCKET_ENV } from "./worker_env.ts";
+import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 
 /**
  * Deno permissions for a worker module, as `deno run` flags: `true` grants all
@@ -66,6 +66,11 @@ export function permissionFlags(permissions: WorkerPermissions): string[] {
 }
 
 const PERMISSION_NAMES = new Set(["read", "write", "net", "env", "run", "sys", "ffi", "import"]);
+
+/** `permissions` plus reading the variable that tells the worker it is one. */
+export function withWorkerEnvGrant(permissions: WorkerPermissions): WorkerPermissions {
+  return { ...permissions, env: withGrant(permissions.env, WORKER_ENV) };
+}
 
 /**
  * `permissions` plus what connecting to the Unix socket at `path` takes (Deno checks read,

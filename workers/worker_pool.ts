@@ -27,9 +27,10 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf, RemoteStream } from "../channel/types.ts";
+import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
-import { PoolCall } from "./_pool_call.ts";
+import { moduleSpecifier } from "./_module_specifier.ts";
+import { type InnerCall, PoolCall } from "./_pool_call.ts";
 import { RestartPolicy } from "./_restart_policy.ts";
 import {
   CrashLoopError,
@@ -87,7 +88,7 @@ export interface WorkerPoolOptions<Api extends object = object, Local extends ob
   /**
    * Methods that are safe to run again (idempotent): a call of one of these that fails
    * because its worker crashed is retried on another worker, up to `maxAttempts` tries.
-   * Stream calls are never retried.
+   * A call being read as a stream when its worker crashed is not retried.
    *
    * @default {[]}
    */
@@ -192,6 +193,8 @@ class Slot<Api extends object> {
   inFlight = 0;
   calls = 0;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The pool stopped it (idle, recycled, closing): its exit is no crash. */
+  stopped = false;
 }
 
 /**
@@ -201,9 +204,9 @@ class Slot<Api extends object> {
  * flight (up to `concurrency` each); when all are busy it waits in a queue of at most
  * `maxQueued` calls. A stream call holds its worker until the stream ends.
  *
- * A call is dispatched in a microtask after it is made, or when it leaves the queue; a call
- * you start iterating by then is a stream call, any other is awaited as a value. So iterate
- * a stream in the same tick you make the call: `for await (const x of pool.remote.items())`.
+ * Like a channel call, a pool call is awaited or iterated, and the first use decides which,
+ * whenever it comes: a stream may be made, an `await` pass, and then be iterated. Its items
+ * wait in a bounded buffer meanwhile, and the worker stays busy until the stream ends.
  *
  * A call's `timeout` counts from the moment it is made, queueing included; its `signal`
  * removes it from the queue.
@@ -263,6 +266,8 @@ export class WorkerPool<Api extends object, Local extends object = object>
   /** Why the pool cannot go on: a crash loop, or workers that cannot be spawned at all. */
   #failure: Error | undefined;
   #closing: Promise<void> | undefined;
+  /** unref() was called: idle workers and timers do not keep the program alive. */
+  #unref = false;
 
   /**
    * Creates the pool and starts its workers.
@@ -271,6 +276,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * @param options Pool size, concurrency, queue, restart and recycling policy, and the
    * options each worker is spawned with; see {@linkcode WorkerPoolOptions}.
    * @throws {RangeError} When a size, limit or delay is out of range.
+   * @throws {TypeError} When the module is a relative path string (pass a URL).
    */
   constructor(worker: string | URL | WorkerCommand, options: WorkerPoolOptions<Api, Local> = {}) {
     const {
@@ -287,6 +293,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
       idleTimeout = Infinity,
       ...spawnOptions
     } = options;
+    if (typeof worker === "string" || worker instanceof URL) moduleSpecifier(worker);
     this.size = integerOption("size", size, 1);
     this.#limits = {
       concurrency: integerOption("concurrency", concurrency, 1),
@@ -372,6 +379,45 @@ export class WorkerPool<Api extends object, Local extends object = object>
    */
   close(): Promise<void> {
     return this.#closing ??= this.#close();
+  }
+
+  /**
+   * Lets this program exit while the pool is idle: its workers (those running and those it
+   * starts later) keep the program alive only while a call is in flight on them, and its
+   * idle timers not at all. `close()` is still the clean way to stop the pool; without it
+   * the workers exit once this program has (their stdin ends).
+   *
+   * @example
+   * ```ts
+   * import { WorkerPool } from "@conduit/ipc/workers";
+   * import assert from "node:assert/strict";
+   * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+   *
+   * const pool = new WorkerPool<EchoApi>(
+   *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+   *   { size: 1 },
+   * );
+   * pool.unref();
+   * // A call in flight still keeps the program alive until it is answered.
+   * assert.equal(await pool.remote.echo("still answered"), "still answered");
+   * await pool.close();
+   * ```
+   */
+  unref(): void {
+    this.#unref = true;
+    for (const slot of this.#slots) {
+      slot.handle?.unref();
+      if (slot.state === READY && slot.timer !== undefined) Deno.unrefTimer(slot.timer);
+    }
+  }
+
+  /** Undoes {@linkcode unref}: the pool keeps the program alive until it is closed. */
+  ref(): void {
+    this.#unref = false;
+    for (const slot of this.#slots) {
+      slot.handle?.ref();
+      if (slot.state === READY && slot.timer !== undefined) Deno.refTimer(slot.timer);
+    }
   }
 
   /** Closes the pool (`await using pool = …`). */
@@ -465,7 +511,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
     const options = remaining === Infinity ? call.options : { ...call.options, timeout: remaining };
     const remote = slot.handle!.remote as unknown as Record<
       string,
-      (param: unknown, options?: CallOptions) => PromiseLike<unknown> & RemoteStream<unknown>
+      (param: unknown, options?: CallOptions) => InnerCall
     >;
     const inner = remote[call.method](call.param, options);
     call.run(inner, (outcome, error) => this.#finished(call, slot, outcome, error));
@@ -480,10 +526,11 @@ export class WorkerPool<Api extends object, Local extends object = object>
     if (ok) this.#counts.completed++;
     else {
       // The handle reports WorkerExitedError only once the process is gone: take the worker
-      // out now, before the call is retried, rather than when its exit is processed. (A
-      // worker the pool stopped itself is GONE already: that is no crash.)
-      const crashed = error instanceof WorkerExitedError && slot.state !== GONE;
-      if (crashed) this.#crashed(slot, error);
+      // out now, before the call is retried, rather than when its exit is processed. Every
+      // call the crash took is retried, not only the first to report it (the worker is
+      // GONE by the time the others do). A worker the pool stopped itself did not crash.
+      const crashed = error instanceof WorkerExitedError && !slot.stopped;
+      if (crashed && slot.state !== GONE) this.#crashed(slot, error);
       const { retryable, maxAttempts } = this.#limits;
       retry = crashed && !call.streaming && retryable.has(call.method) &&
         call.attempts < maxAttempts && !this.#failure && call.remainingTime() > 0;
@@ -524,6 +571,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
           return;
         }
         slot.state = READY;
+        if (this.#unref) handle.unref();
         this.#track(handle.exited.then((status) => this.#onExit(slot, handle, status)));
         this.#armIdle(slot);
         this.#schedulePump();
@@ -599,6 +647,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
 
   /** Closes a worker the pool no longer needs. */
   #stop(slot: Slot<Api>): void {
+    slot.stopped = true;
     clearTimeout(slot.timer);
     slot.timer = undefined;
     slot.state = GONE;
@@ -621,6 +670,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
       this.#counts.recycled++;
       this.#stop(slot);
     }, idleTimeout);
+    if (this.#unref) Deno.unrefTimer(slot.timer);
   }
 
   #track(promise: Promise<unknown>): void {

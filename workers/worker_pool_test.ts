@@ -179,3 +179,94 @@ Deno.test("WorkerPool: options out of range are refused", () => {
   assert.throws(() => new WorkerPool(ECHO, { concurrency: 1.5 }), RangeError);
   assert.throws(() => new WorkerPool(ECHO, { restartDelay: -1 }), RangeError);
 });
+
+/** Polls `check` until it holds (a pool's counters change as frames arrive). */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`Gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+leakFreeTest(
+  "WorkerPool: every in-flight retryable call of a SIGKILLed worker is retried",
+  async () => {
+    const workers = pool({ size: 1, concurrency: 20, retryable: ["slowPid"], restartDelay: 10 });
+    const killed = await workers.remote.pid();
+    const calls = Array.from({ length: 20 }, () => workers.remote.slowPid(300));
+    await until(() => workers.stats.inFlight === 20, "20 calls in flight");
+    Deno.kill(killed, "SIGKILL");
+    const pids = await Promise.all(calls);
+    // All 20 ran again, on the worker that replaced the killed one.
+    assert.equal(new Set(pids).size, 1);
+    assert.notEqual(pids[0], killed);
+    const stats = workers.stats;
+    assert.equal(stats.retried, 20);
+    assert.equal(stats.failed, 0);
+    assert.equal(stats.completed, 21);
+    assert.equal(stats.crashes, 1);
+    assert.equal(stats.restarts, 1);
+    await closeAndCheck(workers, [killed, pids[0]]);
+  },
+);
+
+leakFreeTest("WorkerPool: a storm of 20 SIGKILLs rejects no retryable call", async () => {
+  const kills = 20;
+  const workers = pool({
+    size: 2,
+    concurrency: 4,
+    retryable: ["slowPid", "pid"],
+    maxAttempts: kills + 1,
+    maxRestarts: kills + 1,
+    restartDelay: 1,
+    maxRestartDelay: 10,
+  });
+  const rejections: unknown[] = [];
+  const calls: Promise<unknown>[] = [];
+  const seen = new Set<number>();
+  for (let i = 0; i < kills; i++) {
+    const victim = await workers.remote.pid();
+    seen.add(victim);
+    for (let j = 0; j < 6; j++) {
+      calls.push(workers.remote.slowPid(20 + j).catch((error) => rejections.push(error)));
+    }
+    await until(() => workers.stats.inFlight > 0, "calls in flight");
+    try {
+      Deno.kill(victim, "SIGKILL");
+    } catch {
+      // The victim was replaced meanwhile (its call had finished before another crash).
+    }
+  }
+  await Promise.all(calls);
+  assert.deepEqual(rejections, []);
+  const stats = workers.stats;
+  assert.equal(stats.failed, 0);
+  assert.equal(stats.completed, calls.length + kills);
+  assert.ok(stats.crashes >= kills - 1, `${stats.crashes} crashes`);
+  // Each retry is one call run again: never more than there were calls in flight to crash.
+  assert.ok(stats.retried <= stats.crashes * 8, `${stats.retried} retries`);
+  await workers.close();
+  await waitUntilGone([...seen]);
+});
+
+leakFreeTest(
+  "WorkerPool: a call's face is chosen by its first use, even after an await",
+  async () => {
+    const workers = pool({ size: 1, concurrency: 4 });
+    const stream = workers.remote.count(5);
+    const value = workers.remote.echo("later");
+    const misread = workers.remote.echo("not a stream");
+    const awaitedStream = workers.remote.count(3);
+    // The calls run meanwhile: the stream's items wait for their reader.
+    await until(() => workers.stats.completed === 4, "the four calls to finish");
+    assert.deepEqual(await Array.fromAsync(stream), [1, 2, 3, 4, 5]);
+    assert.equal(await value, "later");
+    // Misuse is a catchable error, and nothing is left unhandled behind it.
+    const misreadStream = misread as unknown as AsyncIterable<unknown>;
+    await assert.rejects(Array.fromAsync(misreadStream), /returned a single value, not a stream/);
+    await assert.rejects(Promise.resolve(awaitedStream), /returned a stream/);
+    const pid = await workers.remote.pid();
+    await closeAndCheck(workers, [pid]);
+  },
+);

@@ -26,9 +26,12 @@ Python has one "nothing" where JavaScript has two: None is sent as an empty body
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import inspect
 import json
 import os
+import re
 import socket
 import sys
 from collections import Counter
@@ -42,6 +45,7 @@ PROTOCOL = "conduit"
 VERSION = 1
 
 HELLO, GOODBYE, PING, PONG = 0x01, 0x02, 0x03, 0x04
+AUTH = 0x05  # §5.1: only during the handshake, never decoded as an envelope
 CALL, NOTIFY, RESULT, ERROR, CANCEL = 0x10, 0x11, 0x12, 0x13, 0x14
 DATA, END, CREDIT = 0x20, 0x21, 0x22
 
@@ -504,6 +508,27 @@ class PeerOptions:
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
     features: list[str] = field(default_factory=list)
+    # §5.1: a shared secret the peer must prove it holds (bytes; None: no authentication).
+    secret: bytes | None = None
+
+
+# ---- authentication (§5.1) -------------------------------------------------------------------
+
+AUTH_METHOD = "hmac-sha256"
+AUTH_LABEL = b"conduit-auth-v1"
+AUTH_NONCE_BYTES = 32
+
+
+def auth_proof(secret: bytes, sender_nonce: bytes, receiver_nonce: bytes) -> bytes:
+    """HMAC-SHA-256(secret, "conduit-auth-v1" || sender's nonce || receiver's nonce)."""
+    return hmac.new(secret, AUTH_LABEL + sender_nonce + receiver_nonce, hashlib.sha256).digest()
+
+
+def parse_nonce(value: Any) -> bytes | None:
+    """HELLO's auth.nonce: exactly 64 lowercase hex digits."""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{64}", value):
+        return None
+    return bytes.fromhex(value)
 
 
 class CallContext:
@@ -582,6 +607,8 @@ class Peer:
         self._closed = asyncio.Event()  # set when closing starts
         self._released = asyncio.Event()  # set once the transport is closed
         self._read_task: asyncio.Task[None] | None = None
+        self._auth_nonce = (os.urandom(AUTH_NONCE_BYTES)
+                            if self.options.secret is not None else None)
 
     def log(self, message: str) -> None:
         if os.environ.get("CONDUIT_PY_DEBUG"):
@@ -598,6 +625,8 @@ class Peer:
             "streamWindowBytes": self.options.stream_window_bytes,
             "features": self.options.features,
         }
+        if self._auth_nonce is not None:
+            hello["auth"] = {"method": AUTH_METHOD, "nonce": self._auth_nonce.hex()}
         body = json_body(hello)
         if len(body) >= MIN_MAX_FRAME_BYTES:  # §2: a HELLO frame is at most 1024 bytes
             raise ValueError(f"our HELLO would be {len(body) + 1} bytes (at most "
@@ -649,7 +678,48 @@ class Peer:
             raise HandshakeError(problem[1], problem[0])
         limits = {name: _integer(remote[name]) for name in HELLO_LIMITS}
         limits["maxFrameBytes"] = min(limits["maxFrameBytes"], MAX_HEADER_FRAME_BYTES)
+        await self._authenticate(remote)
         return {**remote, **limits}
+
+    async def _authenticate(self, remote: dict[str, Any]) -> None:
+        """§5.1: prove we hold the secret and check the peer's proof, before anything else."""
+        offered = remote.get("auth")
+        if self.options.secret is None or self._auth_nonce is None:
+            if offered is not None:
+                raise HandshakeError("the peer requires authentication and we have no secret",
+                                     "auth_required")
+            return
+        if not isinstance(offered, dict):
+            raise HandshakeError("we require authentication and the peer offered none",
+                                 "auth_required")
+        if offered.get("method") != AUTH_METHOD:
+            raise HandshakeError(f"the peer offered auth method {offered.get('method')!r}",
+                                 "auth_failed")
+        peer_nonce = parse_nonce(offered.get("nonce"))
+        if peer_nonce is None:
+            raise HandshakeError("the peer's nonce is not 64 lowercase hex digits", "auth_failed")
+        if hmac.compare_digest(peer_nonce, self._auth_nonce):
+            raise HandshakeError("the peer's nonce is our own (a reflection)", "auth_failed")
+        secret = self.options.secret
+        self._writer.write(frame_bytes(bytes([AUTH]) + auth_proof(secret, self._auth_nonce,
+                                                                    peer_nonce)))
+        try:
+            payload = await read_frame(self._reader, MIN_MAX_FRAME_BYTES)
+        except (ProtocolError, ConnectionClosedError) as err:
+            raise HandshakeError(f"bad frame in the auth step: {err}", "protocol_error") from err
+        if payload is None:
+            raise HandshakeError("the peer closed the connection before its AUTH")
+        if payload[0] == GOODBYE:
+            body = _goodbye_fields(payload[1:])
+            raise HandshakeError(f"the peer said GOODBYE during authentication: "
+                                 f"{body.get('code')}: {body.get('reason')}",
+                                 body.get("code"), from_peer=True)
+        if payload[0] != AUTH or len(payload) != 33:
+            raise HandshakeError(f"the peer sent type 0x{payload[0]:02x} ({len(payload)} bytes) "
+                                 "where its AUTH belonged", "auth_failed")
+        expected = auth_proof(secret, peer_nonce, self._auth_nonce)
+        if not hmac.compare_digest(payload[1:], expected):
+            raise HandshakeError("the peer's proof does not match our secret", "auth_failed")
 
     def _check_hello(self, remote: Any) -> tuple[str, str] | None:
         """The checks of §5, in the order §5 gives them."""

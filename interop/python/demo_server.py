@@ -205,6 +205,13 @@ async def _abort_when_stdin_ends(peer: Peer) -> None:
     await peer._abort(ConnectionClosedError("the parent closed the worker's stdin"))
 
 
+def _secret_from_env() -> bytes | None:
+    """§5.1's shared secret, from $CONDUIT_SECRET (an environment variable, not an argument,
+    so it does not show in the process list)."""
+    secret = os.environ.get("CONDUIT_SECRET")
+    return secret.encode("utf-8") if secret else None
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = parser.add_mutually_exclusive_group(required=True)
@@ -221,7 +228,8 @@ async def main() -> int:
     reader, writer = await (unix_streams(socket_path) if socket_path else stdio_streams())
     state = DemoState()
     peer = Peer(reader, writer, build_handlers(state), build_on_notify(state),
-                PeerOptions(codec=args.codec, stream_window_bytes=args.window), name="py-demo")
+                PeerOptions(codec=args.codec, stream_window_bytes=args.window,
+                            secret=_secret_from_env()), name="py-demo")
     state.peer = peer
     # Held here: the event loop keeps only weak references to tasks.
     stdin_watch = (asyncio.ensure_future(_abort_when_stdin_ends(peer))

@@ -25,6 +25,7 @@ from conduit_peer import (KINDS_BY_NAME, MIN_MAX_FRAME_BYTES, RESULT,  # noqa: E
                           ConnectionClosedError, Envelope, HandshakeError, Peer, PeerOptions,
                           ProtocolError, RemoteError, decode_envelope, decode_varint,
                           encode_varint, read_frame, socket_streams)
+import conduit_peer  # noqa: E402
 
 DEFAULT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata",
                             "protocol", "vectors.json")
@@ -219,6 +220,28 @@ async def play_all(sequences: dict[str, Any]) -> list[tuple[str, list[str]]]:
             for case in sequences["cases"]]
 
 
+def check_auth(vector: dict[str, Any]) -> list[str]:
+    """§5.1: the nonces read from both HELLOs give both proofs and AUTH frames."""
+    problems = []
+    secret = bytes.fromhex(vector["secretHex"])
+    nonce_a = conduit_peer.parse_nonce(json.loads(vector["helloA"])["auth"]["nonce"])
+    nonce_b = conduit_peer.parse_nonce(json.loads(vector["helloB"])["auth"]["nonce"])
+    if nonce_a is None or nonce_a.hex() != vector["nonceA"]:
+        problems.append("helloA's nonce does not read as nonceA")
+    if nonce_b is None or nonce_b.hex() != vector["nonceB"]:
+        problems.append("helloB's nonce does not read as nonceB")
+    if problems:
+        return problems
+    for side, proof, frame in (("A", conduit_peer.auth_proof(secret, nonce_a, nonce_b), "authFrameA"),
+                               ("B", conduit_peer.auth_proof(secret, nonce_b, nonce_a), "authFrameB")):
+        if proof.hex() != vector[f"proof{side}"]:
+            problems.append(f"proof{side} is {proof.hex()}")
+        wire = conduit_peer.frame_bytes(bytes([conduit_peer.AUTH]) + proof).hex()
+        if wire != vector[frame]:
+            problems.append(f"{frame} is {wire}")
+    return problems
+
+
 def main(argv: list[str]) -> int:
     verbose = "-v" in argv
     paths = [arg for arg in argv if arg != "-v"]
@@ -249,18 +272,22 @@ def main(argv: list[str]) -> int:
             print(f"FAIL extra/{name} ({why}): {problem}")
         if verbose and not problems:
             print(f"ok   extra/{name}: expected {why!r}; got {got!r}")
-    for name, problems in asyncio.run(play_all(vectors["sequences"])):
+    checked = [(f"sequence/{name}", problems)
+               for name, problems in asyncio.run(play_all(vectors["sequences"]))]
+    checked += [(f"auth/{vector['name']}", check_auth(vector))
+                for vector in vectors["auth"]["cases"]]
+    for label, problems in checked:
         failures += bool(problems)
         for problem in problems:
-            print(f"FAIL sequence/{name}: {problem}")
+            print(f"FAIL {label}: {problem}")
         if verbose and not problems:
-            print(f"ok   sequence/{name}")
+            print(f"ok   {label}")
     for hello in (v for v in vectors["valid"] if v["frame"]["kind"] == "hello"):
         if len(bytes.fromhex(hello["hex"])) - 4 > MIN_MAX_FRAME_BYTES:
             failures += 1
             print(f"FAIL the HELLO vector {hello['name']} is longer than 1024 bytes")
     total = (len(vectors["valid"]) + len(vectors["invalid"]) + len(EXTRA_INVALID) +
-             len(vectors["sequences"]["cases"]))
+             len(vectors["sequences"]["cases"]) + len(vectors["auth"]["cases"]))
     print(f"{total - failures}/{total} vectors match the Python peer "
           f"(protocol version {vectors['protocolVersion']}; {len(EXTRA_INVALID)} extra invalid "
           f"payloads from test_vectors.py)")

@@ -4,6 +4,8 @@
 import { encodeEnvelope, type Envelope } from "../../protocol/envelope.ts";
 import { encodeFrame } from "../../framing/frame_decoder.ts";
 import { implementation, peerHello, sequences, service } from "./_sequences.ts";
+import { AUTH_KIND, authProof } from "../../protocol/auth.ts";
+import { helloBody } from "../../protocol/handshake.ts";
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -123,7 +125,8 @@ const valid: Array<[string, string, Envelope]> = [
 const invalid: Array<[string, string, string]> = [
   ["empty-frame", "A zero-length frame: no type byte", ""],
   ["unknown-kind", "Kind 0x7f is not defined", "7f"],
-  ["reserved-kind", "Kind 0x05 is reserved for extensions", "05"],
+  ["reserved-kind", "Kind 0x06 is reserved for extensions", "06"],
+  ["auth-after-handshake", "AUTH (0x05) is only valid in the handshake (§5.1)", "05" + "ab".repeat(32)],
   ["ping-with-r", "PING does not allow the R flag", "8301"],
   ["result-without-r", "RESULT must have the R flag", "120133"],
   ["call-with-r", "CALL must not have the R flag", "900100000161"],
@@ -160,6 +163,34 @@ function padFor(size: number, base: Record<string, unknown> = hello): number {
 const frameHeader = (payloadHex: string) =>
   (payloadHex.length / 2).toString(16).padStart(8, "0") + payloadHex;
 
+/** §5.1: fixed secrets and nonces (real peers draw nonces at random), and what they give. */
+async function authVector(name: string, secret: Uint8Array, nonceA: Uint8Array, nonceB: Uint8Array) {
+  const limits = { codec: "json", maxFrameBytes: 67108864, maxInFlight: 1024, streamWindowBytes: 262144 };
+  const proofA = await authProof(secret, nonceA, nonceB);
+  const proofB = await authProof(secret, nonceB, nonceA);
+  const label = new TextEncoder().encode("conduit-auth-v1");
+  return {
+    name,
+    secretHex: hex(secret),
+    nonceA: hex(nonceA),
+    nonceB: hex(nonceB),
+    helloA: new TextDecoder().decode(helloBody({ ...limits, authNonce: nonceA })),
+    helloB: new TextDecoder().decode(helloBody({ ...limits, authNonce: nonceB })),
+    messageA: hex(new Uint8Array([...label, ...nonceA, ...nonceB])),
+    proofA: hex(proofA),
+    proofB: hex(proofB),
+    authFrameA: hex(encodeFrame(new Uint8Array([AUTH_KIND, ...proofA]))),
+    authFrameB: hex(encodeFrame(new Uint8Array([AUTH_KIND, ...proofB]))),
+  };
+}
+
+const seq = (start: number) => Uint8Array.from({ length: 32 }, (_, i) => (start + i) & 0xff);
+const auth = [
+  await authVector("ascii-secret", new TextEncoder().encode("correct horse battery staple"), seq(0), seq(0x80)),
+  await authVector("binary-secret", seq(0x40), new Uint8Array(32).fill(0xff), new Uint8Array(32)),
+  await authVector("long-secret", new Uint8Array(100).fill(0x61), seq(7), seq(9)),
+];
+
 const out = {
   description:
     "Golden vectors for the conduit wire protocol (docs/protocol.md). `hex` is the whole frame: the 4-byte big-endian length, then the payload. " +
@@ -180,6 +211,13 @@ const out = {
     }
     return { name, description, hex: hex(encodeFrame(encodeEnvelope(envelope))), frame };
   }),
+  auth: {
+    description:
+      "§5.1 shared-secret authentication: peer A's HELLO carries nonceA, B's nonceB. " +
+      "proofA = HMAC-SHA-256(secret, messageA) with messageA = \"conduit-auth-v1\" || nonceA || nonceB; " +
+      "proofB swaps the nonces. authFrameA/B are the whole AUTH frames each sends.",
+    cases: auth,
+  },
   invalid: invalid.map(([name, error, payloadHex]) => ({ name, error, hex: frameHeader(payloadHex) })),
   sequences: {
     implementation,

@@ -1,0 +1,338 @@
+/**
+ * {@linkcode serve}: a server loop over any {@linkcode Listener} (Unix socket, TCP, TLS, NATS).
+ * It accepts connections concurrently, opens one channel per connection with shared handlers or
+ * handlers made for each connection, and keeps every connection's failure to itself: a peer that
+ * sends garbage, aborts, or says nothing affects neither the other connections nor the server.
+ * It caps the connections it holds, closes idle ones, and shuts down gracefully on `close()` or
+ * an `AbortSignal`.
+ *
+ * @example
+ * ```ts
+ * import { openChannel, serve } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { connectUnix, listenUnix } from "@conduit/ipc/transports/unix";
+ * import assert from "node:assert/strict";
+ *
+ * const handlers = { add: ({ a, b }: { a: number; b: number }) => a + b };
+ * const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+ * const server = serve(await listenUnix(`${dir}/s`), { codec: jsonCodec(), handlers });
+ *
+ * const client = await openChannel<typeof handlers>(await connectUnix(`${dir}/s`), {
+ *   codec: jsonCodec(),
+ * });
+ * assert.equal(await client.remote.add({ a: 1, b: 2 }), 3);
+ * await server.close(); // GOODBYE to every client, drain, close, socket file removed
+ * await client.closed;
+ * await assert.rejects(Deno.stat(`${dir}/s`), Deno.errors.NotFound);
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ *
+ * @module
+ */
+
+import { integerOption, positiveOption } from "../_options.ts";
+import type { Listener, Transport } from "../transports/types.ts";
+import { Channel, type ChannelOptions } from "./channel.ts";
+
+export type { Listener };
+
+/**
+ * The default {@linkcode ServeOptions.maxConnections}: 200 connections held at once.
+ *
+ * Each connection holds one file descriptor, and a Deno process that runs out of them panics
+ * and exits (a plain `Deno.listen` server does too), so the cap must stay below the process's
+ * limit with room for what the process opens besides: its own files, worker pipes (three per
+ * worker), outgoing connections, and the runtime's own descriptors (a few dozen). 200 is below
+ * macOS's default soft limit (256) with that room, and a fifth of Linux's usual 1024. Raise it
+ * together with `ulimit -n`.
+ */
+export const DEFAULT_MAX_CONNECTIONS = 200;
+
+/**
+ * The default {@linkcode ServeOptions.idleTimeout} of a served connection: 5 minutes.
+ *
+ * Long enough for a client that keeps a connection between bursts of calls, short enough that
+ * connections left open by clients that went away without closing do not accumulate up to
+ * the connection cap. A client that must keep a quiet connection open sets a heartbeat: its
+ * PINGs count as frames.
+ */
+export const DEFAULT_IDLE_TIMEOUT: number = 5 * 60_000;
+
+/** How long the accept loop waits after a failed accept (e.g. out of file descriptors). */
+const ACCEPT_RETRY_MS = 100;
+
+/** One accepted connection, as handler factories and error reports see it. */
+export interface Connection {
+  /** The connection's number: 1 for the first the server accepted, then increasing. */
+  readonly id: number;
+  /** Aborted once the connection is closed and its transport released. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Options for {@linkcode serve}: the options of each connection's channel, and the server's.
+ *
+ * @typeParam Local The handler object each connection serves.
+ * @typeParam Remote The handler interface the clients serve (for `onOpen`).
+ */
+export interface ServeOptions<
+  Local extends object = object,
+  Remote extends object = Record<string, never>,
+> extends Omit<ChannelOptions<Local>, "handlers"> {
+  /**
+   * The methods served: one handler object shared by every connection, or a function that
+   * makes one for each connection (for per-connection state). A function throwing refuses
+   * that connection only.
+   */
+  handlers?: Local | ((connection: Connection) => Local);
+  /**
+   * The most connections held at once, handshaking ones included. Above it the server stops
+   * accepting (new connections wait in the OS's backlog) until one closes.
+   *
+   * @default {DEFAULT_MAX_CONNECTIONS} (200)
+   */
+  maxConnections?: number;
+  /**
+   * Close a connection gracefully (GOODBYE, then drain) once, after its handshake, no frame has
+   * passed in either direction and nothing has been in flight for this long, in milliseconds.
+   *
+   * @default {DEFAULT_IDLE_TIMEOUT} (5 minutes)
+   */
+  idleTimeout?: number;
+  /** Aborting it shuts the server down as {@linkcode Server.close} does. */
+  signal?: AbortSignal;
+  /** Called with each connection's channel once its handshake succeeded. */
+  onOpen?: (channel: Channel<Remote>, connection: Connection) => void;
+  /**
+   * Called when a connection ends other than by a graceful close (a failed handshake, a
+   * protocol error, an aborted transport), and when accepting fails. The server goes on.
+   *
+   * @default ignores them: on a hostile network they are routine.
+   */
+  onError?: (error: unknown, connection: Connection | undefined) => void;
+}
+
+/** A running server (see {@linkcode serve}). */
+export interface Server extends AsyncDisposable {
+  /** The address the listener is bound to. */
+  readonly addr: Deno.Addr;
+  /** The connections held now, handshaking ones included. */
+  readonly connections: number;
+  /** Resolves once the server has shut down and released everything (never rejects). */
+  readonly finished: Promise<void>;
+  /**
+   * Shuts down gracefully: stops accepting and closes the listener (removing a Unix socket
+   * file), sends GOODBYE on every open connection and lets in-flight calls finish within each
+   * channel's `drainTimeout`, fails connections still in their handshake, and resolves once
+   * every connection is closed. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `listener`: accepts its connections concurrently and opens a channel on each with
+ * `options`. The server owns the listener and closes it on shutdown.
+ *
+ * @typeParam Local The handler object each connection serves.
+ * @typeParam Remote The handler interface the clients serve (for `onOpen`).
+ * @param listener Where connections come from.
+ * @param options The channel options of each connection and the server's own.
+ * @returns The running server.
+ * @throws {RangeError} When an option is out of range.
+ *
+ * @example Handlers made for each connection, shut down with a signal
+ * ```ts
+ * import { openChannel, serve } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { connectTcp, listenTcp } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
+ *
+ * interface Counter {
+ *   next(): number;
+ * }
+ * const stop = new AbortController();
+ * const listener = listenTcp({ port: 0 });
+ * const { port } = listener.addr as Deno.NetAddr;
+ * const server = serve(listener, {
+ *   codec: jsonCodec(),
+ *   signal: stop.signal,
+ *   handlers: (): Counter => {
+ *     let count = 0;
+ *     return { next: () => ++count };
+ *   },
+ * });
+ * const a = await openChannel<Counter>(await connectTcp({ port }), { codec: jsonCodec() });
+ * const b = await openChannel<Counter>(await connectTcp({ port }), { codec: jsonCodec() });
+ * assert.equal(await a.remote.next(), 1);
+ * assert.equal(await a.remote.next(), 2);
+ * assert.equal(await b.remote.next(), 1); // its own counter
+ * stop.abort();
+ * await server.finished;
+ * await Promise.all([a.closed, b.closed]);
+ * ```
+ */
+export function serve<
+  Local extends object = object,
+  Remote extends object = Record<string, never>,
+>(listener: Listener, options: ServeOptions<Local, Remote>): Server {
+  return new ServerLoop(listener, options);
+}
+
+/** The accept loop and the set of connections it holds. */
+class ServerLoop<Local extends object, Remote extends object> implements Server {
+  readonly #listener: Listener;
+  readonly #options: ServeOptions<Local, Remote>;
+  readonly #channelOptions: ChannelOptions<Local>;
+  readonly #maxConnections: number;
+  /** Each connection held, and when it is released (its `closed` settled and handled). */
+  readonly #held = new Map<Channel<Remote>, Promise<void>>();
+  readonly #finished = Promise.withResolvers<void>();
+  readonly #stopping = Promise.withResolvers<void>();
+  #closing: Promise<void> | undefined;
+  #nextId = 0;
+  /** Settles when a connection closes (or the server stops): the accept loop waits on it. */
+  #room = Promise.withResolvers<void>();
+
+  constructor(listener: Listener, options: ServeOptions<Local, Remote>) {
+    this.#listener = listener;
+    this.#options = options;
+    this.#maxConnections = integerOption(
+      "maxConnections",
+      options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      1,
+    );
+    const { maxConnections: _, signal: __, onOpen: ___, onError: ____, ...channel } = options;
+    this.#channelOptions = {
+      ...channel,
+      handlers: undefined,
+      idleTimeout: positiveOption("idleTimeout", options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT),
+    };
+    const signal = options.signal;
+    if (signal !== undefined) {
+      const onAbort = () => void this.close();
+      if (signal.aborted) queueMicrotask(onAbort);
+      else {
+        signal.addEventListener("abort", onAbort, { once: true });
+        this.#finished.promise.then(() => signal.removeEventListener("abort", onAbort));
+      }
+    }
+    this.#acceptLoop().then(() => this.close());
+  }
+
+  get addr(): Deno.Addr {
+    return this.#listener.addr;
+  }
+
+  get connections(): number {
+    return this.#held.size;
+  }
+
+  get finished(): Promise<void> {
+    return this.#finished.promise;
+  }
+
+  close(): Promise<void> {
+    return this.#closing ??= this.#shutdown();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #acceptLoop(): Promise<void> {
+    const stopped = this.#stopping.promise;
+    while (this.#closing === undefined) {
+      if (this.#held.size >= this.#maxConnections) {
+        await this.#room.promise;
+        continue;
+      }
+      let transport: Transport;
+      try {
+        transport = await this.#listener.accept();
+      } catch (error) {
+        if (this.#closing !== undefined) return;
+        if (error instanceof Error && error.name === "TransportClosedError") return;
+        // Out of file descriptors, a connection reset before it was accepted…: wait a little
+        // and go on, rather than spin or stop serving.
+        this.#report(error, undefined);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          stopped,
+          new Promise<void>((resolve) => timer = setTimeout(resolve, ACCEPT_RETRY_MS)),
+        ]);
+        clearTimeout(timer);
+        continue;
+      }
+      if (this.#closing !== undefined) {
+        await transport.abort().catch(() => {});
+        return;
+      }
+      this.#open(transport);
+    }
+  }
+
+  #open(transport: Transport): void {
+    const controller = new AbortController();
+    const connection: Connection = { id: ++this.#nextId, signal: controller.signal };
+    const handlers = this.#options.handlers;
+    let channel: Channel<Remote>;
+    try {
+      channel = new Channel<Remote>(transport, {
+        ...this.#channelOptions,
+        handlers: typeof handlers === "function" ? handlers(connection) : handlers,
+      });
+    } catch (error) {
+      controller.abort();
+      this.#report(error, connection);
+      transport.abort(error).catch(() => {});
+      return;
+    }
+    channel.opened.then(() => {
+      if (this.#closing !== undefined) {
+        channel.close();
+        return;
+      }
+      const onOpen = this.#options.onOpen;
+      if (onOpen === undefined) return;
+      try {
+        onOpen(channel, connection);
+      } catch (error) {
+        this.#report(error, connection);
+      }
+    }, () => {});
+    this.#held.set(
+      channel,
+      channel.closed.catch((error) => this.#report(error, connection)).finally(() => {
+        this.#held.delete(channel);
+        controller.abort();
+        const room = this.#room;
+        this.#room = Promise.withResolvers();
+        room.resolve();
+      }),
+    );
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#stopping.resolve();
+    this.#room.resolve();
+    await this.#listener.close().catch((error) => this.#report(error, undefined));
+    // Each channel's close is bounded: by its drainTimeout once open, at once in a handshake.
+    // (A channel the accept loop opened as the listener closed is in the next round.)
+    while (this.#held.size > 0) {
+      const held = [...this.#held];
+      for (const [channel] of held) channel.close();
+      await Promise.all(held.map(([, released]) => released));
+    }
+    this.#finished.resolve();
+  }
+
+  #report(error: unknown, connection: Connection | undefined): void {
+    const onError = this.#options.onError;
+    if (onError === undefined) return;
+    try {
+      onError(error, connection);
+    } catch {
+      // A failing reporter must not stop the server.
+    }
+  }
+}

@@ -1,0 +1,270 @@
+import assert from "node:assert/strict";
+import { jsonCodec } from "../codecs/json.ts";
+import { encodeFrame } from "../framing/mod.ts";
+import { helloBody } from "../protocol/handshake.ts";
+import { connectTcp, listenTcp } from "../transports/tcp.ts";
+import type { Transport } from "../transports/types.ts";
+import { connectUnix, listenUnix } from "../transports/unix.ts";
+import { openChannel } from "./channel.ts";
+import { DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, serve } from "./serve.ts";
+
+const codec = jsonCodec();
+
+async function tempSocket(): Promise<{ path: string; dir: string }> {
+  const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+  return { dir, path: `${dir}/s` };
+}
+
+/** Reads until the server ends the connection; returns the bytes read. */
+async function readToEnd(transport: Transport): Promise<number> {
+  let bytes = 0;
+  try {
+    for await (const chunk of transport.readable) bytes += chunk.length;
+  } catch {
+    // A reset counts as the end too.
+  }
+  return bytes;
+}
+
+/**
+ * Connects, retrying while the listener's backlog is full: a Unix socket connect then fails
+ * with WouldBlock (EAGAIN) at once instead of waiting, as 1,000 connects at once make it do.
+ */
+async function connect(path: string): Promise<Transport> {
+  for (let attempt = 0;; attempt++) {
+    try {
+      return await connectUnix(path);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.WouldBlock) || attempt === 200) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
+    }
+  }
+}
+
+function helloFrame(): Uint8Array {
+  const body = helloBody({
+    codec: "json",
+    maxFrameBytes: 1 << 20,
+    maxInFlight: 8,
+    streamWindowBytes: 1024,
+  });
+  const payload = new Uint8Array(body.length + 1);
+  payload[0] = 0x01;
+  payload.set(body, 1);
+  return encodeFrame(payload);
+}
+
+Deno.test("serve: 1,000 concurrent good clients beside garbage, silent and aborted ones all succeed", async () => {
+  const { dir, path } = await tempSocket();
+  const errors: unknown[] = [];
+  const handlers = {
+    echo: async (n: number) => {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      return n;
+    },
+  };
+  const server = serve(await listenUnix(path), {
+    codec,
+    handlers,
+    maxConnections: 2000,
+    // Long, so that no good client's HELLO waits longer than this on a loaded machine (5 s
+    // did not always do with a thousand handshakes queued while the whole suite runs): the
+    // silent clients are ended by the server's close below instead.
+    handshakeTimeout: 60_000,
+    onError: (error) => errors.push(error),
+  });
+  const GOOD = 1000;
+  const HOSTILE = 40;
+  const good = Array.from({ length: GOOD }, async (_, i) => {
+    const client = await openChannel<typeof handlers>(await connect(path), { codec });
+    const results = await Promise.all([client.remote.echo(i), client.remote.echo(-i - 1)]);
+    await client.close();
+    return results;
+  });
+  const garbage = Array.from({ length: HOSTILE }, async (_, i) => {
+    const transport = await connect(path);
+    const writer = transport.writable.getWriter();
+    const noise = crypto.getRandomValues(new Uint8Array(64 + i * 13));
+    // Half send noise instead of a HELLO (it ends by a protocol error, or at the handshake
+    // timeout when its first four bytes announce a frame longer than the noise), half a valid
+    // HELLO then a frame of an unknown kind.
+    noise[4] = 0x7f;
+    const framed = encodeFrame(noise.subarray(4));
+    await writer.write(i % 2 === 0 ? noise : new Uint8Array([...helloFrame(), ...framed]))
+      .catch(() => {});
+    writer.releaseLock();
+    await readToEnd(transport);
+    await transport.close();
+  });
+  const silent = Array.from({ length: HOSTILE }, async () => {
+    const transport = await connect(path);
+    await readToEnd(transport); // the server's close ends it
+    await transport.close();
+  });
+  const aborted = Array.from({ length: HOSTILE }, async (_, i) => {
+    const transport = await connect(path);
+    if (i % 2 === 1) {
+      const writer = transport.writable.getWriter();
+      await writer.write(helloFrame()).catch(() => {});
+      writer.releaseLock();
+    }
+    await transport.abort(new Error("gone"));
+  });
+  const results = await Promise.all(good);
+  await Promise.all([...garbage, ...aborted]);
+  // What stays is the silent ones, still in their handshake (the others' releases may lag).
+  while (server.connections !== HOSTILE) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (const [i, [a, b]] of results.entries()) {
+    assert.equal(a, i);
+    assert.equal(b, -i - 1);
+  }
+  // Every hostile connection was reported, none took the server down.
+  assert.ok(errors.length >= HOSTILE * 2, `${errors.length} errors reported`);
+  const check = await openChannel<typeof handlers>(await connect(path), { codec });
+  assert.equal(await check.remote.echo(7), 7);
+  await check.close();
+  await server.close();
+  await Promise.all(silent);
+  assert.equal(server.connections, 0);
+  await assert.rejects(Deno.stat(path), Deno.errors.NotFound);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("serve: above maxConnections accepting pauses until a connection closes", async () => {
+  assert.equal(DEFAULT_MAX_CONNECTIONS, 200);
+  const listener = listenTcp({ port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  let most = 0;
+  const handlers = { ping: () => "pong" };
+  const server = serve(listener, {
+    codec,
+    handlers,
+    maxConnections: 2,
+    onOpen: () => most = Math.max(most, server.connections),
+  });
+  const first = await openChannel<typeof handlers>(await connectTcp({ port }), { codec });
+  const second = await openChannel<typeof handlers>(await connectTcp({ port }), { codec });
+  let thirdOpen = false;
+  const third = connectTcp({ port }).then((transport) =>
+    openChannel<typeof handlers>(transport, { codec })
+  ).then((channel) => {
+    thirdOpen = true;
+    return channel;
+  });
+  // Many round trips on the held connections: the server is running, yet the third waits.
+  for (let i = 0; i < 50; i++) {
+    assert.equal(await first.remote.ping(), "pong");
+    assert.equal(await second.remote.ping(), "pong");
+  }
+  assert.equal(thirdOpen, false);
+  assert.equal(server.connections, 2);
+  await first.close();
+  const channel = await third;
+  assert.equal(await channel.remote.ping(), "pong");
+  assert.equal(most, 2);
+  await server.close();
+  await Promise.all([second.closed, channel.closed]);
+});
+
+Deno.test("serve: an idle connection is closed with a GOODBYE, a busy one is not", async () => {
+  assert.equal(DEFAULT_IDLE_TIMEOUT, 300_000);
+  const { dir, path } = await tempSocket();
+  const gate = Promise.withResolvers<void>();
+  const handlers = {
+    ping: () => "pong",
+    park: async () => {
+      await gate.promise;
+      return "done";
+    },
+  };
+  const server = serve(await listenUnix(path), { codec, handlers, idleTimeout: 100 });
+  const idle = await openChannel<typeof handlers>(await connectUnix(path), { codec });
+  const busy = await openChannel<typeof handlers>(await connectUnix(path), { codec });
+  assert.equal(await idle.remote.ping(), "pong");
+  const parked = busy.remote.park();
+  // The idle client's connection ends gracefully: closed resolves, it does not reject.
+  await idle.closed;
+  // Well past the idle timeout, the call in flight keeps the busy one open.
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.equal(await busy.remote.ping(), "pong"); // still open: a closing channel refuses calls
+  gate.resolve();
+  assert.equal(await parked, "done");
+  await busy.closed; // then it idles out too
+  while (server.connections > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await server.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("serve: close() stops accepting, lets an in-flight call finish and removes the socket file", async () => {
+  const { dir, path } = await tempSocket();
+  const started = Promise.withResolvers<void>();
+  const gate = Promise.withResolvers<void>();
+  const handlers = {
+    slow: async (n: number) => {
+      started.resolve();
+      await gate.promise;
+      return n * 2;
+    },
+  };
+  const server = serve(await listenUnix(path), { codec, handlers });
+  const client = await openChannel<typeof handlers>(await connectUnix(path), { codec });
+  const call = client.remote.slow(21);
+  await started.promise;
+  const closing = server.close();
+  // Stopped accepting: the listener and its file are gone while the call still runs.
+  await assert.rejects(() => connectUnix(path));
+  gate.resolve();
+  assert.equal(await call, 42);
+  await closing;
+  await server.finished;
+  await client.closed; // graceful on the client's side too
+  assert.equal(server.connections, 0);
+  await assert.rejects(Deno.stat(path), Deno.errors.NotFound);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("serve: an aborted signal shuts down; connections in their handshake are failed", async () => {
+  const { dir, path } = await tempSocket();
+  const stop = new AbortController();
+  const server = serve(await listenUnix(path), { codec, signal: stop.signal });
+  const client = await openChannel(await connectUnix(path), { codec });
+  const silent = await connectUnix(path);
+  while (server.connections < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  stop.abort();
+  await server.finished;
+  await client.closed;
+  // It got the server's HELLO and GOODBYE, then the end.
+  assert.ok(await readToEnd(silent) > 0);
+  await silent.close();
+  await assert.rejects(Deno.stat(path), Deno.errors.NotFound);
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("serve: a handler factory that throws refuses its connection only", async () => {
+  const { dir, path } = await tempSocket();
+  const errors: unknown[] = [];
+  const server = serve(await listenUnix(path), {
+    codec,
+    handlers: ({ id }) => {
+      if (id === 1) throw new Error("no handlers for you");
+      return { who: () => id };
+    },
+    onError: (error) => errors.push(error),
+  });
+  await assert.rejects(
+    (async () => openChannel(await connectUnix(path), { codec, handshakeTimeout: 2000 }))(),
+  );
+  const second = await openChannel<{ who(): number }>(await connectUnix(path), { codec });
+  assert.equal(await second.remote.who(), 2);
+  assert.equal((errors[0] as Error).message, "no handlers for you");
+  await server.close();
+  await second.closed;
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("serve: options out of range are refused", async () => {
+  const listener = listenTcp({ port: 0 });
+  assert.throws(() => serve(listener, { codec, maxConnections: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, idleTimeout: 0 }), RangeError);
+  await listener.close();
+});

@@ -1,0 +1,44 @@
+// Whether a worker keeps this program alive: always, unless unref() was called; then only
+// while a call made through it is in flight, so an awaited call still gets its answer.
+
+import type { Overseeable } from "../channel/_call_result.ts";
+
+/** A worker's hold on the event loop; `apply(true)` refs its resources, `false` unrefs them. */
+export class KeepAlive {
+  readonly #apply: (hold: boolean) => void;
+  #unref = false;
+  #calls = 0;
+  #held = true;
+  readonly #over = (): void => {
+    this.#calls--;
+    this.#update();
+  };
+
+  constructor(apply: (hold: boolean) => void) {
+    this.#apply = apply;
+  }
+
+  ref(): void {
+    this.#unref = false;
+    this.#update();
+  }
+
+  unref(): void {
+    this.#unref = true;
+    this.#update();
+  }
+
+  /** Holds the program while `call` is in flight. */
+  track(call: Overseeable): void {
+    this.#calls++;
+    this.#update();
+    call.whenOver(this.#over);
+  }
+
+  #update(): void {
+    const hold = !this.#unref || this.#calls > 0;
+    if (hold === this.#held) return;
+    this.#held = hold;
+    this.#apply(hold);
+  }
+}
