@@ -8,6 +8,8 @@
 //
 //   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases=p50,calls256,notify,raw1m,spawn]
 //
+// (raw64k and raw64kStdio also exist; raw64kStdio's CPU column is the parent's only.)
+//
 // Both sides run this file's measurements against their own code through its public API
 // (channel/mod.ts, codecs, transports/unix.ts, workers/mod.ts), so any two commits compare.
 //
@@ -20,6 +22,8 @@ const CASES = {
   calls256: { label: "calls/s, 256 in flight, Unix socket", lowerIsBetter: false },
   notify: { label: "notifications/s, raw 64 B, Unix socket", lowerIsBetter: false },
   raw1m: { label: "1 MiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
+  raw64k: { label: "64 KiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
+  raw64kStdio: { label: "64 KiB raw calls, stdio worker (MB/s)", lowerIsBetter: false },
   spawn: { label: "worker spawn-to-first-reply (ms)", lowerIsBetter: true },
 } as const;
 type CaseName = keyof typeof CASES;
@@ -121,11 +125,12 @@ interface Api {
 async function measure(name: CaseName, dir: string): Promise<Sample> {
   const root = `file://${dir}/`;
   if (name === "spawn") return { value: await spawnToFirstReply(root), cpu: NaN };
+  if (name === "raw64kStdio") return await rawStdioWorker(root);
   const api: Api = await import(`${root}channel/mod.ts`);
   const { jsonCodec } = await import(`${root}codecs/json.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
   const unix = await import(`${root}transports/unix.ts`);
-  const raw = name === "notify" || name === "raw1m";
+  const raw = name === "notify" || name === "raw1m" || name === "raw64k";
   // rawCodec became a factory; the tree under comparison may predate that.
   const rawInstance = typeof rawCodec === "function" ? rawCodec() : rawCodec;
   const codec = () => raw ? rawInstance : jsonCodec();
@@ -205,10 +210,11 @@ async function run(name: CaseName, client: any, received: () => number): Promise
       if (received() - before !== total) throw new Error("notifications lost");
       return { value: total / (elapsed / 1000), cpu };
     }
-    case "raw1m": {
-      const blob = new Uint8Array(1024 * 1024).fill(3);
+    case "raw1m":
+    case "raw64k": {
+      const blob = new Uint8Array(name === "raw1m" ? 1024 * 1024 : 64 * 1024).fill(3);
       for (let i = 0; i < 30; i++) await echo(blob);
-      const calls = 300;
+      const calls = name === "raw1m" ? 300 : 3000;
       const start = performance.now();
       const [, cpu] = await cpuPer(calls, async () => {
         for (let i = 0; i < calls; i++) await echo(blob);
@@ -217,6 +223,36 @@ async function run(name: CaseName, client: any, received: () => number): Promise
     }
     default:
       throw new Error(`unknown case ${name}`);
+  }
+}
+
+/** 64 KiB raw echo calls to a worker of the tree at `root` over its default transport. */
+async function rawStdioWorker(root: string): Promise<Sample> {
+  const { spawnWorker } = await import(`${root}workers/mod.ts`);
+  const { rawCodec } = await import(`${root}codecs/raw.ts`);
+  const dir = await Deno.makeTempDir({ prefix: "ab-worker" });
+  const module = `${dir}/echo_worker.ts`;
+  await Deno.writeTextFile(
+    module,
+    `import { serveWorker } from "${root}workers/mod.ts";\n` +
+      `import { rawCodec } from "${root}codecs/raw.ts";\n` +
+      "const codec = typeof rawCodec === 'function' ? rawCodec() : rawCodec;\n" +
+      "await serveWorker({ echo: (value: Uint8Array) => value }, { codec });\n",
+  );
+  const codec = typeof rawCodec === "function" ? rawCodec() : rawCodec;
+  const worker = await spawnWorker(new URL(`file://${module}`), { codec });
+  try {
+    const blob = new Uint8Array(64 * 1024).fill(3);
+    for (let i = 0; i < 300; i++) await worker.remote.echo(blob);
+    const calls = 3000;
+    const start = performance.now();
+    const [, cpu] = await cpuPer(calls, async () => {
+      for (let i = 0; i < calls; i++) await worker.remote.echo(blob);
+    });
+    return { value: calls * blob.length / 1e6 / ((performance.now() - start) / 1000), cpu };
+  } finally {
+    await worker.close();
+    await Deno.remove(dir, { recursive: true });
   }
 }
 

@@ -1,11 +1,13 @@
 // The two faces of a call's outcome: the object a remote method returns is awaitable (a unary
 // result) and async-iterable (a result stream); the first use decides which, and the
 // remote's TypeScript type shows only the right face. The call's life on the wire is the
-// subclass's (_outgoing_call.ts); this class only receives what the wire brought.
+// subclass's (_outgoing_call.ts); this class only receives what the wire brought. It is a
+// DualCall, the one call-object base that the worker's and the pool's calls share too: catch,
+// finally, readable and cancel come from there.
 
 import { ConduitError } from "../errors.ts";
 import { type InboxOwner, StreamInbox } from "./_stream.ts";
-import type { RemoteStream } from "./types.ts";
+import { DualCall } from "./_remote.ts";
 
 const FACE_NONE = 0;
 const FACE_PROMISE = 1;
@@ -34,8 +36,7 @@ export interface Overseeable {
 }
 
 /** The outcome of one call, as a promise or as a stream. */
-export abstract class CallResult
-  implements Promise<unknown>, RemoteStream<unknown>, InboxOwner, Overseeable {
+export abstract class CallResult extends DualCall implements InboxOwner, Overseeable {
   readonly method: string;
   readonly #window: number;
   #face = FACE_NONE;
@@ -49,9 +50,9 @@ export abstract class CallResult
   #resolve: ((value: unknown) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
   #inbox: StreamInbox<unknown> | undefined;
-  #readable: ReadableStream<unknown> | undefined;
 
   constructor(method: string, window: number) {
+    super();
     this.method = method;
     this.#window = window;
   }
@@ -65,25 +66,11 @@ export abstract class CallResult
 
   // ---- the promise face ----
 
-  get [Symbol.toStringTag](): string {
-    return "OutgoingCall";
-  }
-
   then<R1 = unknown, R2 = never>(
     onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
     onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
   ): Promise<R1 | R2> {
     return this.#asPromise().then(onfulfilled, onrejected);
-  }
-
-  catch<R = never>(
-    onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null,
-  ): Promise<unknown | R> {
-    return this.#asPromise().catch(onrejected);
-  }
-
-  finally(onfinally?: (() => void) | null): Promise<unknown> {
-    return this.#asPromise().finally(onfinally);
   }
 
   // ---- the stream face ----
@@ -105,24 +92,7 @@ export abstract class CallResult
     return inbox;
   }
 
-  get readable(): ReadableStream<unknown> {
-    if (this.#readable === undefined) {
-      const iterator = this[Symbol.asyncIterator]();
-      this.#readable = new ReadableStream<unknown>({
-        async pull(controller) {
-          const step = await iterator.next();
-          if (step.done) controller.close();
-          else controller.enqueue(step.value);
-        },
-        async cancel() {
-          await iterator.return?.();
-        },
-      }, { highWaterMark: 0 });
-    }
-    return this.#readable;
-  }
-
-  cancel(reason?: unknown): Promise<void> {
+  protected cancelUnread(reason: unknown): Promise<void> {
     if (this.#inbox !== undefined && this.#face === FACE_STREAM) {
       return this.#inbox.return().then(() => {});
     }

@@ -3,6 +3,7 @@
 // writes its own frames (its param stream, its result stream's credit, its cancel) through
 // the outbox, and its outcome reaches the caller through its CallResult faces.
 
+import { positiveOption } from "../_options.ts";
 import { ConduitError } from "../errors.ts";
 import { CallResult, reasonText } from "./_call_result.ts";
 import type { MethodCodecs } from "./_codecs.ts";
@@ -125,9 +126,12 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     }
     this.#param = param;
     if (!(timeout > 0)) {
-      this.reject(
-        new RangeError(`timeout must be a positive number of ms or Infinity, got ${timeout}`),
-      );
+      // The options checker words the RangeError, as for every other option.
+      try {
+        positiveOption("timeout", timeout);
+      } catch (error) {
+        this.reject(error);
+      }
       return false;
     }
     if (timeout !== Infinity) {

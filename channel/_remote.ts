@@ -78,7 +78,7 @@ export abstract class DualCall implements Promise<unknown>, RemoteStream<unknown
   abstract [Symbol.asyncIterator](): AsyncIterator<unknown>;
 
   /** Cancels the call when its stream was never read as a `ReadableStream`. */
-  protected abstract cancelCall(reason: unknown): Promise<void>;
+  protected abstract cancelUnread(reason: unknown): Promise<void>;
 
   get [Symbol.toStringTag](): string {
     return this.constructor.name;
@@ -100,6 +100,6 @@ export abstract class DualCall implements Promise<unknown>, RemoteStream<unknown
 
   cancel(reason?: unknown): Promise<void> {
     if (this.#readable !== undefined) return this.#readable.cancel(reason);
-    return this.cancelCall(reason);
+    return this.cancelUnread(reason);
   }
 }

@@ -34,6 +34,16 @@ import { numberOption } from "../_options.ts";
 export const DEFAULT_WRITE_HIGH_WATER_MARK: number = 1024 * 1024;
 
 /**
+ * FrameWriter's default batch bound: a 64 KiB batch and 1 KiB of room, so that a frame with a
+ * 64 KiB body (a pipe buffer's worth, a common chunk size), its header and an envelope head
+ * is copied into one chunk and reaches the kernel in one `write()`, not a header write and a
+ * body write. Measured (`bench/ab_engine.ts raw64kStdio`, 5 interleaved rounds on a loaded
+ * 2-core machine): 64 KiB raw echo calls to a stdio worker 1.21x faster, 1.43x less parent
+ * CPU per call.
+ */
+const WRITER_BATCH_BYTES = DEFAULT_MAX_BATCH_BYTES + 1024;
+
+/**
  * Options for {@linkcode FrameWriter}.
  *
  * @example
@@ -65,6 +75,13 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * throws, so an owner learns of a failure before its next write; it must not throw.
    */
   onFailure?: (error: TransportClosedError) => void;
+  /**
+   * The largest chunk small frames are coalesced into, in bytes. A frame whose header and
+   * payload together exceed it is written as two chunks, its payload not copied.
+   *
+   * @default 66560 (64 KiB + 1 KiB: a 64 KiB body goes out with its header in one write)
+   */
+  maxBatchBytes?: number;
   /**
    * How each frame is delimited: a 4-byte length prefix (conduit's framing), a trailing
    * newline (NDJSON, as {@linkcode NdjsonEncoderStream} writes), or a `Content-Length` header
@@ -152,7 +169,7 @@ export class FrameWriter {
       ? ContentLengthPacker
       : LengthPrefixPacker;
     this.#packer = new Packer(
-      options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES,
+      options.maxBatchBytes ?? WRITER_BATCH_BYTES,
       options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
     );
     this.#highWaterMark = highWaterMark;

@@ -398,3 +398,19 @@ Deno.test("FrameWriter: writeParts checks head and body together against maxFram
   await writer.close();
   assert.deepEqual(sink.frames(), [new Uint8Array([1, 2, 3])]);
 });
+
+Deno.test("FrameWriter: by default a frame with a 64 KiB body and a small head is one write", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable);
+  const head = new Uint8Array(12).fill(1);
+  const body = new Uint8Array(64 * 1024).fill(2);
+  writer.writeParts(head, body);
+  await writer.flush();
+  assert.equal(sink.writes.length, 1);
+  assert.equal(sink.writes[0].length, 4 + 12 + 64 * 1024);
+  // Past the default bound the body is not copied: the header and head, then the body.
+  writer.writeParts(head, new Uint8Array(65 * 1024));
+  await writer.close();
+  assert.equal(sink.writes.length, 3);
+  assert.equal(sink.writes[2].length, 65 * 1024);
+});

@@ -172,3 +172,44 @@ Deno.test("ReadBuffer: a read filling half the buffer or more is handed out, a s
   assert.equal(buffer.buffer.length, 64 * 1024);
   assert.deepEqual(small, new Uint8Array(100).fill(9));
 });
+
+Deno.test("ReadBuffer: over in-place reads, large reads share one buffer and stay intact", () => {
+  const buffer = new ReadBuffer(256 * 1024, true);
+  // Grow to 256 KiB with full reads.
+  for (const size of [16, 32, 64, 128]) {
+    const full = buffer.buffer.subarray(0, size * 1024);
+    assert.equal(buffer.take(full), full);
+  }
+  const store = buffer.buffer;
+  assert.equal(store.length, 256 * 1024);
+  const chunks: Uint8Array[] = [];
+  for (let i = 0; i < 3; i++) {
+    const window = buffer.buffer;
+    window.fill(i + 1, 0, 64 * 1024);
+    const chunk = buffer.take(window.subarray(0, 64 * 1024));
+    // Handed out as it is, a view of the same buffer, not a copy.
+    assert.equal(chunk.buffer, store.buffer);
+    chunks.push(chunk);
+  }
+  // 64 KiB left: the next large read is handed out and a new buffer comes.
+  const last = buffer.take(buffer.buffer.subarray(0, 64 * 1024));
+  assert.equal(last.buffer, store.buffer);
+  assert.notEqual(buffer.buffer.buffer, store.buffer);
+  assert.equal(buffer.buffer.length, 256 * 1024);
+  // No chunk was overwritten by the reads after it.
+  chunks.forEach((chunk, i) => assert.deepEqual(chunk, new Uint8Array(64 * 1024).fill(i + 1)));
+  // A small read is still copied out, and the buffer kept.
+  const before = buffer.buffer;
+  const small = buffer.take(before.subarray(0, 100));
+  assert.notEqual(small.buffer, before.buffer);
+  assert.equal(buffer.buffer, before);
+});
+
+Deno.test("ReadBuffer: without in-place reads, a large read is copied or takes the buffer", () => {
+  const buffer = new ReadBuffer(256 * 1024);
+  for (const size of [16, 32, 64, 128]) buffer.take(buffer.buffer.subarray(0, size * 1024));
+  const store = buffer.buffer;
+  const chunk = buffer.take(store.subarray(0, 64 * 1024));
+  assert.notEqual(chunk.buffer, store.buffer); // copied: a BYOB read would detach a view
+  assert.equal(buffer.buffer, store);
+});

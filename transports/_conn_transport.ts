@@ -15,7 +15,7 @@ export function connTransport(conn: Deno.Conn, label: string): Transport {
 class ConnChannel implements ByteChannel {
   readonly label: string;
   readonly #conn: Deno.Conn;
-  readonly #buffer = new ReadBuffer();
+  readonly #buffer = new ReadBuffer(undefined, true);
 
   constructor(conn: Deno.Conn, label: string) {
     this.#conn = conn;

@@ -12,17 +12,19 @@ import { realStdout } from "./_real_stdout.ts";
 import type { Transport } from "./types.ts";
 
 /**
- * The default {@linkcode StdioTransportOptions.syncWriteMaxBytes}: 64 KiB, one pipe buffer.
+ * The default {@linkcode StdioTransportOptions.syncWriteMaxBytes}: 65 KiB, one pipe buffer
+ * and the 1 KiB of room the frame writer's batches have for headers (so that a reply with a
+ * 64 KiB body is one synchronous write).
  *
  * In a child, `await Deno.stdout.write()` runs its syscall on a worker thread while
  * `Deno.stdout.writeSync()` runs it on the main thread. Measured on a 2-core machine
  * (`bench/transport_throughput.ts`, `bench/transports_bench.ts`), synchronous small writes
  * carry 5.9M 64-byte frames/s from child to parent against 4.5M/s, and a 64-byte ping-pong
  * takes 64 µs against 75 µs. A synchronous write blocks the child's event loop while the
- * pipe is full (the parent not reading), so it is kept to what one pipe buffer holds; larger
+ * pipe is full (the parent not reading), so it is kept to about one pipe buffer; larger
  * chunks are written asynchronously, at the same speed.
  */
-export const DEFAULT_SYNC_WRITE_MAX_BYTES: number = 64 * 1024;
+export const DEFAULT_SYNC_WRITE_MAX_BYTES: number = 65 * 1024;
 
 /**
  * The default `pipeBufferBytes` of every stdio transport: 1 MiB, Linux's limit for an
@@ -43,7 +45,7 @@ export interface StdioTransportOptions {
    * Chunks up to this many bytes are written to stdout synchronously; larger ones
    * asynchronously. `0` writes everything asynchronously.
    *
-   * @default {DEFAULT_SYNC_WRITE_MAX_BYTES} (65536)
+   * @default {DEFAULT_SYNC_WRITE_MAX_BYTES} (66560)
    */
   syncWriteMaxBytes?: number;
   /**
@@ -104,7 +106,7 @@ export function stdioTransport(options: StdioTransportOptions = {}): Transport {
 class StdioChannel implements ByteChannel {
   readonly label = "this process's stdio";
   readonly #syncWriteMaxBytes: number;
-  readonly #buffer = new ReadBuffer();
+  readonly #buffer = new ReadBuffer(undefined, true);
   readonly #stdinResizer: PipeResizer;
   readonly #stdoutResizer: PipeResizer;
   readonly #stdout = realStdout();

@@ -96,7 +96,7 @@ export class PoolCall extends DualCall {
     return this.#iterate(this.#stream.promise);
   }
 
-  protected cancelCall(reason: unknown): Promise<void> {
+  protected cancelUnread(reason: unknown): Promise<void> {
     const error = reason ?? new ConduitError(`The call to "${this.method}" was cancelled`);
     if (this.#inner === undefined) {
       this.fail(error);

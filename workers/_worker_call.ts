@@ -62,7 +62,7 @@ export class WorkerCall extends DualCall implements Overseeable {
     });
   }
 
-  protected cancelCall(reason: unknown): Promise<void> {
+  protected cancelUnread(reason: unknown): Promise<void> {
     return this.#inner.cancel(reason);
   }
 }

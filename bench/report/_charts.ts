@@ -2,6 +2,7 @@
 // per transport), small-call latency percentiles (one per transport), and small calls/s by
 // the number in flight.
 
+import { nodeRatiosChart } from "./_node_markdown.ts";
 import type { ReportResults } from "./_results.ts";
 import type { SubjectResult } from "./_suite.ts";
 import { barChart, lineChart, type Series } from "./_svg.ts";
@@ -75,6 +76,8 @@ export function renderCharts(results: ReportResults): Record<string, string> {
       bars: levels.map((level) => `${level} in flight`),
     },
   );
+  const ratios = nodeRatiosChart(results.nodePeers);
+  if (ratios !== undefined) charts["node_ratios.svg"] = ratios;
   return charts;
 }
 

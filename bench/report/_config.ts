@@ -43,6 +43,15 @@ export interface ReportConfig {
   streamItemSizes: number[];
   /** Time per in-memory codec measurement (after a third as much warm-up), in ms. */
   codecBudgetMs: number;
+  /** Rounds of the Node peers section (fresh processes per subject each), and each
+   * throughput figure's measuring time in ms (after half of it as warm-up). */
+  nodeRounds: number;
+  nodeBudgetMs: number;
+  /** The fewest calls of warm-up before each Node peers row (JIT-compiled paths need them). */
+  nodeWarmUpOps: number;
+  /** Rounds of the "closer to the machine" section, and its sample-count multiplier. */
+  machineRounds: number;
+  machineScale: number;
 }
 
 const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
@@ -69,6 +78,11 @@ export const FULL: ReportConfig = {
   streamBytes: 2 ** 30,
   streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 150,
+  nodeRounds: 7,
+  nodeBudgetMs: 400,
+  nodeWarmUpOps: 1000,
+  machineRounds: 7,
+  machineScale: 1,
 };
 
 /** --quick: every code path once, small counts, one run. */
@@ -92,4 +106,9 @@ export const QUICK: ReportConfig = {
   streamBytes: 16 * 1024 * 1024,
   streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 10,
+  nodeRounds: 1,
+  nodeBudgetMs: 40,
+  nodeWarmUpOps: 50,
+  machineRounds: 1,
+  machineScale: 0.1,
 };

@@ -1,6 +1,8 @@
 // The Markdown report: environment, targets, method, then every table, with the charts.
 
 import { bytes, mbps, percent, rate, sig, spreadOf, time, times } from "./_format.ts";
+import { machineMarkdown } from "./_machine.ts";
+import { nodePeersMarkdown } from "./_node_markdown.ts";
 import type { ReportResults } from "./_results.ts";
 import { minSamplesFor, PERCENTILES } from "./_stats.ts";
 import type { SubjectResult } from "./_suite.ts";
@@ -155,6 +157,9 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
   }
   out.push("");
   out.push(...chart("calls_in_flight.svg", "small calls per second by calls in flight"));
+
+  out.push(...nodePeersMarkdown(results.nodePeers, chart));
+  out.push(...machineMarkdown(results.machine));
 
   out.push("## In-memory codec speed", "");
   out.push(

@@ -4,6 +4,8 @@ import type { ArrowCell } from "./_arrow.ts";
 import type { CodecSpeed } from "./_codec_speed.ts";
 import type { ReportConfig } from "./_config.ts";
 import type { Environment } from "./_env.ts";
+import type { MachineResult } from "./_machine.ts";
+import type { NodePeersResult } from "./_node_rows.ts";
 import type { StreamCell } from "./_streams.ts";
 import type { SubjectResult } from "./_suite.ts";
 
@@ -26,5 +28,9 @@ export interface ReportResults {
   suite: SubjectResult[];
   arrow: ArrowCell[];
   streams: StreamCell[];
+  /** conduit against real Node fork IPC; absent from reports made before it existed. */
+  nodePeers?: NodePeersResult;
+  /** Raw calls against a bare Deno Unix socket; absent from older reports. */
+  machine?: MachineResult;
   targets: TargetResult[];
 }

@@ -5,6 +5,8 @@
 // meets it; the measured text lists each case.
 
 import { bytes, percent1, rate, sig, spreadOf, time, times } from "./_format.ts";
+import { NODE_TARGET } from "./_node_markdown.ts";
+import { NODE_ROWS, type NodeRow, PLACEMENTS } from "./_node_rows.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
 import { type Spread, spread } from "./_stats.ts";
 import type { SubjectResult, SubjectRun } from "./_suite.ts";
@@ -182,5 +184,42 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       ];
     }),
   );
+  const node = results.nodePeers;
+  if (node !== undefined && !("missing" in node.node)) {
+    for (const row of NODE_ROWS.filter((row) => !row.endsWith("CpuUs"))) {
+      add(
+        `${NODE_ROW_NAMES[row]} ≥ ${times(NODE_TARGET)} the best Node fork mode`,
+        PLACEMENTS.flatMap((placement) =>
+          Object.entries(node.ratios[placement] ?? {}).flatMap(([subject, rows]): Case[] => {
+            const ratio = rows[row];
+            if (ratio === undefined) return [];
+            const where = `${subject.replace("conduit ", "")}${
+              placement === "pinned" ? " 1 CPU" : ""
+            }`;
+            return [[where, spreadOf(ratio, times), ratio.median >= NODE_TARGET]];
+          })
+        ),
+      );
+    }
+  }
+  const machine = results.machine;
+  if (machine?.bulkRatio !== undefined && machine.smallRatio !== undefined) {
+    add("Raw 1 MiB calls over a Unix socket ≥ 60% of a bare Deno socket stream (bytes moved)", [
+      ["ratio", spreadOf(machine.bulkRatio, times), machine.bulkRatio.median >= 0.6],
+    ]);
+    add("Small raw calls p50 ≤ 1.3× a bare Deno ping-pong over a Unix socket", [
+      ["ratio", spreadOf(machine.smallRatio, times), machine.smallRatio.median <= 1.3],
+    ]);
+  }
   return targets;
 }
+
+const NODE_ROW_NAMES: Record<NodeRow, string> = {
+  structuredMBps: "Structured 1 KB echo MB/s",
+  rawMBps: "Raw 64 KiB echo MB/s",
+  pipelinedCallsPerSec: "32 pipelined small calls/s",
+  spawnMs: "Spawn → first reply (speed)",
+  structuredCpuUs: "",
+  rawCpuUs: "",
+  pipelinedCpuUs: "",
+};

@@ -11,6 +11,8 @@
 // measures nothing: it rewrites the report, charts and targets from a results.json.
 
 import { runArrow } from "./_arrow.ts";
+import { runMachine } from "./_machine.ts";
+import { runNodePeers } from "./_node_rows.ts";
 import { type CodecSpeedRun, combineCodecRuns, measureCodecSpeed } from "./_codec_speed.ts";
 import { FULL, QUICK } from "./_config.ts";
 import { environment, loadAverage } from "./_env.ts";
@@ -84,6 +86,15 @@ async function measure(): Promise<ReportResults> {
     const arrow = await runArrow(config, socketDir, log);
     log("streams");
     const streams = await runStreams(config, socketDir, log);
+    log("node peers");
+    const nodePeers = await runNodePeers(
+      config.nodeRounds,
+      config.nodeBudgetMs,
+      config.nodeWarmUpOps,
+      log,
+    );
+    log("closer to the machine");
+    const machine = await runMachine(config.machineRounds, config.machineScale, socketDir, log);
     env.loadAfter = loadAverage();
     env.seconds = Math.round((performance.now() - started) / 1000);
     const results: ReportResults = {
@@ -95,6 +106,8 @@ async function measure(): Promise<ReportResults> {
       suite,
       arrow,
       streams,
+      nodePeers,
+      machine,
       targets: [],
     };
     results.targets = evaluateTargets(results);

@@ -1,0 +1,72 @@
+// Which real `node` the report's "Node peers" section runs: the machine's when it is recent
+// enough, else the `node` npm package (a pinned version) installed into .tools/ by this bench
+// set-up, never by a test. Without either the section says why it is missing.
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+/** The oldest Node major whose fork IPC the report compares with. */
+const MIN_NODE_MAJOR = 20;
+/** The `node` npm package's version the set-up installs when the machine has no recent Node. */
+export const PINNED_NODE_VERSION = "22.12.0";
+const TOOLS_NODE = `${ROOT}.tools/node_modules/.bin/node`;
+
+/** A Node binary found or installed, or why there is none. */
+export type NodeBinary =
+  | { path: string; version: string; source: string }
+  | { path: undefined; reason: string };
+
+/**
+ * Finds a Node of at least v20: `node` on PATH, then .tools/, then (unless `install` is false)
+ * installs `node@PINNED_NODE_VERSION` from npm into .tools/ and uses that.
+ */
+export async function findNode(install = true): Promise<NodeBinary> {
+  const found = await versionOf("node");
+  if (found !== undefined && majorOf(found) >= MIN_NODE_MAJOR) {
+    return { path: "node", version: found, source: "the machine's (PATH)" };
+  }
+  const tools = await versionOf(TOOLS_NODE);
+  if (tools !== undefined) {
+    return { path: TOOLS_NODE, version: tools, source: `npm node@${PINNED_NODE_VERSION}` };
+  }
+  const why = found === undefined ? "no node on PATH" : `node ${found} on PATH is too old`;
+  if (!install) return { path: undefined, reason: why };
+  const npm = await new Deno.Command("npm", {
+    args: [
+      "install",
+      "--prefix",
+      `${ROOT}.tools`,
+      "--no-audit",
+      "--no-fund",
+      "--loglevel=error",
+      `node@${PINNED_NODE_VERSION}`,
+    ],
+    stdout: "null",
+    stderr: "piped",
+  }).output().catch((error) => error as Error);
+  if (npm instanceof Error || !npm.success) {
+    const detail = npm instanceof Error
+      ? npm.message
+      : new TextDecoder().decode(npm.stderr).trim().split("\n").at(-1);
+    return {
+      path: undefined,
+      reason: `${why}, and npm install node@${PINNED_NODE_VERSION} failed: ${detail}`,
+    };
+  }
+  const installed = await versionOf(TOOLS_NODE);
+  return installed === undefined
+    ? { path: undefined, reason: `${why}, and the npm node@${PINNED_NODE_VERSION} does not run` }
+    : { path: TOOLS_NODE, version: installed, source: `npm node@${PINNED_NODE_VERSION}` };
+}
+
+async function versionOf(binary: string): Promise<string | undefined> {
+  try {
+    const out = await new Deno.Command(binary, { args: ["--version"], stderr: "null" }).output();
+    const version = new TextDecoder().decode(out.stdout).trim();
+    return out.success && /^v\d+/.test(version) ? version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function majorOf(version: string): number {
+  return Number(/^v(\d+)/.exec(version)?.[1] ?? 0);
+}

@@ -1,0 +1,185 @@
+// The report's "Node peers" section: conduit against real Node processes talking over
+// `child_process.fork` IPC (node parent, node child; serialization "json" and "advanced"),
+// four rows each: structured 1 KB echo MB/s, raw 64 KiB echo MB/s, 32 pipelined small calls
+// calls/s, spawn → first reply. Each round runs every subject as fresh processes (one parent
+// per subject: children/conduit_rows.ts, children/node_rows.mjs), in a rotating order, once
+// with both processes free and once with both pinned to CPU 0 (`taskset -c 0`; children
+// inherit the affinity). A ratio is conduit ÷ the best Node mode of the same round (for spawn
+// and CPU per call: the best Node figure ÷ conduit's, so > 1 is conduit ahead); the report
+// gives the median of the per-round ratios with their min–max. The CPU rows (user + system
+// time of both processes per call) are what other load disturbs least.
+
+import { loadAverage } from "./_env.ts";
+import { findNode, type NodeBinary } from "./_node.ts";
+import { reportPayloads } from "./_payloads.ts";
+import { type Spread, spread } from "./_stats.ts";
+
+/** The subjects, conduit's first. */
+export const NODE_SUBJECTS = ["conduit default", "conduit unix", "node json", "node advanced"];
+/** What every subject measures. */
+export const NODE_ROWS = [
+  "structuredMBps",
+  "rawMBps",
+  "pipelinedCallsPerSec",
+  "spawnMs",
+  "structuredCpuUs",
+  "rawCpuUs",
+  "pipelinedCpuUs",
+] as const;
+export type NodeRow = typeof NODE_ROWS[number];
+
+/** Rows where less is better: times, and CPU µs per call (both processes). */
+export function lowerIsBetter(row: NodeRow): boolean {
+  return row === "spawnMs" || row.endsWith("CpuUs");
+}
+export const PLACEMENTS = ["free", "pinned"] as const;
+export type Placement = typeof PLACEMENTS[number];
+
+/** One subject's figures in one round. */
+export type RowFigures = Record<NodeRow, number>;
+
+/** Everything the section measured. */
+export interface NodePeersResult {
+  /** The Node that ran the peers (`node --version`) and where it came from; or why none. */
+  node: { version: string; source: string } | { missing: string };
+  rounds: number;
+  budgetMs: number;
+  /** The fewest warm-up calls before each row (absent from the first results: 1,000). */
+  warmUpOps?: number;
+  /** When the section ran, and the 1-, 5- and 15-minute load averages before it. */
+  date: string;
+  load: string;
+  /** Whether `taskset` was there to pin (without it the pinned rounds are skipped). */
+  pinned: boolean;
+  /** placement → subject → row → figure per round. */
+  figures: Partial<Record<Placement, Record<string, Record<NodeRow, number[]>>>>;
+  /** placement → conduit subject → row → spread of the per-round ratios to the best Node. */
+  ratios: Partial<Record<Placement, Record<string, Record<NodeRow, Spread | undefined>>>>;
+}
+
+const CHILDREN = new URL("./children/", import.meta.url);
+
+/** Runs the section: `rounds` rounds of every subject, free and pinned. */
+export async function runNodePeers(
+  rounds: number,
+  budgetMs: number,
+  warmUpOps: number,
+  log: (line: string) => void,
+): Promise<NodePeersResult> {
+  const node = await findNode();
+  const pinned = await hasTaskset();
+  const result: NodePeersResult = {
+    node: node.path === undefined
+      ? { missing: node.reason }
+      : { version: node.version, source: node.source },
+    rounds,
+    budgetMs,
+    warmUpOps,
+    date: new Date().toISOString(),
+    load: loadAverage(),
+    pinned,
+    figures: {},
+    ratios: {},
+  };
+  const payloadFile = await Deno.makeTempFile({ prefix: "conduit-node-rows", suffix: ".json" });
+  try {
+    await Deno.writeTextFile(payloadFile, JSON.stringify(reportPayloads(["1KB"])[0].value));
+    const subjects = NODE_SUBJECTS.filter((subject) =>
+      node.path !== undefined || subject.startsWith("conduit")
+    );
+    const placements = PLACEMENTS.filter((placement) => placement === "free" || pinned);
+    // Module caches and the first-spawn costs, outside the figures.
+    for (const subject of subjects) await runSubject(subject, node, "free", 20, 0, payloadFile);
+    for (const placement of placements) {
+      const figures: Record<string, Record<NodeRow, number[]>> = {};
+      for (const subject of subjects) figures[subject] = emptyRows();
+      result.figures[placement] = figures;
+    }
+    for (let round = 0; round < rounds; round++) {
+      log(`node peers round ${round + 1}/${rounds}`);
+      for (const placement of placements) {
+        const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]);
+        for (const subject of order) {
+          const figures = await runSubject(
+            subject,
+            node,
+            placement,
+            budgetMs,
+            warmUpOps,
+            payloadFile,
+          );
+          for (const row of NODE_ROWS) result.figures[placement]![subject][row].push(figures[row]);
+        }
+      }
+    }
+  } finally {
+    await Deno.remove(payloadFile);
+  }
+  for (const placement of PLACEMENTS) {
+    const figures = result.figures[placement];
+    if (figures === undefined || figures["node json"] === undefined) continue;
+    const ratios: Record<string, Record<NodeRow, Spread | undefined>> = {};
+    for (const subject of NODE_SUBJECTS.filter((name) => name.startsWith("conduit"))) {
+      ratios[subject] = Object.fromEntries(
+        NODE_ROWS.map((row) => [row, spread(roundRatios(figures, subject, row))]),
+      ) as Record<NodeRow, Spread | undefined>;
+    }
+    result.ratios[placement] = ratios;
+  }
+  return result;
+}
+
+/** conduit's figure ÷ the best Node figure of the same round, per round (> 1: conduit ahead). */
+export function roundRatios(
+  figures: Record<string, Record<NodeRow, number[]>>,
+  subject: string,
+  row: NodeRow,
+): number[] {
+  const own = figures[subject][row];
+  const json = figures["node json"][row];
+  const advanced = figures["node advanced"][row];
+  return own.map((value, i) =>
+    lowerIsBetter(row)
+      ? Math.min(json[i], advanced[i]) / value
+      : value / Math.max(json[i], advanced[i])
+  );
+}
+
+function emptyRows(): Record<NodeRow, number[]> {
+  return Object.fromEntries(NODE_ROWS.map((row) => [row, []])) as unknown as Record<
+    NodeRow,
+    number[]
+  >;
+}
+
+async function runSubject(
+  subject: string,
+  node: NodeBinary,
+  placement: Placement,
+  budgetMs: number,
+  warmUpOps: number,
+  payloadFile: string,
+): Promise<RowFigures> {
+  const [kind, mode] = subject.split(" ");
+  const command = kind === "node"
+    ? [node.path!, new URL("node_rows.mjs", CHILDREN).pathname, mode]
+    : [Deno.execPath(), "run", "-A", new URL("conduit_rows.ts", CHILDREN).pathname, mode];
+  command.push(String(budgetMs), payloadFile, String(warmUpOps));
+  if (placement === "pinned") command.unshift("taskset", "-c", "0");
+  const out = await new Deno.Command(command[0], {
+    args: command.slice(1),
+    stdin: "null",
+    stderr: "inherit",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  if (!out.success) throw new Error(`${subject} (${placement}) exited with ${out.code}: ${text}`);
+  return JSON.parse(text.split("\n").at(-1)!);
+}
+
+async function hasTaskset(): Promise<boolean> {
+  try {
+    return (await new Deno.Command("taskset", { args: ["-c", "0", "true"] }).output()).success;
+  } catch {
+    return false;
+  }
+}
