@@ -73,18 +73,25 @@ export class FrameTooLargeError extends FramingError {
   readonly size: number;
   /** The limit it exceeded, in bytes. */
   readonly limit: number;
+  /**
+   * The first bytes of the frame as they arrived, header included (up to 64), when the
+   * decoder kept them: they tell a peer that wrote text, not frames, from a frame too large.
+   */
+  readonly received: Uint8Array | undefined;
 
   /**
    * Creates the error; the message names the size, the limit and the option that set it.
    *
    * @param size The size the frame announced, in bytes.
    * @param limit The limit in force.
-   * @param options The limit's name; see {@linkcode FrameTooLargeErrorOptions}.
+   * @param options The limit's name and the bytes received; see
+   * {@linkcode FrameTooLargeErrorOptions}.
    */
   constructor(size: number, limit: number, options: FrameTooLargeErrorOptions = {}) {
     super(`Frame of ${size} bytes exceeds ${options.limitName ?? "maxFrameBytes"} (${limit})`);
     this.size = size;
     this.limit = limit;
+    this.received = options.received;
   }
 }
 
@@ -107,6 +114,13 @@ export interface FrameTooLargeErrorOptions {
    * @default {"maxFrameBytes"}
    */
   limitName?: string;
+  /**
+   * The first bytes of the frame as they arrived, header included, for
+   * {@linkcode FrameTooLargeError.received}.
+   *
+   * @default {undefined}
+   */
+  received?: Uint8Array;
 }
 
 /**

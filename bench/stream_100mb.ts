@@ -1,14 +1,17 @@
 // Issue 12's throughput target: 100 MB of Uint8Array chunks streamed through a conduit channel,
 // with the JSON codec (the default until workers move off it) and with the structured codec,
 // in the same run, over a Unix socket (both ends in this process) and over a child process's
-// stdio (the child is bench/_stream_100mb_peer.ts). Only the public API is used: openChannel
-// with `codec`, the stdio and Unix transports.
+// stdio (the child is bench/_stream_100mb_peer.ts), and from a worker module spawned with
+// spawnWorker's default options (bench/_stream_100mb_worker.ts: the structured codec, stdio,
+// no deadline). Only the public API is used: openChannel with `codec`, the stdio and Unix
+// transports, spawnWorker and serveWorker.
 //
 //   deno run -A bench/stream_100mb.ts [--mb 100] [--chunk-kib 64] [--rounds 1] [--json-mb 100]
 //
 // Prints one line per case: seconds, MB/s, whether each chunk arrived as a Uint8Array with its
 // bytes intact, and this process's peak RSS growth. The target: <= 1 s with the structured
-// codec (21 s measured with JSON when the issue was filed). `--json-mb` streams less with JSON
+// codec and from a worker with default options (21 s measured with JSON when the issue was
+// filed). `--json-mb` streams less with JSON
 // when its minutes are not wanted; its time is then scaled to the full size and marked so.
 
 import { parseArgs } from "node:util";
@@ -16,6 +19,7 @@ import { openChannel } from "@conduit/ipc/channel";
 import { childTransport } from "@conduit/ipc/transports/stdio";
 import { connectUnix, listenUnix } from "@conduit/ipc/transports/unix";
 import type { Transport } from "@conduit/ipc/transports";
+import { spawnWorker } from "@conduit/ipc/workers";
 import {
   type StreamApi,
   streamCodec,
@@ -53,19 +57,42 @@ async function run(
   codec: StreamCodecName,
   bytes: number,
 ): Promise<Result> {
-  const count = Math.ceil(bytes / chunkBytes);
   const { ours, close } = transport === "unix" ? await unixPair(codec) : stdioPair(codec);
   const client = await openChannel<StreamApi>(ours, {
     codec: await streamCodec(codec),
     defaultTimeout: Infinity,
   });
+  return await measure(`${transport}/${codec}`, client.remote, bytes, async () => {
+    await client.close();
+    await close();
+  });
+}
+
+const WORKER = new URL("./_stream_100mb_worker.ts", import.meta.url);
+
+/** Streams `bytes` from a worker spawned with spawnWorker's default options. */
+async function runWorker(bytes: number): Promise<Result> {
+  const worker = await spawnWorker<StreamApi>(WORKER);
+  return await measure("worker", worker.remote, bytes, async () => {
+    await worker.close();
+  });
+}
+
+/** Streams `bytes` from `remote`, checking every chunk, then calls `close`. */
+async function measure(
+  label: string,
+  remote: StreamApi,
+  bytes: number,
+  close: () => Promise<void>,
+): Promise<Result> {
+  const count = Math.ceil(bytes / chunkBytes);
   const rssBefore = Deno.memoryUsage().rss;
   let rssPeak = rssBefore;
   let received = 0;
   let intact = true;
   let index = 0;
   const start = performance.now();
-  for await (const item of client.remote.chunks({ count, bytes: chunkBytes })) {
+  for await (const item of remote.chunks({ count, bytes: chunkBytes })) {
     if (item instanceof Uint8Array) {
       received += item.length;
       intact &&= item.length === chunkBytes && item[0] === (index & 0xff) &&
@@ -79,10 +106,9 @@ async function run(
   }
   const seconds = (performance.now() - start) / 1000;
   rssPeak = Math.max(rssPeak, Deno.memoryUsage().rss);
-  await client.close();
   await close();
   if (received !== count * chunkBytes) {
-    throw new Error(`${transport}/${codec}: received ${received} of ${count * chunkBytes} bytes`);
+    throw new Error(`${label}: received ${received} of ${count * chunkBytes} bytes`);
   }
   return { seconds, bytes: received, intact, rssGrowth: rssPeak - rssBefore };
 }
@@ -136,22 +162,25 @@ line(
   `stream ${totalBytes / MB} MB in ${chunkBytes / 1024} KiB Uint8Array chunks, ` +
     `Deno ${Deno.version.deno}, ${rounds} round(s), interleaved`,
 );
+const report = (round: number, label: string, r: Result) => {
+  const scaled = r.seconds * totalBytes / r.bytes;
+  const note = r.bytes < totalBytes ? ` (${(r.bytes / MB).toFixed(0)} MB measured, scaled)` : "";
+  line(
+    `round ${round} ${label} ${scaled.toFixed(2)} s${note}` +
+      `  ${(r.bytes / MB / r.seconds).toFixed(0)} MB/s` +
+      `  chunks ${r.intact ? "arrive as Uint8Array, intact" : "arrive changed (not Uint8Array)"}` +
+      `  peak RSS +${(r.rssGrowth / 2 ** 20).toFixed(0)} MiB`,
+  );
+};
 for (let round = 1; round <= rounds; round++) {
+  report(round, "worker defaults    ", await runWorker(totalBytes));
   for (const transport of ["unix", "stdio"] as const) {
     for (const codec of ["structured", "json"] as const) {
       const bytes = codec === "json" ? jsonBytes : totalBytes;
-      const r = await run(transport, codec, bytes);
-      const scaled = r.seconds * totalBytes / r.bytes;
-      const note = r.bytes < totalBytes
-        ? ` (${(r.bytes / MB).toFixed(0)} MB measured, scaled)`
-        : "";
-      line(
-        `round ${round} ${transport.padEnd(5)} ${codec.padEnd(10)} ${scaled.toFixed(2)} s${note}` +
-          `  ${(r.bytes / MB / r.seconds).toFixed(0)} MB/s` +
-          `  chunks ${
-            r.intact ? "arrive as Uint8Array, intact" : "arrive changed (not Uint8Array)"
-          }` +
-          `  peak RSS +${(r.rssGrowth / 2 ** 20).toFixed(0)} MiB`,
+      report(
+        round,
+        `${transport.padEnd(5)} ${codec.padEnd(13)}`,
+        await run(transport, codec, bytes),
       );
     }
   }

@@ -18,27 +18,10 @@ import {
   type WorkerTransportKind,
 } from "../workers/spawn_worker.ts";
 import { WorkerPool } from "../workers/worker_pool.ts";
+import { bareFirstByte } from "./_bare_deno.ts";
 import type { PingApi } from "./_ping_worker.ts";
 
 const WORKER = new URL("./_ping_worker.ts", import.meta.url);
-const BARE = "Deno.stdout.writeSync(new Uint8Array([1]))";
-
-/** Spawns bare Deno and resolves when its first byte arrives; the time, in ms. */
-async function bareFirstByte(): Promise<number> {
-  const started = performance.now();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["eval", BARE],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const reader = child.stdout.getReader();
-  await reader.read();
-  const elapsed = performance.now() - started;
-  await reader.cancel();
-  await child.status;
-  return elapsed;
-}
 
 /** Spawns a worker and resolves with the time to its first reply, in ms; then closes it. */
 async function spawnToFirstReply(transport: WorkerTransportKind): Promise<number> {

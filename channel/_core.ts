@@ -158,7 +158,7 @@ export class ChannelCore implements LifecycleEvents {
     wire.start();
     const handshakeTimeout = config.handshakeTimeout;
     this.#life.startHandshake(
-      setTimeout(() => {
+      handshakeTimeout === Infinity ? undefined : setTimeout(() => {
         this.#life.timerFired();
         this.refused(
           "handshake_timeout",

@@ -3,6 +3,8 @@
 // pending calls once. It also keeps the receipt time of the frames being dispatched, from
 // which a served call's deadline counts.
 
+import { clearTimer } from "./_lifecycle.ts";
+
 type Timer = ReturnType<typeof setTimeout>;
 
 /** The channel's deadline timer. */
@@ -27,7 +29,7 @@ export class Deadlines {
   /** Makes sure the timer fires by `at` (a `performance.now()` time). */
   arm(at: number): void {
     if (at >= this.#at) return;
-    clearTimeout(this.#timer);
+    clearTimer(this.#timer);
     this.#at = at;
     this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now())));
     if (!this.#hold) Deno.unrefTimer(this.#timer);
@@ -46,7 +48,7 @@ export class Deadlines {
 
   /** Stops the timer (the channel closed). */
   stop(): void {
-    clearTimeout(this.#timer);
+    clearTimer(this.#timer);
     this.#timer = undefined;
     this.#at = Infinity;
     this.#stopped = true;

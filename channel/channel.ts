@@ -169,7 +169,7 @@ export interface ChannelOptions<Local extends object = object> {
    */
   streamWindowBytes?: number;
   /**
-   * How long to wait for the peer's HELLO, in milliseconds.
+   * How long to wait for the peer's HELLO, in milliseconds (`Infinity` for ever).
    *
    * @default {DEFAULT_HANDSHAKE_TIMEOUT} (10 s)
    */

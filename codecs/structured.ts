@@ -60,7 +60,7 @@
  * @module
  */
 
-import { ExtData } from "@msgpack/msgpack/dist.esm/index.mjs";
+import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
 import { RemoteError } from "../channel/errors.ts";
 import { CodecError } from "../errors.ts";
 import { msgpackCodec } from "./msgpack.ts";

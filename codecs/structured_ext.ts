@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ExtData } from "@msgpack/msgpack/dist.esm/index.mjs";
+import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
 
 /**
  * The MessagePack extension types this codec adds (each payload is described beside it).

@@ -68,6 +68,9 @@ export const MAX_RECYCLED_BUFFERS = 4;
 
 const EMPTY = new Uint8Array(0);
 
+/** How many bytes of an oversized frame's start FrameTooLargeError keeps, header included. */
+const RECEIVED_BYTES = 64;
+
 /**
  * The least a frame must still need for readTarget() to offer it: below this, one ordinary
  * read that also brings the frames after it beats a read into the frame alone. Also the
@@ -358,8 +361,9 @@ export class FrameDecoder {
     }
 
     let length: number;
+    let header: Uint8Array;
     if (this.#headerFill > 0 || size - offset < FRAME_HEADER_BYTES) {
-      const header = this.#header;
+      header = this.#header;
       while (this.#headerFill < FRAME_HEADER_BYTES && offset < size) {
         header[this.#headerFill++] = chunk[offset++];
       }
@@ -368,13 +372,20 @@ export class FrameDecoder {
       this.#headerFill = 0;
       length = readLength(header, 0);
     } else {
+      header = chunk.subarray(offset, offset + FRAME_HEADER_BYTES);
       length = readLength(chunk, offset);
       offset += FRAME_HEADER_BYTES;
     }
 
     if (length > this.#maxFrameBytes) {
       this.#offset = size;
-      throw this.#error = new FrameTooLargeError(length, this.#maxFrameBytes);
+      const received = new Uint8Array(Math.min(RECEIVED_BYTES, FRAME_HEADER_BYTES + size - offset));
+      received.set(header.subarray(0, FRAME_HEADER_BYTES));
+      received.set(
+        chunk.subarray(offset, offset + received.length - FRAME_HEADER_BYTES),
+        FRAME_HEADER_BYTES,
+      );
+      throw this.#error = new FrameTooLargeError(length, this.#maxFrameBytes, { received });
     }
     if (size - offset >= length) {
       this.#offset = offset + length;

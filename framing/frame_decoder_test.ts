@@ -146,6 +146,28 @@ Deno.test("FrameDecoder: a header split byte by byte is checked before buffering
   });
 });
 
+Deno.test("FrameDecoder: FrameTooLargeError keeps the frame's first bytes, however they came", () => {
+  const text = new TextEncoder().encode(
+    "worker starting up, and then a long line of text ".repeat(3),
+  );
+  const frame = encodeFrame(new Uint8Array([1, 2]));
+  for (const split of [0, 2, 5]) {
+    const decoder = new FrameDecoder();
+    // A good frame first, so the text starts mid-chunk (or in the next chunk).
+    const bytes = concat([frame, text]);
+    decoder.push(bytes.subarray(0, frame.length + split));
+    assert.deepEqual(decoder.next(), new Uint8Array([1, 2]));
+    if (split < 4) {
+      assert.equal(decoder.next(), undefined);
+      decoder.push(bytes.subarray(frame.length + split));
+    }
+    const err = thrown(() => decoder.next());
+    assert.ok(err instanceof FrameTooLargeError);
+    const kept = split < 4 ? 64 : 5;
+    assert.deepEqual(err.received, text.subarray(0, kept), `split ${split}`);
+  }
+});
+
 Deno.test("FrameDecoder: maxFrameBytes 0 accepts empty frames only", () => {
   const decoder = new FrameDecoder({ maxFrameBytes: 0 });
   decoder.push(concat([encodeFrame(new Uint8Array(0)), encodeFrame(new Uint8Array(1))]));

@@ -8,6 +8,7 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { type ByteChannel, ByteChannelTransport, ReadBuffer } from "./_byte_channel_transport.ts";
 import { PipeResizer } from "./_pipe_buffer.ts";
+import { realStdout } from "./_real_stdout.ts";
 import type { Transport } from "./types.ts";
 
 /**
@@ -60,7 +61,8 @@ export interface StdioTransportOptions {
 }
 
 /**
- * The child's side of a stdio transport: reads from `Deno.stdin`, writes to `Deno.stdout`.
+ * The child's side of a stdio transport: reads from `Deno.stdin`, writes to `Deno.stdout`
+ * (the real one, where a conduit worker's start-up code pointed `Deno.stdout` at stderr).
  * Use it once per process, and write nothing else to stdout while it is open. Closing it
  * closes stdin and stdout; closing its `writable` closes stdout only, so the parent's
  * `readable` ends while the parent can still write to us.
@@ -107,6 +109,7 @@ class StdioChannel implements ByteChannel {
   readonly #buffer = new ReadBuffer(undefined, true);
   readonly #stdinResizer: PipeResizer;
   readonly #stdoutResizer: PipeResizer;
+  readonly #stdout = realStdout();
 
   constructor(syncWriteMaxBytes: number, pipeBufferBytes: number) {
     this.#syncWriteMaxBytes = syncWriteMaxBytes;
@@ -131,28 +134,29 @@ class StdioChannel implements ByteChannel {
 
   write(chunk: Uint8Array): Promise<void> | undefined {
     this.#stdoutResizer.count(chunk.length);
-    if (chunk.length > this.#syncWriteMaxBytes) return writeAllAsync(chunk);
-    let written = Deno.stdout.writeSync(chunk);
-    while (written < chunk.length) written += Deno.stdout.writeSync(chunk.subarray(written));
+    const stdout = this.#stdout;
+    if (chunk.length > this.#syncWriteMaxBytes) return writeAllAsync(stdout, chunk);
+    let written = stdout.writeSync(chunk);
+    while (written < chunk.length) written += stdout.writeSync(chunk.subarray(written));
     return undefined;
   }
 
   closeWrite(): Promise<void> {
-    closeQuietly(Deno.stdout);
+    closeQuietly(this.#stdout);
     return Promise.resolve();
   }
 
   close(): Promise<void> {
     // Closing stdin also settles a pending read (with Interrupted), so the process can exit.
     closeQuietly(Deno.stdin);
-    closeQuietly(Deno.stdout);
+    closeQuietly(this.#stdout);
     return Promise.resolve();
   }
 }
 
-async function writeAllAsync(chunk: Uint8Array): Promise<void> {
-  let written = await Deno.stdout.write(chunk);
-  while (written < chunk.length) written += await Deno.stdout.write(chunk.subarray(written));
+async function writeAllAsync(stdout: typeof Deno.stdout, chunk: Uint8Array): Promise<void> {
+  let written = await stdout.write(chunk);
+  while (written < chunk.length) written += await stdout.write(chunk.subarray(written));
 }
 
 function closeQuietly(resource: { close(): void }): void {

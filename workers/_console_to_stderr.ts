@@ -16,24 +16,27 @@ type Method =
   | "timeLog"
   | "timeEnd";
 
-const METHODS: readonly Method[] = [
-  "log",
-  "info",
-  "debug",
-  "dir",
-  "dirxml",
-  "table",
-  "count",
-  "countReset",
-  "time",
-  "timeLog",
-  "timeEnd",
-];
-
-/** Redirects console output from stdout to stderr; returns a function that undoes it. */
+/**
+ * Redirects console output from stdout to stderr; returns a function that undoes it. It uses
+ * nothing outside its own body but globals: its source also runs as the worker preload
+ * (`_quiet_preload.ts`).
+ */
 export function consoleToStderr(): () => void {
+  const methods: readonly Method[] = [
+    "log",
+    "info",
+    "debug",
+    "dir",
+    "dirxml",
+    "table",
+    "count",
+    "countReset",
+    "time",
+    "timeLog",
+    "timeEnd",
+  ];
   const saved = new Map<Method, unknown>();
-  for (const method of METHODS) saved.set(method, console[method]);
+  for (const method of methods) saved.set(method, console[method]);
   const error = console.error;
   const warn = console.warn;
   const log = (...data: unknown[]) => error(...data);

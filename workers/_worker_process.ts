@@ -14,12 +14,13 @@ import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
 import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
-import { guardWorker } from "./_signal_guard.ts";
+import { killAtExit } from "./_parent_death.ts";
 import { KeepAlive } from "./_keep_alive.ts";
 import { type ChannelCall, WorkerCall } from "./_worker_call.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError } from "./errors.ts";
 import { permissionHint, withPermissionHint } from "./_permission_hint.ts";
+import { stdoutTextError } from "./_stdout_text.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 
 /** How long after the worker exited its stderr may stay open (a grandchild holds it). */
@@ -32,7 +33,9 @@ const MAX_LINE_CHARS = 8 * 1024;
 /** How a worker process is run and stopped. */
 export interface ProcessOptions {
   name: string;
-  stderr: "prefix" | "discard" | ((line: string) => void);
+  stderr: LineSink;
+  /** Where stdout lines go when stdout does not carry the channel (`transport: "unix"`). */
+  stdout: LineSink;
   stderrTailLines: number;
   exitTimeout: number;
   killTimeout: number;
@@ -82,16 +85,10 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     this.pid = child.pid;
     this.name = options.name;
     this.#options = options;
-    const prefix = `[${options.name} ${child.pid}] `;
-    const onLine = options.stderr === "discard"
-      ? undefined
-      : options.stderr === "prefix"
-      ? (line: string) => writeStderr(prefix + line + "\n")
-      : options.stderr;
     this.#stderr = new StderrLines(child.stderr, {
       maxLineChars: MAX_LINE_CHARS,
       tailLines: options.stderrTailLines,
-      onLine,
+      onLine: lineWriter(options.stderr, `[${options.name} ${child.pid}] `, Deno.stderr),
     });
     // The transport must not read stderr: we do, for the tail.
     this.stdio = new ChildProcessTransport(child, {
@@ -101,7 +98,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       pipeBufferBytes: DEFAULT_PIPE_BUFFER_BYTES,
       stderr: "untouched",
     });
-    const unguard = guardWorker(child);
+    const unguard = killAtExit(child);
     this.#status = child.status.then(async (status) => {
       this.#statusKnown = true;
       unguard();
@@ -139,8 +136,12 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
 
   /** Accepts the worker's connection on `socket`, unless the worker exits first. */
   async acceptSocket(socket: WorkerSocket, timeout: number | undefined): Promise<Transport> {
-    // stdout carries nothing in this mode; read it anyway so the worker never blocks on it.
-    void this.stdio.readable.pipeTo(new WritableStream()).catch(() => {});
+    // stdout is the worker's own in this mode: forward it line by line (never blocking it).
+    const prefix = `[${this.name} ${this.pid}] `;
+    new StderrLines(this.stdio.readable, {
+      maxLineChars: MAX_LINE_CHARS,
+      onLine: lineWriter(this.#options.stdout, prefix, Deno.stdout),
+    });
     const transport = await socket.accept(this.#child.status, timeout);
     this.#conn = socket.accepted;
     return transport;
@@ -178,6 +179,8 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     if (!exitedAlready) this.#signal("SIGKILL");
     await this.#channel?.abort(error);
     const status = await this.exited;
+    // Text on stdout explains both the broken handshake and the exit.
+    if (stdoutTextError(error) !== undefined) return this.#exitError(status, error);
     // A worker that answered with another codec or version exits because of it: the
     // mismatch is the news. One that went away during the handshake is explained by its exit.
     if (error instanceof HandshakeError && error.code !== "closed") return error;
@@ -270,7 +273,12 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     beforeServing = false,
   ): WorkerExitedError {
     const tail = this.#stderr.tail;
-    let reason = status.signal !== null ? this.#stopReason : undefined;
+    const stdout = stdoutTextError(cause);
+    let reason = stdout !== undefined
+      ? `it wrote text to its stdout: ${JSON.stringify(stdout.text)}`
+      : status.signal !== null
+      ? this.#stopReason
+      : undefined;
     // A worker that died of a denied permission says which flag Deno wanted; say which
     // spawnWorker option grants it (the last such line is the one that killed it).
     for (let i = tail.length - 1; i >= 0 && reason === undefined; i--) {
@@ -283,20 +291,33 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       code: status.code,
       signal: status.signal,
       stderrTail: tail,
+      stderrShown: this.#options.stderr === "prefix",
       reason,
       beforeServing,
-    }, { cause });
+    }, { cause: stdout ?? cause });
   }
 }
 
+/** Where a worker's output lines go: our stream with a prefix, nowhere, or a function. */
+export type LineSink = "prefix" | "discard" | ((line: string) => void);
+
 const encoder = new TextEncoder();
 
-function writeStderr(text: string): void {
-  const bytes = encoder.encode(text);
-  let written = 0;
-  try {
-    while (written < bytes.length) written += Deno.stderr.writeSync(bytes.subarray(written));
-  } catch {
-    // Our stderr is gone: nowhere left to forward to.
-  }
+/** The `onLine` for `sink`: "prefix" writes each line to `stream` after `prefix`. */
+function lineWriter(
+  sink: LineSink,
+  prefix: string,
+  stream: { writeSync(bytes: Uint8Array): number },
+): ((line: string) => void) | undefined {
+  if (sink === "discard") return undefined;
+  if (sink !== "prefix") return sink;
+  return (line) => {
+    const bytes = encoder.encode(prefix + line + "\n");
+    let written = 0;
+    try {
+      while (written < bytes.length) written += stream.writeSync(bytes.subarray(written));
+    } catch {
+      // Our stream is gone: nowhere left to forward to.
+    }
+  };
 }

@@ -1,6 +1,7 @@
 /**
  * The errors the workers layer raises: a worker process that went away
- * ({@linkcode WorkerExitedError}), a pool whose workers keep crashing
+ * ({@linkcode WorkerExitedError}), one that wrote text on its channel
+ * ({@linkcode WorkerStdoutError}), a pool whose workers keep crashing
  * ({@linkcode CrashLoopError}), a pool that is closed ({@linkcode PoolClosedError}) or whose
  * queue is full ({@linkcode PoolQueueFullError}).
  *
@@ -19,9 +20,9 @@
  */
 
 import { ConnectionClosedError } from "../channel/errors.ts";
-import { ConduitError } from "../errors.ts";
+import { ConduitError, FramingError } from "../errors.ts";
 
-export { ConduitError, ConnectionClosedError };
+export { ConduitError, ConnectionClosedError, FramingError };
 
 /** What {@linkcode WorkerExitedError} reports about the process that went away. */
 export interface WorkerExitInfo {
@@ -46,6 +47,13 @@ export interface WorkerExitInfo {
    * @default {undefined}
    */
   reason?: string;
+  /**
+   * Whether the stderr lines were already shown on the console (`spawnWorker`'s
+   * `stderr: "prefix"`): the message then points to them instead of repeating them.
+   *
+   * @default {false}
+   */
+  stderrShown?: boolean;
   /**
    * Whether it exited before it served (before the handshake): with code 0 that is a module
    * that never called `serveWorker()`.
@@ -110,9 +118,11 @@ export class WorkerExitedError extends ConnectionClosedError {
       : `exited with code ${info.code}${before}`;
     const reason = info.reason ? ` (${info.reason})` : "";
     const tail = info.stderrTail ?? [];
-    const lines = tail.length > 0
-      ? `; last stderr lines:\n${tail.map((line) => `  ${line}`).join("\n")}`
-      : "";
+    const lines = tail.length === 0
+      ? ""
+      : info.stderrShown
+      ? "; its stderr is printed above"
+      : `; last stderr lines:\n${tail.map((line) => `  ${line}`).join("\n")}`;
     super(`Worker ${info.worker} (pid ${info.pid}) ${how}${reason}${lines}`, options);
     this.worker = info.worker;
     this.pid = info.pid;
@@ -213,5 +223,44 @@ export class PoolQueueFullError extends ConduitError {
   constructor(limit: number) {
     super(`The pool's queue is full: ${limit} calls wait, maxQueued is ${limit}`);
     this.limit = limit;
+  }
+}
+
+/**
+ * A worker wrote text to its stdout, which carries its channel to the parent: the bytes
+ * arrived where a frame's header was expected. The message quotes the start of the text.
+ * `console.log` and `Deno.stdout` are moved to stderr for a worker module, so this comes from
+ * `node:process`'s `process.stdout`, a subprocess that inherits stdout, or a
+ * `WorkerCommand` that prints; use `console.error`, or `transport: "unix"`, which leaves
+ * stdout free. A {@linkcode WorkerExitedError} carries it as its `cause`.
+ *
+ * @example
+ * ```ts
+ * import { WorkerStdoutError } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new WorkerStdoutError("hello\n");
+ * assert.equal(err.text, "hello\n");
+ * assert.match(err.message, /wrote text to its stdout.*"hello\\n"/);
+ * ```
+ */
+export class WorkerStdoutError extends FramingError {
+  /** The start of the text, as it arrived (at most 60 bytes, decoded as UTF-8). */
+  readonly text: string;
+
+  /**
+   * Creates the error; the message quotes `text` and says what to do instead.
+   *
+   * @param text The start of what the worker wrote.
+   * @param options Standard error options (`cause`: the framing error it caused).
+   */
+  constructor(text: string, options?: ErrorOptions) {
+    super(
+      `The worker wrote text to its stdout, which carries its channel: ${JSON.stringify(text)}. ` +
+        "Print with console.log or console.error (conduit sends both to stderr), not " +
+        'process.stdout or a subprocess that inherits stdout; or use transport: "unix"',
+      options,
+    );
+    this.text = text;
   }
 }

@@ -25,25 +25,43 @@
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { ConduitError } from "../errors.ts";
-import { jsonCodec } from "../codecs/json.ts";
+import { structuredCodec } from "../codecs/structured.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 import type { Codec } from "../codecs/types.ts";
 import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
-import { connectUnix } from "../transports/unix.ts";
 import { consoleToStderr } from "./_console_to_stderr.ts";
-import { DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import {
+  DEFAULT_WORKER_CALL_TIMEOUT,
+  DEFAULT_WORKER_TRUST_PEER,
+  WORKER_ENV,
+  WORKER_SOCKET_ENV,
+} from "./worker_env.ts";
 
-export { DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV };
+export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV };
 
 /** Options for {@linkcode serveWorker}: the channel's options, with worker defaults. */
 export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
   /**
-   * The channel codec; the parent must use one of the same `name`.
+   * The channel codec; the parent must use one of the same `name` (`spawnWorker` uses the
+   * structured codec for a module too).
    *
-   * @default {jsonCodec()}
+   * @default {structuredCodec()}
    */
   codec?: Codec<unknown>;
+  /**
+   * The deadline of a call to the parent that sets no `timeout`, in milliseconds.
+   *
+   * @default {DEFAULT_WORKER_CALL_TIMEOUT} (Infinity: none)
+   */
+  defaultTimeout?: number;
+  /**
+   * How long to wait for the parent's HELLO, in milliseconds. The parent sends it as it
+   * spawns us, or is gone (then stdin ends), and times out its own side of the handshake.
+   *
+   * @default {Infinity}
+   */
+  handshakeTimeout?: number;
   /**
    * Exit the process (`Deno.exit`) once the channel has closed: with code 0 after the
    * parent's goodbye, 1 when the connection was lost (the parent died, the stdin pipe
@@ -64,12 +82,15 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
 /**
  * Serves `handlers` to the parent process that spawned this one with `spawnWorker`.
  *
- * While it serves, `console.log`, `info`, `debug`, `dir`, `table`, `count` and `time*` print
- * to stderr, which the parent forwards, so a stray log cannot corrupt the frames on stdout;
- * nothing else may write to `Deno.stdout`. Handlers receive a `CallContext` whose `channel`
- * calls back into the parent. The process exits when the parent says goodbye (`close()`),
- * or when its stdin reaches its end: the parent exited, even by `SIGKILL`, so a worker never
- * outlives its parent.
+ * `console.log`, `info`, `debug`, `dir`, `table`, `count` and `time*` print to stderr, which
+ * the parent forwards line by line, so a stray log cannot corrupt the frames on stdout: from
+ * before the module loads when `spawnWorker` started it (it also points `Deno.stdout` at
+ * stderr then), otherwise from this call on. Writes that reach fd 1 anyway (`node:process`'s
+ * `process.stdout`, a subprocess inheriting stdout) break the channel, and the parent's error
+ * quotes them. Handlers receive a `CallContext` whose `channel` calls back into the parent.
+ * The process exits when the parent says goodbye (`close()`), or when its stdin reaches its
+ * end: the parent exited. (On Linux `spawnWorker` also has the kernel kill the worker when
+ * the parent dies, even while the worker is busy.)
  *
  * @typeParam Parent The handler interface the parent serves (for `channel.remote`).
  * @typeParam Handlers The handler object (inferred); a handler that takes more than one
@@ -113,12 +134,15 @@ export async function serveWorker<
         "or guard the call with `if (import.meta.main)`",
     );
   }
-  const { exit = true, codec = jsonCodec(), ...channelOptions } = options;
+  const { exit = true, codec = structuredCodec(), ...channelOptions } = options;
   const restoreConsole = consoleToStderr();
   const socketPath = workerSocketPath();
   let transport: Transport;
   try {
-    transport = socketPath === undefined ? stdioTransport() : await connectUnix(socketPath);
+    // The socket transport is loaded only when used: a worker starts faster without it.
+    transport = socketPath === undefined
+      ? stdioTransport()
+      : await (await import("../transports/unix.ts")).connectUnix(socketPath);
   } catch (error) {
     restoreConsole();
     throw error;
@@ -126,6 +150,8 @@ export async function serveWorker<
   const channel = new Channel<Parent>(transport, {
     trustPeer: DEFAULT_WORKER_TRUST_PEER,
     ...channelOptions,
+    defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
+    handshakeTimeout: channelOptions.handshakeTimeout ?? Infinity,
     codec,
     handlers,
   });

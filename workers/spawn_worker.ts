@@ -9,8 +9,15 @@
  *   and `killTimeout` (1 s) later `SIGKILL`.
  * - A worker that exits, crashes or is killed fails every pending call at once with
  *   {@linkcode WorkerExitedError} (exit code or signal, last stderr lines).
- * - When this process exits, even by `SIGKILL`, the worker's stdin reaches its end and the
- *   worker exits; on `SIGINT`, `SIGTERM` or `SIGHUP` this process kills its workers first.
+ * - No worker outlives this process. On Linux a worker module is started through util-linux
+ *   `setpriv --pdeathsig KILL` when it is installed, so the kernel kills it as this process
+ *   dies, even by `SIGKILL` and even while the worker is busy. When this process exits
+ *   (`Deno.exit()`, the program's end, an exit from your own signal handler) the workers
+ *   still running are killed. Otherwise a worker's stdin reaches its end and the worker
+ *   exits as soon as it is idle (the only route on macOS and Windows, and for a
+ *   {@linkcode WorkerCommand}, when this process is killed by a signal).
+ * - conduit installs no signal listener: your `SIGINT`/`SIGTERM` handler runs once, and your
+ *   workers serve on during your graceful shutdown.
  *
  * @example
  * ```ts
@@ -32,12 +39,20 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { type ChannelOptions, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
+import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
+import { spawnProcess } from "./_parent_death.ts";
+import { quietPreloadUrl } from "./_quiet_preload.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import { WorkerSocket } from "./_worker_socket.ts";
-import { DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import {
+  DEFAULT_WORKER_CALL_TIMEOUT,
+  DEFAULT_WORKER_TRUST_PEER,
+  WORKER_ENV,
+  WORKER_SOCKET_ENV,
+} from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import {
   permissionFlags,
@@ -104,16 +119,30 @@ export interface WorkerCommand {
  * Options for {@linkcode spawnWorker}: how to start the worker, and the channel's options
  * (`handlers` for call-backs, `maxInFlight`, `heartbeat`, `defaultTimeout`, …).
  *
+ * Worker defaults differ from a plain channel's: no call deadline
+ * ({@linkcode DEFAULT_WORKER_CALL_TIMEOUT}), no heartbeat, stack traces shared, and the
+ * structured codec for a worker module.
+ *
  * @typeParam Local The handler object this side serves to the worker.
  */
 export interface SpawnWorkerOptions<Local extends object = object>
   extends Omit<ChannelOptions<Local>, "codec"> {
   /**
-   * The channel codec; the worker must use one of the same `name`.
+   * The channel codec; the worker must use one of the same `name`. A worker module gets the
+   * structured codec, which `serveWorker` uses by default too (`Date`, `Map`, `Set`,
+   * `bigint`, typed arrays and `undefined` cross as they are; what cannot cross is a
+   * `CodecError`). A {@linkcode WorkerCommand}, usually a peer in another language, gets
+   * JSON; pass `codec` to use MessagePack or the structured codec with it.
    *
-   * @default {jsonCodec()}
+   * @default {structuredCodec()} for a module, {jsonCodec()} for a command
    */
   codec?: Codec<unknown>;
+  /**
+   * The deadline of a call that sets no `timeout`, in milliseconds.
+   *
+   * @default {DEFAULT_WORKER_CALL_TIMEOUT} (Infinity: none)
+   */
+  defaultTimeout?: number;
   /**
    * What the worker module may do. Ignored for a {@linkcode WorkerCommand}.
    *
@@ -161,11 +190,20 @@ export interface SpawnWorkerOptions<Local extends object = object>
   /**
    * Where the worker's stderr goes, line by line: `"prefix"` writes each line to our stderr
    * after `[name pid] `, `"discard"` drops it, a function receives each line. The last
-   * `stderrTailLines` are kept either way.
+   * `stderrTailLines` are kept either way. Over the stdio transport a worker module's
+   * `console.log` and `Deno.stdout` writes arrive here too: its stdout carries the channel.
    *
    * @default {"prefix"}
    */
   stderr?: "prefix" | "discard" | ((line: string) => void);
+  /**
+   * Where the worker's stdout goes, line by line, when it does not carry the channel
+   * (`transport: "unix"`): `"prefix"` writes each line to our stdout after `[name pid] `,
+   * `"discard"` drops it, a function receives each line.
+   *
+   * @default {"prefix"}
+   */
+  stdout?: "prefix" | "discard" | ((line: string) => void);
   /**
    * How many of the worker's last stderr lines to keep for {@linkcode WorkerExitedError}.
    *
@@ -242,8 +280,9 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   worker: string | URL | WorkerCommand,
   options: SpawnWorkerOptions<Local> = {},
 ): Promise<WorkerHandle<Api>> {
+  const isCommand = typeof worker === "object" && !(worker instanceof URL);
   const {
-    codec = jsonCodec(),
+    codec = isCommand ? jsonCodec() : structuredCodec(),
     permissions = {},
     denoArgs = [],
     args = [],
@@ -252,6 +291,7 @@ export async function spawnWorker<Api extends object, Local extends object = obj
     clearEnv,
     transport: kind = DEFAULT_WORKER_TRANSPORT,
     stderr = "prefix",
+    stdout = "prefix",
     stderrTailLines = DEFAULT_STDERR_TAIL_LINES,
     name: givenName,
     drainTimeout = DEFAULT_DRAIN_TIMEOUT,
@@ -265,7 +305,6 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   if (kind !== "stdio" && kind !== "unix") {
     throw new TypeError(`transport must be "stdio" or "unix", got ${JSON.stringify(kind)}`);
   }
-  const isCommand = typeof worker === "object" && !(worker instanceof URL);
   if (!isCommand) moduleSpecifier(worker);
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
 
@@ -282,8 +321,11 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   try {
     const [command, commandArgs] = isCommand
       ? [worker.command, [...(worker.args ?? []), ...args]]
-      : [Deno.execPath(), denoRunArgs(worker, { permissions: grants, denoArgs, args })];
-    child = new Deno.Command(command, {
+      : [
+        Deno.execPath(),
+        denoRunArgs(worker, { permissions: grants, denoArgs, args, quiet: kind === "stdio" }),
+      ];
+    child = spawnProcess(command, {
       args: commandArgs,
       cwd,
       env: childEnv,
@@ -291,7 +333,7 @@ export async function spawnWorker<Api extends object, Local extends object = obj
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
-    }).spawn();
+    }, !isCommand);
   } catch (error) {
     await socket?.close();
     throw error;
@@ -300,6 +342,7 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   const process = new WorkerProcess<Api>(child, {
     name,
     stderr,
+    stdout,
     stderrTailLines,
     exitTimeout,
     killTimeout,
@@ -317,6 +360,7 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   return await process.open(connection, {
     trustPeer: DEFAULT_WORKER_TRUST_PEER,
     ...channelOptions,
+    defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
     drainTimeout,
     codec,
   });
@@ -330,12 +374,19 @@ function workerName(target: string | URL): string {
 /** The `deno run` arguments that start the worker module `module`. */
 function denoRunArgs(
   module: string | URL,
-  options: { permissions: WorkerPermissions; denoArgs: readonly string[]; args: readonly string[] },
+  options: {
+    permissions: WorkerPermissions;
+    denoArgs: readonly string[];
+    args: readonly string[];
+    /** Whether to run the preload that keeps stdout for the channel. */
+    quiet: boolean;
+  },
 ): string[] {
   return [
     "run",
     "--no-prompt",
     ...permissionFlags(options.permissions),
+    ...(options.quiet ? ["--preload", quietPreloadUrl()] : []),
     ...options.denoArgs,
     moduleSpecifier(module),
     ...options.args,

@@ -40,3 +40,20 @@ export const WORKER_SOCKET_ENV = "CONDUIT_WORKER_SOCKET";
 
 /** The default `trustPeer` of both ends of a worker's channel: true (the parent is our owner). */
 export const DEFAULT_WORKER_TRUST_PEER = true;
+
+/**
+ * The default `defaultTimeout` of both ends of a worker's channel: `Infinity`, no deadline.
+ * A worker runs your own long jobs (a 70 s stream, a 65 s call), so nothing ends them unless
+ * you ask: pass `timeout` per call or `defaultTimeout` to `spawnWorker`/`serveWorker`. Network
+ * channels keep `DEFAULT_CALL_TIMEOUT` (60 s), because a remote peer can stall
+ * without ever closing the connection, while a worker that dies closes its pipes.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_WORKER_CALL_TIMEOUT } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(DEFAULT_WORKER_CALL_TIMEOUT, Infinity);
+ * ```
+ */
+export const DEFAULT_WORKER_CALL_TIMEOUT: number = Infinity;

@@ -1,6 +1,5 @@
 // A worker for the tests and the examples: echo, streams, call-backs, crashes and hangs.
 import type { CallContext } from "../../channel/call_context.ts";
-import { jsonCodec } from "../../codecs/json.ts";
 import { msgpackCodec } from "../../codecs/msgpack.ts";
 import { serveWorker } from "../serve_worker.ts";
 
@@ -67,6 +66,6 @@ export type EchoApi = typeof handlers;
 
 if (import.meta.main) {
   await serveWorker(handlers, {
-    codec: Deno.args.includes("--msgpack") ? msgpackCodec() : jsonCodec(),
+    codec: Deno.args.includes("--msgpack") ? msgpackCodec() : undefined,
   });
 }
