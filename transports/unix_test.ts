@@ -37,21 +37,7 @@ Deno.test("unix: the socket file is owner-only, and removed on close", async () 
 Deno.test("unix: a stale socket file left by a killed process is replaced", async () => {
   const dir = await tempDir();
   const path = `${dir}/app.sock`;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "eval",
-      `Deno.listen({ transport: "unix", path: ${
-        JSON.stringify(path)
-      } }); console.log("ready"); setInterval(() => {}, 60_000);`,
-    ],
-    stdout: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  assert.equal((await reader.read()).value?.trim(), "ready");
-  child.kill("SIGKILL");
-  await child.status;
-  await reader.cancel();
-  assert.ok((await Deno.lstat(path)).isSocket, "the dead process left its socket file");
+  await leaveStaleSocket(path);
   await assert.rejects(connectUnix(path), Deno.errors.ConnectionRefused);
 
   const listener = await listenUnix(path);
