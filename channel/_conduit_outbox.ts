@@ -4,6 +4,7 @@
 // that is a codec's scratch view is copied before anything may change it, and the caller's
 // own bytes (the raw codec's) are written as they are, with a promise of when they are.
 
+import { WriterOutbox } from "./_writer_outbox.ts";
 import { AUTH_KIND } from "../protocol/auth.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import type { FrameWriter } from "../framing/frame_writer.ts";
@@ -44,8 +45,7 @@ export interface OutboxOptions {
 }
 
 /** conduit's {@linkcode Outbox} over a FrameWriter. */
-export class ConduitOutbox implements Outbox {
-  readonly #writer: FrameWriter;
+export class ConduitOutbox extends WriterOutbox implements Outbox {
   readonly #heads = new EnvelopeHeads();
   readonly #options: OutboxOptions;
   readonly #methodBytes = new Map<string, Uint8Array>();
@@ -56,7 +56,7 @@ export class ConduitOutbox implements Outbox {
   #pingNonce = 0;
 
   constructor(writer: FrameWriter, options: OutboxOptions) {
-    this.#writer = writer;
+    super(writer);
     this.#options = options;
   }
 
@@ -65,17 +65,8 @@ export class ConduitOutbox implements Outbox {
     this.#peerMaxFrame = peer.maxFrameBytes;
   }
 
-  get desiredSize(): number {
-    return this.#writer.desiredSize;
-  }
-
-  get ready(): Promise<void> {
-    return this.#writer.ready;
-  }
-
-  writable(): Promise<void> | undefined {
-    if (this.#lentItemsWritten !== undefined) return this.#lentItemsWritten;
-    return this.#writer.desiredSize > 0 ? undefined : this.#writer.ready;
+  override writable(): Promise<void> | undefined {
+    return this.#lentItemsWritten ?? super.writable();
   }
 
   // ---------------------------------------------------------------- calls this side starts
@@ -88,7 +79,7 @@ export class ConduitOutbox implements Outbox {
     // kept by the FrameWriter (`size` overestimates the frame: at worst a needless copy).
     // The caller's own bytes are not: they must stay unchanged until the call settles.
     if (
-      bodyHolder(slot, value, body) === BODY_SCRATCH && (waits || this.#writer.keepsBody(size))
+      bodyHolder(slot, value, body) === BODY_SCRATCH && (waits || this.writer.keepsBody(size))
     ) {
       return body.slice();
     }
@@ -106,10 +97,10 @@ export class ConduitOutbox implements Outbox {
     const name = this.#methodName(method);
     const flags = streamParam ? CALL_FLAG_STREAM_PARAM : 0;
     this.#writeParts(this.#heads.call(id, flags, timeoutMs, name), body);
-    if (body !== value || !this.#writer.keepsBody(callSize(method, body))) {
+    if (body !== value || !this.writer.keepsBody(callSize(method, body))) {
       return undefined;
     }
-    return this.#writer.flush();
+    return this.writer.flush();
   }
 
   cancel(id: number, reason: string, code: string | undefined): void {
@@ -219,22 +210,6 @@ export class ConduitOutbox implements Outbox {
     this.#write(encodeIdFrame(FRAME_KINDS.pong, nonce, EMPTY));
   }
 
-  writeQueued(): void {
-    this.#writer.writeQueued();
-  }
-
-  flush(): Promise<void> {
-    return this.#writer.flush();
-  }
-
-  close(): Promise<void> {
-    return this.#writer.close();
-  }
-
-  abort(): Promise<void> {
-    return this.#writer.abort();
-  }
-
   // ---------------------------------------------------------------- helpers
 
   #write(frame: Uint8Array): void {
@@ -244,7 +219,7 @@ export class ConduitOutbox implements Outbox {
   /** Sends one frame: `head` (copied at once, so a scratch view will do), then `body`. */
   #writeParts(head: Uint8Array, body: Uint8Array): void {
     try {
-      this.#writer.writeParts(head, body);
+      this.writer.writeParts(head, body);
     } catch (error) {
       this.#options.onWriteError(error);
     }
@@ -252,7 +227,7 @@ export class ConduitOutbox implements Outbox {
 
   /** Sends a frame whose body was just encoded: copied first if the writer would keep it. */
   #writeBody(head: Uint8Array, body: Uint8Array, holder: number): void {
-    const keep = holder !== BODY_OWNED && this.#writer.keepsBody(head.length + body.length);
+    const keep = holder !== BODY_OWNED && this.writer.keepsBody(head.length + body.length);
     this.#writeParts(head, keep ? body.slice() : body);
   }
 
@@ -263,14 +238,14 @@ export class ConduitOutbox implements Outbox {
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
     const holder = bodyHolder(slot, value, body);
-    if (holder === BODY_LENT && this.#writer.keepsBody(size)) {
+    if (holder === BODY_LENT && this.writer.keepsBody(size)) {
       // The producer's own bytes, written as they are: every pump pulls its next item (after
       // which the producer may change them) only once they are written; see writable().
       this.#writeParts(head, body);
       const done = (): void => {
         if (this.#lentItemsWritten === written) this.#lentItemsWritten = undefined;
       };
-      const written: Promise<void> = this.#writer.flush().then(done, done);
+      const written: Promise<void> = this.writer.flush().then(done, done);
       this.#lentItemsWritten = written;
     } else {
       this.#writeBody(head, body, holder);

@@ -4,6 +4,7 @@
 // the answer, which is forgotten with the handle once answered. Answers to the requests of a
 // batch are held until the whole batch is answered and leave as one array.
 
+import { WriterOutbox } from "./_writer_outbox.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import type { FrameWriter } from "../framing/frame_writer.ts";
 import type { JsonRpcDialect, JsonRpcId } from "../jsonrpc/dialect.ts";
@@ -48,8 +49,7 @@ export class Batch {
 }
 
 /** JSON-RPC's {@linkcode Outbox}, and the ids of calls in both directions. */
-export class JsonRpcOutbox implements Outbox {
-  readonly #writer: FrameWriter;
+export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   readonly #options: JsonRpcOutboxOptions;
   readonly #methodHeads = new Map<string, string>();
   /** The peer's requests in flight: handle → its id, and its id (typed) → handle. */
@@ -66,7 +66,7 @@ export class JsonRpcOutbox implements Outbox {
   #nextToken = 0;
 
   constructor(writer: FrameWriter, options: JsonRpcOutboxOptions) {
-    this.#writer = writer;
+    super(writer);
     this.#options = options;
   }
 
@@ -119,20 +119,6 @@ export class JsonRpcOutbox implements Outbox {
     }}`;
     if (batch !== undefined) batch.parts.push(text);
     else this.#writeText(text);
-  }
-
-  // ---------------------------------------------------------------- Outbox: backpressure
-
-  get desiredSize(): number {
-    return this.#writer.desiredSize;
-  }
-
-  get ready(): Promise<void> {
-    return this.#writer.ready;
-  }
-
-  writable(): Promise<void> | undefined {
-    return this.#writer.desiredSize > 0 ? undefined : this.#writer.ready;
   }
 
   // ---------------------------------------------------------------- calls this side starts
@@ -270,22 +256,6 @@ export class JsonRpcOutbox implements Outbox {
 
   ping(): void {}
 
-  writeQueued(): void {
-    this.#writer.writeQueued();
-  }
-
-  flush(): Promise<void> {
-    return this.#writer.flush();
-  }
-
-  close(): Promise<void> {
-    return this.#writer.close();
-  }
-
-  abort(): Promise<void> {
-    return this.#writer.abort();
-  }
-
   // ---------------------------------------------------------------- helpers
 
   #notifyValue(method: string, value: unknown): void {
@@ -366,7 +336,7 @@ export class JsonRpcOutbox implements Outbox {
 
   #writeParts(head: Uint8Array, body: Uint8Array): void {
     try {
-      this.#writer.writeParts(head, body);
+      this.writer.writeParts(head, body);
     } catch (error) {
       this.#options.onWriteError(error);
     }
