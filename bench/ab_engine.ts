@@ -230,7 +230,8 @@ async function run(name: CaseName, client: any, received: () => number): Promise
 async function rawStdioWorker(root: string): Promise<Sample> {
   const { spawnWorker } = await import(`${root}workers/mod.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
-  const dir = await Deno.makeTempDir({ prefix: "ab-worker" });
+  // Inside the tree, so that the worker finds the tree's deno.json (its import map).
+  const dir = await Deno.makeTempDir({ dir: new URL(root).pathname, prefix: ".ab-worker" });
   const module = `${dir}/echo_worker.ts`;
   await Deno.writeTextFile(
     module,

@@ -103,6 +103,8 @@ export class ConduitWire implements Wire, FrameSink {
       // otherwise it would be noticed only at the next write or when reads end, and pending
       // calls would wait for their deadlines.
       onFailure: options.onWriteFailure,
+      // A transport is done with a chunk once its write resolved (transports/types.ts).
+      reuseChunks: true,
     });
     this.outbox = new ConduitOutbox(writer, {
       trustPeer: options.trustPeer,

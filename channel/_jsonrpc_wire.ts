@@ -101,6 +101,8 @@ export class JsonRpcWire implements Wire {
       maxFrameBytes: 0xffff_ffff,
       highWaterMark: options.writeHighWaterMark,
       onFailure: options.onWriteFailure,
+      // A transport is done with a chunk once its write resolved (transports/types.ts).
+      reuseChunks: true,
     });
     this.outbox = new JsonRpcOutbox(writer, {
       dialect: rpc.dialect,

@@ -90,6 +90,15 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * @default {"length-prefixed"}
    */
   framing?: "length-prefixed" | "ndjson" | "content-length";
+  /**
+   * Reuse the memory of the chunks written once their write resolved, instead of a fresh
+   * buffer per chunk. Only for a byte stream that is done with a chunk once its write
+   * resolved, copying what it keeps, as every `Transport`'s `writable` is (a
+   * `TransformStream`, which queues the chunk itself, is not).
+   *
+   * @default {false}
+   */
+  reuseChunks?: boolean;
 }
 
 /**
@@ -171,6 +180,7 @@ export class FrameWriter {
     this.#packer = new Packer(
       options.maxBatchBytes ?? WRITER_BATCH_BYTES,
       options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      options.reuseChunks ?? false,
     );
     this.#highWaterMark = highWaterMark;
     this.#onFailure = options.onFailure;

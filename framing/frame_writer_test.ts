@@ -414,3 +414,39 @@ Deno.test("FrameWriter: by default a frame with a 64 KiB body and a small head i
   assert.equal(sink.writes.length, 3);
   assert.equal(sink.writes[2].length, 65 * 1024);
 });
+
+Deno.test("FrameWriter with reuseChunks: a chunk's memory serves again only once it is written", async () => {
+  const chunks: Uint8Array[] = [];
+  const copies: Uint8Array[] = [];
+  let hold: PromiseWithResolvers<void> | undefined;
+  const writable = new WritableStream<Uint8Array>({
+    write: (chunk) => {
+      chunks.push(chunk);
+      copies.push(chunk.slice());
+      return hold?.promise;
+    },
+  });
+  const writer = new FrameWriter(writable, { reuseChunks: true });
+  hold = Promise.withResolvers();
+  writer.write(new Uint8Array([1, 1]));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  // Frames queued while the first chunk is being written leave it as it is.
+  for (let i = 0; i < 100; i++) writer.write(new Uint8Array([2, 2, 2]));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(chunks.length, 1);
+  assert.deepEqual(chunks[0], encodeFrame(new Uint8Array([1, 1])));
+  hold.resolve();
+  hold = undefined;
+  await writer.flush();
+  writer.write(new Uint8Array([3]));
+  await writer.close();
+  const decoder = new FrameDecoder();
+  const frames: number[] = [];
+  for (const copy of copies) {
+    decoder.push(copy);
+    for (let f = decoder.next(); f !== undefined; f = decoder.next()) frames.push(f[0]);
+  }
+  assert.deepEqual(frames, [1, ...Array(100).fill(2), 3]);
+  // Each batch was written before the next was taken: all went through one buffer.
+  assert.equal(new Set(chunks.map((chunk) => chunk.buffer)).size, 1);
+});

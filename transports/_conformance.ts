@@ -34,6 +34,9 @@ export interface ConformanceTarget {
 const ECHO_SIZES = [1, 2, 100, 4095, 65535, 65536, 65537, 1 << 20, 16 << 20];
 const SMALL_WRITES = 100_000;
 const BOTH_WAYS_BYTES = 4 << 20;
+/** Writes of one reused buffer, large enough to outlast a socket's buffer in flight. */
+const REUSED_WRITES = 16;
+const REUSED_WRITE_BYTES = 200_000;
 const READ_INTO_BYTES = 3 << 20;
 const READ_INTO_SIZES = [1, 7, 65_536, 100, 300_000, 4, 1 << 20];
 
@@ -89,6 +92,27 @@ function dataCases(target: ConformanceTarget, test: TestFn): void {
         if (view.getUint32(i * 8) !== i || view.getInt32(i * 8 + 4) !== ~i) {
           assert.fail(`write ${i} arrived out of order or damaged`);
         }
+      }
+    });
+  });
+
+  test("a chunk written is the writer's again once its write resolved", async () => {
+    await withPair(target, async ({ a, b }) => {
+      const writer = a.writable.getWriter();
+      const writing = (async () => {
+        // One buffer for every write, refilled as soon as the write resolved: the reader
+        // must see each fill, never a later one.
+        const chunk = new Uint8Array(REUSED_WRITE_BYTES);
+        for (let i = 1; i <= REUSED_WRITES; i++) await writer.write(chunk.fill(i));
+        chunk.fill(0xff);
+        await writer.close();
+      })();
+      const all = concat(await Array.fromAsync(b.readable));
+      await writing;
+      assert.equal(all.length, REUSED_WRITES * REUSED_WRITE_BYTES);
+      for (let i = 0; i < all.length; i++) {
+        const expected = Math.floor(i / REUSED_WRITE_BYTES) + 1;
+        if (all[i] !== expected) assert.fail(`byte ${i} is ${all[i]}, written as ${expected}`);
       }
     });
   });

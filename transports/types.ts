@@ -29,6 +29,9 @@
  *   them `close()`'s flush: `abort()` does not wait.
  * - Chunks from `readable` belong to the reader: the transport never writes to them again,
  *   so views into them can be kept.
+ * - A chunk given to `writable` is the writer's again once its write resolved: the transport
+ *   copies what it keeps past that (as a socket's kernel buffer does), so a writer may reuse
+ *   the chunk's memory.
  *
  * @example
  * ```ts
