@@ -30,6 +30,12 @@ export interface FrameSource {
    * (or of the buffer a transfer moved it to), or `null` once the stream has ended.
    */
   readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
+  /**
+   * Reads the next chunk instead of through `readable`, on the same terms as `readInto`
+   * (which it comes with): resolves with a chunk the caller owns, or `null` once the stream
+   * has ended. Spares the stream's promise and queue steps per read.
+   */
+  readonly readChunk?: (() => Promise<Uint8Array | null>) | undefined;
 }
 
 /**
@@ -37,6 +43,7 @@ export interface FrameSource {
  * default reader in a parse loop (`read()`, push the chunk, drain `next()`), which reads the
  * rest of a large frame straight into the frame's buffer when the source has `readInto`, so
  * that frame is never copied. It asks the decoder's `readTarget()` before every read.
+ * Other reads go through the source's `readChunk` when it has one, past the stream.
  *
  * Push every chunk it returns into that decoder, and drain the decoder before the next
  * `read()`.
@@ -85,6 +92,8 @@ export class FrameReader {
   readonly #source: FrameSource;
   readonly #decoder: FrameDecoder;
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  /** Ends the direct read in flight, for cancel(): it is no read of the stream's. */
+  #endDirect: ((result: ReadableStreamReadResult<Uint8Array>) => void) | undefined;
 
   /**
    * Locks the source's `readable`, as `getReader()` does, to read frames into `decoder`.
@@ -105,25 +114,36 @@ export class FrameReader {
    * @returns The next chunk, or `done` at the end, as a default reader's `read()`.
    */
   read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-    if (this.#source.readInto !== undefined) {
+    const source = this.#source;
+    if (source.readInto !== undefined) {
       const target = this.#decoder.readTarget();
-      if (target !== undefined) return this.#source.readInto(target).then(toResult);
+      if (target !== undefined) return source.readInto(target).then(toResult);
+      if (source.readChunk !== undefined) return this.#direct(source.readChunk());
     }
     return this.#reader.read();
   }
 
   /**
-   * Cancels the stream; a pending `read()` settles.
+   * Cancels the stream; a pending `read()` settles (one into the decoder's read target once
+   * its bytes arrive or the source ends).
    *
    * @param reason Passed to the stream's source.
    */
   cancel(reason?: unknown): Promise<void> {
+    this.#endDirect?.({ done: true, value: undefined });
     return this.#reader.cancel(reason);
   }
 
   /** Unlocks the stream. */
   releaseLock(): void {
     this.#reader.releaseLock();
+  }
+
+  #direct(read: Promise<Uint8Array | null>): Promise<ReadableStreamReadResult<Uint8Array>> {
+    return new Promise((resolve, reject) => {
+      this.#endDirect = resolve;
+      read.then((chunk) => resolve(toResult(chunk)), reject);
+    });
   }
 }
 

@@ -64,6 +64,11 @@ export class ByteChannelTransport implements Transport {
    * pending or a chunk it read waits in its queue. Present only over a channel that can do it.
    */
   readonly readInto: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
+  /**
+   * Reads the next chunk without `readable`'s machinery, on the same terms as `readInto`:
+   * present where `readInto` is, resolves with a chunk the caller owns or `null` at the end.
+   */
+  readonly readChunk: (() => Promise<Uint8Array | null>) | undefined;
   readonly #channel: ByteChannel;
   #readController!: ReadableStreamDefaultController<Uint8Array>;
   /** The channel read in flight, awaited on release so no op outlives the transport. */
@@ -95,7 +100,8 @@ export class ByteChannelTransport implements Transport {
   constructor(channel: ByteChannel) {
     this.#channel = channel;
     const direct = channel.readInto !== undefined;
-    this.readInto = direct ? (view) => this.#readInto(view) : undefined;
+    this.readInto = direct ? (view) => this.#readDirect(view) : undefined;
+    this.readChunk = direct ? () => this.#readDirect(undefined) : undefined;
     this.readable = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#readController = controller;
@@ -181,7 +187,8 @@ export class ByteChannelTransport implements Transport {
     this.#failRead(error);
   };
 
-  async #readInto(view: Uint8Array): Promise<Uint8Array | null> {
+  /** A read into `view`, or into the channel's own buffer without one. */
+  async #readDirect(view: Uint8Array | undefined): Promise<Uint8Array | null> {
     // Only in the first microtask of the transport's life: a read() requested before the
     // readable started reaches `pull` then.
     if (this.#starting !== undefined) await this.#starting;
@@ -193,7 +200,9 @@ export class ByteChannelTransport implements Transport {
     if (this.#readDone) return this.#readEnded();
     let chunk: Uint8Array | null;
     try {
-      chunk = await (this.#reading = this.#channel.readInto!(view));
+      chunk = await (this.#reading = view === undefined
+        ? this.#channel.read()
+        : this.#channel.readInto!(view));
     } catch (error) {
       this.#reading = undefined;
       this.#pullWanted = false;
