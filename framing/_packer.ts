@@ -261,7 +261,9 @@ export abstract class BatchPacker {
   }
 
   #chunk(bytes: number): Uint8Array {
-    return this.#pool === undefined ? new Uint8Array(bytes) : this.#pool.chunk(bytes);
+    // V8 keeps a typed array this small in its own heap, cheaper than a view of a buffer.
+    if (this.#pool === undefined || bytes <= SMALL_CHUNK_BYTES) return new Uint8Array(bytes);
+    return this.#pool.chunk(bytes);
   }
 
   #checkLength(length: number): void {
@@ -312,6 +314,8 @@ export abstract class BatchPacker {
   }
 }
 
+/** Chunks up to this size are allocated, not pooled (V8's on-heap typed array limit). */
+const SMALL_CHUNK_BYTES = 64;
 /** The most buffers a {@linkcode ChunkPool} keeps for reuse. */
 const MAX_POOLED_CHUNKS = 8;
 
