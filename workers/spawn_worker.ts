@@ -23,9 +23,9 @@
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
  * const worker = await spawnWorker<EchoApi>(url);
  * assert.equal(await worker.remote.echo("hi"), "hi");
  * assert.deepEqual(await Array.fromAsync(worker.remote.count(3)), [1, 2, 3]);

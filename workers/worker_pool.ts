@@ -10,10 +10,10 @@
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * await using pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 2 },
  * );
  * const results = await Promise.all([1, 2, 3, 4].map((n) => pool.remote.echo(n)));
@@ -218,10 +218,10 @@ class Slot<Api extends object> {
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * const pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 1, stderr: "discard", retryable: ["echo"] },
  * );
  * await assert.rejects(pool.remote.exit(1), { name: "WorkerExitedError" });
@@ -391,10 +391,10 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * ```ts
    * import { WorkerPool } from "@conduit/ipc/workers";
    * import assert from "node:assert/strict";
-   * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+   * import type { EchoApi } from "../examples/_echo_worker.ts";
    *
    * const pool = new WorkerPool<EchoApi>(
-   *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+   *   new URL("../examples/_echo_worker.ts", import.meta.url),
    *   { size: 1 },
    * );
    * pool.unref();
