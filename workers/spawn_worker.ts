@@ -42,6 +42,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
+import type { CheckedHandlers } from "../channel/types.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
@@ -276,7 +277,10 @@ export interface SpawnWorkerOptions<Local extends object = object>
  * assert.ok(err.stderrTail.some((line: string) => line.includes("no_such_worker.ts")));
  * ```
  */
-export async function spawnWorker<Api extends object, Local extends object = object>(
+export async function spawnWorker<
+  Api extends object,
+  Local extends CheckedHandlers<Local> = object,
+>(
   worker: string | URL | WorkerCommand,
   options: SpawnWorkerOptions<Local> = {},
 ): Promise<WorkerHandle<Api>> {

@@ -27,7 +27,7 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
+import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
 import { type InnerCall, PoolCall } from "./_pool_call.ts";
@@ -231,7 +231,7 @@ class Slot<Api extends object> {
  * await pool.close();
  * ```
  */
-export class WorkerPool<Api extends object, Local extends object = object>
+export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local> = object>
   implements AsyncDisposable {
   /** The workers' methods; see the class description for how calls are dispatched. */
   readonly remote: RemoteOf<Api>;
