@@ -117,18 +117,6 @@ export type CheckedHandlers<T> = {
 };
 
 /**
- * `unknown` when every handler of `T` takes at most its param and a `CallContext`, else
- * {@linkcode CheckedHandlers}: an option `handlers: H & HandlersCheck<H>` is a compile-time
- * error naming the handler that takes more, while inline handlers keep their inferred types.
- */
-export type HandlersCheck<T> = [TooManyParams<T>] extends [never] ? unknown : CheckedHandlers<T>;
-
-/** The names of `T`'s handlers that take more than their param and a `CallContext`. */
-type TooManyParams<T> = {
-  [K in keyof T]-?: IsOneParamHandler<T[K]> extends true ? never : K;
-}[keyof T];
-
-/**
  * `true` when `F` (if a function) takes at most its param and a `CallContext` (anything with
  * the context's `method` and `signal`), else `false`: the rule {@linkcode CheckedHandlers}
  * and {@linkcode RemoteOf} apply.

@@ -64,6 +64,7 @@ export type {
   CallContext,
   CallOptions,
   Channel,
+  CheckedHandlers,
   HandlerTakesOneParam,
   IsOneParamHandler,
   MethodName,
