@@ -44,7 +44,7 @@ import { ChannelCore, type PeerInfo } from "./_core.ts";
 import { remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "./error_codec.ts";
 import { WIRE_OPTION, type WireSelection } from "./_wire.ts";
-import type { MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
+import type { CheckedHandlers, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
 
@@ -605,7 +605,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
  */
 export async function openChannel<
   Remote extends object = Record<string, never>,
-  Local extends object = object,
+  Local extends CheckedHandlers<Local> = object,
 >(transport: Transport, options: ChannelOptions<Local>): Promise<Channel<Remote>> {
   const channel = new Channel<Remote>(transport, options);
   try {

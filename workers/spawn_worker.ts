@@ -23,9 +23,9 @@
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
  * const worker = await spawnWorker<EchoApi>(url);
  * assert.equal(await worker.remote.echo("hi"), "hi");
  * assert.deepEqual(await Array.fromAsync(worker.remote.count(3)), [1, 2, 3]);
@@ -42,6 +42,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
+import type { CheckedHandlers } from "../channel/types.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
@@ -276,7 +277,10 @@ export interface SpawnWorkerOptions<Local extends object = object>
  * assert.ok(err.stderrTail.some((line: string) => line.includes("no_such_worker.ts")));
  * ```
  */
-export async function spawnWorker<Api extends object, Local extends object = object>(
+export async function spawnWorker<
+  Api extends object,
+  Local extends CheckedHandlers<Local> = object,
+>(
   worker: string | URL | WorkerCommand,
   options: SpawnWorkerOptions<Local> = {},
 ): Promise<WorkerHandle<Api>> {

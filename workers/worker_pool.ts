@@ -10,10 +10,10 @@
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * await using pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 2 },
  * );
  * const results = await Promise.all([1, 2, 3, 4].map((n) => pool.remote.echo(n)));
@@ -27,7 +27,7 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
+import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
 import { type InnerCall, PoolCall } from "./_pool_call.ts";
@@ -218,10 +218,10 @@ class Slot<Api extends object> {
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * const pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 1, stderr: "discard", retryable: ["echo"] },
  * );
  * await assert.rejects(pool.remote.exit(1), { name: "WorkerExitedError" });
@@ -231,7 +231,7 @@ class Slot<Api extends object> {
  * await pool.close();
  * ```
  */
-export class WorkerPool<Api extends object, Local extends object = object>
+export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local> = object>
   implements AsyncDisposable {
   /** The workers' methods; see the class description for how calls are dispatched. */
   readonly remote: RemoteOf<Api>;
@@ -391,10 +391,10 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * ```ts
    * import { WorkerPool } from "@conduit/ipc/workers";
    * import assert from "node:assert/strict";
-   * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+   * import type { EchoApi } from "../examples/_echo_worker.ts";
    *
    * const pool = new WorkerPool<EchoApi>(
-   *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+   *   new URL("../examples/_echo_worker.ts", import.meta.url),
    *   { size: 1 },
    * );
    * pool.unref();
