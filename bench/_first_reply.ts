@@ -5,12 +5,16 @@
 import { spawnWorker } from "@conduit/ipc/workers";
 import type { PingApi } from "./_ping_worker.ts";
 
-const WORKER = new URL("./_ping_worker.ts", import.meta.url);
+/** The ping worker, importing `serveWorker` from `@conduit/ipc/workers/serve` as the README does. */
+export const PING_WORKER: URL = new URL("./_ping_worker.ts", import.meta.url);
 
-/** Spawns the ping worker and resolves with the time to its first reply, in ms. */
-export async function workerFirstReply(): Promise<number> {
+/**
+ * Spawns a ping worker (by default {@linkcode PING_WORKER}) and resolves with the time to its
+ * first reply, in ms.
+ */
+export async function workerFirstReply(module: URL = PING_WORKER): Promise<number> {
   const started = performance.now();
-  const handle = await spawnWorker<PingApi>(WORKER);
+  const handle = await spawnWorker<PingApi>(module);
   await handle.remote.ping();
   const elapsed = performance.now() - started;
   await handle.close();
