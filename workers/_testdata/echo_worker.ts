@@ -56,6 +56,17 @@ const handlers = {
     }
     return "unblocked";
   },
+  /** Adds up a stream from the caller. */
+  async sum(values: AsyncIterable<number>): Promise<number> {
+    let total = 0;
+    for await (const value of values) total += value;
+    return total;
+  },
+  /** A thread worker closes itself (`self.close()`) mid-call. */
+  closeSelf(): Promise<never> {
+    (globalThis as unknown as { close(): void }).close();
+    return new Promise(() => {});
+  },
   fail(message: string): never {
     throw new TypeError(message);
   },
