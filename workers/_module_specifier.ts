@@ -38,6 +38,7 @@ export function moduleUrl(module: string | URL): URL {
 
 /** A worker's default name: its module's file name, or its command's. */
 export function workerName(target: string | URL): string {
+  if (/^(?:data|blob):/.test(String(target))) return "inline module";
   const path = target instanceof URL ? decodeURIComponent(target.pathname) : target;
   return path.slice(path.lastIndexOf("/") + 1) || path;
 }

@@ -14,7 +14,7 @@ import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
 import { killAtExit } from "./_parent_death.ts";
-import { KeepAlive } from "./_keep_alive.ts";
+import { HeldWorker, KeepAlive } from "./_keep_alive.ts";
 import { workerChannel } from "./_worker_channel.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -41,7 +41,8 @@ export interface ProcessOptions {
 }
 
 /** One worker process: its pipes, its stderr, its channel and how it is stopped. */
-export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, ProcessControl {
+export class WorkerProcess<Api extends object> extends HeldWorker
+  implements WorkerHandle<Api>, ProcessControl {
   readonly pid: number;
   readonly thread = false;
   readonly name: string;
@@ -64,7 +65,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   /** The worker's Unix socket connection, in that mode (for ref and unref). */
   #conn: Deno.UnixConn | undefined;
   /** Whether the worker keeps this program alive: ref'd and unref'd as unref() asks. */
-  readonly #keepAlive = new KeepAlive((hold) => {
+  protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
     try {
       if (hold) this.#child.ref();
       else this.#child.unref();
@@ -81,6 +82,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   });
 
   constructor(child: Deno.ChildProcess, options: ProcessOptions) {
+    super();
     this.#child = child;
     this.pid = child.pid;
     this.name = options.name;
@@ -153,7 +155,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
       new ProcessTransport(connection, this),
       options,
       {
-        keepAlive: this.#keepAlive,
+        keepAlive: this.keepAlive,
         translate: (error) => this.#translate(error),
       },
     );
@@ -198,18 +200,6 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     this.#stopReason ??= "kill() was called";
     this.#signal(signal);
     return this.exited;
-  }
-
-  unref(): void {
-    this.#keepAlive.unref();
-  }
-
-  ref(): void {
-    this.#keepAlive.ref();
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close().then(() => {});
   }
 
   /**

@@ -9,7 +9,7 @@ import { holdProcess } from "../channel/_core.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { workerTransport } from "../transports/web_worker.ts";
-import { KeepAlive } from "./_keep_alive.ts";
+import { HeldWorker, KeepAlive } from "./_keep_alive.ts";
 import { withPermissionHint } from "./_permission_hint.ts";
 import { threadWorkerName } from "./_thread_name.ts";
 import { workerChannel } from "./_worker_channel.ts";
@@ -24,7 +24,7 @@ export interface ThreadOptions {
 }
 
 /** One thread worker: a module Web Worker and its channel. */
-export class WorkerThread<Api extends object> implements WorkerHandle<Api> {
+export class WorkerThread<Api extends object> extends HeldWorker implements WorkerHandle<Api> {
   readonly pid: number = Deno.pid;
   readonly thread = true;
   readonly name: string;
@@ -42,12 +42,13 @@ export class WorkerThread<Api extends object> implements WorkerHandle<Api> {
   #thrown: string | undefined;
   /** Why this side ended the worker, for WorkerExitedError. */
   #stopReason: string | undefined;
-  readonly #keepAlive = new KeepAlive((hold) => {
+  protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
     holdWorker(this.#worker, hold);
     if (this.#channel !== undefined) holdProcess(this.#channel, hold);
   });
 
   constructor(module: URL, options: ThreadOptions) {
+    super();
     this.name = options.name;
     const { permissions } = options;
     this.#worker = new Worker(module, {
@@ -69,7 +70,7 @@ export class WorkerThread<Api extends object> implements WorkerHandle<Api> {
   /** Opens the channel; on failure ends the worker and throws why. */
   async open(options: ChannelOptions): Promise<WorkerHandle<Api>> {
     const { channel, remote } = workerChannel<Api>(workerTransport(this.#worker), options, {
-      keepAlive: this.#keepAlive,
+      keepAlive: this.keepAlive,
       translate: (error) => this.#translate(error),
     });
     this.#channel = channel;
@@ -100,18 +101,6 @@ export class WorkerThread<Api extends object> implements WorkerHandle<Api> {
       this.#stopReason ??= "kill() was called";
     }
     return this.#end();
-  }
-
-  unref(): void {
-    this.#keepAlive.unref();
-  }
-
-  ref(): void {
-    this.#keepAlive.ref();
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close().then(() => {});
   }
 
   /** Terminates the worker (once); its transport, if still open, fails its calls. */

@@ -293,6 +293,23 @@ export interface SpawnWorkerOptions<Local extends object = object>
  * @throws {ThreadPermissionsError} When a thread worker is given `permissions` and Deno's
  * worker-options feature is not on.
  *
+ * @example A thread worker (a Web Worker of this process), here from an inline module
+ * ```ts
+ * import { spawnWorker } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const code = `import { serveWorker } from "@conduit/ipc/workers";
+ *   await serveWorker({ add: ([a, b]: [number, number]) => a + b });`;
+ * const module = `data:application/typescript,${encodeURIComponent(code)}`;
+ * await using worker = await spawnWorker<{ add(pair: [number, number]): number }>(module, {
+ *   thread: true,
+ *   name: "adder",
+ * });
+ * assert.equal(await worker.remote.add([2, 3]), 5);
+ * assert.equal(worker.thread, true);
+ * assert.equal(worker.pid, Deno.pid); // a thread of this process
+ * ```
+ *
  * @example A worker that fails to start
  * ```ts
  * import { spawnWorker, WorkerExitedError } from "@conduit/ipc/workers";

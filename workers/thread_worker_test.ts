@@ -3,6 +3,7 @@
 // closed thread leaves no op or resource behind.
 
 import assert from "node:assert/strict";
+import { rejection } from "./_test_rejection.ts";
 import { RemoteError } from "../channel/errors.ts";
 import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
 import { spawnWorker } from "./spawn_worker.ts";
@@ -14,15 +15,6 @@ const parent: ParentApi = { double: (x) => 2 * x };
 
 function spawnEcho() {
   return spawnWorker<EchoApi>(ECHO, { thread: true, handlers: parent });
-}
-
-async function rejection(promise: PromiseLike<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("Expected a rejection");
 }
 
 threadLeakFreeTest(

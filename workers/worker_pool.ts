@@ -216,6 +216,20 @@ class Slot<Api extends object> {
  * @typeParam Api The handler interface the workers serve.
  * @typeParam Local The handler object this side serves to each worker (call-backs).
  *
+ * @example A pool of thread workers
+ * ```ts
+ * import { WorkerPool } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const code = `import { serveWorker } from "@conduit/ipc/workers";
+ *   await serveWorker({ square: (n: number) => n * n });`;
+ * await using pool = new WorkerPool<{ square(n: number): number }>(
+ *   `data:application/typescript,${encodeURIComponent(code)}`,
+ *   { thread: true, size: 2 },
+ * );
+ * assert.deepEqual(await Promise.all([1, 2, 3].map((n) => pool.remote.square(n))), [1, 4, 9]);
+ * ```
+ *
  * @example A crash is survived; a retryable call runs again on the new worker
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
