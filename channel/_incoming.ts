@@ -63,6 +63,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * frame of several calls.
    */
   readonly #held: HeldCall[] = [];
+  /**
+   * Notification handlers whose promise has not settled: at `maxInFlight` the read loop stops
+   * too, so a peer cannot start handlers without bound by notifying faster than they finish.
+   */
+  #notifying = 0;
   #room: PromiseWithResolvers<void> | undefined;
 
   constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: IncomingOptions) {
@@ -90,11 +95,12 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 
   /**
    * Whether a CALL is held back because the peer has `maxInFlight` calls unanswered (being
-   * served, or answered but the answer not yet written): the read loop stops reading until
-   * {@linkcode serveHeld} returns.
+   * served, or answered but the answer not yet written), or `maxInFlight` notification
+   * handlers are still running: the read loop stops reading until {@linkcode serveHeld}
+   * returns.
    */
   get holding(): boolean {
-    return this.#held.length > 0;
+    return this.#held.length > 0 || this.#notifying >= this.#options.maxInFlight;
   }
 
   /**
@@ -104,6 +110,10 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    */
   async serveHeld(): Promise<void> {
     const max = this.#options.maxInFlight;
+    while (this.#notifying >= max) {
+      await this.#waitForRoom();
+      if (this.life.closed) return;
+    }
     for (let held = this.#held[0]; held !== undefined; held = this.#held[0]) {
       if (this.calls.size + this.#unwritten < max) {
         this.#held.shift();
@@ -121,11 +131,16 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         await (this.#counting ?? this.#countWritten());
         if (this.life.closed) return;
       } else {
-        this.#room = Promise.withResolvers();
-        await this.#room.promise;
-        this.#room = undefined;
+        await this.#waitForRoom();
       }
     }
+  }
+
+  /** Resolves when a call or a notification handler finishes, or the connection is gone. */
+  async #waitForRoom(): Promise<void> {
+    this.#room = Promise.withResolvers();
+    await this.#room.promise;
+    this.#room = undefined;
   }
 
   /** Stops the calls whose deadline is at or before `now`; returns the next deadline. */
@@ -235,7 +250,15 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       const param = this.wire.decode(this.#options.codecsFor(method).param, body);
       const result = handler.call(this.#options.handlers, param, this.#notificationContext(method));
       if (isThenable(result)) {
-        Promise.resolve(result).catch((error) => this.#reportNotificationError(error, method));
+        this.#notifying++;
+        const settled = () => {
+          this.#notifying--;
+          this.#room?.resolve();
+        };
+        Promise.resolve(result).then(settled, (error) => {
+          settled();
+          this.#reportNotificationError(error, method);
+        });
       }
     } catch (error) {
       this.#reportNotificationError(error, method);
