@@ -16,12 +16,20 @@ type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
 
 /** A CALL held back while the peer is over its limit: served once a slot frees. */
 interface HeldCall {
+  readonly notification?: false;
   readonly id: number;
   readonly method: string;
   readonly body: unknown;
   readonly timeoutMs: number;
   readonly streamParam: boolean;
   readonly receivedAt: number;
+}
+
+/** A NOTIFY held back until a notification handler finishes. */
+interface HeldNotification {
+  readonly notification: true;
+  readonly method: string;
+  readonly body: unknown;
 }
 
 /** What the registry needs from the channel. */
@@ -62,10 +70,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * meanwhile. One at most for conduit (it stops after the frame); a JSON-RPC batch is one
    * frame of several calls.
    */
-  readonly #held: HeldCall[] = [];
+  readonly #held: Array<HeldCall | HeldNotification> = [];
   /**
-   * Notification handlers whose promise has not settled: at `maxInFlight` the read loop stops
-   * too, so a peer cannot start handlers without bound by notifying faster than they finish.
+   * Notification handlers whose promise has not settled: at `maxInFlight` a further NOTIFY is
+   * held like a call, so a peer cannot start handlers without bound by notifying faster than
+   * they finish.
    */
   #notifying = 0;
   #room: PromiseWithResolvers<void> | undefined;
@@ -95,26 +104,33 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 
   /**
    * Whether a CALL is held back because the peer has `maxInFlight` calls unanswered (being
-   * served, or answered but the answer not yet written), or `maxInFlight` notification
-   * handlers are still running: the read loop stops reading until {@linkcode serveHeld}
-   * returns.
+   * served, or answered but the answer not yet written), or a NOTIFY because `maxInFlight`
+   * notification handlers are still running: the read loop stops reading until
+   * {@linkcode serveHeld} returns.
    */
   get holding(): boolean {
-    return this.#held.length > 0 || this.#notifying >= this.#options.maxInFlight;
+    return this.#held.length > 0;
   }
 
   /**
-   * Waits for room below `maxInFlight` (a call finishes, or answers queued are written),
-   * then serves the held calls, in order, each once there is room. Returns at once when the
+   * Waits for room below `maxInFlight` (a call or a notification handler finishes, or answers
+   * queued are written), then serves the held calls and notifications, in order, each once
+   * there is room. Returns at once when the
    * connection is gone.
    */
   async serveHeld(): Promise<void> {
     const max = this.#options.maxInFlight;
-    while (this.#notifying >= max) {
-      await this.#waitForRoom();
-      if (this.life.closed) return;
-    }
     for (let held = this.#held[0]; held !== undefined; held = this.#held[0]) {
+      if (held.notification) {
+        if (this.#notifying < max) {
+          this.#held.shift();
+          this.#runNotification(held.method, held.body);
+        } else {
+          await this.#waitForRoom();
+          if (this.life.closed) return;
+        }
+        continue;
+      }
       if (this.calls.size + this.#unwritten < max) {
         this.#held.shift();
         this.#serve(
@@ -244,6 +260,15 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       const names = this.wire.names;
       throw new ProtocolError(`${names.notify} ("${method}") after the peer's ${names.goodbye}`);
     }
+    if (this.#notifying >= this.#options.maxInFlight || this.#held.length > 0) {
+      // Handlers that have not finished: hold it, and stop reading.
+      this.#held.push({ notification: true, method, body });
+      return;
+    }
+    this.#runNotification(method, body);
+  }
+
+  #runNotification(method: string, body: unknown): void {
     const handler = this.#handler(method);
     if (handler === undefined) return;
     try {

@@ -152,7 +152,7 @@ export interface ChannelOptions<Local extends object = object> {
    * to the transport: a call beyond the limit (from a peer that sends calls without reading
    * their answers) is held, and nothing more is read from that peer until a slot frees. It
    * bounds the peer's notifications too: while this many notification handlers have returned
-   * a promise that has not settled, nothing more is read from the peer.
+   * a promise that has not settled, a further notification is held the same way.
    *
    * @default {DEFAULT_MAX_IN_FLIGHT} (1024)
    */
