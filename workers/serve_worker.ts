@@ -112,12 +112,12 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * // The worker module (workers/_testdata/echo_worker.ts) ends with:
+ * // The worker module (examples/_echo_worker.ts) ends with:
  * //   if (import.meta.main) await serveWorker(handlers);
  * // and its `callParent` handler calls `ctx.channel.remote.double(x)`.
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
  * await using worker = await spawnWorker<EchoApi>(url, {
  *   handlers: { double: (x: number) => 2 * x },
  * });

@@ -23,9 +23,9 @@
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
  * const worker = await spawnWorker<EchoApi>(url);
  * assert.equal(await worker.remote.echo("hi"), "hi");
  * assert.deepEqual(await Array.fromAsync(worker.remote.count(3)), [1, 2, 3]);
@@ -42,6 +42,7 @@ import { jsonCodec } from "../codecs/json.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
+import type { CheckedHandlers } from "../channel/types.ts";
 import { moduleSpecifier, workerName } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
@@ -293,19 +294,16 @@ export interface SpawnWorkerOptions<Local extends object = object>
  * @throws {ThreadPermissionsError} When a thread worker is given `permissions` and Deno's
  * worker-options feature is not on.
  *
- * @example A thread worker (a Web Worker of this process), here from an inline module
+ * @example A thread worker: the same module as a Web Worker of this process
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const code = `import { serveWorker } from "@conduit/ipc/workers";
- *   await serveWorker({ add: ([a, b]: [number, number]) => a + b });`;
- * const module = `data:application/typescript,${encodeURIComponent(code)}`;
- * await using worker = await spawnWorker<{ add(pair: [number, number]): number }>(module, {
- *   thread: true,
- *   name: "adder",
- * });
- * assert.equal(await worker.remote.add([2, 3]), 5);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
+ * await using worker = await spawnWorker<EchoApi>(url, { thread: true });
+ * assert.equal(await worker.remote.echo("hi"), "hi");
+ * assert.deepEqual(await Array.fromAsync(worker.remote.count(3)), [1, 2, 3]);
  * assert.equal(worker.thread, true);
  * assert.equal(worker.pid, Deno.pid); // a thread of this process
  * ```
@@ -322,7 +320,10 @@ export interface SpawnWorkerOptions<Local extends object = object>
  * assert.ok(err.stderrTail.some((line: string) => line.includes("no_such_worker.ts")));
  * ```
  */
-export async function spawnWorker<Api extends object, Local extends object = object>(
+export async function spawnWorker<
+  Api extends object,
+  Local extends CheckedHandlers<Local> = object,
+>(
   worker: string | URL | WorkerCommand,
   options: SpawnWorkerOptions<Local> = {},
 ): Promise<WorkerHandle<Api>> {

@@ -16,9 +16,9 @@ import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
  * ```ts
  * import { spawnWorker, WorkerExitedError } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
  * const worker = await spawnWorker<EchoApi>(url);
  * const pending = worker.remote.sleep(60_000);
  * await worker.kill();

@@ -11,10 +11,10 @@
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * await using pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 2 },
  * );
  * const results = await Promise.all([1, 2, 3, 4].map((n) => pool.remote.echo(n)));
@@ -28,7 +28,7 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
+import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
 import { checkThreadOptions } from "./_spawn_thread.ts";
@@ -220,24 +220,23 @@ class Slot<Api extends object> {
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const code = `import { serveWorker } from "@conduit/ipc/workers";
- *   await serveWorker({ square: (n: number) => n * n });`;
- * await using pool = new WorkerPool<{ square(n: number): number }>(
- *   `data:application/typescript,${encodeURIComponent(code)}`,
+ * await using pool = new WorkerPool<EchoApi>(
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { thread: true, size: 2 },
  * );
- * assert.deepEqual(await Promise.all([1, 2, 3].map((n) => pool.remote.square(n))), [1, 4, 9]);
+ * assert.deepEqual(await Promise.all([1, 2, 3].map((n) => pool.remote.echo(n))), [1, 2, 3]);
  * ```
  *
  * @example A crash is survived; a retryable call runs again on the new worker
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * const pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 1, stderr: "discard", retryable: ["echo"] },
  * );
  * await assert.rejects(pool.remote.exit(1), { name: "WorkerExitedError" });
@@ -247,7 +246,7 @@ class Slot<Api extends object> {
  * await pool.close();
  * ```
  */
-export class WorkerPool<Api extends object, Local extends object = object>
+export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local> = object>
   implements AsyncDisposable {
   /** The workers' methods; see the class description for how calls are dispatched. */
   readonly remote: RemoteOf<Api>;
@@ -411,10 +410,10 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * ```ts
    * import { WorkerPool } from "@conduit/ipc/workers";
    * import assert from "node:assert/strict";
-   * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+   * import type { EchoApi } from "../examples/_echo_worker.ts";
    *
    * const pool = new WorkerPool<EchoApi>(
-   *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+   *   new URL("../examples/_echo_worker.ts", import.meta.url),
    *   { size: 1 },
    * );
    * pool.unref();
