@@ -27,17 +27,27 @@ function commandLine(): string[] | undefined {
   const text = readIfGranted("/proc/self/cmdline");
   if (text === undefined) return undefined;
   const args = text.split("\0");
-  // Deno's own flags come before the script; what follows it are the script's.
-  const script = args.findIndex((arg, i) => i > 1 && !arg.startsWith("-") && !isValue(args, i));
+  // Deno's own flags come before the script (after the subcommand, if there is one); what
+  // follows the script is the script's.
+  const first = SUBCOMMANDS.has(args[1]) ? 2 : 1;
+  const script = args.findIndex((arg, i) =>
+    i >= first && !arg.startsWith("-") && !TAKES_VALUE.has(args[i - 1])
+  );
   return script < 0 ? args : args.slice(0, script);
 }
 
-/** Whether `args[i]` is the value of the option before it (`--config deno.json`). */
-function isValue(args: string[], i: number): boolean {
-  return ["--config", "-c", "--import-map", "--lock", "--location", "--env-file"].includes(
-    args[i - 1],
-  );
-}
+const SUBCOMMANDS = new Set(["run", "test", "bench", "serve", "eval", "repl", "task", "jupyter"]);
+/** Deno options whose value may follow as the next argument (`--config deno.json`). */
+const TAKES_VALUE = new Set([
+  "--config",
+  "-c",
+  "--import-map",
+  "--lock",
+  "--location",
+  "--cert",
+  "--seed",
+  "--ext",
+]);
 
 /** The config file Deno uses: `--config`'s, else the nearest one from the working directory. */
 function configPath(args: string[]): string | undefined {
