@@ -119,7 +119,16 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
     this.#closing = true;
     const status = await this.#end();
     if (this.#thrown === undefined) {
-      // Another codec or version, or a module that never served (handshake timeout).
+      if (error instanceof HandshakeError && error.code === "handshake_timeout") {
+        // Unlike a process, a Web Worker that loaded and did not serve lives on, silent.
+        return new HandshakeError(
+          error.code,
+          `${error.message}: thread worker ${this.name} loaded but did not answer; did the ` +
+            "module call serveWorker()?",
+          { cause: error },
+        );
+      }
+      // Another codec or protocol version.
       if (error instanceof HandshakeError && error.code !== "closed") return error;
       if (!(error instanceof ConnectionClosedError)) return error;
     }

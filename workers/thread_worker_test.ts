@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { rejection } from "./_test_rejection.ts";
-import { RemoteError } from "../channel/errors.ts";
+import { HandshakeError, RemoteError } from "../channel/errors.ts";
 import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
 import { spawnWorker } from "./spawn_worker.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -122,6 +122,20 @@ threadLeakFreeTest("thread worker: a module that throws at load fails the spawn"
   assert.ok(missing instanceof WorkerExitedError);
   assert.match(missing.message, /no_such_worker\.ts/);
 });
+
+threadLeakFreeTest(
+  "thread worker: a module that never serves fails the handshake, saying so",
+  async () => {
+    const module = `data:application/javascript,${encodeURIComponent("globalThis.loaded = true;")}`;
+    const error = await rejection(spawnWorker(module, { thread: true, handshakeTimeout: 200 }));
+    assert.ok(error instanceof HandshakeError, String(error));
+    assert.equal(error.code, "handshake_timeout");
+    assert.match(
+      error.message,
+      /thread worker inline module .*did the module call serveWorker\(\)\?/,
+    );
+  },
+);
 
 Deno.test("thread worker: options only a process takes are a TypeError", async () => {
   const cases = [
