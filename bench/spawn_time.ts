@@ -49,11 +49,11 @@ if (args.fresh) {
   const loadBefore = Deno.loadavg();
   await bare();
   await worker();
-  await worker(FULL_WORKER);
+  await worker({}, FULL_WORKER);
   for (let round = 0; round < Number(args.rounds); round++) {
     samples.bare.push(await bare());
     samples.worker.push(await worker());
-    samples["worker (full entrypoint)"].push(await worker(FULL_WORKER));
+    samples["worker (full entrypoint)"].push(await worker({}, FULL_WORKER));
     const first = await fresh();
     samples.fresh.push(first.worker);
     freshBare.push(first.bare);

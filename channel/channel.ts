@@ -150,7 +150,9 @@ export interface ChannelOptions<Local extends object = object> {
    * How many calls this side serves at once, and the most it keeps in flight to the peer
    * (further calls wait in a queue). A peer's call counts until its answer has been handed
    * to the transport: a call beyond the limit (from a peer that sends calls without reading
-   * their answers) is held, and nothing more is read from that peer until a slot frees.
+   * their answers) is held, and nothing more is read from that peer until a slot frees. It
+   * bounds the peer's notifications too: while this many notification handlers have returned
+   * a promise that has not settled, a further notification is held the same way.
    *
    * @default {DEFAULT_MAX_IN_FLIGHT} (1024)
    */

@@ -18,7 +18,8 @@ export interface ParentApi {
   double(x: number): number;
 }
 
-const handlers = {
+/** The handlers this worker serves (the test worker serves them too, with more). */
+export const echoHandlers = {
   /** Answers with the value it was given. */
   echo: <T>(value: T): T => value,
   /** A stream: yields 1, 2, … up to `to`. */
@@ -38,6 +39,6 @@ const handlers = {
 };
 
 /** The API this worker serves: the parent imports only this type. */
-export type EchoApi = typeof handlers;
+export type EchoApi = typeof echoHandlers;
 
-if (import.meta.main) await serveWorker<ParentApi>(handlers);
+if (import.meta.main) await serveWorker<ParentApi>(echoHandlers);

@@ -1,7 +1,8 @@
 /**
- * Workers: run handlers in a subprocess and call them through a typed channel.
- * {@linkcode spawnWorker} starts one (a Deno module with least-privilege permissions, or any
- * command that speaks the conduit protocol) and {@linkcode serveWorker} is the worker's side;
+ * Workers: run handlers in a subprocess, or a Web Worker thread (`thread: true`), and call
+ * them through a typed channel. {@linkcode spawnWorker} starts one (a Deno module with
+ * least-privilege permissions, or any command that speaks the conduit protocol) and
+ * {@linkcode serveWorker} is the worker's side;
  * {@linkcode WorkerPool} spreads calls over several workers and restarts crashed ones.
  * A worker module imports `serveWorker` from `@conduit/ipc/workers/serve` instead, which
  * loads only the worker's side and so starts the worker faster.

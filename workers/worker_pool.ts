@@ -1,5 +1,6 @@
 /**
- * A pool of worker processes behind one typed `remote`: {@linkcode WorkerPool}.
+ * A pool of worker processes, or threads (`thread: true`), behind one typed `remote`:
+ * {@linkcode WorkerPool}.
  *
  * Calls go to the least-loaded worker; beyond the workers' capacity they wait in a bounded
  * queue. Crashed workers are restarted with exponential backoff, and a crash loop fails the
@@ -30,6 +31,7 @@ import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
+import { checkThreadOptions } from "./_spawn_thread.ts";
 import { type InnerCall, PoolCall } from "./_pool_call.ts";
 import { RestartPolicy } from "./_restart_policy.ts";
 import {
@@ -214,6 +216,19 @@ class Slot<Api extends object> {
  * @typeParam Api The handler interface the workers serve.
  * @typeParam Local The handler object this side serves to each worker (call-backs).
  *
+ * @example A pool of thread workers
+ * ```ts
+ * import { WorkerPool } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
+ *
+ * await using pool = new WorkerPool<EchoApi>(
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
+ *   { thread: true, size: 2 },
+ * );
+ * assert.deepEqual(await Promise.all([1, 2, 3].map((n) => pool.remote.echo(n))), [1, 2, 3]);
+ * ```
+ *
  * @example A crash is survived; a retryable call runs again on the new worker
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
@@ -276,7 +291,10 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
    * @param options Pool size, concurrency, queue, restart and recycling policy, and the
    * options each worker is spawned with; see {@linkcode WorkerPoolOptions}.
    * @throws {RangeError} When a size, limit or delay is out of range.
-   * @throws {TypeError} When the module is a relative path string (pass a URL).
+   * @throws {TypeError} When the module is a relative path string (pass a URL), or an option
+   * does not fit thread workers (`thread: true`).
+   * @throws {ThreadPermissionsError} When thread workers are given `permissions` and Deno's
+   * worker-options feature is not on.
    */
   constructor(worker: string | URL | WorkerCommand, options: WorkerPoolOptions<Api, Local> = {}) {
     const {
@@ -293,7 +311,8 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       idleTimeout = Infinity,
       ...spawnOptions
     } = options;
-    if (typeof worker === "string" || worker instanceof URL) moduleSpecifier(worker);
+    if (spawnOptions.thread) checkThreadOptions(worker, spawnOptions as SpawnWorkerOptions);
+    else if (typeof worker === "string" || worker instanceof URL) moduleSpecifier(worker);
     this.size = integerOption("size", size, 1);
     this.#limits = {
       concurrency: integerOption("concurrency", concurrency, 1),
@@ -603,6 +622,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       new WorkerExitedError({
         worker: handle.name,
         pid: handle.pid,
+        thread: handle.thread,
         code: status.code,
         signal: status.signal,
         stderrTail: handle.stderrTail,
