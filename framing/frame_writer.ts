@@ -183,6 +183,8 @@ export class FrameWriter {
   #closed = false;
   #closing: Promise<void> | undefined;
   #inFlightBytes = 0;
+  /** The write in flight, if it is asynchronous. */
+  #writing: Promise<void> | undefined;
   #readyWaiters: Array<() => void> = [];
   /** The flush() calls waiting for the batch in flight, and for the frames still queued. */
   #flushWaiters: Array<() => void> = [];
@@ -227,7 +229,12 @@ export class FrameWriter {
       this.#writer = {
         write: (chunk) => target.writeChunk(chunk),
         close: () => target.closeWrite(),
-        abort: (reason) => target.abort(reason),
+        // As a WritableStream's abort does: the write in flight finishes first (a HELLO in
+        // flight still reaches a peer refused during its handshake).
+        abort: async (reason) => {
+          await this.#writing?.catch(() => {});
+          await target.abort(reason);
+        },
       };
     }
   }
@@ -466,7 +473,11 @@ export class FrameWriter {
         this.#flushWaiters = inBatch;
         for (const chunk of chunks) {
           const writing = this.#writer.write(chunk);
-          if (writing !== undefined) await writing;
+          if (writing !== undefined) {
+            this.#writing = writing;
+            await writing;
+            this.#writing = undefined;
+          }
           this.#inFlightBytes -= chunk.length;
           if (this.#readyWaiters.length > 0 && this.#belowMark()) {
             wakeAll(this.#readyWaiters.splice(0));
@@ -480,6 +491,7 @@ export class FrameWriter {
       this.#fail(failedError(error));
     } finally {
       this.#pumping = false;
+      this.#writing = undefined;
       this.#inFlightBytes = 0;
     }
     wakeAll(this.#readyWaiters.splice(0));

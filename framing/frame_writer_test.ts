@@ -463,3 +463,27 @@ Deno.test("FrameWriter: over a FrameTarget, writeChunk takes the batches, close(
   await closing.close();
   assert.deepEqual(calls, ["abort", "closeWrite"]);
 });
+
+Deno.test("FrameWriter: abort() over a FrameTarget lets the write in flight finish first, as over a stream", async () => {
+  const events: string[] = [];
+  const inFlight = Promise.withResolvers<void>();
+  const writer = new FrameWriter({
+    writeChunk: () => {
+      events.push("write");
+      return inFlight.promise;
+    },
+    closeWrite: () => Promise.resolve(),
+    abort: () => {
+      events.push("abort");
+      return Promise.resolve();
+    },
+  });
+  writer.write(new Uint8Array([1]));
+  await Promise.resolve(); // the write starts at the end of the microtask turn
+  const aborting = writer.abort(new Error("going away"));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(events, ["write"]);
+  inFlight.resolve();
+  await aborting;
+  assert.deepEqual(events, ["write", "abort"]);
+});
