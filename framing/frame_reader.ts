@@ -9,8 +9,9 @@ import type { FrameDecoder } from "./frame_decoder.ts";
 
 /**
  * Where a {@linkcode FrameReader} reads: a byte stream, and optionally a way to read the next
- * bytes straight into a given buffer. Every `Transport` is one; the Unix socket and TCP
- * transports have `readInto`.
+ * bytes straight into a given buffer, and one to read them without the stream. Every
+ * `Transport` is one; the Unix socket, TCP and stdio transports have `readInto` and
+ * `readChunk`.
  *
  * @example
  * ```ts
@@ -31,9 +32,9 @@ export interface FrameSource {
    */
   readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   /**
-   * Reads the next chunk instead of through `readable`, on the same terms as `readInto`
-   * (which it comes with): resolves with a chunk the caller owns, or `null` once the stream
-   * has ended. Spares the stream's promise and queue steps per read.
+   * Reads the next chunk without `readable`: resolves with it, or `null` once the bytes have
+   * ended. A source that has it is read only this way and with `readInto`; its `readable` is
+   * never touched, so it need not even be created.
    */
   readonly readChunk?: (() => Promise<Uint8Array | null>) | undefined;
 }
@@ -43,7 +44,6 @@ export interface FrameSource {
  * default reader in a parse loop (`read()`, push the chunk, drain `next()`), which reads the
  * rest of a large frame straight into the frame's buffer when the source has `readInto`, so
  * that frame is never copied. It asks the decoder's `readTarget()` before every read.
- * Other reads go through the source's `readChunk` when it has one, past the stream.
  *
  * Push every chunk it returns into that decoder, and drain the decoder before the next
  * `read()`.
@@ -91,12 +91,12 @@ export interface FrameSource {
 export class FrameReader {
   readonly #source: FrameSource;
   readonly #decoder: FrameDecoder;
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
-  /** Ends the direct read in flight, for cancel(): it is no read of the stream's. */
-  #endDirect: ((result: ReadableStreamReadResult<Uint8Array>) => void) | undefined;
+  /** The lock on the source's `readable`; none over a source with `readChunk`. */
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
   /**
-   * Locks the source's `readable`, as `getReader()` does, to read frames into `decoder`.
+   * Locks the source's `readable`, as `getReader()` does, to read frames into `decoder`;
+   * over a source with `readChunk`, reads with it instead and leaves `readable` alone.
    *
    * @param source The bytes, e.g. a transport.
    * @param decoder The decoder every chunk read will be pushed into.
@@ -105,7 +105,7 @@ export class FrameReader {
   constructor(source: FrameSource, decoder: FrameDecoder) {
     this.#source = source;
     this.#decoder = decoder;
-    this.#reader = source.readable.getReader();
+    this.#reader = source.readChunk === undefined ? source.readable.getReader() : undefined;
   }
 
   /**
@@ -114,36 +114,26 @@ export class FrameReader {
    * @returns The next chunk, or `done` at the end, as a default reader's `read()`.
    */
   read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-    const source = this.#source;
-    if (source.readInto !== undefined) {
+    if (this.#source.readInto !== undefined) {
       const target = this.#decoder.readTarget();
-      if (target !== undefined) return source.readInto(target).then(toResult);
-      if (source.readChunk !== undefined) return this.#direct(source.readChunk());
+      if (target !== undefined) return this.#source.readInto(target).then(toResult);
     }
-    return this.#reader.read();
+    return this.#reader?.read() ?? this.#source.readChunk!().then(toResult);
   }
 
   /**
-   * Cancels the stream; a pending `read()` settles (one into the decoder's read target once
-   * its bytes arrive or the source ends).
+   * Cancels the stream; a pending `read()` settles. Over a source read with `readChunk` it
+   * does nothing: the source's owner ends it (closing a transport settles a pending read).
    *
    * @param reason Passed to the stream's source.
    */
   cancel(reason?: unknown): Promise<void> {
-    this.#endDirect?.({ done: true, value: undefined });
-    return this.#reader.cancel(reason);
+    return this.#reader?.cancel(reason) ?? Promise.resolve();
   }
 
-  /** Unlocks the stream. */
+  /** Unlocks the stream (if it was locked: not over a source with `readChunk`). */
   releaseLock(): void {
-    this.#reader.releaseLock();
-  }
-
-  #direct(read: Promise<Uint8Array | null>): Promise<ReadableStreamReadResult<Uint8Array>> {
-    return new Promise((resolve, reject) => {
-      this.#endDirect = resolve;
-      read.then((chunk) => resolve(toResult(chunk)), reject);
-    });
+    this.#reader?.releaseLock();
   }
 }
 
