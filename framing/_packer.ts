@@ -261,7 +261,6 @@ export abstract class BatchPacker {
   }
 
   #chunk(bytes: number): Uint8Array {
-    // V8 keeps a typed array this small in its own heap, cheaper than a view of a buffer.
     if (this.#pool === undefined || bytes <= SMALL_CHUNK_BYTES) return new Uint8Array(bytes);
     return this.#pool.chunk(bytes);
   }
@@ -314,8 +313,12 @@ export abstract class BatchPacker {
   }
 }
 
-/** Chunks up to this size are allocated, not pooled (V8's on-heap typed array limit). */
-const SMALL_CHUNK_BYTES = 64;
+/**
+ * Chunks up to this size are allocated, not pooled: zeroing them costs little, and pooled views
+ * cost 256-in-flight small calls and 1 MiB calls (whose large frames' headers are such chunks)
+ * 5–13% CPU in A/B runs (bench/ab_engine.ts calls256,raw1m).
+ */
+const SMALL_CHUNK_BYTES = 32 * 1024;
 /** The most buffers a {@linkcode ChunkPool} keeps for reuse. */
 const MAX_POOLED_CHUNKS = 8;
 
