@@ -205,3 +205,53 @@ Deno.test("shared ring: a worker that throws, quits or is terminated fails every
     return sharedRingTransport(mine, { worker });
   }, "shared ring transport");
 });
+
+/** This thread's end of a ring to a worker that echoes every chunk. */
+function echoWorker(spinMicros: number, workerSpinMicros: number) {
+  const worker = new Worker(new URL("./_testdata/shared_ring_echo.ts", import.meta.url), {
+    type: "module",
+  });
+  const [mine, theirs] = sharedRingPair();
+  worker.postMessage({ end: theirs, spinMicros: workerSpinMicros }, [theirs.port]);
+  const transport = sharedRingTransport(mine, { spinMicros, worker });
+  return {
+    writer: transport.writable.getWriter(),
+    reader: transport.readable.getReader(),
+    async [Symbol.asyncDispose]() {
+      this.writer.releaseLock();
+      this.reader.releaseLock();
+      await transport.close();
+      worker.terminate();
+    },
+  };
+}
+
+Deno.test("shared ring: a read that waits before this side writes spins only after the write, which is not held back", async () => {
+  // A 1 s spin: had the read spun as soon as it was asked for (before the write below was
+  // made), the write, and so the echo, would have waited for the whole spin.
+  await using echo = echoWorker(1_000_000, 50);
+  const message = new Uint8Array([1, 2, 3]);
+  await echo.writer.write(message);
+  assert.deepEqual((await echo.reader.read()).value, message); // the worker is up
+  const started = performance.now();
+  for (let i = 0; i < 20; i++) {
+    const reading = echo.reader.read();
+    await echo.writer.write(message);
+    assert.deepEqual((await reading).value, message);
+  }
+  const elapsed = performance.now() - started;
+  assert.ok(elapsed < 500, `20 round trips took ${elapsed.toFixed(0)} ms`);
+});
+
+Deno.test("shared ring: spins that mostly miss, or none at all, lose no wake-up", async () => {
+  for (const [spin, workerSpin] of [[1, 1], [0, 0], [1, 0], [50, 1]]) {
+    await using echo = echoWorker(spin, workerSpin);
+    for (let i = 0; i < 2_000; i++) {
+      const message = new Uint8Array([i & 255, i >> 8]);
+      await echo.writer.write(message);
+      // Now and then a task between trips, so that both sides sleep as well as spin.
+      if (i % 97 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
+      assert.deepEqual((await echo.reader.read()).value, message, `trip ${i}`);
+    }
+  }
+});
