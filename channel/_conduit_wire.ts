@@ -5,7 +5,7 @@
 
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameReader } from "../framing/frame_reader.ts";
-import { FrameWriter } from "../framing/frame_writer.ts";
+import { FrameWriter, type FrameWriterOptions } from "../framing/frame_writer.ts";
 import { FrameParser, type FrameSink, MethodNames, readFrame } from "../protocol/_frame_table.ts";
 import { parseCancel } from "../protocol/_json.ts";
 import { decodeEnvelope } from "../protocol/envelope.ts";
@@ -103,6 +103,8 @@ export class ConduitWire implements Wire, FrameSink {
       // otherwise it would be noticed only at the next write or when reads end, and pending
       // calls would wait for their deadlines.
       onFailure: options.onWriteFailure,
+      // Around the Web Stream, where the transport can (transports/_byte_channel_transport.ts).
+      writeChunk: (transport as { writeChunk?: FrameWriterOptions["writeChunk"] }).writeChunk,
     });
     this.outbox = new ConduitOutbox(writer, {
       trustPeer: options.trustPeer,

@@ -30,6 +30,12 @@ export interface FrameSource {
    * (or of the buffer a transfer moved it to), or `null` once the stream has ended.
    */
   readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
+  /**
+   * Reads the next chunk without going through `readable`, whose reader the caller holds with
+   * no read pending: what a read of `readable` would give, at less cost per read. Resolves with
+   * `null` at the end.
+   */
+  readonly readChunk?: (() => Promise<Uint8Array | null>) | undefined;
 }
 
 /**
@@ -109,6 +115,7 @@ export class FrameReader {
       const target = this.#decoder.readTarget();
       if (target !== undefined) return this.#source.readInto(target).then(toResult);
     }
+    if (this.#source.readChunk !== undefined) return this.#source.readChunk().then(toResult);
     return this.#reader.read();
   }
 

@@ -90,6 +90,14 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * @default {"length-prefixed"}
    */
   framing?: "length-prefixed" | "ndjson" | "content-length";
+  /**
+   * Writes one chunk to the byte stream's sink without going through the stream, e.g. a
+   * transport's `writeChunk`: returns `undefined` once written synchronously, else a promise
+   * that settles when it is. The writer calls it one chunk at a time in place of its
+   * `write()` on the stream, whose lock it still holds for closing; a Web Stream costs
+   * several promise steps per chunk (bench/channel_latency.ts, memory transport).
+   */
+  writeChunk?: ((chunk: Uint8Array) => Promise<void> | undefined) | undefined;
 }
 
 /**
@@ -151,6 +159,7 @@ export class FrameWriter {
   #flushWaiters: Array<() => void> = [];
   #queuedFlushWaiters: Array<() => void> = [];
   readonly #onFailure: ((error: TransportClosedError) => void) | undefined;
+  readonly #writeChunk: ((chunk: Uint8Array) => Promise<void> | undefined) | undefined;
 
   /**
    * Creates a writer that takes the lock of `writable`.
@@ -174,6 +183,7 @@ export class FrameWriter {
     );
     this.#highWaterMark = highWaterMark;
     this.#onFailure = options.onFailure;
+    this.#writeChunk = options.writeChunk;
     this.#writer = writable.getWriter();
     // The stream can fail while we are idle (the peer went away): learn it now, so the next
     // write() throws instead of queueing frames that can never be sent.
@@ -412,8 +422,13 @@ export class FrameWriter {
         const inBatch = this.#queuedFlushWaiters;
         this.#queuedFlushWaiters = this.#flushWaiters;
         this.#flushWaiters = inBatch;
+        const direct = this.#writeChunk;
         for (const chunk of chunks) {
-          await this.#writer.write(chunk);
+          if (direct === undefined) await this.#writer.write(chunk);
+          else {
+            const pending = direct(chunk);
+            if (pending !== undefined) await pending;
+          }
           this.#inFlightBytes -= chunk.length;
           if (this.#readyWaiters.length > 0 && this.#belowMark()) {
             wakeAll(this.#readyWaiters.splice(0));

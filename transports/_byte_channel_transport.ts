@@ -64,10 +64,29 @@ export class ByteChannelTransport implements Transport {
    * pending or a chunk it read waits in its queue. Present only over a channel that can do it.
    */
   readonly readInto: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
+  /**
+   * Reads the next chunk straight from the channel instead of through `readable`, which must
+   * be locked by the caller with no read pending: what a read of `readable` would give, one
+   * stream step less per read. Resolves with `null` once `readable` has ended and rejects as
+   * `readInto` does. Present only where `readInto` is.
+   */
+  readonly readChunk: (() => Promise<Uint8Array | null>) | undefined;
+  /**
+   * Writes `chunk` as a write to `writable` would, without the stream's promise steps, for the
+   * holder of `writable`'s writer with nothing else in flight: returns `undefined` once the
+   * bytes are written synchronously, else a promise that settles when they are. Writes made
+   * this way count for `close()`'s flush as the stream's queued writes do.
+   */
+  readonly writeChunk: (chunk: Uint8Array) => Promise<void> | undefined = (chunk) => {
+    this.#queued++;
+    return this.#write(chunk);
+  };
   readonly #channel: ByteChannel;
   #readController!: ReadableStreamDefaultController<Uint8Array>;
   /** The channel read in flight, awaited on release so no op outlives the transport. */
   #reading: Promise<unknown> | undefined;
+  /** Settles the `readInto` or `readChunk` in flight, for a cancel. */
+  #settleDirect: ((chunk: null) => void) | undefined;
   /** A pull came while `readInto` was reading: the readable still owes a read. */
   #pullWanted = false;
   /**
@@ -95,7 +114,8 @@ export class ByteChannelTransport implements Transport {
   constructor(channel: ByteChannel) {
     this.#channel = channel;
     const direct = channel.readInto !== undefined;
-    this.readInto = direct ? (view) => this.#readInto(view) : undefined;
+    this.readInto = direct ? (view) => this.#readDirect(view) : undefined;
+    this.readChunk = direct ? () => this.#readDirect(undefined) : undefined;
     this.readable = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#readController = controller;
@@ -103,6 +123,7 @@ export class ByteChannelTransport implements Transport {
       pull: this.#pull,
       cancel: () => {
         this.#readDone = true;
+        this.#settleDirect?.(null);
         this.#releaseIfDone();
       },
       // With `readInto`, no read ahead: a chunk read ahead into the channel's buffer would
@@ -181,27 +202,36 @@ export class ByteChannelTransport implements Transport {
     this.#failRead(error);
   };
 
-  async #readInto(view: Uint8Array): Promise<Uint8Array | null> {
+  /** `readInto(view)`, or `readChunk()` without a view. */
+  async #readDirect(view: Uint8Array | undefined): Promise<Uint8Array | null> {
     // Only in the first microtask of the transport's life: a read() requested before the
     // readable started reaches `pull` then.
     if (this.#starting !== undefined) await this.#starting;
+    if (this.#released) this.#endRead();
+    // Once the readable is done (a read it cancelled may still be in flight), reads end.
+    if (this.#readDone) return this.#readEnded();
     // A chunk in the queue (read for a reader released since) comes before any byte read now.
     if (this.#reading !== undefined || (this.#readController.desiredSize ?? 0) < 0) {
-      throw new TypeError(`readInto() on ${this.#channel.label} while a read is pending`);
+      const name = view === undefined ? "readChunk" : "readInto";
+      throw new TypeError(`${name}() on ${this.#channel.label} while a read is pending`);
     }
-    if (this.#released) this.#endRead();
-    if (this.#readDone) return this.#readEnded();
     let chunk: Uint8Array | null;
     try {
-      chunk = await (this.#reading = this.#channel.readInto!(view));
+      const channel = this.#channel;
+      chunk = await this.#settleable(view === undefined ? channel.read() : channel.readInto!(view));
+      // An empty chunk is no news: read on, as the readable does.
+      while (chunk !== null && chunk.length === 0 && !this.#readDone) {
+        chunk = await this.#settleable(channel.read());
+      }
     } catch (error) {
       this.#reading = undefined;
       this.#pullWanted = false;
       this.#failRead(error);
       return this.#readEnded();
     }
-    this.#reading = undefined;
+    // Cancelled: the channel's read may be in flight still, for the release to await.
     if (this.#readDone) return this.#readEnded();
+    this.#reading = undefined;
     if (chunk === null) {
       this.#endRead();
       this.#releaseIfDone();
@@ -211,6 +241,18 @@ export class ByteChannelTransport implements Transport {
       this.#readNext();
     }
     return chunk;
+  }
+
+  /**
+   * `reading`, recorded as the channel read in flight, as a promise that cancelling the
+   * readable settles at once (with `null`), as it settles a pending read of the readable.
+   */
+  #settleable(reading: Promise<Uint8Array | null>): Promise<Uint8Array | null> {
+    this.#reading = reading;
+    return new Promise((resolve, reject) => {
+      this.#settleDirect = resolve;
+      reading.then(resolve, reject);
+    });
   }
 
   /** What `readInto` gives once the readable is done: its error, or the end. */

@@ -110,6 +110,53 @@ for (const [name, makePair] of Object.entries(PAIRS)) {
     reader.releaseLock();
   });
 
+  test("readChunk() and writeChunk(): every byte in order, mixed with the streams", async ({ a, b }) => {
+    const direct = a as unknown as { writeChunk(chunk: Uint8Array): Promise<void> | undefined };
+    const source = b as unknown as { readChunk(): Promise<Uint8Array | null> };
+    const sent = new Uint8Array(1 << 20);
+    for (let i = 0; i < sent.length; i++) sent[i] = (i * 13) % 251;
+    const writer = a.writable.getWriter();
+    const writing = (async () => {
+      for (let i = 0, n = 0; i < sent.length; i += 10_000, n++) {
+        const chunk = sent.subarray(i, i + 10_000);
+        if (n % 3 === 0) await writer.write(chunk);
+        else await direct.writeChunk(chunk);
+      }
+      await writer.close();
+    })();
+    const reader = b.readable.getReader();
+    const received: Uint8Array<ArrayBuffer>[] = [];
+    for (let n = 0;; n++) {
+      const chunk = n % 2 === 0 ? await source.readChunk() : (await reader.read()).value ?? null;
+      if (chunk === null) break;
+      received.push(chunk.slice());
+    }
+    await writing;
+    assert.deepEqual(new Uint8Array(await new Blob(received).arrayBuffer()), sent);
+    reader.releaseLock();
+  });
+
+  test("cancelling the readable settles a pending readChunk() with null", async ({ b }) => {
+    const source = b as unknown as { readChunk(): Promise<Uint8Array | null> };
+    const reader = b.readable.getReader();
+    const reading = source.readChunk();
+    await reader.cancel();
+    assert.equal(await reading, null);
+    assert.equal(await source.readChunk(), null);
+  });
+
+  test("close() flushes a writeChunk() in flight", async ({ a, b }) => {
+    const direct = a as unknown as { writeChunk(chunk: Uint8Array): Promise<void> | undefined };
+    const writer = a.writable.getWriter();
+    const sent = new Uint8Array(8 << 20).fill(5);
+    const writing = direct.writeChunk(sent);
+    const closing = a.close();
+    const received = await Array.fromAsync(b.readable);
+    await Promise.all([writing, closing]);
+    assert.equal(received.reduce((n, chunk) => n + chunk.length, 0), sent.length);
+    writer.releaseLock();
+  });
+
   test("a pending readInto() settles with null when the transport closes", async ({ b }) => {
     const reading = b.readInto(new Uint8Array(8));
     await b.close();
