@@ -11,21 +11,8 @@
 //   deno run -A bench/spawn_time.ts [--rounds 20]
 
 import { parseArgs } from "node:util";
-import { spawnWorker } from "@conduit/ipc/workers";
 import { bareFirstByte as bare } from "./_bare_deno.ts";
-import type { PingApi } from "./_ping_worker.ts";
-
-const WORKER = new URL("./_ping_worker.ts", import.meta.url);
-
-/** Spawns the ping worker and resolves with the time to its first reply, in ms. */
-async function worker(): Promise<number> {
-  const started = performance.now();
-  const handle = await spawnWorker<PingApi>(WORKER);
-  await handle.remote.ping();
-  const elapsed = performance.now() - started;
-  await handle.close();
-  return elapsed;
-}
+import { workerFirstReply as worker } from "./_first_reply.ts";
 
 /** Runs this file as a fresh parent: its first worker spawn and first bare spawn, in ms. */
 async function fresh(): Promise<{ worker: number; bare: number }> {

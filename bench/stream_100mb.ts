@@ -21,10 +21,12 @@ import { connectUnix, listenUnix } from "@conduit/ipc/transports/unix";
 import type { Transport } from "@conduit/ipc/transports";
 import { spawnWorker } from "@conduit/ipc/workers";
 import {
+  measureStream,
   type StreamApi,
   streamCodec,
   type StreamCodecName,
   streamHandlers,
+  type StreamResult as Result,
 } from "./_stream_100mb_api.ts";
 
 const args = parseArgs({
@@ -42,13 +44,6 @@ const jsonBytes = Number(args["json-mb"] ?? args.mb) * MB;
 const chunkBytes = Number(args["chunk-kib"]) * 1024;
 const rounds = Number(args.rounds);
 
-interface Result {
-  seconds: number;
-  bytes: number;
-  intact: boolean;
-  rssGrowth: number;
-}
-
 const PEER = new URL("./_stream_100mb_peer.ts", import.meta.url);
 
 /** Streams `bytes` over a fresh channel pair of `transport` with `codec`. */
@@ -62,10 +57,15 @@ async function run(
     codec: await streamCodec(codec),
     defaultTimeout: Infinity,
   });
-  return await measure(`${transport}/${codec}`, client.remote, bytes, async () => {
-    await client.close();
-    await close();
-  });
+  return await measureStream(
+    `${transport}/${codec}`,
+    client.remote,
+    { bytes, chunkBytes },
+    async () => {
+      await client.close();
+      await close();
+    },
+  );
 }
 
 const WORKER = new URL("./_stream_100mb_worker.ts", import.meta.url);
@@ -73,44 +73,9 @@ const WORKER = new URL("./_stream_100mb_worker.ts", import.meta.url);
 /** Streams `bytes` from a worker spawned with spawnWorker's default options. */
 async function runWorker(bytes: number): Promise<Result> {
   const worker = await spawnWorker<StreamApi>(WORKER);
-  return await measure("worker", worker.remote, bytes, async () => {
+  return await measureStream("worker", worker.remote, { bytes, chunkBytes }, async () => {
     await worker.close();
   });
-}
-
-/** Streams `bytes` from `remote`, checking every chunk, then calls `close`. */
-async function measure(
-  label: string,
-  remote: StreamApi,
-  bytes: number,
-  close: () => Promise<void>,
-): Promise<Result> {
-  const count = Math.ceil(bytes / chunkBytes);
-  const rssBefore = Deno.memoryUsage().rss;
-  let rssPeak = rssBefore;
-  let received = 0;
-  let intact = true;
-  let index = 0;
-  const start = performance.now();
-  for await (const item of remote.chunks({ count, bytes: chunkBytes })) {
-    if (item instanceof Uint8Array) {
-      received += item.length;
-      intact &&= item.length === chunkBytes && item[0] === (index & 0xff) &&
-        item[chunkBytes - 1] === (index & 0xff);
-    } else {
-      // What the JSON codec makes of a Uint8Array: an object of index keys.
-      received += Object.keys(item as object).length;
-      intact = false;
-    }
-    if ((index++ & 63) === 0) rssPeak = Math.max(rssPeak, Deno.memoryUsage().rss);
-  }
-  const seconds = (performance.now() - start) / 1000;
-  rssPeak = Math.max(rssPeak, Deno.memoryUsage().rss);
-  await close();
-  if (received !== count * chunkBytes) {
-    throw new Error(`${label}: received ${received} of ${count * chunkBytes} bytes`);
-  }
-  return { seconds, bytes: received, intact, rssGrowth: rssPeak - rssBefore };
 }
 
 async function unixPair(

@@ -16,12 +16,20 @@ type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
 
 /** A CALL held back while the peer is over its limit: served once a slot frees. */
 interface HeldCall {
+  readonly notification?: false;
   readonly id: number;
   readonly method: string;
   readonly body: unknown;
   readonly timeoutMs: number;
   readonly streamParam: boolean;
   readonly receivedAt: number;
+}
+
+/** A NOTIFY held back until a notification handler finishes. */
+interface HeldNotification {
+  readonly notification: true;
+  readonly method: string;
+  readonly body: unknown;
 }
 
 /** What the registry needs from the channel. */
@@ -62,7 +70,13 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * meanwhile. One at most for conduit (it stops after the frame); a JSON-RPC batch is one
    * frame of several calls.
    */
-  readonly #held: HeldCall[] = [];
+  readonly #held: Array<HeldCall | HeldNotification> = [];
+  /**
+   * Notification handlers whose promise has not settled: at `maxInFlight` a further NOTIFY is
+   * held like a call, so a peer cannot start handlers without bound by notifying faster than
+   * they finish.
+   */
+  #notifying = 0;
   #room: PromiseWithResolvers<void> | undefined;
 
   constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: IncomingOptions) {
@@ -90,7 +104,8 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 
   /**
    * Whether a CALL is held back because the peer has `maxInFlight` calls unanswered (being
-   * served, or answered but the answer not yet written): the read loop stops reading until
+   * served, or answered but the answer not yet written), or a NOTIFY because `maxInFlight`
+   * notification handlers are still running: the read loop stops reading until
    * {@linkcode serveHeld} returns.
    */
   get holding(): boolean {
@@ -98,13 +113,24 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   }
 
   /**
-   * Waits for room below `maxInFlight` (a call finishes, or answers queued are written),
-   * then serves the held calls, in order, each once there is room. Returns at once when the
+   * Waits for room below `maxInFlight` (a call or a notification handler finishes, or answers
+   * queued are written), then serves the held calls and notifications, in order, each once
+   * there is room. Returns at once when the
    * connection is gone.
    */
   async serveHeld(): Promise<void> {
     const max = this.#options.maxInFlight;
     for (let held = this.#held[0]; held !== undefined; held = this.#held[0]) {
+      if (held.notification) {
+        if (this.#notifying < max) {
+          this.#held.shift();
+          this.#runNotification(held.method, held.body);
+        } else {
+          await this.#waitForRoom();
+          if (this.life.closed) return;
+        }
+        continue;
+      }
       if (this.calls.size + this.#unwritten < max) {
         this.#held.shift();
         this.#serve(
@@ -121,11 +147,16 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         await (this.#counting ?? this.#countWritten());
         if (this.life.closed) return;
       } else {
-        this.#room = Promise.withResolvers();
-        await this.#room.promise;
-        this.#room = undefined;
+        await this.#waitForRoom();
       }
     }
+  }
+
+  /** Resolves when a call or a notification handler finishes, or the connection is gone. */
+  async #waitForRoom(): Promise<void> {
+    this.#room = Promise.withResolvers();
+    await this.#room.promise;
+    this.#room = undefined;
   }
 
   /** Stops the calls whose deadline is at or before `now`; returns the next deadline. */
@@ -229,13 +260,30 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       const names = this.wire.names;
       throw new ProtocolError(`${names.notify} ("${method}") after the peer's ${names.goodbye}`);
     }
+    if (this.#notifying >= this.#options.maxInFlight || this.#held.length > 0) {
+      // Handlers that have not finished: hold it, and stop reading.
+      this.#held.push({ notification: true, method, body });
+      return;
+    }
+    this.#runNotification(method, body);
+  }
+
+  #runNotification(method: string, body: unknown): void {
     const handler = this.#handler(method);
     if (handler === undefined) return;
     try {
       const param = this.wire.decode(this.#options.codecsFor(method).param, body);
       const result = handler.call(this.#options.handlers, param, this.#notificationContext(method));
       if (isThenable(result)) {
-        Promise.resolve(result).catch((error) => this.#reportNotificationError(error, method));
+        this.#notifying++;
+        const settled = () => {
+          this.#notifying--;
+          this.#room?.resolve();
+        };
+        Promise.resolve(result).then(settled, (error) => {
+          settled();
+          this.#reportNotificationError(error, method);
+        });
       }
     } catch (error) {
       this.#reportNotificationError(error, method);

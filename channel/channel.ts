@@ -44,7 +44,7 @@ import { ChannelCore, type PeerInfo } from "./_core.ts";
 import { remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "./error_codec.ts";
 import { WIRE_OPTION, type WireSelection } from "./_wire.ts";
-import type { MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
+import type { CheckedHandlers, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
 
@@ -150,7 +150,9 @@ export interface ChannelOptions<Local extends object = object> {
    * How many calls this side serves at once, and the most it keeps in flight to the peer
    * (further calls wait in a queue). A peer's call counts until its answer has been handed
    * to the transport: a call beyond the limit (from a peer that sends calls without reading
-   * their answers) is held, and nothing more is read from that peer until a slot frees.
+   * their answers) is held, and nothing more is read from that peer until a slot frees. It
+   * bounds the peer's notifications too: while this many notification handlers have returned
+   * a promise that has not settled, a further notification is held the same way.
    *
    * @default {DEFAULT_MAX_IN_FLIGHT} (1024)
    */
@@ -605,7 +607,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
  */
 export async function openChannel<
   Remote extends object = Record<string, never>,
-  Local extends object = object,
+  Local extends CheckedHandlers<Local> = object,
 >(transport: Transport, options: ChannelOptions<Local>): Promise<Channel<Remote>> {
   const channel = new Channel<Remote>(transport, options);
   try {

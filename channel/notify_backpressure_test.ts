@@ -283,3 +283,38 @@ async function readLine(reader: ReadableStreamDefaultReader<string>): Promise<st
 function bytesToHex(bytes: Uint8Array): string {
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
+
+Deno.test("notification handlers that do not settle: at most maxInFlight run, the rest wait unread, none is lost", async () => {
+  const pair = await unix.pair();
+  const MAX = 32;
+  const NOTES = 2_000;
+  const started: number[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => release = resolve);
+  const [server, client] = await Promise.all([
+    openChannel(pair.a, {
+      codec: rawCodec(),
+      maxInFlight: MAX,
+      handlers: {
+        async chunk(bytes: Uint8Array) {
+          started.push(new DataView(bytes.buffer, bytes.byteOffset).getUint32(0));
+          await released;
+        },
+      } satisfies Sink,
+    }),
+    openChannel<Sink>(pair.b, { codec: rawCodec() }),
+  ]);
+  const note = new Uint8Array(1024);
+  for (let i = 0; i < NOTES; i++) {
+    new DataView(note.buffer).setUint32(0, i);
+    client.notify("chunk", note);
+  }
+  // The server starts only MAX handlers and reads no more while they run (the rest of the 2 MB
+  // waits in the socket and in the client's queue).
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(started.length, MAX);
+  release();
+  while (started.length < NOTES) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(started, Array.from({ length: NOTES }, (_, i) => i));
+  await Promise.all([client.close(), server.closed]);
+});

@@ -33,6 +33,7 @@
 import { integerOption, positiveOption } from "../_options.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import { Channel, type ChannelOptions } from "./channel.ts";
+import type { CheckedHandlers } from "./types.ts";
 
 export type { Listener };
 
@@ -172,7 +173,7 @@ export interface Server extends AsyncDisposable {
  * ```
  */
 export function serve<
-  Local extends object = object,
+  Local extends CheckedHandlers<Local> = object,
   Remote extends object = Record<string, never>,
 >(listener: Listener, options: ServeOptions<Local, Remote>): Server {
   return new ServerLoop(listener, options);

@@ -145,3 +145,53 @@ Deno.test("deno check names the handler that takes two params and says why", asy
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("every function that takes `handlers` refuses a handler with two params", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const root = new URL("../", import.meta.url);
+    const at = (path: string) => JSON.stringify(new URL(path, root).href);
+    const file = `${dir}/parent.ts`;
+    // Inline handlers: the check must not cost them their inferred return types.
+    const bad = "{ add(a: number, b: number): number { return a + b; }, ok: () => 1 }";
+    await Deno.writeTextFile(
+      file,
+      [
+        `import { openChannel } from ${at("channel/channel.ts")};`,
+        `import { serve } from ${at("channel/serve.ts")};`,
+        `import { openJsonRpc } from ${at("jsonrpc/mod.ts")};`,
+        `import { spawnWorker } from ${at("workers/spawn_worker.ts")};`,
+        `import { WorkerPool } from ${at("workers/worker_pool.ts")};`,
+        `import { jsonCodec } from ${at("codecs/json.ts")};`,
+        `import type { Listener, Transport } from ${at("transports/types.ts")};`,
+        `declare const transport: Transport;`,
+        `declare const listener: Listener;`,
+        `const codec = jsonCodec();`,
+        `openChannel(transport, { codec, handlers: ${bad} });`,
+        `serve(listener, { codec, handlers: () => (${bad}) });`,
+        `openJsonRpc(transport, { framing: "ndjson", handlers: ${bad} });`,
+        `spawnWorker("file:///w.ts", { handlers: ${bad} });`,
+        `new WorkerPool("file:///w.ts", { handlers: ${bad} });`,
+        // Fine: one param, or one param and the context; inferred returns keep their types.
+        `let ran = false;`,
+        `openChannel(transport, { codec, handlers: { hit: () => ran = true, n: (x: number) => x } });`,
+        `void ran;`,
+      ].join("\n"),
+    );
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["check", "--config", new URL("deno.json", root).pathname, file],
+      stdout: "piped",
+      stderr: "piped",
+      env: { NO_COLOR: "1" },
+    }).output();
+    const text = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+    assert.notEqual(code, 0);
+    const lines = [...text.matchAll(/parent\.ts:(\d+):/g)].map((match) => Number(match[1]));
+    // Lines 11 to 15 each fail, naming `add` and the rule; line 17 (fine handlers) does not.
+    assert.deepEqual([...new Set(lines)].sort((a, b) => a - b), [11, 12, 13, 14, 15], text);
+    const mentions = text.split('Handler \\"add\\" takes one param').length - 1;
+    assert.equal(mentions, 5, text);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -10,6 +10,7 @@
 import {
   type CompressionType,
   type Data,
+  DateUnit,
   makeData,
   Message,
   MessageHeader,
@@ -17,6 +18,7 @@ import {
   RecordBatchStreamWriter,
   type Schema,
   Struct,
+  TimeUnit,
   Type,
   Vector,
 } from "apache-arrow";
@@ -368,6 +370,7 @@ function checkData(data: Data, where: string): void {
         if ((values?.length ?? 0) < end * stride) {
           fail("the values", values?.length ?? 0, end * stride);
         }
+        checkValues(data, where);
         break;
       case Type.Utf8:
       case Type.Binary:
@@ -402,6 +405,51 @@ function checkData(data: Data, where: string): void {
     }
   }
   for (const child of children) checkData(child, where);
+}
+
+/** Checks that apache-arrow can read each non-null value of a 64-bit date or time column. */
+function checkValues(data: Data, where: string): void {
+  const limit = readableLimit(data.type);
+  if (limit !== undefined) checkReadable(data, limit, where);
+}
+
+/**
+ * The largest magnitude of a 64-bit value of `type` that apache-arrow can read, or
+ * `undefined` when it reads any: it converts a Date in milliseconds and a Timestamp in
+ * seconds or milliseconds to a number, and a Timestamp in microseconds after dividing by
+ * 1000, throwing a TypeError for a number beyond `Number.MAX_SAFE_INTEGER`.
+ */
+function readableLimit(type: Data["type"]): bigint | undefined {
+  const unit = (type as unknown as { unit: number }).unit;
+  const safe = BigInt(Number.MAX_SAFE_INTEGER);
+  if (type.typeId === Type.Date) return unit === DateUnit.MILLISECOND ? safe : undefined;
+  if (type.typeId !== Type.Timestamp) return undefined;
+  if (unit === TimeUnit.SECOND || unit === TimeUnit.MILLISECOND) return safe;
+  return unit === TimeUnit.MICROSECOND ? safe * 1000n + 999n : undefined;
+}
+
+/** High 32-bit words in (-2^21, 2^21): the value is within ±2^53, so within every limit. */
+const SMALL_HIGH_WORD = 1 << 21;
+
+// A value apache-arrow could not read (a date hundreds of thousands of years away, or a header
+// whose type or unit was changed) is refused here, naming its row, rather than thrown later at
+// a reader. One pass over the high 32-bit words; only a large value is compared exactly.
+function checkReadable(data: Data, limit: bigint, where: string): void {
+  const values = data.values as BigInt64Array;
+  const words = new Int32Array(values.buffer, values.byteOffset, values.length * 2);
+  const bitmap = data.nullBitmap;
+  const hasNulls = bitmap !== undefined && bitmap.length > 0;
+  for (let row = data.offset, end = data.offset + data.length; row < end; row++) {
+    const high = words[2 * row + 1];
+    if (high > -SMALL_HIGH_WORD && high < SMALL_HIGH_WORD) continue;
+    if (hasNulls && (bitmap[row >> 3] & (1 << (row & 7))) === 0) continue;
+    const value = values[row];
+    if (value <= limit && value >= -limit) continue;
+    throw new RangeError(
+      `${where}: row ${row - data.offset} of a ${data.type} column holds ${value}, ` +
+        "which apache-arrow cannot read as a JavaScript number",
+    );
+  }
 }
 
 const LIST_LIKE: ReadonlySet<Type> = new Set([

@@ -824,3 +824,42 @@ Deno.test("codec/arrow: an LZ4 block that overstates its size is refused before 
     }
   }
 });
+
+Deno.test("codec/arrow: a timestamp no JavaScript number holds is a CodecError naming its row", () => {
+  const at = (values: bigint[], valid?: Uint8Array) =>
+    new Table({
+      at: makeVector(
+        makeData({
+          type: new TimestampMillisecond(),
+          length: values.length,
+          data: new BigInt64Array(values),
+          nullBitmap: valid,
+        }),
+      ),
+    });
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  // The extremes a number holds exactly decode and read back.
+  const fine = codec.decode(codec.encode(at([-max, 0n, max])));
+  assert.deepEqual([...fine.getChild("at")!].map(Number), [-Number(max), 0, Number(max)]);
+  for (const value of [max + 1n, -max - 1n, 2n ** 62n]) {
+    assert.throws(
+      () => codec.decode(codec.encode(at([1n, value]))),
+      (err: unknown) =>
+        err instanceof CodecError && /row 1 of a Timestamp.* holds -?\d+/.test(String(err.cause)),
+    );
+  }
+  // In microseconds apache-arrow divides by 1000 first: a larger value is still readable.
+  const micro = (value: bigint) =>
+    new Table({
+      at: makeVector(makeData({
+        type: new Timestamp(TimeUnit.MICROSECOND),
+        length: 1,
+        data: BigInt64Array.of(value),
+      })),
+    });
+  assert.equal(codec.decode(codec.encode(micro(max * 1000n))).getChild("at")!.get(0), Number(max));
+  assert.throws(() => codec.decode(codec.encode(micro(2n ** 63n - 1n))), CodecError);
+  // A null row's value is never read: whatever it holds is fine.
+  const withNull = codec.decode(codec.encode(at([1n, 2n ** 62n], new Uint8Array([0b01]))));
+  assert.deepEqual([...withNull.getChild("at")!], [1, null]);
+});

@@ -54,6 +54,7 @@ import { WIRE_OPTION } from "../channel/_wire.ts";
 import { type Channel, type ChannelOptions, openChannel } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
+import type { CheckedHandlers } from "../channel/types.ts";
 
 export type { JsonRpcCancel, JsonRpcProgress } from "./dialect.ts";
 export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
@@ -63,6 +64,7 @@ export type {
   CallContext,
   CallOptions,
   Channel,
+  CheckedHandlers,
   HandlerTakesOneParam,
   IsOneParamHandler,
   MethodName,
@@ -170,7 +172,7 @@ const dialects = new WeakMap<object, JsonRpcDialect>();
  */
 export function openJsonRpc<
   Remote extends object = Record<string, never>,
-  Local extends object = object,
+  Local extends CheckedHandlers<Local> = object,
 >(transport: Transport, options: JsonRpcOptions<Local>): Promise<Channel<Remote>> {
   const framing = options.framing;
   if (framing !== "content-length" && framing !== "ndjson") {

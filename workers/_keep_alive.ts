@@ -42,3 +42,23 @@ export class KeepAlive {
     this.#apply(hold);
   }
 }
+
+/** What unref(), ref() and `await using` do on a worker handle, process or thread alike. */
+export abstract class HeldWorker implements AsyncDisposable {
+  /** The worker's hold on the event loop. */
+  protected abstract readonly keepAlive: KeepAlive;
+
+  abstract close(): Promise<Deno.CommandStatus>;
+
+  unref(): void {
+    this.keepAlive.unref();
+  }
+
+  ref(): void {
+    this.keepAlive.ref();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close().then(() => {});
+  }
+}

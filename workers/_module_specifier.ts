@@ -3,6 +3,8 @@
 // module's URL cannot be known reliably (a stack trace is not, and a WorkerPool spawns long
 // after its caller returned), so a relative string is refused with the fix in the message.
 
+import { pathToFileURL } from "node:url";
+
 /** Whether `path` is absolute, on POSIX or Windows. */
 const ABSOLUTE = /^(?:\/|[A-Za-z]:[\\/]|\\\\)/;
 /** A URL scheme (two letters at least, so that `C:` stays a drive). */
@@ -26,4 +28,17 @@ export function moduleSpecifier(module: string | URL): string {
       `new URL(${JSON.stringify(module.startsWith(".") ? module : `./${module}`)}, ` +
       `import.meta.url), or an absolute path`,
   );
+}
+
+/** `module` as a URL, for `new Worker()`: an absolute path becomes a `file:` URL. */
+export function moduleUrl(module: string | URL): URL {
+  const specifier = moduleSpecifier(module);
+  return SCHEME.test(specifier) ? new URL(specifier) : pathToFileURL(specifier);
+}
+
+/** A worker's default name: its module's file name, or its command's. */
+export function workerName(target: string | URL): string {
+  if (/^(?:data|blob):/.test(String(target))) return "inline module";
+  const path = target instanceof URL ? decodeURIComponent(target.pathname) : target;
+  return path.slice(path.lastIndexOf("/") + 1) || path;
 }

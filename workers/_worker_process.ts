@@ -3,11 +3,10 @@
 // connection error while the worker lives kills it; once its exit is known, connection
 // errors become WorkerExitedError.
 
-import { Channel, type ChannelOptions } from "../channel/channel.ts";
+import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import { holdProcess } from "../channel/_core.ts";
-import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
+import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { StderrLines } from "../transports/_stderr_lines.ts";
 import { ChildProcessTransport } from "../transports/_child_process.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
@@ -15,8 +14,8 @@ import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
 import { killAtExit } from "./_parent_death.ts";
-import { KeepAlive } from "./_keep_alive.ts";
-import { type ChannelCall, WorkerCall } from "./_worker_call.ts";
+import { HeldWorker, KeepAlive } from "./_keep_alive.ts";
+import { workerChannel } from "./_worker_channel.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError } from "./errors.ts";
 import { permissionHint, withPermissionHint } from "./_permission_hint.ts";
@@ -42,8 +41,10 @@ export interface ProcessOptions {
 }
 
 /** One worker process: its pipes, its stderr, its channel and how it is stopped. */
-export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, ProcessControl {
+export class WorkerProcess<Api extends object> extends HeldWorker
+  implements WorkerHandle<Api>, ProcessControl {
   readonly pid: number;
+  readonly thread = false;
   readonly name: string;
   readonly exited: Promise<Deno.CommandStatus>;
   /** The process's stdin/stdout as a transport; the channel's transport in stdio mode. */
@@ -64,7 +65,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   /** The worker's Unix socket connection, in that mode (for ref and unref). */
   #conn: Deno.UnixConn | undefined;
   /** Whether the worker keeps this program alive: ref'd and unref'd as unref() asks. */
-  readonly #keepAlive = new KeepAlive((hold) => {
+  protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
     try {
       if (hold) this.#child.ref();
       else this.#child.unref();
@@ -81,6 +82,7 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
   });
 
   constructor(child: Deno.ChildProcess, options: ProcessOptions) {
+    super();
     this.#child = child;
     this.pid = child.pid;
     this.name = options.name;
@@ -149,20 +151,16 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
 
   /** Opens the channel over `connection`; on failure stops the worker and throws why. */
   async open(connection: Transport, options: ChannelOptions): Promise<WorkerHandle<Api>> {
-    const channel = new Channel<Api>(new ProcessTransport(connection, this), options);
+    const { channel, remote } = workerChannel<Api>(
+      new ProcessTransport(connection, this),
+      options,
+      {
+        keepAlive: this.keepAlive,
+        translate: (error) => this.#translate(error),
+      },
+    );
     this.#channel = channel;
-    const translate = (error: unknown) => this.#translate(error);
-    const call = channel.call.bind(channel) as unknown as (
-      method: string,
-      param: unknown,
-      options: CallOptions | undefined,
-    ) => ChannelCall;
-    const keepAlive = this.#keepAlive;
-    this.#remote = remoteProxy<Api>((method, param, callOptions) => {
-      const inner = call(method, param, callOptions);
-      keepAlive.track(inner);
-      return new WorkerCall(inner, translate);
-    });
+    this.#remote = remote;
     try {
       await channel.opened;
     } catch (error) {
@@ -202,18 +200,6 @@ export class WorkerProcess<Api extends object> implements WorkerHandle<Api>, Pro
     this.#stopReason ??= "kill() was called";
     this.#signal(signal);
     return this.exited;
-  }
-
-  unref(): void {
-    this.#keepAlive.unref();
-  }
-
-  ref(): void {
-    this.#keepAlive.ref();
-  }
-
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.close().then(() => {});
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * The errors the workers layer raises: a worker process that went away
  * ({@linkcode WorkerExitedError}), one that wrote text on its channel
- * ({@linkcode WorkerStdoutError}), a pool whose workers keep crashing
+ * ({@linkcode WorkerStdoutError}), a thread worker asked for permissions Deno cannot give
+ * it ({@linkcode ThreadPermissionsError}), a pool whose workers keep crashing
  * ({@linkcode CrashLoopError}), a pool that is closed ({@linkcode PoolClosedError}) or whose
  * queue is full ({@linkcode PoolQueueFullError}).
  *
@@ -28,8 +29,15 @@ export { ConduitError, ConnectionClosedError, FramingError };
 export interface WorkerExitInfo {
   /** The worker's name: its module's file name, or the command. */
   worker: string;
-  /** The worker's process id. */
+  /** The worker's process id (for a thread worker, its process's). */
   pid: number;
+  /**
+   * Whether the worker was a thread (`spawnWorker(…, { thread: true })`): the message then
+   * says "(thread)" instead of the pid, and "was terminated" instead of a signal.
+   *
+   * @default {false}
+   */
+  thread?: boolean;
   /** The exit code (128 + the signal number when a signal ended it). */
   code: number;
   /** The signal that ended the worker, or `null` when it exited by itself. */
@@ -64,10 +72,16 @@ export interface WorkerExitInfo {
 }
 
 /**
- * The worker process exited, crashed or was killed while a call was pending, or a call was
+ * The worker exited, crashed or was killed while a call was pending, or a call was
  * made after it exited. A subclass of `ConnectionClosedError`, since the connection went with
  * the process; `cause` is the channel's own error. The message carries the exit code or
  * signal and the last stderr lines, so a crash explains itself.
+ *
+ * A thread worker (`spawnWorker(…, { thread: true })`) reads the same: code 1 when it died
+ * of an uncaught error (at load, or outside a handler; the error is the `reason` in the
+ * message), code 0 when it closed itself (`self.close()`), and `signal: "SIGKILL"`
+ * (code 137) when `kill()` terminated it. Its `stderrTail` is empty: a thread writes to its
+ * process's own stderr.
  *
  * @example
  * ```ts
@@ -89,8 +103,10 @@ export interface WorkerExitInfo {
 export class WorkerExitedError extends ConnectionClosedError {
   /** The worker's name: its module's file name, or the command. */
   readonly worker: string;
-  /** The worker's process id. */
+  /** The worker's process id (for a thread worker, its process's). */
   readonly pid: number;
+  /** Whether the worker was a thread (see {@linkcode WorkerExitInfo.thread}). */
+  readonly thread: boolean;
   /** The exit code (128 + the signal number when a signal ended it). */
   readonly code: number;
   /** The signal that ended the worker, or `null` when it exited by itself. */
@@ -114,7 +130,7 @@ export class WorkerExitedError extends ConnectionClosedError {
         : " before it served"
       : "";
     const how = info.signal !== null
-      ? `was killed by ${info.signal}${before}`
+      ? `was ${info.thread ? "terminated" : `killed by ${info.signal}`}${before}`
       : `exited with code ${info.code}${before}`;
     const reason = info.reason ? ` (${info.reason})` : "";
     const tail = info.stderrTail ?? [];
@@ -123,9 +139,11 @@ export class WorkerExitedError extends ConnectionClosedError {
       : info.stderrShown
       ? "; its stderr is printed above"
       : `; last stderr lines:\n${tail.map((line) => `  ${line}`).join("\n")}`;
-    super(`Worker ${info.worker} (pid ${info.pid}) ${how}${reason}${lines}`, options);
+    const where = info.thread ? "thread" : `pid ${info.pid}`;
+    super(`Worker ${info.worker} (${where}) ${how}${reason}${lines}`, options);
     this.worker = info.worker;
     this.pid = info.pid;
+    this.thread = info.thread ?? false;
     this.code = info.code;
     this.signal = info.signal;
     this.stderrTail = tail;
@@ -262,5 +280,48 @@ export class WorkerStdoutError extends FramingError {
       options,
     );
     this.text = text;
+  }
+}
+
+/**
+ * `spawnWorker(…, { thread: true, permissions })` was asked for least privilege, which Deno
+ * grants a Web Worker only when its `worker-options` feature is on (`deno run
+ * --unstable-worker-options`, or `"unstable": ["worker-options"]` in deno.json); without it
+ * Deno would end the whole process (exit code 70) as the Worker is made, so conduit refuses
+ * first. Enable the feature, or leave `permissions` out (the thread then has this process's
+ * permissions), or run the worker as a process. conduit sees the feature by itself only when
+ * this process has every permission (`-A`, on Linux); otherwise pass
+ * `unstableWorkerOptions: true` to say that it is on.
+ *
+ * @example
+ * ```ts
+ * import { ThreadPermissionsError } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new ThreadPermissionsError("hash_worker.ts");
+ * assert.equal(err.flag, "--unstable-worker-options");
+ * assert.match(err.message, /--unstable-worker-options/);
+ * ```
+ */
+export class ThreadPermissionsError extends ConduitError {
+  /** The Deno flag that enables per-worker permissions. */
+  readonly flag: string = "--unstable-worker-options";
+
+  /**
+   * Creates the error; the message names the worker, the flag and the alternatives.
+   *
+   * @param worker The worker's name.
+   * @param options Standard error options.
+   */
+  constructor(worker: string, options?: ErrorOptions) {
+    super(
+      `Thread worker ${worker}: permissions for a thread need Deno's worker-options feature, ` +
+        "which is not known to be on (and without it Deno would exit this process): run deno " +
+        'with --unstable-worker-options or "unstable": ["worker-options"] in deno.json, and ' +
+        "pass unstableWorkerOptions: true unless the process runs with -A (conduit cannot " +
+        "see the flag otherwise); or leave permissions out (the thread then has this " +
+        "process's permissions); or drop thread: true (a process gets permission flags)",
+      options,
+    );
   }
 }

@@ -3,6 +3,7 @@
 // serves, a permission the worker was not granted.
 
 import assert from "node:assert/strict";
+import { rejection } from "./_test_rejection.ts";
 import { RemoteError } from "../channel/errors.ts";
 import { leakFreeTest, testEnv } from "./_test_processes.ts";
 import type { EchoApi } from "./_testdata/echo_worker.ts";
@@ -20,10 +21,6 @@ function spawnWorker<Api extends object>(
   options: SpawnWorkerOptions = {},
 ): Promise<WorkerHandle<Api>> {
   return spawnUnmarked<Api>(module, { ...options, env: { ...options.env, ...testEnv() } });
-}
-
-function rejection(promise: PromiseLike<unknown>): Promise<unknown> {
-  return Promise.resolve(promise).then(() => null, (error) => error);
 }
 
 leakFreeTest(

@@ -1,7 +1,8 @@
 /**
- * Workers: run handlers in a subprocess and call them through a typed channel.
- * {@linkcode spawnWorker} starts one (a Deno module with least-privilege permissions, or any
- * command that speaks the conduit protocol) and {@linkcode serveWorker} is the worker's side;
+ * Workers: run handlers in a subprocess, or a Web Worker thread (`thread: true`), and call
+ * them through a typed channel. {@linkcode spawnWorker} starts one (a Deno module with
+ * least-privilege permissions, or any command that speaks the conduit protocol) and
+ * {@linkcode serveWorker} is the worker's side;
  * {@linkcode WorkerPool} spreads calls over several workers and restarts crashed ones.
  * Worker exits surface as {@linkcode WorkerExitedError}; nothing hangs and no worker
  * outlives its parent.
@@ -10,10 +11,10 @@
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * await using worker = await spawnWorker<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  * );
  * assert.equal(await worker.remote.echo(42), 42);
  * ```

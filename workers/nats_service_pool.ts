@@ -42,7 +42,7 @@ import { type Channel, type ChannelOptions, openChannel } from "../channel/chann
 import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
 import { TransportClosedError } from "../errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
+import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
 import { connectNats, type ConnectNatsOptions, type NatsClient } from "../transports/nats.ts";
 import { CallQueue } from "./_call_queue.ts";
@@ -292,7 +292,7 @@ type RemoteFunctions = Record<string, (param: unknown, options?: CallOptions) =>
  * await nc.close();
  * ```
  */
-export class NatsServicePool<Api extends object, Local extends object = object>
+export class NatsServicePool<Api extends object, Local extends CheckedHandlers<Local> = object>
   implements AsyncDisposable {
   /** The service's methods; see the class description for how calls are dispatched. */
   readonly remote: RemoteOf<Api>;

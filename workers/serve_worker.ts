@@ -31,6 +31,7 @@ import type { Codec } from "../codecs/types.ts";
 import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
 import { consoleToStderr } from "./_console_to_stderr.ts";
+import { inThreadWorker } from "./_thread_name.ts";
 import {
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,
@@ -82,6 +83,10 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
 /**
  * Serves `handlers` to the parent process that spawned this one with `spawnWorker`.
  *
+ * In a Web Worker that `spawnWorker(…, { thread: true })` started, it serves over the
+ * worker's `self` instead, leaves the console alone, and ends the thread (`self.close()`)
+ * where a process would exit.
+ *
  * `console.log`, `info`, `debug`, `dir`, `table`, `count` and `time*` print to stderr, which
  * the parent forwards line by line, so a stray log cannot corrupt the frames on stdout: from
  * before the module loads when `spawnWorker` started it (it also points `Deno.stdout` at
@@ -100,19 +105,19 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
  * @returns The open channel to the parent, once the handshake has succeeded.
  * @throws {HandshakeError} When the parent speaks another codec or protocol version.
  * @throws {ConduitError} When `spawnWorker` did not start this process (see
- * {@linkcode WORKER_ENV}): a parent that imported a value from its worker module does not
+ * {@linkcode WORKER_ENV}) or this thread: a parent that imported a value from its worker module does not
  * start serving in its own process.
  *
  * @example A worker that calls back into its parent, driven from here
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * // The worker module (workers/_testdata/echo_worker.ts) ends with:
+ * // The worker module (examples/_echo_worker.ts) ends with:
  * //   if (import.meta.main) await serveWorker(handlers);
  * // and its `callParent` handler calls `ctx.channel.remote.double(x)`.
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
  * await using worker = await spawnWorker<EchoApi>(url, {
  *   handlers: { double: (x: number) => 2 * x },
  * });
@@ -126,7 +131,8 @@ export async function serveWorker<
   handlers: Handlers & CheckedHandlers<Handlers>,
   options: ServeWorkerOptions = {},
 ): Promise<Channel<Parent>> {
-  if (!startedAsWorker()) {
+  const thread = inThreadWorker();
+  if (!thread && !startedAsWorker()) {
     throw new ConduitError(
       "serveWorker() was called in a process that spawnWorker did not start (the variable " +
         `${WORKER_ENV} is not set): not serving. A parent must not import values from a ` +
@@ -135,12 +141,15 @@ export async function serveWorker<
     );
   }
   const { exit = true, codec = structuredCodec(), ...channelOptions } = options;
-  const restoreConsole = consoleToStderr();
-  const socketPath = workerSocketPath();
+  // A thread's console is its process's, whose stdout carries no channel.
+  const restoreConsole = thread ? exitClosesThread() : consoleToStderr();
+  const socketPath = thread ? undefined : workerSocketPath();
   let transport: Transport;
   try {
-    // The socket transport is loaded only when used: a worker starts faster without it.
-    transport = socketPath === undefined
+    // The socket and thread transports are loaded only when used: a worker starts faster.
+    transport = thread
+      ? (await import("../transports/web_worker.ts")).selfTransport()
+      : socketPath === undefined
       ? stdioTransport()
       : await (await import("../transports/unix.ts")).connectUnix(socketPath);
   } catch (error) {
@@ -159,7 +168,7 @@ export async function serveWorker<
   const stdinWatch = socketPath === undefined ? undefined : watchStdin(channel);
   const finish = (code: number) => {
     restoreConsole();
-    if (exit) Deno.exit(code);
+    if (exit) thread ? closeThread() : Deno.exit(code);
     stdinWatch?.stop();
   };
   channel.closed.then(() => finish(0), () => finish(1));
@@ -170,6 +179,24 @@ export async function serveWorker<
     throw error;
   }
   return channel;
+}
+
+/** Ends this thread worker; `self.close()` stops it from the inside once its turn is over. */
+function closeThread(): void {
+  (globalThis as unknown as { close(): void }).close();
+}
+
+/**
+ * Makes `Deno.exit()` in this thread worker a `self.close()`, which its transport tells the
+ * parent of: Deno ends a worker that calls `Deno.exit()` without a word to its parent, whose
+ * calls would wait forever. Returns the undo.
+ */
+function exitClosesThread(): () => void {
+  const exit = Deno.exit;
+  Deno.exit = closeThread as typeof Deno.exit;
+  return () => {
+    Deno.exit = exit;
+  };
 }
 
 /** Whether spawnWorker started this process (see WORKER_ENV). */

@@ -23,9 +23,9 @@
  * ```ts
  * import { spawnWorker } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
- * const url = new URL("../workers/_testdata/echo_worker.ts", import.meta.url);
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
  * const worker = await spawnWorker<EchoApi>(url);
  * assert.equal(await worker.remote.echo("hi"), "hi");
  * assert.deepEqual(await Array.fromAsync(worker.remote.count(3)), [1, 2, 3]);
@@ -42,17 +42,15 @@ import { jsonCodec } from "../codecs/json.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
-import { moduleSpecifier } from "./_module_specifier.ts";
+import type { CheckedHandlers } from "../channel/types.ts";
+import { moduleSpecifier, workerName } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import { WorkerSocket } from "./_worker_socket.ts";
-import {
-  DEFAULT_WORKER_CALL_TIMEOUT,
-  DEFAULT_WORKER_TRUST_PEER,
-  WORKER_ENV,
-  WORKER_SOCKET_ENV,
-} from "./worker_env.ts";
+import { spawnThread } from "./_spawn_thread.ts";
+import { withWorkerDefaults } from "./_worker_channel.ts";
+import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import {
   permissionFlags,
@@ -144,11 +142,40 @@ export interface SpawnWorkerOptions<Local extends object = object>
    */
   defaultTimeout?: number;
   /**
+   * Run the module as a Web Worker (a thread of this process) instead of a subprocess: the
+   * same `remote`, streams, cancellation and errors, a faster start, large byte buffers
+   * moved between threads rather than piped; but a thread shares this process's memory,
+   * crashes of the runtime and permissions (see `permissions`). Options that only make sense
+   * for a process (`denoArgs`, `args`, `cwd`, `env`, `clearEnv`, `transport`, `stderr`,
+   * `stdout`, `stderrTailLines`, `exitTimeout`, `killTimeout`, a {@linkcode WorkerCommand})
+   * are a `TypeError` with it. Inside the module `serveWorker` serves over `self`.
+   *
+   * @default {false}
+   */
+  thread?: boolean;
+  /**
    * What the worker module may do. Ignored for a {@linkcode WorkerCommand}.
    *
-   * @default {{}} (nothing)
+   * A thread worker (`thread: true`) without `permissions` has this process's permissions.
+   * With them it gets exactly these, which Deno allows only with its worker-options feature
+   * on (`--unstable-worker-options`, or `"unstable": ["worker-options"]` in deno.json):
+   * otherwise `spawnWorker` throws `ThreadPermissionsError` rather than let Deno end the
+   * process.
+   *
+   * @default {{}} (nothing) for a process; this process's permissions for a thread
    */
   permissions?: WorkerPermissions;
+  /**
+   * Whether Deno's worker-options feature is on in this process, which a thread worker with
+   * `permissions` needs. conduit finds out by itself when this process has every permission
+   * (`-A`): it reads its command line and config file. Otherwise Deno hides both (reading
+   * `/proc/self/cmdline` takes `--allow-all`), so say `true` when you run with
+   * `--unstable-worker-options` or `"unstable": ["worker-options"]`. A wrong `true` lets Deno
+   * exit the process (code 70) as the thread starts.
+   *
+   * @default {undefined} (found out where conduit can; else taken as off)
+   */
+  unstableWorkerOptions?: boolean;
   /**
    * More flags for `deno run`, before the module (e.g. `--v8-flags=--max-old-space-size=256`,
    * `--config=deno.json`). Ignored for a {@linkcode WorkerCommand}.
@@ -262,7 +289,24 @@ export interface SpawnWorkerOptions<Local extends object = object>
  * says why, e.g. a module that does not exist).
  * @throws {HandshakeError} When the worker answered with another codec or protocol version.
  * @throws {Deno.errors.NotFound} When the command does not exist.
- * @throws {TypeError} When the module is a relative path string.
+ * @throws {TypeError} When the module is a relative path string, or an option does not fit
+ * a thread worker.
+ * @throws {ThreadPermissionsError} When a thread worker is given `permissions` and Deno's
+ * worker-options feature is not on.
+ *
+ * @example A thread worker: the same module as a Web Worker of this process
+ * ```ts
+ * import { spawnWorker } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
+ *
+ * const url = new URL("../examples/_echo_worker.ts", import.meta.url);
+ * await using worker = await spawnWorker<EchoApi>(url, { thread: true });
+ * assert.equal(await worker.remote.echo("hi"), "hi");
+ * assert.deepEqual(await Array.fromAsync(worker.remote.count(3)), [1, 2, 3]);
+ * assert.equal(worker.thread, true);
+ * assert.equal(worker.pid, Deno.pid); // a thread of this process
+ * ```
  *
  * @example A worker that fails to start
  * ```ts
@@ -276,10 +320,14 @@ export interface SpawnWorkerOptions<Local extends object = object>
  * assert.ok(err.stderrTail.some((line: string) => line.includes("no_such_worker.ts")));
  * ```
  */
-export async function spawnWorker<Api extends object, Local extends object = object>(
+export async function spawnWorker<
+  Api extends object,
+  Local extends CheckedHandlers<Local> = object,
+>(
   worker: string | URL | WorkerCommand,
   options: SpawnWorkerOptions<Local> = {},
 ): Promise<WorkerHandle<Api>> {
+  if (options.thread) return await spawnThread<Api, Local>(worker, options);
   const isCommand = typeof worker === "object" && !(worker instanceof URL);
   const {
     codec = isCommand ? jsonCodec() : structuredCodec(),
@@ -297,6 +345,8 @@ export async function spawnWorker<Api extends object, Local extends object = obj
     drainTimeout = DEFAULT_DRAIN_TIMEOUT,
     exitTimeout = DEFAULT_EXIT_TIMEOUT,
     killTimeout = DEFAULT_KILL_TIMEOUT,
+    thread: _,
+    unstableWorkerOptions: _unstable,
     ...channelOptions
   } = options;
   numberOption("exitTimeout", exitTimeout, 0);
@@ -357,18 +407,10 @@ export async function spawnWorker<Api extends object, Local extends object = obj
   } finally {
     await socket?.close();
   }
-  return await process.open(connection, {
-    trustPeer: DEFAULT_WORKER_TRUST_PEER,
-    ...channelOptions,
-    defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
-    drainTimeout,
-    codec,
-  });
-}
-
-function workerName(target: string | URL): string {
-  const path = target instanceof URL ? decodeURIComponent(target.pathname) : target;
-  return path.slice(path.lastIndexOf("/") + 1) || path;
+  return await process.open(
+    connection,
+    withWorkerDefaults({ ...channelOptions, drainTimeout, codec }),
+  );
 }
 
 /** The `deno run` arguments that start the worker module `module`. */

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { rejection } from "./_test_rejection.ts";
 import {
   ConnectionClosedError,
   DeadlineExceededError,
@@ -43,15 +44,6 @@ function spawnEcho(
     handlers: parent,
     stderr: lines ? (line) => lines.push(line) : "discard",
   });
-}
-
-async function rejection(promise: PromiseLike<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("Expected a rejection");
 }
 
 for (const transport of ["stdio", "unix"] as const) {

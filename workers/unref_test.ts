@@ -52,3 +52,13 @@ for (const transport of ["stdio", "unix"]) {
     await waitUntilGone(output.slice(0, -1) as number[]);
   });
 }
+
+leakFreeTest("an unref'd, idle thread worker lets its parent exit", async () => {
+  const [pid, again] = await runParent(["thread"]) as number[];
+  assert.equal(pid, again);
+});
+
+leakFreeTest("an unref'd, idle pool of threads lets its parent exit", async () => {
+  const output = await runParent(["pool", "thread"]);
+  assert.equal(output.at(-1), "after");
+});

@@ -96,3 +96,21 @@ function withGrant<T extends string | URL>(
 ): boolean | readonly T[] {
   return current === true ? true : [...(Array.isArray(current) ? current : []), item];
 }
+
+/**
+ * `permissions` as a Web Worker's `deno.permissions`: every permission named, the ones not
+ * granted as `false`, so a thread gets no more than a process would.
+ */
+export function threadPermissions(permissions: WorkerPermissions): Deno.PermissionOptionsObject {
+  permissionFlags(permissions); // The same checks: known names, no "," in a list entry.
+  const result: Record<string, boolean | (string | URL)[]> = {};
+  for (const name of PERMISSION_NAMES) {
+    const value = permissions[name as keyof WorkerPermissions];
+    result[name] = value === true
+      ? true
+      : Array.isArray(value) && value.length > 0
+      ? [...value]
+      : false;
+  }
+  return result as Deno.PermissionOptionsObject;
+}

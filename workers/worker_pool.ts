@@ -1,5 +1,6 @@
 /**
- * A pool of worker processes behind one typed `remote`: {@linkcode WorkerPool}.
+ * A pool of worker processes, or threads (`thread: true`), behind one typed `remote`:
+ * {@linkcode WorkerPool}.
  *
  * Calls go to the least-loaded worker; beyond the workers' capacity they wait in a bounded
  * queue. Crashed workers are restarted with exponential backoff, and a crash loop fails the
@@ -10,10 +11,10 @@
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * await using pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 2 },
  * );
  * const results = await Promise.all([1, 2, 3, 4].map((n) => pool.remote.echo(n)));
@@ -27,9 +28,10 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, MethodName, RemoteOf } from "../channel/types.ts";
+import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
+import { checkThreadOptions } from "./_spawn_thread.ts";
 import { type InnerCall, PoolCall } from "./_pool_call.ts";
 import { RestartPolicy } from "./_restart_policy.ts";
 import {
@@ -214,14 +216,27 @@ class Slot<Api extends object> {
  * @typeParam Api The handler interface the workers serve.
  * @typeParam Local The handler object this side serves to each worker (call-backs).
  *
+ * @example A pool of thread workers
+ * ```ts
+ * import { WorkerPool } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
+ *
+ * await using pool = new WorkerPool<EchoApi>(
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
+ *   { thread: true, size: 2 },
+ * );
+ * assert.deepEqual(await Promise.all([1, 2, 3].map((n) => pool.remote.echo(n))), [1, 2, 3]);
+ * ```
+ *
  * @example A crash is survived; a retryable call runs again on the new worker
  * ```ts
  * import { WorkerPool } from "@conduit/ipc/workers";
  * import assert from "node:assert/strict";
- * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+ * import type { EchoApi } from "../examples/_echo_worker.ts";
  *
  * const pool = new WorkerPool<EchoApi>(
- *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+ *   new URL("../examples/_echo_worker.ts", import.meta.url),
  *   { size: 1, stderr: "discard", retryable: ["echo"] },
  * );
  * await assert.rejects(pool.remote.exit(1), { name: "WorkerExitedError" });
@@ -231,7 +246,7 @@ class Slot<Api extends object> {
  * await pool.close();
  * ```
  */
-export class WorkerPool<Api extends object, Local extends object = object>
+export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local> = object>
   implements AsyncDisposable {
   /** The workers' methods; see the class description for how calls are dispatched. */
   readonly remote: RemoteOf<Api>;
@@ -276,7 +291,10 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * @param options Pool size, concurrency, queue, restart and recycling policy, and the
    * options each worker is spawned with; see {@linkcode WorkerPoolOptions}.
    * @throws {RangeError} When a size, limit or delay is out of range.
-   * @throws {TypeError} When the module is a relative path string (pass a URL).
+   * @throws {TypeError} When the module is a relative path string (pass a URL), or an option
+   * does not fit thread workers (`thread: true`).
+   * @throws {ThreadPermissionsError} When thread workers are given `permissions` and Deno's
+   * worker-options feature is not on.
    */
   constructor(worker: string | URL | WorkerCommand, options: WorkerPoolOptions<Api, Local> = {}) {
     const {
@@ -293,7 +311,8 @@ export class WorkerPool<Api extends object, Local extends object = object>
       idleTimeout = Infinity,
       ...spawnOptions
     } = options;
-    if (typeof worker === "string" || worker instanceof URL) moduleSpecifier(worker);
+    if (spawnOptions.thread) checkThreadOptions(worker, spawnOptions as SpawnWorkerOptions);
+    else if (typeof worker === "string" || worker instanceof URL) moduleSpecifier(worker);
     this.size = integerOption("size", size, 1);
     this.#limits = {
       concurrency: integerOption("concurrency", concurrency, 1),
@@ -391,10 +410,10 @@ export class WorkerPool<Api extends object, Local extends object = object>
    * ```ts
    * import { WorkerPool } from "@conduit/ipc/workers";
    * import assert from "node:assert/strict";
-   * import type { EchoApi } from "../workers/_testdata/echo_worker.ts";
+   * import type { EchoApi } from "../examples/_echo_worker.ts";
    *
    * const pool = new WorkerPool<EchoApi>(
-   *   new URL("../workers/_testdata/echo_worker.ts", import.meta.url),
+   *   new URL("../examples/_echo_worker.ts", import.meta.url),
    *   { size: 1 },
    * );
    * pool.unref();
@@ -603,6 +622,7 @@ export class WorkerPool<Api extends object, Local extends object = object>
       new WorkerExitedError({
         worker: handle.name,
         pid: handle.pid,
+        thread: handle.thread,
         code: status.code,
         signal: status.signal,
         stderrTail: handle.stderrTail,

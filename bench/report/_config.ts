@@ -52,6 +52,9 @@ export interface ReportConfig {
   /** Rounds of the "closer to the machine" section, and its sample-count multiplier. */
   machineRounds: number;
   machineScale: number;
+  /** Rounds of the workers section, and the MB of its stream. */
+  workersRounds: number;
+  workersStreamMB: number;
 }
 
 const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
@@ -83,6 +86,8 @@ export const FULL: ReportConfig = {
   nodeWarmUpOps: 1000,
   machineRounds: 7,
   machineScale: 1,
+  workersRounds: 7,
+  workersStreamMB: 100,
 };
 
 /** --quick: every code path once, small counts, one run. */
@@ -111,4 +116,6 @@ export const QUICK: ReportConfig = {
   nodeWarmUpOps: 50,
   machineRounds: 1,
   machineScale: 0.1,
+  workersRounds: 1,
+  workersStreamMB: 10,
 };

@@ -2,6 +2,7 @@
 
 import { bytes, mbps, percent, rate, sig, spreadOf, time, times } from "./_format.ts";
 import { machineMarkdown } from "./_machine.ts";
+import { workersMarkdown } from "./_workers.ts";
 import { nodePeersMarkdown } from "./_node_markdown.ts";
 import type { ReportResults } from "./_results.ts";
 import { minSamplesFor, PERCENTILES } from "./_stats.ts";
@@ -160,6 +161,7 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
 
   out.push(...nodePeersMarkdown(results.nodePeers, chart));
   out.push(...machineMarkdown(results.machine));
+  out.push(...workersMarkdown(results.workers));
 
   out.push("## In-memory codec speed", "");
   out.push(

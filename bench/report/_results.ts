@@ -5,6 +5,7 @@ import type { CodecSpeed } from "./_codec_speed.ts";
 import type { ReportConfig } from "./_config.ts";
 import type { Environment } from "./_env.ts";
 import type { MachineResult } from "./_machine.ts";
+import type { WorkersResult } from "./_workers.ts";
 import type { NodePeersResult } from "./_node_rows.ts";
 import type { StreamCell } from "./_streams.ts";
 import type { SubjectResult } from "./_suite.ts";
@@ -32,5 +33,7 @@ export interface ReportResults {
   nodePeers?: NodePeersResult;
   /** Raw calls against a bare Deno Unix socket; absent from older reports. */
   machine?: MachineResult;
+  /** Worker spawn and a 100 MB stream against a bare Deno child; absent from older reports. */
+  workers?: WorkersResult;
   targets: TargetResult[];
 }

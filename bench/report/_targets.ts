@@ -211,6 +211,17 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       ["ratio", spreadOf(machine.smallRatio, times), machine.smallRatio.median <= 1.3],
     ]);
   }
+  const workers = results.workers;
+  if (workers?.repeatedRatio !== undefined && workers.streamRatio !== undefined) {
+    add("Worker spawn → first reply ≤ 2× a bare Deno child's first byte (repeated spawns)", [
+      ["ratio", spreadOf(workers.repeatedRatio, times), workers.repeatedRatio.median <= 2],
+    ]);
+    const seconds = spread(workers.worker.streamSeconds)!;
+    const full = seconds.median * 100 / workers.streamMB;
+    add("100 MB of Uint8Array chunks from a worker with default options ≤ 1 s", [
+      [`${workers.streamMB} MB`, spreadOf(seconds, (x) => time(x * 1000)), full <= 1],
+    ]);
+  }
   return targets;
 }
 

@@ -12,6 +12,7 @@
 
 import { runArrow } from "./_arrow.ts";
 import { runMachine } from "./_machine.ts";
+import { runWorkers } from "./_workers.ts";
 import { runNodePeers } from "./_node_rows.ts";
 import { type CodecSpeedRun, combineCodecRuns, measureCodecSpeed } from "./_codec_speed.ts";
 import { FULL, QUICK } from "./_config.ts";
@@ -95,6 +96,8 @@ async function measure(): Promise<ReportResults> {
     );
     log("closer to the machine");
     const machine = await runMachine(config.machineRounds, config.machineScale, socketDir, log);
+    log("workers");
+    const workers = await runWorkers(config.workersRounds, config.workersStreamMB, log);
     env.loadAfter = loadAverage();
     env.seconds = Math.round((performance.now() - started) / 1000);
     const results: ReportResults = {
@@ -108,6 +111,7 @@ async function measure(): Promise<ReportResults> {
       streams,
       nodePeers,
       machine,
+      workers,
       targets: [],
     };
     results.targets = evaluateTargets(results);

@@ -1,27 +1,17 @@
 // A worker for the tests and the examples: echo, streams, call-backs, crashes and hangs.
-import type { CallContext } from "../../channel/call_context.ts";
+import { echoHandlers } from "../../examples/_echo_worker.ts";
 import { msgpackCodec } from "../../codecs/msgpack.ts";
 import { serveWorker } from "../serve_worker.ts";
 
-/** What the parent serves to this worker. */
-export interface ParentApi {
-  double(x: number): number;
-}
+export type { ParentApi } from "../../examples/_echo_worker.ts";
 
 const handlers = {
-  echo: <T>(value: T): T => value,
+  // echo, count, sleep, callParent and exit, as the documentation's example worker serves them.
+  ...echoHandlers,
   pid: (): number => Deno.pid,
   /** Answers with this worker's pid after `ms`. */
   slowPid: (ms: number): Promise<number> =>
     new Promise((resolve) => setTimeout(() => resolve(Deno.pid), ms)),
-  async *count(to: number): AsyncIterable<number> {
-    for (let i = 1; i <= to; i++) yield i;
-  },
-  sleep: (ms: number): Promise<string> =>
-    new Promise((resolve) => setTimeout(() => resolve("slept"), ms)),
-  /** Calls the parent back while serving this call. */
-  callParent: async (x: number, ctx: CallContext<ParentApi>): Promise<number> =>
-    await ctx.channel.remote.double(x),
   /** Prints with every console method that would reach stdout, then answers. */
   chatty(): string {
     console.log("log line");
@@ -36,7 +26,7 @@ const handlers = {
     console.groupEnd();
     return "still framed";
   },
-  /** Exits the process mid-call. */
+  /** Exits the process mid-call, saying so on stderr. */
   exit(code: number): never {
     console.error(`exiting with ${code}`);
     Deno.exit(code);
@@ -55,6 +45,17 @@ const handlers = {
       // Spinning on purpose.
     }
     return "unblocked";
+  },
+  /** Adds up a stream from the caller. */
+  async sum(values: AsyncIterable<number>): Promise<number> {
+    let total = 0;
+    for await (const value of values) total += value;
+    return total;
+  },
+  /** A thread worker closes itself (`self.close()`) mid-call. */
+  closeSelf(): Promise<never> {
+    (globalThis as unknown as { close(): void }).close();
+    return new Promise(() => {});
   },
   fail(message: string): never {
     throw new TypeError(message);

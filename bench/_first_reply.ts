@@ -1,0 +1,21 @@
+// The worker side of the spawn-to-first-reply figure, shared by bench/spawn_time.ts and the
+// report's workers section: spawnWorker with default options, until the answer to the first
+// call (process start, module load, handshake, one round trip).
+
+import { spawnWorker, type SpawnWorkerOptions } from "@conduit/ipc/workers";
+import type { PingApi } from "./_ping_worker.ts";
+
+const WORKER = new URL("./_ping_worker.ts", import.meta.url);
+
+/**
+ * Spawns the ping worker (with `options`, e.g. `{ thread: true }`) and resolves with the time
+ * to its first reply, in ms.
+ */
+export async function workerFirstReply(options: SpawnWorkerOptions = {}): Promise<number> {
+  const started = performance.now();
+  const handle = await spawnWorker<PingApi>(WORKER, options);
+  await handle.remote.ping();
+  const elapsed = performance.now() - started;
+  await handle.close();
+  return elapsed;
+}

@@ -1,0 +1,187 @@
+// One thread worker: a module Web Worker, its channel, and how it ends. The worker is
+// terminated as soon as its channel has closed, whichever way: close() (GOODBYE, drain), the
+// worker closing itself, an uncaught error (the Worker's `error` event), kill(). Its status
+// then reads as a process's would: code 1 after an uncaught error, SIGKILL after kill(),
+// code 0 otherwise.
+
+import type { Channel, ChannelOptions } from "../channel/channel.ts";
+import { holdProcess } from "../channel/_core.ts";
+import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
+import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
+import { workerTransport } from "../transports/web_worker.ts";
+import { HeldWorker, KeepAlive } from "./_keep_alive.ts";
+import { withPermissionHint } from "./_permission_hint.ts";
+import { threadWorkerName } from "./_thread_name.ts";
+import { workerChannel } from "./_worker_channel.ts";
+import { WorkerExitedError } from "./errors.ts";
+import type { WorkerHandle } from "./worker_handle.ts";
+
+/** How a thread worker is started. */
+export interface ThreadOptions {
+  name: string;
+  /** Its own permissions, or `undefined` to share this process's. */
+  permissions: Deno.PermissionOptionsObject | undefined;
+}
+
+/** One thread worker: a module Web Worker and its channel. */
+export class WorkerThread<Api extends object> extends HeldWorker implements WorkerHandle<Api> {
+  readonly pid: number = Deno.pid;
+  readonly thread = true;
+  readonly name: string;
+  readonly stderrTail: readonly string[] = [];
+  readonly exited: Promise<Deno.CommandStatus>;
+  readonly #worker: Worker;
+  readonly #terminated = Promise.withResolvers<void>();
+  #channel: Channel<Api> | undefined;
+  #remote: RemoteOf<Api> | undefined;
+  #ending = false;
+  /** Set once close() was called: connection errors are then expected. */
+  #closing = false;
+  #killed = false;
+  /** The uncaught error the worker died of, as its `error` event told it. */
+  #thrown: string | undefined;
+  /** Why this side ended the worker, for WorkerExitedError. */
+  #stopReason: string | undefined;
+  protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
+    holdWorker(this.#worker, hold);
+    if (this.#channel !== undefined) holdProcess(this.#channel, hold);
+  });
+
+  constructor(module: URL, options: ThreadOptions) {
+    super();
+    this.name = options.name;
+    const { permissions } = options;
+    this.#worker = new Worker(module, {
+      type: "module",
+      name: threadWorkerName(options.name),
+      ...(permissions === undefined ? {} : { deno: { permissions } }),
+    });
+    this.#worker.addEventListener("error", (event) => this.#thrown ??= event.message);
+    this.exited = this.#terminated.promise.then(async () => {
+      await this.#channel?.closed.catch(() => {});
+      return this.#status();
+    });
+  }
+
+  get remote(): RemoteOf<Api> {
+    return this.#remote!;
+  }
+
+  /** Opens the channel; on failure ends the worker and throws why. */
+  async open(options: ChannelOptions): Promise<WorkerHandle<Api>> {
+    const { channel, remote } = workerChannel<Api>(workerTransport(this.#worker), options, {
+      keepAlive: this.keepAlive,
+      translate: (error) => this.#translate(error),
+    });
+    this.#channel = channel;
+    this.#remote = remote;
+    const end = () => void this.#end();
+    channel.closed.then(end, end);
+    try {
+      await channel.opened;
+    } catch (error) {
+      throw await this.#failStart(error);
+    }
+    return this;
+  }
+
+  notify<K extends MethodName<Api>>(method: K, param: RemoteArgs<Api[K]>[0]): void {
+    this.#channel!.notify(method, param);
+  }
+
+  async close(): Promise<Deno.CommandStatus> {
+    this.#closing = true;
+    await this.#channel?.close();
+    return await this.#end();
+  }
+
+  kill(): Promise<Deno.CommandStatus> {
+    if (!this.#ending) {
+      this.#killed = true;
+      this.#stopReason ??= "kill() was called";
+    }
+    return this.#end();
+  }
+
+  /** Terminates the worker (once); its transport, if still open, fails its calls. */
+  #end(): Promise<Deno.CommandStatus> {
+    if (!this.#ending) {
+      this.#ending = true;
+      // The instance's terminate: the transport watches it to fail at once.
+      this.#worker.terminate();
+      this.#terminated.resolve();
+    }
+    return this.exited;
+  }
+
+  /** The worker did not start: end it and say why. */
+  async #failStart(error: unknown): Promise<unknown> {
+    this.#closing = true;
+    const status = await this.#end();
+    if (this.#thrown === undefined) {
+      if (error instanceof HandshakeError && error.code === "handshake_timeout") {
+        // Unlike a process, a Web Worker that loaded and did not serve lives on, silent.
+        return new HandshakeError(
+          error.code,
+          `${error.message}: thread worker ${this.name} loaded but did not answer; did the ` +
+            "module call serveWorker()?",
+          { cause: error },
+        );
+      }
+      // Another codec or protocol version.
+      if (error instanceof HandshakeError && error.code !== "closed") return error;
+      if (!(error instanceof ConnectionClosedError)) return error;
+    }
+    return this.#exitError(status, error, true);
+  }
+
+  /** Turns a connection error into WorkerExitedError, ending the worker if it lives. */
+  async #translate(error: unknown): Promise<unknown> {
+    if (!(error instanceof ConnectionClosedError)) return withPermissionHint(error);
+    if (error instanceof WorkerExitedError) return error;
+    // A connection that failed while the worker lives (heartbeat, protocol error) ends it.
+    if (!this.#closing && !this.#ending) this.#stopReason ??= innermostMessage(error);
+    return this.#exitError(await this.#end(), error);
+  }
+
+  #status(): Deno.CommandStatus {
+    if (this.#killed) return { success: false, code: 137, signal: "SIGKILL" };
+    if (this.#thrown !== undefined) return { success: false, code: 1, signal: null };
+    return { success: true, code: 0, signal: null };
+  }
+
+  #exitError(status: Deno.CommandStatus, cause: unknown, beforeServing = false) {
+    const thrown = this.#thrown === undefined ? undefined : `it threw: ${this.#thrown}`;
+    return new WorkerExitedError({
+      worker: this.name,
+      pid: this.pid,
+      thread: true,
+      code: status.code,
+      signal: status.signal,
+      reason: thrown ?? this.#stopReason,
+      beforeServing,
+    }, { cause });
+  }
+}
+
+/** The message of the error at the end of `error`'s cause chain: what first went wrong. */
+function innermostMessage(error: Error): string {
+  let inner = error;
+  while (inner.cause instanceof Error) inner = inner.cause;
+  return inner.message;
+}
+
+/**
+ * Deno's `Worker` has no public `unref()`; its prototype has one symbol-keyed method taking
+ * a boolean, the hook Deno's `node:worker_threads` uses to ref and unref a worker. Absent
+ * (another Deno), a thread keeps the program alive until it is closed.
+ */
+const workerRef = Object.getOwnPropertySymbols(Worker.prototype).find((key) =>
+  key.description === undefined &&
+  typeof (Worker.prototype as unknown as Record<symbol, unknown>)[key] === "function"
+);
+
+function holdWorker(worker: Worker, hold: boolean): void {
+  if (workerRef === undefined) return;
+  (worker as unknown as Record<symbol, (ref: boolean) => void>)[workerRef](hold);
+}
