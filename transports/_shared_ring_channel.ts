@@ -28,6 +28,8 @@ const WRITER_SLEEPS = 5;
 const WRITER_STATE = 6;
 /** The reader's state: READER_CLOSED once it reads no more. */
 const READER_STATE = 7;
+/** Oversized chunks posted by the writer and not yet taken by the reader: 0 or 1. */
+const OVERSIZED_UNREAD = 8;
 export const HEADER_BYTES = 64;
 
 const WRITER_ENDED = 1;
@@ -329,6 +331,7 @@ export class SharedRingChannel implements ByteChannel {
     const first = words[(read & ring.mask) >>> 2];
     if (first < 0) {
       const chunk = await this.#oversizedChunk();
+      Atomics.sub(this.#in.header, OVERSIZED_UNREAD, 1);
       this.#consumed(read + 4);
       return chunk;
     }
@@ -401,24 +404,29 @@ export class SharedRingChannel implements ByteChannel {
   }
 
   /**
-   * Posts a chunk too large for the ring once the ring is empty (so at most one such chunk is
-   * unread at a time), then its record: the reader finds the message before or soon after.
+   * Posts a chunk too large for the ring once the reader has taken the last such chunk (so at
+   * most one is unread at a time) and the ring has room for its record, then the record: the
+   * reader finds the message before or soon after. Waiting for the whole ring to drain instead
+   * cost a wake-up of each thread per large frame, whose head is the ring's last record.
    */
   async #writeOversized(chunk: Uint8Array): Promise<void> {
     const header = this.#out.header;
     for (;;) {
       const seq = Atomics.load(header, READ_SEQ);
       this.#checkWritable();
-      if (this.#free() === this.#out.capacity) break;
+      if (Atomics.load(header, OVERSIZED_UNREAD) === 0 && this.#free() >= 4) break;
       await this.#sleep(header, READ_SEQ, seq, WRITER_SLEEPS);
     }
     const { message, transfer } = outgoing(chunk);
+    Atomics.add(header, OVERSIZED_UNREAD, 1);
     this.#port.postMessage(message, transfer);
     const ring = this.#out;
     const pos = Atomics.load(header, WRITE_POS);
     ring.words[(pos & ring.mask) >>> 2] = -1;
     Atomics.store(header, WRITE_POS, (pos + 4) | 0);
     ring.signal(WRITE_SEQ, READER_SLEEPS);
+    this.#wrote = true;
+    if (this.#readWaiter !== undefined) this.#queueSpin();
   }
 
   #checkWritable(): void {

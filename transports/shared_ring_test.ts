@@ -255,3 +255,30 @@ Deno.test("shared ring: spins that mostly miss, or none at all, lose no wake-up"
     }
   }
 });
+
+Deno.test("shared ring: at most one chunk too large for the ring is unread at a time, and order holds", async () => {
+  const [mine, theirs] = sharedRingPair({ ringBytes: 1024 });
+  const a = sharedRingTransport(mine, { spinMicros: 0 });
+  const b = sharedRingTransport(theirs, { spinMicros: 0 });
+  const writer = a.writable.getWriter();
+  const reader = b.readable.getReader();
+  try {
+    const small = new Uint8Array([9, 9]);
+    const first = new Uint8Array(4000).fill(1);
+    const second = new Uint8Array(5000).fill(2);
+    await writer.write(small);
+    await writer.write(first); // posted at once, behind the small chunk still unread
+    let secondWritten = false;
+    const writing = writer.write(second).then(() => secondWritten = true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(secondWritten, false, "a second large chunk waits while the first is unread");
+    assert.deepEqual((await reader.read()).value, small);
+    assert.deepEqual((await reader.read()).value, first);
+    await writing;
+    assert.deepEqual((await reader.read()).value, second);
+  } finally {
+    writer.releaseLock();
+    reader.releaseLock();
+    await Promise.all([a.close(), b.close()]);
+  }
+});
