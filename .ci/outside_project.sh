@@ -47,7 +47,7 @@ console.log(`outside project: ${modules.length} entrypoints imported, a worker a
 EOF
   } >"$dir/main.ts"
   cat >"$dir/worker.ts" <<'EOF'
-import { serveWorker } from "@conduit/ipc/workers";
+import { serveWorker } from "@conduit/ipc/workers/serve";
 import { structuredCodec } from "@conduit/ipc/codecs/structured";
 if (import.meta.main) {
   await serveWorker({ twice: (x: bigint) => 2n * x }, { codec: structuredCodec() });

@@ -5,15 +5,19 @@
 import { spawnWorker, type SpawnWorkerOptions } from "@conduit/ipc/workers";
 import type { PingApi } from "./_ping_worker.ts";
 
-const WORKER = new URL("./_ping_worker.ts", import.meta.url);
+/** The ping worker, importing `serveWorker` from `@conduit/ipc/workers/serve` as the README does. */
+export const PING_WORKER: URL = new URL("./_ping_worker.ts", import.meta.url);
 
 /**
- * Spawns the ping worker (with `options`, e.g. `{ thread: true }`) and resolves with the time
- * to its first reply, in ms.
+ * Spawns a ping worker (by default {@linkcode PING_WORKER}) with `options` (e.g.
+ * `{ thread: true }`) and resolves with the time to its first reply, in ms.
  */
-export async function workerFirstReply(options: SpawnWorkerOptions = {}): Promise<number> {
+export async function workerFirstReply(
+  options: SpawnWorkerOptions = {},
+  module: URL = PING_WORKER,
+): Promise<number> {
   const started = performance.now();
-  const handle = await spawnWorker<PingApi>(WORKER, options);
+  const handle = await spawnWorker<PingApi>(module, options);
   await handle.remote.ping();
   const elapsed = performance.now() - started;
   await handle.close();

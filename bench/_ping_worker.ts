@@ -1,5 +1,5 @@
 // The smallest worker: one method that answers at once. Used by workers_bench.ts.
-import { serveWorker } from "../workers/serve_worker.ts";
+import { serveWorker } from "@conduit/ipc/workers/serve";
 
 const handlers = { ping: (): string => "pong" };
 

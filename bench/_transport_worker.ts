@@ -5,7 +5,7 @@
 import { openChannel } from "@conduit/ipc/channel";
 import { structuredCodec } from "@conduit/ipc/codecs/structured";
 import type { Transport } from "@conduit/ipc/transports";
-import { serveWorker } from "@conduit/ipc/workers";
+import { serveWorker } from "@conduit/ipc/workers/serve";
 
 /** What the parent calls. */
 export const handlers = {

@@ -5,7 +5,7 @@
 
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameReader } from "../framing/frame_reader.ts";
-import { FrameWriter, type FrameWriterOptions } from "../framing/frame_writer.ts";
+import { type FrameTarget, FrameWriter } from "../framing/frame_writer.ts";
 import { FrameParser, type FrameSink, MethodNames, readFrame } from "../protocol/_frame_table.ts";
 import { parseCancel } from "../protocol/_json.ts";
 import { decodeEnvelope } from "../protocol/envelope.ts";
@@ -96,15 +96,14 @@ export class ConduitWire implements Wire, FrameSink {
     this.decoder = new FrameDecoder({
       maxFrameBytes: Math.min(MAX_CONTROL_FRAME_BYTES, options.maxFrameBytes),
     });
-    const writer = new FrameWriter(transport.writable, {
+    // Straight to the transport when it can take chunks: its Web Streams are never created.
+    const writer = new FrameWriter(takesChunks(transport) ? transport : transport.writable, {
       maxFrameBytes: 0xffff_ffff,
       highWaterMark: options.writeHighWaterMark,
       // A failed write (the peer stopped reading, the socket broke) fails the channel now:
       // otherwise it would be noticed only at the next write or when reads end, and pending
       // calls would wait for their deadlines.
       onFailure: options.onWriteFailure,
-      // Around the Web Stream, where the transport can (transports/_byte_channel_transport.ts).
-      writeChunk: (transport as { writeChunk?: FrameWriterOptions["writeChunk"] }).writeChunk,
     });
     this.outbox = new ConduitOutbox(writer, {
       trustPeer: options.trustPeer,
@@ -270,4 +269,9 @@ function controlFrameError(size: number): ProtocolError {
     `A frame of ${size} bytes where HELLO and GOODBYE frames are at most ` +
       `${MAX_CONTROL_FRAME_BYTES} bytes`,
   );
+}
+
+/** Whether `transport` can be written without its `writable` (see Transport.writeChunk). */
+function takesChunks(transport: Transport): transport is Transport & FrameTarget {
+  return transport.writeChunk !== undefined && transport.closeWrite !== undefined;
 }

@@ -10,7 +10,7 @@
  */
 
 import type { CallContext } from "@conduit/ipc";
-import { serveWorker } from "@conduit/ipc/workers";
+import { serveWorker } from "@conduit/ipc/workers/serve";
 
 /** What the parent serves to this worker (see `callParent`). */
 export interface ParentApi {

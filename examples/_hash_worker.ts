@@ -5,7 +5,7 @@
  * @module
  */
 
-import { serveWorker } from "@conduit/ipc/workers";
+import { serveWorker } from "@conduit/ipc/workers/serve";
 
 const handlers = {
   /** A result: the caller gets a `Promise<string>`. */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { serveWorker } from "@conduit/ipc/workers";
+import { serveWorker } from "@conduit/ipc/workers/serve";
 import { countPrimes, type Range, sieve } from "./_primes.ts";
 
 export type { Range };

@@ -9,8 +9,9 @@ import type { FrameDecoder } from "./frame_decoder.ts";
 
 /**
  * Where a {@linkcode FrameReader} reads: a byte stream, and optionally a way to read the next
- * bytes straight into a given buffer. Every `Transport` is one; the Unix socket and TCP
- * transports have `readInto`.
+ * bytes straight into a given buffer, and one to read them without the stream. Every
+ * `Transport` is one; the Unix socket, TCP and stdio transports have `readInto` and
+ * `readChunk`.
  *
  * @example
  * ```ts
@@ -31,9 +32,9 @@ export interface FrameSource {
    */
   readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   /**
-   * Reads the next chunk without going through `readable`, whose reader the caller holds with
-   * no read pending: what a read of `readable` would give, at less cost per read. Resolves with
-   * `null` at the end.
+   * Reads the next chunk without `readable`: resolves with it, or `null` once the bytes have
+   * ended. A source that has it is read only this way and with `readInto`; its `readable` is
+   * never touched, so it need not even be created.
    */
   readonly readChunk?: (() => Promise<Uint8Array | null>) | undefined;
 }
@@ -90,10 +91,12 @@ export interface FrameSource {
 export class FrameReader {
   readonly #source: FrameSource;
   readonly #decoder: FrameDecoder;
-  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  /** The lock on the source's `readable`; none over a source with `readChunk`. */
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
 
   /**
-   * Locks the source's `readable`, as `getReader()` does, to read frames into `decoder`.
+   * Locks the source's `readable`, as `getReader()` does, to read frames into `decoder`;
+   * over a source with `readChunk`, reads with it instead and leaves `readable` alone.
    *
    * @param source The bytes, e.g. a transport.
    * @param decoder The decoder every chunk read will be pushed into.
@@ -102,7 +105,7 @@ export class FrameReader {
   constructor(source: FrameSource, decoder: FrameDecoder) {
     this.#source = source;
     this.#decoder = decoder;
-    this.#reader = source.readable.getReader();
+    this.#reader = source.readChunk === undefined ? source.readable.getReader() : undefined;
   }
 
   /**
@@ -115,22 +118,22 @@ export class FrameReader {
       const target = this.#decoder.readTarget();
       if (target !== undefined) return this.#source.readInto(target).then(toResult);
     }
-    if (this.#source.readChunk !== undefined) return this.#source.readChunk().then(toResult);
-    return this.#reader.read();
+    return this.#reader?.read() ?? this.#source.readChunk!().then(toResult);
   }
 
   /**
-   * Cancels the stream; a pending `read()` settles.
+   * Cancels the stream; a pending `read()` settles. Over a source read with `readChunk` it
+   * does nothing: the source's owner ends it (closing a transport settles a pending read).
    *
    * @param reason Passed to the stream's source.
    */
   cancel(reason?: unknown): Promise<void> {
-    return this.#reader.cancel(reason);
+    return this.#reader?.cancel(reason) ?? Promise.resolve();
   }
 
-  /** Unlocks the stream. */
+  /** Unlocks the stream (if it was locked: not over a source with `readChunk`). */
   releaseLock(): void {
-    this.#reader.releaseLock();
+    this.#reader?.releaseLock();
   }
 }
 

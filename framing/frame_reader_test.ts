@@ -98,13 +98,41 @@ Deno.test("FrameReader: a stream ending inside a frame read into its buffer is a
 Deno.test("FrameReader: cancel() settles a pending read and locks the stream no longer after releaseLock()", async () => {
   const { b, cleanup } = await unix.pair();
   try {
-    const reader = new FrameReader(b, new FrameDecoder());
+    // The stream's way: a source with readInto but no readChunk.
+    const source: FrameSource = { readable: b.readable, readInto: b.readInto };
+    const reader = new FrameReader(source, new FrameDecoder());
     assert.equal(b.readable.locked, true);
     const reading = reader.read();
     await reader.cancel();
     assert.equal((await reading).done, true);
     reader.releaseLock();
     assert.equal(b.readable.locked, false);
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("FrameReader: a source with readChunk is read with it, its readable left alone", async () => {
+  const { a, b, cleanup } = await unix.pair();
+  try {
+    const decoder = new FrameDecoder();
+    const reader = new FrameReader(b, decoder);
+    // Never locked, never read: a transport need not even create it.
+    assert.equal(b.readable.locked, false);
+    const writer = new FrameWriter(a.writable);
+    writer.write(new Uint8Array([1, 2]));
+    await writer.flush();
+    const result = await reader.read();
+    assert.equal(result.done, false);
+    decoder.push(result.value!);
+    assert.deepEqual(decoder.next(), new Uint8Array([1, 2]));
+    // cancel() and releaseLock() have nothing to do; closing the transport ends a pending read.
+    const reading = reader.read();
+    await reader.cancel();
+    reader.releaseLock();
+    await b.close();
+    assert.equal((await reading).done, true);
+    await writer.close();
   } finally {
     await cleanup();
   }

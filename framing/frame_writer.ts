@@ -1,6 +1,7 @@
 /**
- * A synchronous, coalescing frame writer over a byte `WritableStream`: the write path the
- * channel uses, where one promise per message would cost more than the message.
+ * A synchronous, coalescing frame writer over a byte `WritableStream` (or a transport's
+ * `writeChunk`): the write path the channel uses, where one promise per message would cost
+ * more than the message.
  *
  * @module
  */
@@ -90,14 +91,42 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * @default {"length-prefixed"}
    */
   framing?: "length-prefixed" | "ndjson" | "content-length";
+}
+
+/**
+ * Where a {@linkcode FrameWriter} writes without a `WritableStream`: every `Transport` that
+ * has `writeChunk` and `closeWrite` is one (the Unix socket, TCP and stdio transports), and
+ * writing to it spares the process loading Deno's Web Streams. With no stream to report a
+ * failure while the writer is idle, the writer learns of it at its next write.
+ *
+ * @example
+ * ```ts
+ * import { type FrameTarget, FrameWriter } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * const chunks: Uint8Array[] = [];
+ * const target: FrameTarget = {
+ *   writeChunk: (chunk) => void chunks.push(chunk.slice()), // written synchronously
+ *   closeWrite: () => Promise.resolve(),
+ *   abort: () => Promise.resolve(),
+ * };
+ * const writer = new FrameWriter(target);
+ * writer.write(new Uint8Array([7]));
+ * writer.write(new Uint8Array([8, 9]));
+ * await writer.close();
+ * assert.deepEqual(chunks, [new Uint8Array([0, 0, 0, 1, 7, 0, 0, 0, 2, 8, 9])]);
+ * ```
+ */
+export interface FrameTarget {
   /**
-   * Writes one chunk to the byte stream's sink without going through the stream, e.g. a
-   * transport's `writeChunk`: returns `undefined` once written synchronously, else a promise
-   * that settles when it is. The writer calls it one chunk at a time in place of its
-   * `write()` on the stream, whose lock it still holds for closing; a Web Stream costs
-   * several promise steps per chunk (bench/channel_latency.ts, memory transport).
+   * Writes all of `chunk`; resolves once written, or returns `undefined` when it was written
+   * synchronously. Called again only once the previous call settled.
    */
-  writeChunk?: ((chunk: Uint8Array) => Promise<void> | undefined) | undefined;
+  writeChunk(chunk: Uint8Array): Promise<void> | undefined;
+  /** Ends the bytes: called by {@linkcode FrameWriter.close} once every frame is written. */
+  closeWrite(): Promise<void>;
+  /** Drops what is pending: called by {@linkcode FrameWriter.abort}. */
+  abort(reason?: unknown): Promise<void>;
 }
 
 /**
@@ -145,7 +174,7 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
  * ```
  */
 export class FrameWriter {
-  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #writer: ChunkWriter;
   readonly #packer: BatchPacker;
   readonly #highWaterMark: number;
   #scheduled = false;
@@ -154,22 +183,28 @@ export class FrameWriter {
   #closed = false;
   #closing: Promise<void> | undefined;
   #inFlightBytes = 0;
+  /** The write in flight, if it is asynchronous. */
+  #writing: Promise<void> | undefined;
   #readyWaiters: Array<() => void> = [];
   /** The flush() calls waiting for the batch in flight, and for the frames still queued. */
   #flushWaiters: Array<() => void> = [];
   #queuedFlushWaiters: Array<() => void> = [];
   readonly #onFailure: ((error: TransportClosedError) => void) | undefined;
-  readonly #writeChunk: ((chunk: Uint8Array) => Promise<void> | undefined) | undefined;
 
   /**
-   * Creates a writer that takes the lock of `writable`.
+   * Creates a writer that takes the lock of `target`, a byte stream, or writes to a
+   * {@linkcode FrameTarget}.
    *
-   * @param writable The byte stream to write to; the writer holds its lock from now on.
+   * @param target The byte stream to write to (the writer holds its lock from now on), or a
+   * target such as a transport with `writeChunk`.
    * @param options Batch, frame and queue limits; see {@linkcode FrameWriterOptions}.
    * @throws {RangeError} When an option is out of range.
-   * @throws {TypeError} When `writable` is already locked.
+   * @throws {TypeError} When the stream is already locked.
    */
-  constructor(writable: WritableStream<Uint8Array>, options: FrameWriterOptions = {}) {
+  constructor(
+    target: WritableStream<Uint8Array> | FrameTarget,
+    options: FrameWriterOptions = {},
+  ) {
     const highWaterMark = options.highWaterMark ?? DEFAULT_WRITE_HIGH_WATER_MARK;
     numberOption("highWaterMark", highWaterMark, 0);
     const Packer = options.framing === "ndjson"
@@ -183,11 +218,25 @@ export class FrameWriter {
     );
     this.#highWaterMark = highWaterMark;
     this.#onFailure = options.onFailure;
-    this.#writeChunk = options.writeChunk;
-    this.#writer = writable.getWriter();
-    // The stream can fail while we are idle (the peer went away): learn it now, so the next
-    // write() throws instead of queueing frames that can never be sent.
-    this.#writer.closed.catch((error) => this.#fail(failedError(error)));
+    // Told apart without naming WritableStream: its first use loads Deno's Web Streams.
+    if ("getWriter" in target) {
+      const writer = target.getWriter();
+      // The stream can fail while we are idle (the peer went away): learn it now, so the next
+      // write() throws instead of queueing frames that can never be sent.
+      writer.closed.catch((error) => this.#fail(failedError(error)));
+      this.#writer = writer;
+    } else {
+      this.#writer = {
+        write: (chunk) => target.writeChunk(chunk),
+        close: () => target.closeWrite(),
+        // As a WritableStream's abort does: the write in flight finishes first (a HELLO in
+        // flight still reaches a peer refused during its handshake).
+        abort: async (reason) => {
+          await this.#writing?.catch(() => {});
+          await target.abort(reason);
+        },
+      };
+    }
   }
 
   /**
@@ -422,12 +471,12 @@ export class FrameWriter {
         const inBatch = this.#queuedFlushWaiters;
         this.#queuedFlushWaiters = this.#flushWaiters;
         this.#flushWaiters = inBatch;
-        const direct = this.#writeChunk;
         for (const chunk of chunks) {
-          if (direct === undefined) await this.#writer.write(chunk);
-          else {
-            const pending = direct(chunk);
-            if (pending !== undefined) await pending;
+          const writing = this.#writer.write(chunk);
+          if (writing !== undefined) {
+            this.#writing = writing;
+            await writing;
+            this.#writing = undefined;
           }
           this.#inFlightBytes -= chunk.length;
           if (this.#readyWaiters.length > 0 && this.#belowMark()) {
@@ -442,6 +491,7 @@ export class FrameWriter {
       this.#fail(failedError(error));
     } finally {
       this.#pumping = false;
+      this.#writing = undefined;
       this.#inFlightBytes = 0;
     }
     wakeAll(this.#readyWaiters.splice(0));
@@ -456,6 +506,14 @@ export class FrameWriter {
     wakeAll(this.#queuedFlushWaiters.splice(0));
     this.#onFailure?.(error);
   }
+}
+
+/** What the writer needs of its byte stream's writer, or of its target. */
+interface ChunkWriter {
+  /** Resolves once written; `undefined` when written synchronously. */
+  write(chunk: Uint8Array): Promise<void> | undefined;
+  close(): Promise<void>;
+  abort(reason?: unknown): Promise<void>;
 }
 
 function failedError(cause: unknown): TransportClosedError {

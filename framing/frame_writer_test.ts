@@ -414,3 +414,76 @@ Deno.test("FrameWriter: by default a frame with a 64 KiB body and a small head i
   assert.equal(sink.writes.length, 3);
   assert.equal(sink.writes[2].length, 65 * 1024);
 });
+
+Deno.test("FrameWriter: over a FrameTarget, writeChunk takes the batches, close() ends with closeWrite, a failed write fails the writer", async () => {
+  const chunks: Uint8Array[] = [];
+  const calls: string[] = [];
+  let fail: Error | undefined;
+  const failures: TransportClosedError[] = [];
+  const writer = new FrameWriter({
+    // Synchronous, then asynchronous, then failing.
+    writeChunk: (chunk) => {
+      if (fail !== undefined) return Promise.reject(fail);
+      chunks.push(chunk.slice());
+      return chunks.length === 1 ? undefined : Promise.resolve();
+    },
+    closeWrite: () => {
+      calls.push("closeWrite");
+      return Promise.resolve();
+    },
+    abort: () => {
+      calls.push("abort");
+      return Promise.resolve();
+    },
+  }, { onFailure: (error) => failures.push(error) });
+  writer.write(new Uint8Array([1]));
+  await writer.flush();
+  writer.write(new Uint8Array([2, 3]));
+  await writer.flush();
+  assert.deepEqual(chunks, [encodeFrame(new Uint8Array([1])), encodeFrame(new Uint8Array([2, 3]))]);
+
+  fail = new Error("peer gone");
+  writer.write(new Uint8Array([4]));
+  await assert.rejects(writer.flush(), TransportClosedError);
+  assert.equal(failures.length, 1);
+  assert.equal(failures[0].cause, fail);
+  assert.throws(() => writer.write(new Uint8Array([5])), TransportClosedError);
+  await writer.abort(new Error("done"));
+  assert.deepEqual(calls, ["abort"]);
+
+  const closing = new FrameWriter({
+    writeChunk: () => undefined,
+    closeWrite: () => {
+      calls.push("closeWrite");
+      return Promise.resolve();
+    },
+    abort: () => Promise.resolve(),
+  });
+  closing.write(new Uint8Array([6]));
+  await closing.close();
+  assert.deepEqual(calls, ["abort", "closeWrite"]);
+});
+
+Deno.test("FrameWriter: abort() over a FrameTarget lets the write in flight finish first, as over a stream", async () => {
+  const events: string[] = [];
+  const inFlight = Promise.withResolvers<void>();
+  const writer = new FrameWriter({
+    writeChunk: () => {
+      events.push("write");
+      return inFlight.promise;
+    },
+    closeWrite: () => Promise.resolve(),
+    abort: () => {
+      events.push("abort");
+      return Promise.resolve();
+    },
+  });
+  writer.write(new Uint8Array([1]));
+  await Promise.resolve(); // the write starts at the end of the microtask turn
+  const aborting = writer.abort(new Error("going away"));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(events, ["write"]);
+  inFlight.resolve();
+  await aborting;
+  assert.deepEqual(events, ["write", "abort"]);
+});

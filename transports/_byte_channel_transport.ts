@@ -52,51 +52,45 @@ const WRITE_HIGH_WATER_MARK = 64 * 1024;
  * `FrameSource` in framing's terms): the holder of `readable`'s reader may read the next bytes
  * straight into a buffer of its own between its reads, e.g. the rest of a large frame into
  * that frame, which spares the copy out of the channel's read buffer.
+ *
+ * `readable` and `writable` are created when first used: a caller that reads and writes with
+ * `readChunk`, `readInto`, `writeChunk` and `closeWrite` (a channel's engine does) never makes
+ * the process load Deno's Web Streams, which a worker would otherwise pay before its first
+ * reply (`bench/spawn_time.ts`).
  */
 export class ByteChannelTransport implements Transport {
-  readonly readable: ReadableStream<Uint8Array>;
-  readonly writable: WritableStream<Uint8Array>;
   /**
-   * Reads the next bytes into `view` instead of through `readable`, which must be locked by
-   * the caller with no read pending. Resolves with the bytes read (a view of the start of
+   * Reads the next bytes into `view` instead of through `readable`, whose reader the caller
+   * holds if it reads `readable` too, with no read pending. Resolves with the bytes read (a view of the start of
    * `view`, or of the buffer it was transferred to) or `null` once `readable` has ended;
    * rejects as a read of `readable` would, and with a TypeError while a read of `readable` is
    * pending or a chunk it read waits in its queue. Present only over a channel that can do it.
    */
   readonly readInto: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   /**
-   * Reads the next chunk straight from the channel instead of through `readable`, which must
-   * be locked by the caller with no read pending: what a read of `readable` would give, one
-   * stream step less per read. Resolves with `null` once `readable` has ended and rejects as
-   * `readInto` does. Present only where `readInto` is.
+   * Reads the next chunk without `readable`, which the caller then leaves alone: resolves with
+   * it, or `null` once the bytes have ended; rejects as a read of `readable` would, and with a
+   * TypeError while another read is pending. Present over a channel that has `readInto`, whose
+   * `readable` reads nothing ahead either.
    */
   readonly readChunk: (() => Promise<Uint8Array | null>) | undefined;
-  /**
-   * Writes `chunk` as a write to `writable` would, without the stream's promise steps, for the
-   * holder of `writable`'s writer with nothing else in flight: returns `undefined` once the
-   * bytes are written synchronously, else a promise that settles when they are. Writes made
-   * this way count for `close()`'s flush as the stream's queued writes do.
-   */
-  readonly writeChunk: (chunk: Uint8Array) => Promise<void> | undefined = (chunk) => {
-    this.#queued++;
-    return this.#write(chunk);
-  };
   readonly #channel: ByteChannel;
-  #readController!: ReadableStreamDefaultController<Uint8Array>;
+  #readable: ReadableStream<Uint8Array> | undefined;
+  #writable: WritableStream<Uint8Array> | undefined;
+  /** The readable's controller, once `readable` was created. */
+  #readController: ReadableStreamDefaultController<Uint8Array> | undefined;
   /** The channel read in flight, awaited on release so no op outlives the transport. */
   #reading: Promise<unknown> | undefined;
-  /** Settles the `readInto` or `readChunk` in flight, for a cancel. */
-  #settleDirect: ((chunk: null) => void) | undefined;
-  /** A pull came while `readInto` was reading: the readable still owes a read. */
+  /** A pull came while a direct read was pending: the readable still owes a read. */
   #pullWanted = false;
   /**
-   * Settles one microtask after construction, once the readable has started and passed any
+   * Settles one microtask after the readable was created, once it has started and passed any
    * read already requested to `pull`; `undefined` from then on.
    */
   #starting: Promise<void> | undefined;
   /** The readable has ended, errored or been cancelled. */
   #readDone = false;
-  /** What the readable errored with, for `readInto` to throw too. */
+  /** What the readable errored with, for direct reads to throw too. */
   #readError: unknown;
   /** The writable was closed by its owner, or a write failed. */
   #writeDone = false;
@@ -114,34 +108,38 @@ export class ByteChannelTransport implements Transport {
   constructor(channel: ByteChannel) {
     this.#channel = channel;
     const direct = channel.readInto !== undefined;
-    this.readInto = direct ? (view) => this.#readDirect(view) : undefined;
-    this.readChunk = direct ? () => this.#readDirect(undefined) : undefined;
-    this.readable = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#readController = controller;
-      },
-      pull: this.#pull,
-      cancel: () => {
-        this.#readDone = true;
-        this.#settleDirect?.(null);
-        this.#releaseIfDone();
-      },
-      // With `readInto`, no read ahead: a chunk read ahead into the channel's buffer would
-      // have to be delivered before the bytes `readInto` reads.
-    }, { highWaterMark: direct ? 0 : 1 });
-    // The stream's own start reaction was queued above, so this runs right after it.
-    if (direct) this.#starting = Promise.resolve().then(() => this.#starting = undefined);
-    this.writable = new WritableStream<Uint8Array>({
-      write: (chunk) => this.#write(chunk),
-      close: () => this.#closeWrite(),
-      abort: (reason) => this.abort(reason),
-    }, {
-      highWaterMark: WRITE_HIGH_WATER_MARK,
-      size: (chunk) => {
-        this.#queued++;
-        return chunk instanceof Uint8Array ? chunk.byteLength : 0;
-      },
-    });
+    this.readInto = direct ? (view) => this.#readDirect(() => channel.readInto!(view)) : undefined;
+    this.readChunk = direct ? () => this.#readChunk() : undefined;
+  }
+
+  /** Bytes from the peer, created at first use. */
+  get readable(): ReadableStream<Uint8Array> {
+    return this.#readable ??= this.#createReadable();
+  }
+
+  /** Bytes to the peer, created at first use. */
+  get writable(): WritableStream<Uint8Array> {
+    return this.#writable ??= this.#createWritable();
+  }
+
+  /**
+   * Writes all of `chunk` without `writable`, which the caller then leaves alone. Resolves
+   * once written, or returns `undefined` when it was written synchronously; rejects with
+   * TransportClosedError once the transport is closed or the write failed. Call it again
+   * only once the previous write settled.
+   */
+  writeChunk(chunk: Uint8Array): Promise<void> | undefined {
+    this.#queued++;
+    try {
+      return this.#write(chunk);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Half-closes without `writable`: the peer's reads end once they have every byte. */
+  closeWrite(): Promise<void> {
+    return this.#closeWrite();
   }
 
   close(): Promise<void> {
@@ -158,6 +156,42 @@ export class ByteChannelTransport implements Transport {
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+
+  #createReadable(): ReadableStream<Uint8Array> {
+    const direct = this.readInto !== undefined;
+    const readable = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.#readController = controller;
+        // Direct reads may have ended the bytes before the stream existed.
+        if (this.#readError !== undefined) controller.error(this.#readError);
+        else if (this.#readDone) controller.close();
+      },
+      pull: this.#pull,
+      cancel: () => {
+        this.#readDone = true;
+        this.#releaseIfDone();
+      },
+      // With `readInto`, no read ahead: a chunk read ahead into the channel's buffer would
+      // have to be delivered before the bytes `readInto` reads.
+    }, { highWaterMark: direct ? 0 : 1 });
+    // The stream's own start reaction was queued above, so this runs right after it.
+    if (direct) this.#starting = Promise.resolve().then(() => this.#starting = undefined);
+    return readable;
+  }
+
+  #createWritable(): WritableStream<Uint8Array> {
+    return new WritableStream<Uint8Array>({
+      write: (chunk) => this.#write(chunk),
+      close: () => this.#closeWrite(),
+      abort: (reason) => this.abort(reason),
+    }, {
+      highWaterMark: WRITE_HIGH_WATER_MARK,
+      size: (chunk) => {
+        this.#queued++;
+        return chunk instanceof Uint8Array ? chunk.byteLength : 0;
+      },
+    });
   }
 
   async #close(): Promise<void> {
@@ -192,7 +226,7 @@ export class ByteChannelTransport implements Transport {
     if (chunk === null) {
       this.#endRead();
       this.#releaseIfDone();
-    } else if (chunk.length > 0) this.#readController.enqueue(chunk);
+    } else if (chunk.length > 0) this.#readController!.enqueue(chunk);
     else this.#readNext();
   };
 
@@ -202,36 +236,34 @@ export class ByteChannelTransport implements Transport {
     this.#failRead(error);
   };
 
-  /** `readInto(view)`, or `readChunk()` without a view. */
-  async #readDirect(view: Uint8Array | undefined): Promise<Uint8Array | null> {
-    // Only in the first microtask of the transport's life: a read() requested before the
-    // readable started reaches `pull` then.
+  async #readChunk(): Promise<Uint8Array | null> {
+    let chunk: Uint8Array | null;
+    do chunk = await this.#readDirect(() => this.#channel.read()); while (chunk?.length === 0);
+    return chunk;
+  }
+
+  /** A read of `readInto` or `readChunk`: `read` reads the channel. */
+  async #readDirect(read: () => Promise<Uint8Array | null>): Promise<Uint8Array | null> {
+    // Only in the first microtask of the readable's life: a read() requested before it
+    // started reaches `pull` then.
     if (this.#starting !== undefined) await this.#starting;
-    if (this.#released) this.#endRead();
-    // Once the readable is done (a read it cancelled may still be in flight), reads end.
-    if (this.#readDone) return this.#readEnded();
     // A chunk in the queue (read for a reader released since) comes before any byte read now.
-    if (this.#reading !== undefined || (this.#readController.desiredSize ?? 0) < 0) {
-      const name = view === undefined ? "readChunk" : "readInto";
-      throw new TypeError(`${name}() on ${this.#channel.label} while a read is pending`);
+    if (this.#reading !== undefined || (this.#readController?.desiredSize ?? 0) < 0) {
+      throw new TypeError(`A direct read of ${this.#channel.label} while a read is pending`);
     }
+    if (this.#released) this.#endRead();
+    if (this.#readDone) return this.#readEnded();
     let chunk: Uint8Array | null;
     try {
-      const channel = this.#channel;
-      chunk = await this.#settleable(view === undefined ? channel.read() : channel.readInto!(view));
-      // An empty chunk is no news: read on, as the readable does.
-      while (chunk !== null && chunk.length === 0 && !this.#readDone) {
-        chunk = await this.#settleable(channel.read());
-      }
+      chunk = await (this.#reading = read());
     } catch (error) {
       this.#reading = undefined;
       this.#pullWanted = false;
       this.#failRead(error);
       return this.#readEnded();
     }
-    // Cancelled: the channel's read may be in flight still, for the release to await.
-    if (this.#readDone) return this.#readEnded();
     this.#reading = undefined;
+    if (this.#readDone) return this.#readEnded();
     if (chunk === null) {
       this.#endRead();
       this.#releaseIfDone();
@@ -243,18 +275,6 @@ export class ByteChannelTransport implements Transport {
     return chunk;
   }
 
-  /**
-   * `reading`, recorded as the channel read in flight, as a promise that cancelling the
-   * readable settles at once (with `null`), as it settles a pending read of the readable.
-   */
-  #settleable(reading: Promise<Uint8Array | null>): Promise<Uint8Array | null> {
-    this.#reading = reading;
-    return new Promise((resolve, reject) => {
-      this.#settleDirect = resolve;
-      reading.then(resolve, reject);
-    });
-  }
-
   /** What `readInto` gives once the readable is done: its error, or the end. */
   #readEnded(): null {
     if (this.#readError !== undefined) throw this.#readError;
@@ -264,7 +284,7 @@ export class ByteChannelTransport implements Transport {
   #endRead(): void {
     if (this.#readDone) return;
     this.#readDone = true;
-    this.#readController.close();
+    this.#readController?.close();
   }
 
   /** Errors the readable, unless the failure is only the echo of our own graceful release. */
@@ -276,7 +296,7 @@ export class ByteChannelTransport implements Transport {
       `Read from ${this.#channel.label} failed: ${messageOf(error)}`,
       { cause: error },
     );
-    this.#readController.error(this.#readError);
+    this.#readController?.error(this.#readError);
   }
 
   #write(chunk: Uint8Array): Promise<void> | undefined {

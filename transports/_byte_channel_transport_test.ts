@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { TransportClosedError } from "../errors.ts";
+import { concat } from "../framing/_test_util.ts";
 import { ReadBuffer } from "./_byte_channel_transport.ts";
 import { readMixed } from "./_conformance.ts";
 import { connTransport } from "./_conn_transport.ts";
@@ -78,6 +80,7 @@ for (const [name, makePair] of Object.entries(PAIRS)) {
   });
 
   test("readInto(): TypeError while a chunk read for a released reader waits in readable", async ({ a, b }) => {
+    await started(b.readable);
     const first = b.readable.getReader();
     const abandoned = first.read();
     first.releaseLock();
@@ -98,6 +101,7 @@ for (const [name, makePair] of Object.entries(PAIRS)) {
   });
 
   test("a read() made while readInto() is pending is served once it has read", async ({ a, b }) => {
+    await started(b.readable);
     const reader = b.readable.getReader();
     const into = b.readInto(new Uint8Array(8));
     const next = reader.read();
@@ -110,51 +114,60 @@ for (const [name, makePair] of Object.entries(PAIRS)) {
     reader.releaseLock();
   });
 
-  test("readChunk() and writeChunk(): every byte in order, mixed with the streams", async ({ a, b }) => {
-    const direct = a as unknown as { writeChunk(chunk: Uint8Array): Promise<void> | undefined };
-    const source = b as unknown as { readChunk(): Promise<Uint8Array | null> };
+  test("readChunk(), writeChunk() and closeWrite() carry every byte without the streams", async ({ a, b }) => {
     const sent = new Uint8Array(1 << 20);
     for (let i = 0; i < sent.length; i++) sent[i] = (i * 13) % 251;
-    const writer = a.writable.getWriter();
     const writing = (async () => {
-      for (let i = 0, n = 0; i < sent.length; i += 10_000, n++) {
-        const chunk = sent.subarray(i, i + 10_000);
-        if (n % 3 === 0) await writer.write(chunk);
-        else await direct.writeChunk(chunk);
+      for (let i = 0; i < sent.length; i += 40_000) {
+        await a.writeChunk!(sent.subarray(i, i + 40_000));
       }
-      await writer.close();
+      await a.closeWrite!();
     })();
-    const reader = b.readable.getReader();
-    const received: Uint8Array<ArrayBuffer>[] = [];
-    for (let n = 0;; n++) {
-      const chunk = n % 2 === 0 ? await source.readChunk() : (await reader.read()).value ?? null;
-      if (chunk === null) break;
-      received.push(chunk.slice());
+    const chunks: Uint8Array[] = [];
+    for (let chunk = await b.readChunk!(); chunk !== null; chunk = await b.readChunk!()) {
+      chunks.push(chunk);
     }
     await writing;
-    assert.deepEqual(new Uint8Array(await new Blob(received).arrayBuffer()), sent);
-    reader.releaseLock();
+    assert.deepEqual(concat(chunks), sent);
+    assert.equal(await b.readChunk!(), null, "readChunk() after the end");
+    // Half-closed: the other direction still carries bytes.
+    await b.writeChunk!(new Uint8Array([4, 2]));
+    assert.deepEqual(await a.readChunk!(), new Uint8Array([4, 2]));
   });
 
-  test("cancelling the readable settles a pending readChunk() with null", async ({ b }) => {
-    const source = b as unknown as { readChunk(): Promise<Uint8Array | null> };
-    const reader = b.readable.getReader();
-    const reading = source.readChunk();
-    await reader.cancel();
-    assert.equal(await reading, null);
-    assert.equal(await source.readChunk(), null);
+  test("readChunk() mixes with readInto(); a second read while one is pending is a TypeError", async ({ a, b }) => {
+    const pending = b.readChunk!();
+    await assert.rejects(b.readInto(new Uint8Array(8)), TypeError);
+    await assert.rejects(b.readChunk!(), TypeError);
+    await a.writeChunk!(new Uint8Array([1, 2, 3]));
+    assert.deepEqual(await pending, new Uint8Array([1, 2, 3]));
+    await a.writeChunk!(new Uint8Array([4]));
+    assert.deepEqual(await b.readInto(new Uint8Array(8)), new Uint8Array([4]));
   });
 
-  test("close() flushes a writeChunk() in flight", async ({ a, b }) => {
-    const direct = a as unknown as { writeChunk(chunk: Uint8Array): Promise<void> | undefined };
-    const writer = a.writable.getWriter();
-    const sent = new Uint8Array(8 << 20).fill(5);
-    const writing = direct.writeChunk(sent);
+  test("close() flushes a writeChunk() in flight; writeChunk() after it is a TransportClosedError", async ({ a, b }) => {
+    const sent = new Uint8Array(4 << 20).fill(7);
+    const writing = a.writeChunk!(sent);
     const closing = a.close();
-    const received = await Array.fromAsync(b.readable);
+    const chunks: Uint8Array[] = [];
+    for (let chunk = await b.readChunk!(); chunk !== null; chunk = await b.readChunk!()) {
+      chunks.push(chunk);
+    }
     await Promise.all([writing, closing]);
-    assert.equal(received.reduce((n, chunk) => n + chunk.length, 0), sent.length);
-    writer.releaseLock();
+    assert.equal(concat(chunks).length, sent.length);
+    const late = await Promise.resolve(a.writeChunk!(new Uint8Array(1))).catch((e) => e);
+    assert.ok(late instanceof TransportClosedError, `got ${late}`);
+  });
+
+  test("a readable first used after direct reads ended is closed, or errored after abort()", async ({ a, b }) => {
+    await a.closeWrite!();
+    assert.equal(await b.readChunk!(), null);
+    assert.equal((await b.readable.getReader().read()).done, true);
+    const reason = new Error("test abort");
+    await a.abort(reason);
+    const error = await a.readable.getReader().read().catch((e) => e);
+    assert.ok(error instanceof TransportClosedError, `got ${error}`);
+    assert.equal(error.cause, reason);
   });
 
   test("a pending readInto() settles with null when the transport closes", async ({ b }) => {
@@ -260,3 +273,13 @@ Deno.test("ReadBuffer: without in-place reads, a large read is copied or takes t
   assert.notEqual(chunk.buffer, store.buffer); // copied: a BYOB read would detach a view
   assert.equal(buffer.buffer, store);
 });
+
+/**
+ * Lets `readable`, created at its first use, start: a read() requested before it started
+ * reaches the source only after a microtask, so the cases above, about a started stream,
+ * begin once it has.
+ */
+async function started(readable: ReadableStream<Uint8Array>): Promise<void> {
+  assert.equal(readable.locked, false);
+  await Promise.resolve();
+}

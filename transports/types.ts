@@ -29,6 +29,10 @@
  *   them `close()`'s flush: `abort()` does not wait.
  * - Chunks from `readable` belong to the reader: the transport never writes to them again,
  *   so views into them can be kept.
+ * - The optional `readChunk`, `writeChunk` and `closeWrite` do what `readable`, `writable`
+ *   and closing `writable` do, without Web Streams, under the same rules (`close()` flushes
+ *   a `writeChunk` in flight); a transport that has them creates its streams only when they
+ *   are first used. The channel prefers them.
  *
  * @example
  * ```ts
@@ -100,6 +104,52 @@ export interface Transport extends AsyncDisposable {
    * ```
    */
   readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
+  /**
+   * Reads the next chunk from the peer without `readable`: resolves with it, or `null` once the
+   * stream has ended, and rejects as `readInto` does. Optional, with `writeChunk` and
+   * `closeWrite` a way to use the transport without its Web Streams: a caller that never
+   * touches `readable` and `writable` spares the process loading Deno's Web Streams, which
+   * costs a worker several milliseconds before its first reply (`bench/spawn_time.ts`). The
+   * channel uses them when present; the Unix socket, TCP, TLS and stdio transports have them.
+   * Mixes with `readInto`, not with reads of `readable`.
+   *
+   * @returns The next bytes, or `null` at the end of the stream.
+   *
+   * @example
+   * ```ts
+   * import { connectUnix, listenUnix } from "@conduit/ipc/transports/unix";
+   * import assert from "node:assert/strict";
+   *
+   * const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+   * const listener = await listenUnix(`${dir}/s`);
+   * const accepted = listener.accept();
+   * await using a = await connectUnix(`${dir}/s`);
+   * await using b = await accepted;
+   * await a.writeChunk!(new Uint8Array([1, 2, 3]));
+   * await a.closeWrite!();
+   * assert.deepEqual(await b.readChunk!(), new Uint8Array([1, 2, 3]));
+   * assert.equal(await b.readChunk!(), null);
+   * await listener.close();
+   * await Deno.remove(dir, { recursive: true });
+   * ```
+   */
+  readonly readChunk?: (() => Promise<Uint8Array | null>) | undefined;
+  /**
+   * Writes all of `chunk` to the peer without `writable`: resolves once it is written (or
+   * returns `undefined` when it was written synchronously), rejects with
+   * `TransportClosedError` once the transport is closed or the write failed. Call it again
+   * only once the previous write settled; do not mix it with writes to `writable`. Optional,
+   * see `readChunk`.
+   *
+   * @param chunk The bytes; the transport may keep a reference until the write settles.
+   * @returns A promise of the write, or `undefined` when it is done already.
+   */
+  writeChunk?(chunk: Uint8Array): Promise<void> | undefined;
+  /**
+   * Half-closes without `writable`, as closing `writable` does: the peer's reads end once
+   * they have every byte, and this side can still read. Optional, see `readChunk`.
+   */
+  closeWrite?(): Promise<void>;
   /** Flushes pending writes, closes both directions and releases every resource. */
   close(): Promise<void>;
   /**

@@ -4,6 +4,8 @@
  * least-privilege permissions, or any command that speaks the conduit protocol) and
  * {@linkcode serveWorker} is the worker's side;
  * {@linkcode WorkerPool} spreads calls over several workers and restarts crashed ones.
+ * A worker module imports `serveWorker` from `@conduit/ipc/workers/serve` instead, which
+ * loads only the worker's side and so starts the worker faster.
  * Worker exits surface as {@linkcode WorkerExitedError}; nothing hangs and no worker
  * outlives its parent.
  *

@@ -3,10 +3,15 @@
  * spawned this process with `spawnWorker`, over stdin/stdout (or the Unix socket the parent
  * names), and exits when the parent says goodbye or goes away.
  *
+ * A worker module imports it from here, `@conduit/ipc/workers/serve`: this entrypoint loads
+ * only the worker's side, so the worker starts faster than with `@conduit/ipc/workers`, which
+ * also loads the parent's (`spawnWorker`, `WorkerPool`) and re-exports the same
+ * {@linkcode serveWorker} (`bench/spawn_time.ts` measures the difference).
+ *
  * @example A worker module
  * ```ts ignore
  * // hash_worker.ts
- * import { serveWorker } from "@conduit/ipc/workers";
+ * import { serveWorker } from "@conduit/ipc/workers/serve";
  *
  * const handlers = {
  *   async sha256(text: string): Promise<string> {
@@ -40,6 +45,18 @@ import {
 } from "./worker_env.ts";
 
 export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV };
+// The channel types this API shows, so that this entrypoint's documentation is complete.
+export type * from "../channel/types.ts";
+export type {
+  AuthOptions,
+  Channel,
+  ChannelOptions,
+  HeartbeatOptions,
+  MethodCodec,
+  PeerInfo,
+  ResultOf,
+} from "../channel/channel.ts";
+export type { Codec };
 
 /** Options for {@linkcode serveWorker}: the channel's options, with worker defaults. */
 export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "handlers"> {

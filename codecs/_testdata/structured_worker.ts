@@ -2,7 +2,7 @@
 // over the structured codec.
 
 import { structuredCodec } from "@conduit/ipc/codecs/structured";
-import { serveWorker } from "@conduit/ipc/workers";
+import { serveWorker } from "@conduit/ipc/workers/serve";
 
 const handlers = {
   echo: (value: unknown): unknown => value,
