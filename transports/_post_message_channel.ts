@@ -136,9 +136,15 @@ export class PostMessageChannel implements ByteChannel {
         queueMicrotask(this.#hop);
       }
     } else {
-      this.#flush();
       const { message, transfer } = outgoing(chunk);
-      this.#send(message, transfer);
+      const staged = this.#takeStaged();
+      if (staged === undefined) this.#send(message, transfer);
+      else {
+        // One message for the staged bytes (a large frame's header, say) and the chunk after
+        // them: the peer is woken once, and finds both at once.
+        this.#unacked += staged.length + message.length + 2 * MESSAGE_COST;
+        this.#endpoint.postMessage([staged, message], transfer);
+      }
     }
     return this.#unacked >= this.#window ? this.#waitForCredit() : undefined;
   }
@@ -178,14 +184,20 @@ export class PostMessageChannel implements ByteChannel {
 
   readonly #onMessage = (event: MessageEvent): void => {
     const data = event.data;
-    if (data instanceof Uint8Array) {
-      if (this.#released || this.#inboxEnded) return;
-      if (this.#reader !== undefined && this.#inboxHead === this.#inbox.length) {
-        this.#consume(data.length + MESSAGE_COST);
-        this.#resolveReader(data);
-      } else this.#inbox.push(data);
-    } else if (typeof data === "number") this.#onControl(data);
+    if (data instanceof Uint8Array) this.#receive(data);
+    else if (typeof data === "number") this.#onControl(data);
+    else if (Array.isArray(data)) {
+      for (const chunk of data) if (chunk instanceof Uint8Array) this.#receive(chunk);
+    }
   };
+
+  #receive(chunk: Uint8Array): void {
+    if (this.#released || this.#inboxEnded) return;
+    if (this.#reader !== undefined && this.#inboxHead === this.#inbox.length) {
+      this.#consume(chunk.length + MESSAGE_COST);
+      this.#resolveReader(chunk);
+    } else this.#inbox.push(chunk);
+  }
 
   #onControl(code: number): void {
     if (code > 0) {
@@ -259,11 +271,17 @@ export class PostMessageChannel implements ByteChannel {
   };
 
   #flush(): void {
-    const staged = this.#staged;
-    if (staged === 0 || this.#released || this.#failure !== undefined) return;
-    this.#staged = 0;
+    const staged = this.#takeStaged();
     // Cloned, not transferred: small messages go faster without a transfer list.
-    this.#send(this.#staging!.slice(0, staged), []);
+    if (staged !== undefined) this.#send(staged, []);
+  }
+
+  /** The staged bytes as a chunk of their own, if any; nothing is staged afterwards. */
+  #takeStaged(): Uint8Array | undefined {
+    const staged = this.#staged;
+    if (staged === 0 || this.#released || this.#failure !== undefined) return undefined;
+    this.#staged = 0;
+    return this.#staging!.slice(0, staged);
   }
 
   #send(message: Uint8Array, transfer: Transferable[]): void {

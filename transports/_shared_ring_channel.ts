@@ -1,9 +1,14 @@
 // A ByteChannel over two single-producer single-consumer rings in SharedArrayBuffers, one per
 // direction. Each write is a record in the ring (a 4-byte length, then the bytes, padded to 4)
 // published with one atomic store; a read takes every record published so far in one chunk.
-// A reader with nothing to read spins briefly (a wake-up through Atomics.waitAsync costs about
-// as much as a postMessage), then sleeps in waitAsync; a writer wakes it with Atomics.notify
-// only when it sleeps. A chunk larger than half the ring travels as a message on a
+// A reader with nothing to read sleeps in Atomics.waitAsync, and a writer wakes it with
+// Atomics.notify only when it sleeps. A wake-up that way is a task on the reader's event loop
+// and costs about as much as a postMessage, so once this side has written (a call, or a reply
+// after which the next call is likely), it spins on the ring for a while in the microtask
+// after its write, with the flag that asks for a notify lowered: an answer within the spin is
+// seen in well under a microsecond and costs the writer no notify. The spin waits for that
+// write on purpose: a read is asked for as soon as the last chunk is handled, before this side
+// writes its next call, and a spin there would hold that call back for the whole spin. A chunk larger than half the ring travels as a message on a
 // MessagePort instead, its record (length negated) keeping its place in the byte order.
 
 import { TransportClosedError } from "../errors.ts";
@@ -23,6 +28,8 @@ const WRITER_SLEEPS = 5;
 const WRITER_STATE = 6;
 /** The reader's state: READER_CLOSED once it reads no more. */
 const READER_STATE = 7;
+/** Oversized chunks posted by the writer and not yet taken by the reader: 0 or 1. */
+const OVERSIZED_UNREAD = 8;
 export const HEADER_BYTES = 64;
 
 const WRITER_ENDED = 1;
@@ -31,8 +38,14 @@ const WRITER_ABORTED = 2;
 const WRITER_GONE = 4;
 const READER_CLOSED = 1;
 
-/** Spins that saw no answer in a row, after which reads mostly sleep at once. */
-const SPIN_MISSES_TO_BACK_OFF = 4;
+/**
+ * Below this share of recent spins that saw an answer (a moving average, each spin weighing
+ * 1/8), reads mostly sleep at once. A few misses in a row are common even when answers come
+ * quickly (a GC pause, the peer preempted once), and backing off after them cost most spins:
+ * backing off after 4 misses in a row made the ring's small-call p50 70 µs, this 15 µs
+ * (bench/threads_ratios.ts).
+ */
+const SPIN_HIT_RATE_TO_SPIN = 0.2;
 /** While backed off, one read in this many spins again. */
 const SPIN_PROBE_EVERY = 32;
 
@@ -104,8 +117,21 @@ export class SharedRingChannel implements ByteChannel {
   #abortive = false;
   /** Wakes the waits in flight (a read's, a write's) when the channel fails or is released. */
   readonly #waking = new Set<() => void>();
-  #spinMisses = 0;
+  /** The moving share of spins that saw an answer. */
+  #spinHits = 1;
   #sleepsSinceProbe = 0;
+  /** Wakes the read waiting for the peer's next write, if any. */
+  #readWaiter: (() => void) | undefined;
+  /** The incoming WRITE_SEQ the waiting read saw last. */
+  #readSeq = 0;
+  /**
+   * The one waitAsync on the incoming WRITE_SEQ in flight, if any: a read whose wait a spin
+   * ended leaves it in flight, and the next read to sleep waits on it instead of adding one.
+   */
+  #sleeper: Promise<void> | undefined;
+  /** This side wrote since the last spin: an answer may come soon. */
+  #wrote = false;
+  #spinQueued = false;
 
   constructor(options: SharedRingChannelOptions) {
     this.label = options.label;
@@ -163,9 +189,93 @@ export class SharedRingChannel implements ByteChannel {
         throw new TransportClosedError(`${this.label}: the worker closed itself`);
       }
       if (state & WRITER_ENDED) return null;
-      await this.#sleep(header, WRITE_SEQ, seq, READER_SLEEPS, true);
+      await this.#waitForWrite(seq);
     }
   }
+
+  /**
+   * Waits until the peer bumps the incoming WRITE_SEQ from `seen` (or this side fails or is
+   * released): asleep in waitAsync, unless a spin after this side's write sees it first.
+   */
+  #waitForWrite(seen: number): Promise<void> {
+    const header = this.#in.header;
+    Atomics.store(header, READER_SLEEPS, 1);
+    if (Atomics.load(header, WRITE_SEQ) !== seen || !this.#ensureSleeper(seen)) {
+      Atomics.store(header, READER_SLEEPS, 0);
+      return Promise.resolve();
+    }
+    this.#readSeq = seen;
+    const waiting = new Promise<void>((resolve) => {
+      this.#readWaiter = resolve;
+      this.#waking.add(resolve);
+    });
+    if (this.#wrote) this.#queueSpin();
+    return waiting;
+  }
+
+  /** Makes sure a waitAsync on the incoming WRITE_SEQ is in flight; false if it moved from `seen`. */
+  #ensureSleeper(seen: number): boolean {
+    if (this.#sleeper !== undefined) return true;
+    const { async, value } = Atomics.waitAsync(this.#in.header, WRITE_SEQ, seen);
+    if (!async) return false;
+    this.#sleeper = value.then(this.#onNotified);
+    return true;
+  }
+
+  readonly #onNotified = (): void => {
+    this.#sleeper = undefined;
+    Atomics.store(this.#in.header, READER_SLEEPS, 0);
+    this.#wakeReader();
+  };
+
+  #wakeReader(): void {
+    const wake = this.#readWaiter;
+    if (wake === undefined) return;
+    this.#readWaiter = undefined;
+    this.#waking.delete(wake);
+    wake();
+  }
+
+  #queueSpin(): void {
+    if (this.#spinQueued || this.#spinMs <= 0) return;
+    this.#spinQueued = true;
+    queueMicrotask(this.#spin);
+  }
+
+  /**
+   * Spins on the incoming ring while a read waits, with READER_SLEEPS lowered so the peer's
+   * next write costs it no notify. Once most spins see nothing (on a busy machine the peer may
+   * not even be scheduled, and spinning only takes its CPU), only one read in
+   * SPIN_PROBE_EVERY spins, to learn when answers come quickly again.
+   */
+  readonly #spin = (): void => {
+    this.#spinQueued = false;
+    this.#wrote = false;
+    if (this.#readWaiter === undefined || this.#released || this.#failure !== undefined) return;
+    if (
+      this.#spinHits < SPIN_HIT_RATE_TO_SPIN && ++this.#sleepsSinceProbe < SPIN_PROBE_EVERY
+    ) return;
+    this.#sleepsSinceProbe = 0;
+    const header = this.#in.header;
+    const seen = this.#readSeq;
+    Atomics.store(header, READER_SLEEPS, 0);
+    const until = performance.now() + this.#spinMs;
+    while (Atomics.load(header, WRITE_SEQ) === seen) {
+      if (performance.now() > until) break;
+    }
+    if (Atomics.load(header, WRITE_SEQ) !== seen) {
+      this.#spinHits += (1 - this.#spinHits) / 8;
+      this.#wakeReader();
+      return;
+    }
+    this.#spinHits -= this.#spinHits / 8;
+    // Back to sleep: a write from now on sees the flag and notifies the waitAsync in flight.
+    Atomics.store(header, READER_SLEEPS, 1);
+    if (Atomics.load(header, WRITE_SEQ) !== seen || !this.#ensureSleeper(seen)) {
+      Atomics.store(header, READER_SLEEPS, 0);
+      this.#wakeReader();
+    }
+  };
 
   /** Reads into `view`: an oversized message that is exactly `view`'s buffer is swapped in. */
   async readInto(view: Uint8Array): Promise<Uint8Array | null> {
@@ -221,6 +331,7 @@ export class SharedRingChannel implements ByteChannel {
     const first = words[(read & ring.mask) >>> 2];
     if (first < 0) {
       const chunk = await this.#oversizedChunk();
+      Atomics.sub(this.#in.header, OVERSIZED_UNREAD, 1);
       this.#consumed(read + 4);
       return chunk;
     }
@@ -278,6 +389,8 @@ export class SharedRingChannel implements ByteChannel {
     ring.copyIn(pos + 4, chunk);
     Atomics.store(ring.header, WRITE_POS, (pos + need) | 0);
     ring.signal(WRITE_SEQ, READER_SLEEPS);
+    this.#wrote = true;
+    if (this.#readWaiter !== undefined) this.#queueSpin();
   }
 
   async #writeWhenFree(chunk: Uint8Array, need: number): Promise<void> {
@@ -286,29 +399,34 @@ export class SharedRingChannel implements ByteChannel {
       const seq = Atomics.load(header, READ_SEQ);
       this.#checkWritable();
       if (this.#free() >= need) return this.#publish(chunk, need);
-      await this.#sleep(header, READ_SEQ, seq, WRITER_SLEEPS, false);
+      await this.#sleep(header, READ_SEQ, seq, WRITER_SLEEPS);
     }
   }
 
   /**
-   * Posts a chunk too large for the ring once the ring is empty (so at most one such chunk is
-   * unread at a time), then its record: the reader finds the message before or soon after.
+   * Posts a chunk too large for the ring once the reader has taken the last such chunk (so at
+   * most one is unread at a time) and the ring has room for its record, then the record: the
+   * reader finds the message before or soon after. Waiting for the whole ring to drain instead
+   * cost a wake-up of each thread per large frame, whose head is the ring's last record.
    */
   async #writeOversized(chunk: Uint8Array): Promise<void> {
     const header = this.#out.header;
     for (;;) {
       const seq = Atomics.load(header, READ_SEQ);
       this.#checkWritable();
-      if (this.#free() === this.#out.capacity) break;
-      await this.#sleep(header, READ_SEQ, seq, WRITER_SLEEPS, false);
+      if (Atomics.load(header, OVERSIZED_UNREAD) === 0 && this.#free() >= 4) break;
+      await this.#sleep(header, READ_SEQ, seq, WRITER_SLEEPS);
     }
     const { message, transfer } = outgoing(chunk);
+    Atomics.add(header, OVERSIZED_UNREAD, 1);
     this.#port.postMessage(message, transfer);
     const ring = this.#out;
     const pos = Atomics.load(header, WRITE_POS);
     ring.words[(pos & ring.mask) >>> 2] = -1;
     Atomics.store(header, WRITE_POS, (pos + 4) | 0);
     ring.signal(WRITE_SEQ, READER_SLEEPS);
+    this.#wrote = true;
+    if (this.#readWaiter !== undefined) this.#queueSpin();
   }
 
   #checkWritable(): void {
@@ -319,35 +437,10 @@ export class SharedRingChannel implements ByteChannel {
   }
 
   /**
-   * Waits until `header[seq]` moves from `seen`: spinning first when `spin` (a reader about to
-   * get an answer wakes in well under a microsecond this way), then asleep in waitAsync with
-   * `sleeps` raised so the other side notifies. Returns early when this side fails or closes.
+   * Waits until `header[seq]` moves from `seen`, asleep in waitAsync with `sleeps` raised so
+   * the other side notifies. Returns early when this side fails or closes.
    */
-  async #sleep(
-    header: Int32Array,
-    seq: number,
-    seen: number,
-    sleeps: number,
-    spin: boolean,
-  ): Promise<void> {
-    if (
-      spin && this.#spinMs > 0 && (this.#spinMisses < SPIN_MISSES_TO_BACK_OFF ||
-        ++this.#sleepsSinceProbe >= SPIN_PROBE_EVERY)
-    ) {
-      this.#sleepsSinceProbe = 0;
-      const until = performance.now() + this.#spinMs;
-      while (Atomics.load(header, seq) === seen) {
-        if (performance.now() > until) break;
-      }
-      if (Atomics.load(header, seq) !== seen) {
-        this.#spinMisses = 0;
-        return;
-      }
-      // The peer did not answer within the spin: on a busy machine it may not even be
-      // scheduled, and spinning only takes its CPU. After a few misses in a row, spin only
-      // now and then, to learn when answers come quickly again.
-      this.#spinMisses++;
-    }
+  async #sleep(header: Int32Array, seq: number, seen: number, sleeps: number): Promise<void> {
     Atomics.store(header, sleeps, 1);
     const { async, value } = Atomics.waitAsync(header, seq, seen);
     if (async) {
@@ -364,6 +457,7 @@ export class SharedRingChannel implements ByteChannel {
 
   /** Ends this side's waits: the promises and the waitAsync calls under them. */
   #wake(): void {
+    this.#readWaiter = undefined;
     Atomics.notify(this.#in.header, WRITE_SEQ);
     Atomics.notify(this.#out.header, READ_SEQ);
     for (const wake of this.#waking) wake();

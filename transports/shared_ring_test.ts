@@ -205,3 +205,80 @@ Deno.test("shared ring: a worker that throws, quits or is terminated fails every
     return sharedRingTransport(mine, { worker });
   }, "shared ring transport");
 });
+
+/** This thread's end of a ring to a worker that echoes every chunk. */
+function echoWorker(spinMicros: number, workerSpinMicros: number) {
+  const worker = new Worker(new URL("./_testdata/shared_ring_echo.ts", import.meta.url), {
+    type: "module",
+  });
+  const [mine, theirs] = sharedRingPair();
+  worker.postMessage({ end: theirs, spinMicros: workerSpinMicros }, [theirs.port]);
+  const transport = sharedRingTransport(mine, { spinMicros, worker });
+  return {
+    writer: transport.writable.getWriter(),
+    reader: transport.readable.getReader(),
+    async [Symbol.asyncDispose]() {
+      this.writer.releaseLock();
+      this.reader.releaseLock();
+      await transport.close();
+      worker.terminate();
+    },
+  };
+}
+
+Deno.test("shared ring: a read that waits before this side writes spins only after the write, which is not held back", async () => {
+  // A 1 s spin: had the read spun as soon as it was asked for (before the write below was
+  // made), the write, and so the echo, would have waited for the whole spin.
+  await using echo = echoWorker(1_000_000, 50);
+  const message = new Uint8Array([1, 2, 3]);
+  await echo.writer.write(message);
+  assert.deepEqual((await echo.reader.read()).value, message); // the worker is up
+  const started = performance.now();
+  for (let i = 0; i < 20; i++) {
+    const reading = echo.reader.read();
+    await echo.writer.write(message);
+    assert.deepEqual((await reading).value, message);
+  }
+  const elapsed = performance.now() - started;
+  assert.ok(elapsed < 500, `20 round trips took ${elapsed.toFixed(0)} ms`);
+});
+
+Deno.test("shared ring: spins that mostly miss, or none at all, lose no wake-up", async () => {
+  for (const [spin, workerSpin] of [[1, 1], [0, 0], [1, 0], [50, 1]]) {
+    await using echo = echoWorker(spin, workerSpin);
+    for (let i = 0; i < 2_000; i++) {
+      const message = new Uint8Array([i & 255, i >> 8]);
+      await echo.writer.write(message);
+      // Now and then a task between trips, so that both sides sleep as well as spin.
+      if (i % 97 === 0) await new Promise((resolve) => setTimeout(resolve, 0));
+      assert.deepEqual((await echo.reader.read()).value, message, `trip ${i}`);
+    }
+  }
+});
+
+Deno.test("shared ring: at most one chunk too large for the ring is unread at a time, and order holds", async () => {
+  const [mine, theirs] = sharedRingPair({ ringBytes: 1024 });
+  const a = sharedRingTransport(mine, { spinMicros: 0 });
+  const b = sharedRingTransport(theirs, { spinMicros: 0 });
+  const writer = a.writable.getWriter();
+  const reader = b.readable.getReader();
+  try {
+    const small = new Uint8Array([9, 9]);
+    const first = new Uint8Array(4000).fill(1);
+    const second = new Uint8Array(5000).fill(2);
+    await writer.write(small);
+    await writer.write(first); // posted at once, behind the small chunk still unread
+    let secondWritten = false;
+    const writing = writer.write(second).then(() => secondWritten = true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(secondWritten, false, "a second large chunk waits while the first is unread");
+    assert.deepEqual((await reader.read()).value, small);
+    assert.deepEqual((await reader.read()).value, first);
+    await writing;
+    assert.deepEqual((await reader.read()).value, second);
+  } finally {
+    writer.releaseLock();
+    reader.releaseLock();
+    await Promise.all([a.close(), b.close()]);
+  }
+});

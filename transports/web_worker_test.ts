@@ -185,3 +185,39 @@ Deno.test("web worker: bad arguments are TypeErrors and RangeErrors", () => {
   port1.close();
   port2.close();
 });
+
+Deno.test("web worker: a large chunk after staged small ones goes in the same message, transferred", async () => {
+  const { port1, port2 } = new MessageChannel();
+  const a = messagePortTransport(port1);
+  const messages: unknown[] = [];
+  port2.onmessage = (event) => messages.push(event.data);
+  const writer = a.writable.getWriter();
+  const head = new Uint8Array([0, 16, 0, 4, 7, 7, 7, 7]); // a large frame's header and head
+  const body = pattern(1 << 20, 3);
+  void writer.write(head);
+  await writer.write(transfer(body));
+  assert.equal(body.byteLength, 0, "the body's buffer moved");
+  while (messages.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(messages.length, 1, "one message for the header and the body");
+  const [first, second] = messages[0] as [Uint8Array, Uint8Array];
+  assert.deepEqual(first, head);
+  assertSameBytes(second, pattern(1 << 20, 3));
+  writer.releaseLock();
+  port2.close();
+  await a.close();
+});
+
+Deno.test("web worker: header and body in one message are read as two chunks, in order", async () => {
+  const [a, b] = portPair();
+  const writer = a.writable.getWriter();
+  const head = new Uint8Array([1, 2, 3]);
+  void writer.write(head);
+  await writer.write(transfer(pattern(100_000, 5)));
+  await writer.write(new Uint8Array([4]));
+  const chunks = await readAll(b, 3 + 100_000 + 1);
+  assert.deepEqual(chunks[0], head);
+  assertSameBytes(chunks[1], pattern(100_000, 5));
+  assert.deepEqual(chunks[2], new Uint8Array([4]));
+  writer.releaseLock();
+  await Promise.all([a.close(), b.close()]);
+});

@@ -55,6 +55,8 @@ export interface ReportConfig {
   /** Rounds of the workers section, and the MB of its stream. */
   workersRounds: number;
   workersStreamMB: number;
+  /** Rounds of the threads section (comlink against conduit between threads). */
+  threadsRounds: number;
 }
 
 const ALL_TRANSPORTS: TransportName[] = ["stdio", "unix", "tcp"];
@@ -88,6 +90,7 @@ export const FULL: ReportConfig = {
   machineScale: 1,
   workersRounds: 7,
   workersStreamMB: 100,
+  threadsRounds: 7,
 };
 
 /** --quick: every code path once, small counts, one run. */
@@ -118,4 +121,5 @@ export const QUICK: ReportConfig = {
   machineScale: 0.1,
   workersRounds: 1,
   workersStreamMB: 10,
+  threadsRounds: 1,
 };

@@ -2,6 +2,7 @@
 
 import { bytes, mbps, percent, rate, sig, spreadOf, time, times } from "./_format.ts";
 import { machineMarkdown } from "./_machine.ts";
+import { threadsMarkdown } from "./_threads.ts";
 import { workersMarkdown } from "./_workers.ts";
 import { nodePeersMarkdown } from "./_node_markdown.ts";
 import type { ReportResults } from "./_results.ts";
@@ -162,6 +163,7 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
   out.push(...nodePeersMarkdown(results.nodePeers, chart));
   out.push(...machineMarkdown(results.machine));
   out.push(...workersMarkdown(results.workers));
+  out.push(...threadsMarkdown(results.threads));
 
   out.push("## In-memory codec speed", "");
   out.push(

@@ -5,6 +5,7 @@ import type { CodecSpeed } from "./_codec_speed.ts";
 import type { ReportConfig } from "./_config.ts";
 import type { Environment } from "./_env.ts";
 import type { MachineResult } from "./_machine.ts";
+import type { ThreadsResult } from "./_threads.ts";
 import type { WorkersResult } from "./_workers.ts";
 import type { NodePeersResult } from "./_node_rows.ts";
 import type { StreamCell } from "./_streams.ts";
@@ -35,5 +36,6 @@ export interface ReportResults {
   machine?: MachineResult;
   /** Worker spawn and a 100 MB stream against a bare Deno child; absent from older reports. */
   workers?: WorkersResult;
+  threads?: ThreadsResult;
   targets: TargetResult[];
 }

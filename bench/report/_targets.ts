@@ -10,6 +10,7 @@ import { NODE_ROWS, type NodeRow, PLACEMENTS } from "./_node_rows.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
 import { type Spread, spread } from "./_stats.ts";
 import type { SubjectResult, SubjectRun } from "./_suite.ts";
+import { THREAD_COLUMNS, threadsRatios } from "./_threads.ts";
 
 const P50 = 0;
 const P99 = 2;
@@ -221,6 +222,27 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
     add("100 MB of Uint8Array chunks from a worker with default options ≤ 1 s", [
       [`${workers.streamMB} MB`, spreadOf(seconds, (x) => time(x * 1000)), full <= 1],
     ]);
+  }
+  const threads = results.threads;
+  if (threads !== undefined) {
+    const ratios = threadsRatios(threads);
+    for (const kind of ["web worker", "shared ring"] as const) {
+      add(
+        `Threads, ${kind === "web worker" ? "Web Worker transport" : "shared ring"}: ≥ 1.2× ` +
+          "comlink on every row",
+        THREAD_COLUMNS.flatMap((label, i) => {
+          const ratio = ratios.vsComlink[kind][i];
+          return ratio === undefined ? [] : [[label, spreadOf(ratio, times), ratio.median >= 1.2]];
+        }),
+      );
+    }
+    const ring = ratios.ringOverWorkerP50;
+    add(
+      "Threads: the shared ring's small-call p50 ≤ ⅓ of the Web Worker transport's",
+      ring === undefined
+        ? []
+        : [["ratio", spreadOf(ring, (x) => x.toFixed(2)), ring.median <= 1 / 3]],
+    );
   }
   return targets;
 }

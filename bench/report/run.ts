@@ -12,6 +12,7 @@
 
 import { runArrow } from "./_arrow.ts";
 import { runMachine } from "./_machine.ts";
+import { runThreads } from "./_threads.ts";
 import { runWorkers } from "./_workers.ts";
 import { runNodePeers } from "./_node_rows.ts";
 import { type CodecSpeedRun, combineCodecRuns, measureCodecSpeed } from "./_codec_speed.ts";
@@ -98,6 +99,8 @@ async function measure(): Promise<ReportResults> {
     const machine = await runMachine(config.machineRounds, config.machineScale, socketDir, log);
     log("workers");
     const workers = await runWorkers(config.workersRounds, config.workersStreamMB, log);
+    log("threads");
+    const threads = await runThreads(config.threadsRounds, log);
     env.loadAfter = loadAverage();
     env.seconds = Math.round((performance.now() - started) / 1000);
     const results: ReportResults = {
@@ -112,6 +115,7 @@ async function measure(): Promise<ReportResults> {
       nodePeers,
       machine,
       workers,
+      threads,
       targets: [],
     };
     results.targets = evaluateTargets(results);
