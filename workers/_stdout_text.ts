@@ -17,7 +17,10 @@ export function stdoutTextError(error: unknown): WorkerStdoutError | undefined {
   for (let depth = 0; depth < MAX_DEPTH && current instanceof Error; depth++) {
     if (current instanceof WorkerStdoutError) return current;
     if (current instanceof FrameTooLargeError && looksLikeText(current.received)) {
-      const text = new TextDecoder().decode(current.received!.subarray(0, QUOTED_BYTES));
+      // The bytes after the text may be the frames that followed it in the same read.
+      const received = current.received!.subarray(0, QUOTED_BYTES);
+      const end = received.findIndex((byte) => !isTextByte(byte));
+      const text = new TextDecoder().decode(end < 0 ? received : received.subarray(0, end));
       return new WorkerStdoutError(text, { cause: current });
     }
     current = current.cause;
@@ -28,11 +31,12 @@ export function stdoutTextError(error: unknown): WorkerStdoutError | undefined {
 /** Whether a frame header is text: each byte printable ASCII, a tab or line break, or UTF-8. */
 function looksLikeText(bytes: Uint8Array | undefined): boolean {
   if (bytes === undefined || bytes.length < 4) return false;
-  for (let i = 0; i < 4; i++) {
-    const byte = bytes[i];
-    const text = (byte >= 0x20 && byte < 0x7f) || byte === 0x09 || byte === 0x0a ||
-      byte === 0x0d || byte >= 0x80;
-    if (!text) return false;
-  }
+  for (let i = 0; i < 4; i++) if (!isTextByte(bytes[i])) return false;
   return true;
+}
+
+/** Printable ASCII, a tab or a line break, or a byte of a UTF-8 sequence. */
+function isTextByte(byte: number): boolean {
+  return (byte >= 0x20 && byte < 0x7f) || byte === 0x09 || byte === 0x0a || byte === 0x0d ||
+    byte >= 0x80;
 }
