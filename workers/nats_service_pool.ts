@@ -51,17 +51,7 @@ import { PoolClosedError, PoolQueueFullError } from "./errors.ts";
 import { DEFAULT_POOL_MAX_QUEUED } from "./worker_pool.ts";
 
 // The types and errors this API shows, so that its documentation is complete on its own.
-export type * from "../channel/types.ts";
-export type {
-  AuthOptions,
-  Channel,
-  ChannelOptions,
-  HeartbeatOptions,
-  MethodCodec,
-  PeerInfo,
-  ResultOf,
-} from "../channel/channel.ts";
-export type { Codec } from "../codecs/types.ts";
+export type * from "../channel/_shown_types.ts";
 export type {
   ConnectNatsOptions,
   NatsClient,

@@ -46,17 +46,7 @@ import {
 
 export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV };
 // The channel types this API shows, so that this entrypoint's documentation is complete.
-export type * from "../channel/types.ts";
-export type {
-  AuthOptions,
-  Channel,
-  ChannelOptions,
-  HeartbeatOptions,
-  MethodCodec,
-  PeerInfo,
-  ResultOf,
-} from "../channel/channel.ts";
-export type { Codec };
+export type * from "../channel/_shown_types.ts";
 
 /** Options for {@linkcode serveWorker}: the channel's options, with worker defaults. */
 export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "handlers"> {

@@ -62,17 +62,7 @@ import {
 export { DEFAULT_DRAIN_TIMEOUT };
 export type { WorkerHandle, WorkerPermissions };
 // The channel types this API shows, so that its documentation is complete on its own.
-export type * from "../channel/types.ts";
-export type {
-  AuthOptions,
-  Channel,
-  ChannelOptions,
-  HeartbeatOptions,
-  MethodCodec,
-  PeerInfo,
-  ResultOf,
-} from "../channel/channel.ts";
-export type { Codec };
+export type * from "../channel/_shown_types.ts";
 
 /** The default {@linkcode SpawnWorkerOptions.exitTimeout}: 1 s. */
 export const DEFAULT_EXIT_TIMEOUT = 1_000;
