@@ -456,12 +456,12 @@ Deno.test("FrameWriter with reuseChunks: a chunk's memory serves again only once
 Deno.test("FrameWriter: over a FrameTarget, writeChunk takes the batches, close() ends with closeWrite, a failed write fails the writer", async () => {
   const chunks: Uint8Array[] = [];
   const calls: string[] = [];
-  let fail: Error | undefined;
+  const failing: { error?: Error } = {};
   const failures: TransportClosedError[] = [];
   const writer = new FrameWriter({
     // Synchronous, then asynchronous, then failing.
     writeChunk: (chunk) => {
-      if (fail !== undefined) return Promise.reject(fail);
+      if (failing.error !== undefined) return Promise.reject(failing.error);
       chunks.push(chunk.slice());
       return chunks.length === 1 ? undefined : Promise.resolve();
     },
@@ -480,11 +480,11 @@ Deno.test("FrameWriter: over a FrameTarget, writeChunk takes the batches, close(
   await writer.flush();
   assert.deepEqual(chunks, [encodeFrame(new Uint8Array([1])), encodeFrame(new Uint8Array([2, 3]))]);
 
-  fail = new Error("peer gone");
+  failing.error = new Error("peer gone");
   writer.write(new Uint8Array([4]));
   await assert.rejects(writer.flush(), TransportClosedError);
   assert.equal(failures.length, 1);
-  assert.equal(failures[0].cause, fail);
+  assert.equal(failures[0].cause, failing.error);
   assert.throws(() => writer.write(new Uint8Array([5])), TransportClosedError);
   await writer.abort(new Error("done"));
   assert.deepEqual(calls, ["abort"]);
