@@ -5,7 +5,7 @@
 
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameReader } from "../framing/frame_reader.ts";
-import { type FrameTarget, FrameWriter } from "../framing/frame_writer.ts";
+import { FrameWriter } from "../framing/frame_writer.ts";
 import { FrameParser, type FrameSink, MethodNames, readFrame } from "../protocol/_frame_table.ts";
 import { parseCancel } from "../protocol/_json.ts";
 import { decodeEnvelope } from "../protocol/envelope.ts";
@@ -27,6 +27,7 @@ import type {
   WireFactory,
   WireOptions,
 } from "./_wire.ts";
+import { writeTarget } from "./_wire.ts";
 import { decodeErrorBody } from "./error_codec.ts";
 
 /** The frame names of conduit's events, as docs/protocol.md writes them. */
@@ -96,8 +97,7 @@ export class ConduitWire implements Wire, FrameSink {
     this.decoder = new FrameDecoder({
       maxFrameBytes: Math.min(MAX_CONTROL_FRAME_BYTES, options.maxFrameBytes),
     });
-    // Straight to the transport when it can take chunks: its Web Streams are never created.
-    const writer = new FrameWriter(takesChunks(transport) ? transport : transport.writable, {
+    const writer = new FrameWriter(writeTarget(transport), {
       maxFrameBytes: 0xffff_ffff,
       highWaterMark: options.writeHighWaterMark,
       // A failed write (the peer stopped reading, the socket broke) fails the channel now:
@@ -271,9 +271,4 @@ function controlFrameError(size: number): ProtocolError {
     `A frame of ${size} bytes where HELLO and GOODBYE frames are at most ` +
       `${MAX_CONTROL_FRAME_BYTES} bytes`,
   );
-}
-
-/** Whether `transport` can be written without its `writable` (see Transport.writeChunk). */
-function takesChunks(transport: Transport): transport is Transport & FrameTarget {
-  return transport.writeChunk !== undefined && transport.closeWrite !== undefined;
 }

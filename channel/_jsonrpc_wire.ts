@@ -30,6 +30,7 @@ import type {
   WireFactory,
   WireOptions,
 } from "./_wire.ts";
+import { writeTarget } from "./_wire.ts";
 import { RemoteError } from "./errors.ts";
 
 /** How JSON-RPC names each event in the engine's error messages. */
@@ -96,7 +97,7 @@ export class JsonRpcWire implements Wire {
         ? new LineSplitter(maxFrameBytes)
         : new ContentLengthDecoder({ maxFrameBytes }),
     );
-    const writer = new FrameWriter(transport.writable, {
+    const writer = new FrameWriter(writeTarget(transport), {
       framing: rpc.framing,
       maxFrameBytes: 0xffff_ffff,
       highWaterMark: options.writeHighWaterMark,
@@ -300,22 +301,18 @@ function validId(id: unknown): JsonRpcId | null {
   return typeof id === "number" || typeof id === "string" ? id : null;
 }
 
-const READ_BYTES = 64 * 1024;
-
 /**
- * Reads the transport straight into a fresh buffer per read where it can (`readInto`: no
- * stream machinery between the pipe and the parse loop), else through its reader.
+ * Reads the transport without its stream where it can (`readChunk`: no stream machinery
+ * between the pipe and the parse loop, and the transport's own read buffer), else through its
+ * reader. Over `readChunk` the transport's owner ends a pending read by closing it.
  */
 function chunkReader(transport: Transport): ChunkReader {
-  const reader = transport.readable.getReader();
-  const readInto = (transport as { readInto?: (view: Uint8Array) => Promise<Uint8Array | null> })
-    .readInto;
-  if (readInto === undefined) return reader;
+  if (transport.readChunk === undefined) return transport.readable.getReader();
   return {
     read: () =>
-      readInto(new Uint8Array(READ_BYTES)).then((value) =>
+      transport.readChunk!().then((value) =>
         value === null ? { done: true, value: undefined } : { done: false, value }
       ),
-    cancel: () => reader.cancel(),
+    cancel: () => Promise.resolve(),
   };
 }

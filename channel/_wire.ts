@@ -66,6 +66,7 @@
  */
 
 import type { PeerInfo } from "../protocol/handshake.ts";
+import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CodecSlot, MethodCodecs } from "./_codecs.ts";
 import type { ErrorClass } from "./error_codec.ts";
@@ -182,6 +183,18 @@ export interface FrameSplitter {
   end(): void;
   /** Takes back a received item's memory (see `Channel.recycle`). */
   recycle(item: Uint8Array): boolean;
+}
+
+/**
+ * What a wire's frame writer writes to: the transport itself when it takes chunks
+ * (`writeChunk` and `closeWrite`), so its Web Streams are never created; else its `writable`.
+ */
+export function writeTarget(transport: Transport): FrameTarget | WritableStream<Uint8Array> {
+  return takesChunks(transport) ? transport : transport.writable;
+}
+
+function takesChunks(transport: Transport): transport is Transport & FrameTarget {
+  return transport.writeChunk !== undefined && transport.closeWrite !== undefined;
 }
 
 /** Reads the transport's chunks (framing/frame_reader.ts has this shape). */
