@@ -22,6 +22,8 @@ const END = -1;
 const CLOSE = -2;
 const ABORT = -3;
 const GONE = -4;
+/** A worker's end posts this once it listens; see `HeldEndpoint`. */
+export const LISTENING = -5;
 
 /** What a message costs in credit besides its bytes: a burst of tiny ones is bounded too. */
 export const MESSAGE_COST = 256;
@@ -60,6 +62,8 @@ export interface PostMessageChannelOptions {
   spinMicros: number;
   /** Called once the channel is released, to remove what the owner attached. */
   onRelease?: () => void;
+  /** Post LISTENING once listening: the peer holds its posts until then (`HeldEndpoint`). */
+  announceListening?: boolean;
 }
 
 export class PostMessageChannel implements ByteChannel {
@@ -118,6 +122,7 @@ export class PostMessageChannel implements ByteChannel {
       this.#bell = new Int32Array(new SharedArrayBuffer(4));
     }
     endpoint.addEventListener("message", this.#onMessage);
+    if (options.announceListening) this.#post(LISTENING);
   }
 
   /** The context at the other end failed or went away: every pending op fails with `error`. */

@@ -38,6 +38,7 @@
  */
 
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
+import { HeldEndpoint } from "./_held_endpoint.ts";
 import { type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
 import { markTransfer } from "./_transfer_marks.ts";
 import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
@@ -158,7 +159,7 @@ export function transfer(bytes: Uint8Array): Uint8Array {
  * import { TransportClosedError } from "@conduit/ipc/errors";
  * import assert from "node:assert/strict";
  *
- * const code = "self.onmessage = () => { throw new Error('boom'); };";
+ * const code = "throw new Error('boom');"; // a worker that dies before it serves
  * const url = `data:application/javascript,${encodeURIComponent(code)}`;
  * const worker = new Worker(url, { type: "module" });
  * const transport = workerTransport(worker);
@@ -178,11 +179,16 @@ export function workerTransport(
     throw new TypeError(`workerTransport() takes a Worker, got ${describe(worker)}`);
   }
   const label = "Web Worker transport";
-  const channel: PostMessageChannel = new PostMessageChannel(worker as MessageEndpoint, {
+  // Until the worker's end listens, what this end posts waits here (see _held_endpoint.ts).
+  const endpoint = new HeldEndpoint(worker as MessageEndpoint);
+  const channel: PostMessageChannel = new PostMessageChannel(endpoint, {
     label,
     windowBytes: windowOf(options),
     spinMicros: spinOf(options),
-    onRelease: () => unwatch(),
+    onRelease: () => {
+      endpoint.release();
+      unwatch();
+    },
   });
   const unwatch = watchWorker(worker, label, (error) => channel.fail(error));
   return new ByteChannelTransport(channel);
@@ -218,6 +224,7 @@ export function selfTransport(options: WebWorkerTransportOptions = {}): Transpor
       windowBytes: windowOf(options),
       spinMicros: spinOf(options),
       onRelease: () => unwatch(),
+      announceListening: true,
     },
   );
   const unwatch = watchSelfClose(() => channel.announceGone());

@@ -65,6 +65,16 @@ function assertSameBytes(actual: Uint8Array, expected: Uint8Array): void {
   }
 }
 
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const all = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, at);
+    at += chunk.length;
+  }
+  return all;
+}
+
 async function readAll(t: Transport, size: number): Promise<Uint8Array[]> {
   const reader = t.readable.getReader();
   const chunks: Uint8Array[] = [];
@@ -118,6 +128,30 @@ Deno.test("web worker: a transferred chunk crosses a real worker and back intact
   assertSameBytes(chunks[0], pattern(size, 9));
   writer.releaseLock();
   await cleanup();
+});
+
+Deno.test("web worker: what the parent writes before the worker listens is not lost", async () => {
+  // Deno drops a message that reaches a worker with no message listener yet; this worker
+  // awaits 300 ms at its top level before its transport listens.
+  const worker = new Worker(new URL("./_testdata/web_worker_late_echo.ts", import.meta.url), {
+    type: "module",
+  });
+  const transport = workerTransport(worker);
+  const writer = transport.writable.getWriter();
+  const sent = [new Uint8Array([1, 2, 3]), pattern(200_000, 3), new Uint8Array([4])];
+  for (const chunk of sent) await writer.write(chunk);
+  const total = sent.reduce((n, chunk) => n + chunk.length, 0);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const chunks = await Promise.race([
+    readAll(transport, total),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("the echo never came: a write was lost")), 5000);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  assertSameBytes(concat(chunks), concat(sent));
+  await writer.close();
+  await transport.close();
+  worker.terminate();
 });
 
 Deno.test("web worker: small writes of one turn are coalesced into one message", async () => {

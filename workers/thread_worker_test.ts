@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { rejection } from "./_test_rejection.ts";
 import { HandshakeError, RemoteError } from "../channel/errors.ts";
 import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
+import type { SlowStartApi } from "./_testdata/slow_start_worker.ts";
 import { spawnWorker } from "./spawn_worker.ts";
 import { WorkerExitedError } from "./errors.ts";
 import { threadLeakFreeTest } from "./_test_threads.ts";
@@ -173,5 +174,19 @@ threadLeakFreeTest(
     );
     worker.terminate();
     assert.match(message, /spawnWorker did not start/);
+  },
+);
+
+threadLeakFreeTest(
+  "thread worker: a module that awaits before it serves still gets the HELLO",
+  async () => {
+    // Deno drops a message that reaches a worker with no listener: the parent's HELLO, posted
+    // at once, was lost while the module awaited ("The first frame was CALL, not HELLO").
+    const url = new URL("./_testdata/slow_start_worker.ts", import.meta.url);
+    await using worker = await spawnWorker<SlowStartApi>(url, {
+      thread: true,
+      handshakeTimeout: 5000,
+    });
+    assert.equal(await worker.remote.ping(), "pong");
   },
 );
