@@ -443,7 +443,8 @@ export class FrameDecoder {
    */
   recycle(bytes: Uint8Array): boolean {
     const buffer = bytes.buffer;
-    if (!this.#frameBuffers.delete(buffer)) return false;
+    // A detached buffer was moved away (a thread transport may transfer a frame sent on).
+    if (!this.#frameBuffers.delete(buffer) || buffer.byteLength === 0) return false;
     const recycled = this.#recycled;
     if (recycled.length === MAX_RECYCLED_BUFFERS) recycled.shift();
     // A transfer moves the memory without copying it and leaves every view of the frame

@@ -13,6 +13,16 @@ export function markTransfer(bytes: Uint8Array): Uint8Array {
   return bytes;
 }
 
+/** Whether the buffer under `bytes` was given up with `transfer()` and not yet taken. */
+export function isGivenUp(bytes: Uint8Array): boolean {
+  return given.has(bytes.buffer);
+}
+
+/** Forgets that the buffer under `bytes` was given up (its taker is done with it). */
+export function forgetGivenUp(bytes: Uint8Array): void {
+  given.delete(bytes.buffer);
+}
+
 /**
  * Below this a chunk is cloned rather than transferred: posting a small message with a
  * transfer list took ~10-20 µs more per round trip than cloning it (bench/threads_ratios.ts,
