@@ -10,21 +10,22 @@ import { markTransfer } from "../transports/_transfer_marks.ts";
  * Without it, the channel treats such bytes as lent: a handler's result or a notification's
  * param larger than a write batch (64 KiB) is copied, since you may change it as soon as the
  * handler returned; a call's param is not copied, and the call settles only once it is
- * written. With it, the channel owns the whole `ArrayBuffer` under `bytes` from then on: it
- * writes them as they are and settles without waiting for the write, a thread transport moves
- * the buffer to the other thread (the bytes then read as empty here), and bytes that are a
+ * written. With it, the channel owns `bytes` from then on: it writes them as they are and
+ * settles without waiting for the write, a thread transport moves their buffer to the other
+ * thread when they span all of it (the bytes then read as empty here), and bytes that are a
  * frame this channel received (a param or result of 64 KiB or more, which has a buffer of
  * its own) are taken back once written, for a later frame of the same size to be read into
  * instead of a fresh buffer, as `Channel.recycle` does. So an echo handler that
  * returns `transfer(param)` neither copies nor allocates.
  *
- * Do not read, change or send again `bytes`, nor any other view of their buffer, after this
- * call: give up only bytes whose buffer nothing else uses.
+ * Do not read, change or send again `bytes` after this call. A value received from a channel
+ * may be given up (it is a view of memory the channel no longer writes); bytes that span the
+ * whole of their buffer give up that buffer, which a thread transport may move away.
  *
  * This is the same hand-over as `transfer` of `@conduit/ipc/transports/web_worker` and
  * `@conduit/ipc/transports/shared_ring`: bytes given up with any of them count for all.
  *
- * @param bytes Bytes to send once; their buffer is conduit's from now on.
+ * @param bytes Bytes to send once; conduit's from now on.
  * @returns `bytes`, for use inline.
  * @throws {TypeError} When `bytes` is not a `Uint8Array`.
  *

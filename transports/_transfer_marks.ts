@@ -3,6 +3,12 @@
 // entrypoint marks for both.
 
 const given = new WeakSet<ArrayBufferLike>();
+/**
+ * The very views given up: a channel takes over a value only if it is one of these, so a mark
+ * left on a buffer that other views share (a received frame is a view of a read buffer) never
+ * makes it skip the copy of another view of it.
+ */
+const givenViews = new WeakSet<Uint8Array>();
 
 /** Marks the buffer under `bytes` as given up; returns `bytes`. */
 export function markTransfer(bytes: Uint8Array): Uint8Array {
@@ -10,16 +16,18 @@ export function markTransfer(bytes: Uint8Array): Uint8Array {
     throw new TypeError(`transfer() takes a Uint8Array, got ${typeof bytes}`);
   }
   if (bytes.buffer instanceof ArrayBuffer && !bytes.buffer.resizable) given.add(bytes.buffer);
+  givenViews.add(bytes);
   return bytes;
 }
 
-/** Whether the buffer under `bytes` was given up with `transfer()` and not yet taken. */
+/** Whether `bytes` itself was given up with `transfer()` and not yet taken. */
 export function isGivenUp(bytes: Uint8Array): boolean {
-  return given.has(bytes.buffer);
+  return givenViews.has(bytes);
 }
 
-/** Forgets that the buffer under `bytes` was given up (its taker is done with it). */
+/** Forgets that `bytes` and its buffer were given up (their taker is done with them). */
 export function forgetGivenUp(bytes: Uint8Array): void {
+  givenViews.delete(bytes);
   given.delete(bytes.buffer);
 }
 

@@ -179,7 +179,9 @@ async function measure(name: Case, socketDir: string, scale: number): Promise<nu
   const [serving, calling] = await Promise.all([
     openChannel(server, {
       codec: rawCodec(),
-      handlers: { echo: (value: Uint8Array) => transfer(value) },
+      handlers: {
+        echo: (value: Uint8Array) => name === "conduit-bulk" ? transfer(value) : value,
+      },
     }),
     openChannel<{ echo(value: Uint8Array): Uint8Array }>(client, { codec: rawCodec() }),
   ]);
