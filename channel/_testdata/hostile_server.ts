@@ -1,6 +1,7 @@
 // A conduit server in its own process for the hostile-peer memory tests: it listens on the
 // Unix socket path given as its argument, serves every connection with `echo`, and answers
-// each line on stdin with its RSS in bytes after a full GC (run it with --expose-gc).
+// each line on stdin with its memory after a full GC (run it with --expose-gc), as JSON: `rss`
+// and `live` (the JavaScript heap in use plus external memory), in bytes.
 //
 //   deno run -A --v8-flags=--expose-gc channel/_testdata/hostile_server.ts <path>
 
@@ -25,7 +26,10 @@ console.log("listening");
 for await (const _line of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
   gc?.();
   gc?.();
-  await Deno.stdout.write(encoder.encode(`${Deno.memoryUsage().rss}\n`));
+  const { rss, heapUsed, external } = Deno.memoryUsage();
+  await Deno.stdout.write(
+    encoder.encode(`${JSON.stringify({ rss, live: heapUsed + external })}\n`),
+  );
 }
 await listener.close();
 await served;

@@ -2,7 +2,6 @@
 // the raw codec when started with --raw.
 
 import { rawCodec } from "../../../codecs/raw.ts";
-import { structuredCodec } from "../../../codecs/structured.ts";
 import { serveWorker } from "../../../workers/serve_worker.ts";
 
 const handlers = { echo: (value: unknown): unknown => value };
@@ -11,7 +10,6 @@ const handlers = { echo: (value: unknown): unknown => value };
 export type RowsWorkerApi = typeof handlers;
 
 if (import.meta.main) {
-  await serveWorker(handlers, {
-    codec: Deno.args.includes("--raw") ? rawCodec() : structuredCodec(),
-  });
+  // The default codec (structured) as a user leaves it, or the raw codec.
+  await serveWorker(handlers, Deno.args.includes("--raw") ? { codec: rawCodec() } : {});
 }
