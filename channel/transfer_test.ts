@@ -6,6 +6,8 @@ import { jsonCodec } from "../codecs/json.ts";
 import { rawCodec } from "../codecs/raw.ts";
 import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
+import { sharedRingPair, sharedRingTransport } from "../transports/shared_ring.ts";
+import { messagePortTransport } from "../transports/web_worker.ts";
 import type { Envelope } from "../protocol/envelope.ts";
 import { helloBody } from "./_test_raw_peer.ts";
 import { ScriptedTransport } from "./_test_scripted_transport.ts";
@@ -163,4 +165,24 @@ Deno.test("transfer() takes a Uint8Array only", () => {
     () => transfer(new ArrayBuffer(8) as unknown as Uint8Array),
     TypeError,
   );
+});
+
+Deno.test("transfer() over the thread transports: a given-up param moves, as their own transfer()", async () => {
+  const rings = sharedRingPair({ ringBytes: 64 * 1024 });
+  const ports = new MessageChannel();
+  const pairs = [
+    [sharedRingTransport(rings[0]), sharedRingTransport(rings[1])],
+    [messagePortTransport(ports.port1), messagePortTransport(ports.port2)],
+  ];
+  for (const [a, b] of pairs) {
+    const [client, server] = await Promise.all([
+      openChannel<Api>(a, codecOptions),
+      openChannel(b, { ...codecOptions, handlers: givingHandlers([]) }),
+    ]);
+    const param = new Uint8Array(MIB).fill(4);
+    const echoed = await client.remote.echo(transfer(param));
+    assert.equal(param.byteLength, 0, "the param's buffer moved to the other end");
+    assert.equal(fillOf(echoed), 4);
+    await Promise.all([client.close(), server.closed]);
+  }
 });

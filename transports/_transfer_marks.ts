@@ -40,10 +40,13 @@ export function isGivenUp(bytes: Uint8Array): boolean {
   return givenViews.has(bytes);
 }
 
-/** Forgets that `bytes` and its buffer were given up (their taker is done with them). */
+/**
+ * Forgets that `bytes` itself was given up (the channel is done with it). The mark on its
+ * buffer stays for a thread transport, which may take the chunk after its write resolved
+ * (and drops the mark as it transfers the buffer).
+ */
 export function forgetGivenUp(bytes: Uint8Array): void {
   givenViews.delete(bytes);
-  given.delete(bytes.buffer);
 }
 
 /**
