@@ -1,7 +1,7 @@
 // Where a small call's time goes between threads: a 100-byte round trip to a Worker by raw
-// postMessage, through the Web Worker transport and through the shared ring (each echoed by
-// the worker's transport, no framing or channel), next to the same message over a raw
-// MessagePort in this thread. Interleaved rounds; p50 and p99 of all samples.
+// postMessage, through the Web Worker transport (without and with its spin after a post) and
+// through the shared ring (each echoed by the worker's transport, no framing or channel).
+// Interleaved rounds; p50 and p99 of all samples.
 //
 //   deno run -A bench/threads_layers.ts [rounds]
 
@@ -10,8 +10,15 @@ import { workerTransport } from "../transports/web_worker.ts";
 import type { Transport } from "../transports/types.ts";
 
 const ROUNDS = Number(Deno.args[0] ?? 5);
+/** The spin of the "spinMicros 150" row, both ends. */
+const SPIN_MICROS = 150;
 const TRIPS = 2_000;
-const KINDS = ["raw postMessage", "web worker transport", "shared ring transport"] as const;
+const KINDS = [
+  "raw postMessage",
+  "web worker transport",
+  "web worker transport, spinMicros 150",
+  "shared ring transport",
+] as const;
 type Kind = typeof KINDS[number];
 const message = new Uint8Array(100);
 const workerUrl = new URL("./_threads_echo_worker.ts", import.meta.url);
@@ -40,6 +47,9 @@ function start(kind: Kind): Echo {
   if (kind === "web worker transport") {
     worker.postMessage("web worker");
     transport = workerTransport(worker);
+  } else if (kind === "web worker transport, spinMicros 150") {
+    worker.postMessage({ spinMicros: SPIN_MICROS });
+    transport = workerTransport(worker, { spinMicros: SPIN_MICROS });
   } else {
     const [mine, theirs] = sharedRingPair();
     worker.postMessage(theirs, [theirs.port]);

@@ -2,19 +2,30 @@
 // real worker (which relays between this thread's end of one link and a second link whose
 // other end is also here), and each in one thread.
 
-import { messagePortTransport, workerTransport } from "./web_worker.ts";
+import {
+  messagePortTransport,
+  type WebWorkerTransportOptions,
+  workerTransport,
+} from "./web_worker.ts";
 import { sharedRingPair, type SharedRingPairOptions, sharedRingTransport } from "./shared_ring.ts";
 import type { TestPair, TransportKind } from "./_test_pairs.ts";
 
 const webWorkerRelay = new URL("./_testdata/web_worker_relay.ts", import.meta.url);
 const sharedRingRelay = new URL("./_testdata/shared_ring_relay.ts", import.meta.url);
 
-/** `a` is the parent's end of a real worker; the worker relays to a port whose end is `b`. */
-export function webWorkerRelayPair(): TestPair {
+/**
+ * `a` is the parent's end of a real worker; the worker relays to a port whose end is `b`.
+ * Every end, the worker's two included, takes `options`.
+ */
+export function webWorkerRelayPair(options: WebWorkerTransportOptions = {}): TestPair {
   const worker = new Worker(webWorkerRelay, { type: "module" });
   const { port1, port2 } = new MessageChannel();
-  worker.postMessage(port2, [port2]);
-  return released(workerTransport(worker), messagePortTransport(port1), worker);
+  worker.postMessage({ port: port2, options }, [port2]);
+  return released(
+    workerTransport(worker, options),
+    messagePortTransport(port1, options),
+    worker,
+  );
 }
 
 /** A MessageChannel's two ends, in this thread. */

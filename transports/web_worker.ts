@@ -70,7 +70,7 @@ export const DEFAULT_WORKER_WINDOW_BYTES: number = 4 * 1024 * 1024;
  * } from "@conduit/ipc/transports/web_worker";
  * import assert from "node:assert/strict";
  *
- * const options: WebWorkerTransportOptions = { windowBytes: 1024 * 1024 };
+ * const options: WebWorkerTransportOptions = { windowBytes: 1024 * 1024, spinMicros: 150 };
  * const { port1, port2 } = new MessageChannel();
  * const a = messagePortTransport(port1, options);
  * const b = messagePortTransport(port2, options);
@@ -87,6 +87,22 @@ export interface WebWorkerTransportOptions {
    * @default {DEFAULT_WORKER_WINDOW_BYTES} (4 MiB)
    */
   windowBytes?: number;
+  /**
+   * Microseconds a side stays awake after it posted, waiting for the peer's answer, before its
+   * thread may sleep. A message posted to a thread that went to sleep wakes it through the OS
+   * (in a VM, through the hypervisor too), which costs the poster and the wakee far more than
+   * a message to a thread still running; waiting awake turns the answer into the cheap kind.
+   * It spends CPU for latency: on an idle 2-core VM a small call's p50 went from 0.9× comlink's
+   * to 1.5–4×, but with another process keeping a core busy it did not help (0.57–0.70×
+   * against 0.60–0.76× without; `bench/threads_layers.ts` has both rows). A side that waits
+   * sends the peer a 4-byte `SharedArrayBuffer` the peer bumps after each message; a side with
+   * several channels waiting for answers at once does not wait, and when most waits see no
+   * answer in time, a side waits only once in 32 posts. Try 100–200 where both threads have a
+   * core to themselves; 0 never waits.
+   *
+   * @default {0}
+   */
+  spinMicros?: number;
 }
 
 /**
@@ -165,6 +181,7 @@ export function workerTransport(
   const channel: PostMessageChannel = new PostMessageChannel(worker as MessageEndpoint, {
     label,
     windowBytes: windowOf(options),
+    spinMicros: spinOf(options),
     onRelease: () => unwatch(),
   });
   const unwatch = watchWorker(worker, label, (error) => channel.fail(error));
@@ -199,6 +216,7 @@ export function selfTransport(options: WebWorkerTransportOptions = {}): Transpor
     {
       label: "Web Worker transport (worker side)",
       windowBytes: windowOf(options),
+      spinMicros: spinOf(options),
       onRelease: () => unwatch(),
     },
   );
@@ -241,10 +259,19 @@ export function messagePortTransport(
   const channel = new PostMessageChannel(port, {
     label: "MessagePort transport",
     windowBytes: windowOf(options),
+    spinMicros: spinOf(options),
     onRelease: () => port.close(),
   });
   port.start();
   return new ByteChannelTransport(channel);
+}
+
+function spinOf(options: WebWorkerTransportOptions): number {
+  const spin = options.spinMicros ?? 0;
+  if (!(spin >= 0 && spin <= 1_000_000)) {
+    throw new RangeError(`spinMicros must be from 0 to 1000000, got ${spin}`);
+  }
+  return spin;
 }
 
 function windowOf(options: WebWorkerTransportOptions): number {

@@ -1,5 +1,6 @@
 // The channel tests (channel/*_test.ts) run over the Web Worker transport: the parent's end
-// of a real worker, relayed by the worker to a MessagePort, and a MessagePort pair. The
+// of a real worker, relayed by the worker to a MessagePort (with and without the spin after a
+// post), and a MessagePort pair. The
 // channel tests loop over `transportKinds` (transports/_test_pairs.ts); this file (its own
 // isolate under `deno test`) replaces them with these kinds before loading the tests.
 
@@ -9,7 +10,8 @@ import { messagePortPair, threadKind, webWorkerRelayPair } from "./_test_thread_
 transportKinds.splice(
   0,
   transportKinds.length,
-  threadKind("web worker", webWorkerRelayPair),
+  threadKind("web worker", () => webWorkerRelayPair()),
+  threadKind("web worker, spinMicros 150", () => webWorkerRelayPair({ spinMicros: 150 })),
   threadKind("message port", messagePortPair),
 );
 await import("../channel/channel_test.ts");

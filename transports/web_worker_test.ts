@@ -40,6 +40,14 @@ testTransportConformance({
   abortSeenByPeer: "error",
 });
 
+testTransportConformance({
+  name: "web worker, spinMicros 150",
+  // Every end waits awake after its posts: the same contract holds.
+  pair: () => Promise.resolve(webWorkerRelayPair({ spinMicros: 150 })),
+  stuckPeer,
+  abortSeenByPeer: "error",
+});
+
 const serviceUrl = new URL("./_testdata/web_worker_service.ts", import.meta.url);
 
 function pattern(size: number, seed: number): Uint8Array {
@@ -181,6 +189,8 @@ Deno.test("web worker: bad arguments are TypeErrors and RangeErrors", () => {
   assert.throws(() => selfTransport(), TypeError);
   const { port1, port2 } = new MessageChannel();
   assert.throws(() => messagePortTransport(port1, { windowBytes: 10 }), RangeError);
+  assert.throws(() => messagePortTransport(port1, { spinMicros: -1 }), RangeError);
+  assert.throws(() => messagePortTransport(port1, { spinMicros: NaN }), RangeError);
   assert.throws(() => transfer([1, 2] as unknown as Uint8Array), TypeError);
   port1.close();
   port2.close();
@@ -202,6 +212,31 @@ Deno.test("web worker: a large chunk after staged small ones goes in the same me
   const [first, second] = messages[0] as [Uint8Array, Uint8Array];
   assert.deepEqual(first, head);
   assertSameBytes(second, pattern(1 << 20, 3));
+  writer.releaseLock();
+  port2.close();
+  await a.close();
+});
+
+Deno.test("web worker: a side that spins sends a 4-byte shared bell before its first data, and bumps the peer's after each post", async () => {
+  const { port1, port2 } = new MessageChannel();
+  const a = messagePortTransport(port1, { spinMicros: 150 });
+  const messages: unknown[] = [];
+  port2.onmessage = (event) => messages.push(event.data);
+  const writer = a.writable.getWriter();
+  await writer.write(new Uint8Array([1]));
+  while (messages.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  const [bell, data] = messages;
+  assert.ok(bell instanceof Int32Array && bell.buffer instanceof SharedArrayBuffer);
+  assert.equal(bell.length, 1);
+  assert.deepEqual(data, new Uint8Array([1]));
+  // Sent our own bell: `a` stores in it how many data messages it posted, after each post.
+  const ours = new Int32Array(new SharedArrayBuffer(4));
+  port2.postMessage(ours);
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(Atomics.load(ours, 0), 1, "caught up with the post before the bell came");
+  await writer.write(new Uint8Array([2]));
+  while (messages.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(Atomics.load(ours, 0), 2);
   writer.releaseLock();
   port2.close();
   await a.close();
