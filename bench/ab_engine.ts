@@ -22,6 +22,10 @@ const CASES = {
   calls256: { label: "calls/s, 256 in flight, Unix socket", lowerIsBetter: false },
   notify: { label: "notifications/s, raw 64 B, Unix socket", lowerIsBetter: false },
   raw1m: { label: "1 MiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
+  raw1mHandover: {
+    label: "1 MiB raw calls, transfer() + recycle() where the tree has them (MB/s)",
+    lowerIsBetter: false,
+  },
   raw64k: { label: "64 KiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
   raw64kStdio: { label: "64 KiB raw calls, stdio worker (MB/s)", lowerIsBetter: false },
   spawn: { label: "worker spawn-to-first-reply (ms)", lowerIsBetter: true },
@@ -120,6 +124,8 @@ async function cpuPer<T>(ops: number, op: () => Promise<T>): Promise<[T, number]
 interface Api {
   // deno-lint-ignore no-explicit-any
   openChannel(transport: unknown, options: any): Promise<any>;
+  /** Since issue 16: bytes given up to the channel (absent from older trees). */
+  transfer?: (bytes: Uint8Array) => Uint8Array;
 }
 
 async function measure(name: CaseName, dir: string): Promise<Sample> {
@@ -130,7 +136,9 @@ async function measure(name: CaseName, dir: string): Promise<Sample> {
   const { jsonCodec } = await import(`${root}codecs/json.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
   const unix = await import(`${root}transports/unix.ts`);
-  const raw = name === "notify" || name === "raw1m" || name === "raw64k";
+  const raw = name === "notify" || name === "raw1m" || name === "raw1mHandover" ||
+    name === "raw64k";
+  const handover = name === "raw1mHandover" ? api.transfer : undefined;
   // rawCodec became a factory; the tree under comparison may predate that.
   const rawInstance = typeof rawCodec === "function" ? rawCodec() : rawCodec;
   const codec = () => raw ? rawInstance : jsonCodec();
@@ -145,7 +153,9 @@ async function measure(name: CaseName, dir: string): Promise<Sample> {
     api.openChannel(ta, {
       codec: codec(),
       handlers: {
-        echo: (value: unknown) => value,
+        echo: handover === undefined
+          ? (value: unknown) => value
+          : (value: Uint8Array) => handover(value),
         note: () => void received++,
         count: () => raw ? new Uint8Array(new Float64Array([received]).buffer) : received,
       },
@@ -211,13 +221,20 @@ async function run(name: CaseName, client: any, received: () => number): Promise
       return { value: total / (elapsed / 1000), cpu };
     }
     case "raw1m":
+    case "raw1mHandover":
     case "raw64k": {
-      const blob = new Uint8Array(name === "raw1m" ? 1024 * 1024 : 64 * 1024).fill(3);
-      for (let i = 0; i < 30; i++) await echo(blob);
-      const calls = name === "raw1m" ? 300 : 3000;
+      const blob = new Uint8Array(name === "raw64k" ? 64 * 1024 : 1024 * 1024).fill(3);
+      // With transfer() (the server's echo gives the param back), the client recycles each
+      // result, as an application that wants no allocation per call does.
+      const recycle = name === "raw1mHandover" && typeof client.recycle === "function";
+      const call = recycle
+        ? async () => void client.recycle(await echo(blob))
+        : async () => void await echo(blob);
+      for (let i = 0; i < 30; i++) await call();
+      const calls = name === "raw64k" ? 3000 : 300;
       const start = performance.now();
       const [, cpu] = await cpuPer(calls, async () => {
-        for (let i = 0; i < calls; i++) await echo(blob);
+        for (let i = 0; i < calls; i++) await call();
       });
       return { value: calls * blob.length / 1e6 / ((performance.now() - start) / 1000), cpu };
     }

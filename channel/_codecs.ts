@@ -3,6 +3,7 @@
 
 import { CodecError } from "../errors.ts";
 import type { Codec } from "../codecs/types.ts";
+import { isGivenUp } from "../transports/_transfer_marks.ts";
 
 /** A codec and whether an empty body means `undefined` for it. */
 export interface CodecSlot {
@@ -23,14 +24,20 @@ export const BODY_OWNED = 0;
 export const BODY_SCRATCH = 1;
 /** The body is the caller's own bytes: the raw codec passes its values through. */
 export const BODY_LENT = 2;
+/**
+ * The body is bytes the caller gave up with `transfer()`: the channel may keep them without
+ * copying, and reuse their memory once written (see ConduitOutbox).
+ */
+export const BODY_GIVEN = 3;
 
 /**
  * Who holds `body`, which {@linkcode encodeBody} just made of `value` with `slot`:
- * {@linkcode BODY_OWNED}, {@linkcode BODY_SCRATCH} or {@linkcode BODY_LENT}. Only the channel
- * can keep the first kind as long as it likes; it must copy the others before they change.
+ * {@linkcode BODY_OWNED}, {@linkcode BODY_SCRATCH}, {@linkcode BODY_LENT} or
+ * {@linkcode BODY_GIVEN}. The channel can keep the first and last kinds as long as it likes;
+ * it must copy the others before they change.
  */
 export function bodyHolder(slot: CodecSlot, value: unknown, body: Uint8Array): number {
-  if (body === value) return BODY_LENT;
+  if (body === value) return isGivenUp(body) ? BODY_GIVEN : BODY_LENT;
   return slot.codec.encodeView !== undefined && body.length > 0 ? BODY_SCRATCH : BODY_OWNED;
 }
 

@@ -14,7 +14,15 @@ import { cancelBody } from "../protocol/_json.ts";
 import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "../protocol/frame_kinds.ts";
 import { goodbyeBody } from "../protocol/handshake.ts";
 import { MAX_CONTROL_FRAME_BYTES, MAX_METHOD_BYTES } from "../protocol/limits.ts";
-import { BODY_LENT, BODY_OWNED, BODY_SCRATCH, bodyHolder, encodeBody } from "./_codecs.ts";
+import {
+  BODY_GIVEN,
+  BODY_LENT,
+  BODY_OWNED,
+  BODY_SCRATCH,
+  bodyHolder,
+  encodeBody,
+} from "./_codecs.ts";
+import { forgetGivenUp, isGivenUp } from "../transports/_transfer_marks.ts";
 import type { CodecSlot, EngineError, Outbox, PeerLimits } from "./_wire.ts";
 import { encodeErrorBody } from "./error_codec.ts";
 
@@ -42,6 +50,11 @@ export interface OutboxOptions {
   readonly trustPeer: boolean;
   /** Called when a write throws (the transport failed); the channel fails. */
   readonly onWriteError: (error: unknown) => void;
+  /**
+   * Takes back the memory of bytes given up with `transfer()` once they are written: a
+   * received frame's buffer goes back to the frame decoder, for a later frame to reuse.
+   */
+  readonly reuse: (bytes: Uint8Array) => void;
 }
 
 /** conduit's {@linkcode Outbox} over a FrameWriter. */
@@ -96,10 +109,18 @@ export class ConduitOutbox extends WriterOutbox implements Outbox {
   ): Promise<void> | undefined {
     const name = this.#methodName(method);
     const flags = streamParam ? CALL_FLAG_STREAM_PARAM : 0;
-    this.#writeParts(this.#heads.call(id, flags, timeoutMs, name), body);
-    if (body !== value || !this.writer.keepsBody(callSize(method, body))) {
+    const head = this.#heads.call(id, flags, timeoutMs, name);
+    if (body !== value) {
+      this.#writeParts(head, body);
       return undefined;
     }
+    // The caller's own bytes (body === value): written as they are, and until then the call
+    // does not settle, unless the caller gave them up.
+    if (isGivenUp(body) || !this.writer.keepsBody(callSize(method, body))) {
+      this.#writeBody(head, body, isGivenUp(body) ? BODY_GIVEN : BODY_LENT);
+      return undefined;
+    }
+    this.#writeParts(head, body);
     return this.writer.flush();
   }
 
@@ -225,10 +246,29 @@ export class ConduitOutbox extends WriterOutbox implements Outbox {
     }
   }
 
-  /** Sends a frame whose body was just encoded: copied first if the writer would keep it. */
+  /**
+   * Sends a frame whose body was just encoded: copied first if the writer would keep it and
+   * the channel does not own it; given-up bytes are taken back once written.
+   */
   #writeBody(head: Uint8Array, body: Uint8Array, holder: number): void {
-    const keep = holder !== BODY_OWNED && this.writer.keepsBody(head.length + body.length);
-    this.#writeParts(head, keep ? body.slice() : body);
+    const keeps = this.writer.keepsBody(head.length + body.length);
+    if (holder === BODY_GIVEN) {
+      this.#writeParts(head, body);
+      if (!keeps) this.#takeBack(body); // copied into the batch already
+      else {
+        const done = (): void => this.#takeBack(body);
+        this.writer.flush().then(done, done);
+      }
+      return;
+    }
+    const copy = keeps && holder !== BODY_OWNED;
+    this.#writeParts(head, copy ? body.slice() : body);
+  }
+
+  /** Given-up bytes are written: their mark is dropped and their memory reused if it can be. */
+  #takeBack(body: Uint8Array): void {
+    forgetGivenUp(body);
+    this.#options.reuse(body);
   }
 
   /** Sends a stream item as DATA; returns its cost in credit (its payload bytes). */

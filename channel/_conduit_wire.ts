@@ -110,6 +110,7 @@ export class ConduitWire implements Wire, FrameSink {
     this.outbox = new ConduitOutbox(writer, {
       trustPeer: options.trustPeer,
       onWriteError: options.onWriteFailure,
+      reuse: (bytes) => void this.decoder.recycle(bytes),
     });
   }
 

@@ -253,7 +253,9 @@ export interface ChannelOptions<Local extends object = object> {
  * being written settles once it is written), and a stream producer may refill its buffer
  * once `yield` returns (the next item is pulled only after the last one was written). A
  * notification's param or a handler's result larger than a write batch (64 KiB) is copied,
- * so it may change at once. A received raw value is a view of the bytes that arrived.
+ * so it may change at once. Bytes handed over with `transfer()` are the channel's:
+ * never copied, not waited for, and reused once written when they are a frame it received.
+ * A received raw value is a view of the bytes that arrived.
  *
  * @typeParam Remote The handler interface the peer serves.
  *

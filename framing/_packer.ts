@@ -166,17 +166,6 @@ export abstract class BatchPacker {
     const max = this.maxBatchBytes;
     const trailer = this.trailer;
     const trailerBytes = trailer.length;
-    const stagedBytes = (k: number): number => stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
-    // Frame k's staged bytes (header included), or its header when it was queued by reference.
-    const headBytes = (k: number): number => stagedBytes(k) || this.headerBytes(frames[k].length);
-    // Frame k's whole encoding. A frame staged whole (nothing left by reference, where a
-    // staged head always leaves a non-empty body) has its trailer staged already.
-    const frameBytes = (k: number): number => {
-      const length = frames[k].length;
-      const staged = stagedBytes(k);
-      if (staged > 0 && length === 0) return staged;
-      return (staged || this.headerBytes(length)) + length + trailerBytes;
-    };
     const chunks: Uint8Array[] = [];
     // Trailer bytes owed at the start of the next chunk, after a payload passed uncopied.
     let carry = 0;
@@ -185,7 +174,7 @@ export abstract class BatchPacker {
       let runBytes = carry;
       let j = i;
       while (j < count) {
-        const need = frameBytes(j);
+        const need = this.#frameBytes(frames, stagedEnds, j);
         if (runBytes + need > max) break;
         runBytes += need;
         j++;
@@ -194,9 +183,9 @@ export abstract class BatchPacker {
       // is passed on uncopied.
       let large: Uint8Array | undefined;
       let largeHead = 0;
-      if (j < count && frameBytes(j) > max) {
+      if (j < count && this.#frameBytes(frames, stagedEnds, j) > max) {
         large = frames[j];
-        largeHead = headBytes(j);
+        largeHead = stagedBytesOf(stagedEnds, j) || this.headerBytes(frames[j].length);
       }
       const headJoinsRun = large !== undefined && runBytes + largeHead <= max;
       const chunkBytes = runBytes + (headJoinsRun ? largeHead : 0);
@@ -258,6 +247,18 @@ export abstract class BatchPacker {
       this.#stagedEnds = [];
     } else frames.fill(EMPTY, 0, count);
     return chunks;
+  }
+
+  /**
+   * Frame k's whole encoding (methods, not closures in take(): those were allocated per take).
+   * A frame staged whole (nothing left by reference, where a staged head always leaves a
+   * non-empty body) has its trailer staged already.
+   */
+  #frameBytes(frames: Uint8Array[], stagedEnds: number[], k: number): number {
+    const length = frames[k].length;
+    const staged = stagedBytesOf(stagedEnds, k);
+    if (staged > 0 && length === 0) return staged;
+    return (staged || this.headerBytes(length)) + length + this.trailer.length;
   }
 
   #chunk(bytes: number): Uint8Array {
@@ -365,6 +366,11 @@ const MAX_KEPT_QUEUE_LENGTH = 16 * 1024;
 const MAX_KEPT_STAGING_BYTES = 1024 * 1024;
 
 // `TypedArray.prototype.set` has a fixed cost that dominates for tiny payloads.
+/** Frame k's staged bytes (header included), 0 when it was queued by reference. */
+function stagedBytesOf(stagedEnds: number[], k: number): number {
+  return stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
+}
+
 function copyInto(target: Uint8Array, offset: number, source: Uint8Array): void {
   const length = source.length;
   if (length > 32) {

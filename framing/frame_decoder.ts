@@ -361,9 +361,12 @@ export class FrameDecoder {
     }
 
     let length: number;
-    let header: Uint8Array;
+    // Whether the header was assembled in #header (it spanned chunks); else it lies in the
+    // chunk just before offset. A flag, not a view of it: this runs once per frame.
+    let assembled = false;
     if (this.#headerFill > 0 || size - offset < FRAME_HEADER_BYTES) {
-      header = this.#header;
+      assembled = true;
+      const header = this.#header;
       while (this.#headerFill < FRAME_HEADER_BYTES && offset < size) {
         header[this.#headerFill++] = chunk[offset++];
       }
@@ -372,13 +375,13 @@ export class FrameDecoder {
       this.#headerFill = 0;
       length = readLength(header, 0);
     } else {
-      header = chunk.subarray(offset, offset + FRAME_HEADER_BYTES);
       length = readLength(chunk, offset);
       offset += FRAME_HEADER_BYTES;
     }
 
     if (length > this.#maxFrameBytes) {
       this.#offset = size;
+      const header = assembled ? this.#header : chunk.subarray(offset - FRAME_HEADER_BYTES);
       const received = new Uint8Array(Math.min(RECEIVED_BYTES, FRAME_HEADER_BYTES + size - offset));
       received.set(header.subarray(0, FRAME_HEADER_BYTES));
       received.set(
@@ -440,7 +443,8 @@ export class FrameDecoder {
    */
   recycle(bytes: Uint8Array): boolean {
     const buffer = bytes.buffer;
-    if (!this.#frameBuffers.delete(buffer)) return false;
+    // A detached buffer was moved away (a thread transport may transfer a frame sent on).
+    if (!this.#frameBuffers.delete(buffer) || buffer.byteLength === 0) return false;
     const recycled = this.#recycled;
     if (recycled.length === MAX_RECYCLED_BUFFERS) recycled.shift();
     // A transfer moves the memory without copying it and leaves every view of the frame

@@ -481,7 +481,9 @@ export class FrameWriter {
         const inBatch = this.#queuedFlushWaiters;
         this.#queuedFlushWaiters = this.#flushWaiters;
         this.#flushWaiters = inBatch;
-        for (const chunk of chunks) {
+        // An index, not for-of: an iterator kept across the await would be allocated per batch.
+        for (let c = 0; c < chunks.length; c++) {
+          const chunk = chunks[c];
           const writing = this.#writer.write(chunk);
           if (writing !== undefined) {
             this.#writing = writing;
@@ -504,7 +506,7 @@ export class FrameWriter {
       this.#writing = undefined;
       this.#inFlightBytes = 0;
     }
-    wakeAll(this.#readyWaiters.splice(0));
+    if (this.#readyWaiters.length > 0) wakeAll(this.#readyWaiters.splice(0));
   }
 
   #fail(error: TransportClosedError): void {

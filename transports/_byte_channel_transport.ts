@@ -236,9 +236,12 @@ export class ByteChannelTransport implements Transport {
     this.#failRead(error);
   };
 
+  /** Made once, not per read: a small call reads once per side. */
+  readonly #readFromChannel = (): Promise<Uint8Array | null> => this.#channel.read();
+
   async #readChunk(): Promise<Uint8Array | null> {
     let chunk: Uint8Array | null;
-    do chunk = await this.#readDirect(() => this.#channel.read()); while (chunk?.length === 0);
+    do chunk = await this.#readDirect(this.#readFromChannel); while (chunk?.length === 0);
     return chunk;
   }
 
@@ -318,14 +321,19 @@ export class ByteChannelTransport implements Transport {
       return undefined;
     }
     this.#writing = true;
-    return pending.then(() => {
-      this.#writing = false;
-      if (this.#flushBudget === 0) this.#wakeFlush();
-    }, (error) => {
-      this.#writing = false;
-      throw this.#writeFailed(error);
-    });
+    return pending.then(this.#written, this.#notWritten);
   }
+
+  // Made once, not per write: a small call writes once per side.
+  readonly #written = (): void => {
+    this.#writing = false;
+    if (this.#flushBudget === 0) this.#wakeFlush();
+  };
+
+  readonly #notWritten = (error: unknown): never => {
+    this.#writing = false;
+    throw this.#writeFailed(error);
+  };
 
   #writeFailed(error: unknown): TransportClosedError {
     this.#writeDone = true;

@@ -2,7 +2,28 @@
 // One WeakSet for the Web Worker transport and the shared ring, so `transfer()` from either
 // entrypoint marks for both.
 
-const given = new WeakSet<ArrayBufferLike>();
+/** The marks, shared by every copy of this module in the process (see below). */
+interface Marks {
+  /** Buffers given up: a thread transport may transfer them. */
+  readonly buffers: WeakSet<ArrayBufferLike>;
+  /**
+   * The very views given up: a channel takes over a value only if it is one of these, so a
+   * mark left on a buffer that other views share (a received frame is a view of a read
+   * buffer) never makes it skip the copy of another view of it.
+   */
+  readonly views: WeakSet<Uint8Array>;
+}
+
+// One registry per process, not per copy of this module: a worker's channel runs from the
+// pre-built runtime (workers/_serve.bundle.js), while its handlers import transfer() from
+// the source modules.
+const MARKS_KEY = Symbol.for("@conduit/ipc/transfer-marks");
+const marks: Marks = ((globalThis as Record<symbol, Marks | undefined>)[MARKS_KEY] ??= {
+  buffers: new WeakSet(),
+  views: new WeakSet(),
+});
+const given = marks.buffers;
+const givenViews = marks.views;
 
 /** Marks the buffer under `bytes` as given up; returns `bytes`. */
 export function markTransfer(bytes: Uint8Array): Uint8Array {
@@ -10,7 +31,22 @@ export function markTransfer(bytes: Uint8Array): Uint8Array {
     throw new TypeError(`transfer() takes a Uint8Array, got ${typeof bytes}`);
   }
   if (bytes.buffer instanceof ArrayBuffer && !bytes.buffer.resizable) given.add(bytes.buffer);
+  givenViews.add(bytes);
   return bytes;
+}
+
+/** Whether `bytes` itself was given up with `transfer()` and not yet taken. */
+export function isGivenUp(bytes: Uint8Array): boolean {
+  return givenViews.has(bytes);
+}
+
+/**
+ * Forgets that `bytes` itself was given up (the channel is done with it). The mark on its
+ * buffer stays for a thread transport, which may take the chunk after its write resolved
+ * (and drops the mark as it transfers the buffer).
+ */
+export function forgetGivenUp(bytes: Uint8Array): void {
+  givenViews.delete(bytes);
 }
 
 /**

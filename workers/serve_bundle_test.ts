@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { buildServeBundle, BUNDLE } from "../.ci/serve_bundle.ts";
 import { spawnWorker } from "./spawn_worker.ts";
 import type { ErrorsApi } from "./_testdata/errors_worker.ts";
+import type { TransferApi } from "./_testdata/transfer_worker.ts";
+import { rawCodec } from "../codecs/raw.ts";
 
 Deno.test("the pre-built worker runtime is what its sources build (else: deno task bundle)", async () => {
   const committed = await Deno.readTextFile(BUNDLE);
@@ -22,4 +24,19 @@ Deno.test("a worker module tells the runtime's errors apart with the classes it 
     ConduitError: true,
     TransportClosedError: false,
   });
+});
+
+Deno.test("a worker module's transfer() reaches the runtime's channel: echoed params are taken back", async () => {
+  await using worker = await spawnWorker<TransferApi>(
+    new URL("./_testdata/transfer_worker.ts", import.meta.url),
+    { codec: rawCodec() },
+  );
+  const blob = new Uint8Array(1024 * 1024);
+  for (let fill = 1; fill <= 4; fill++) {
+    const echoed = await worker.remote.echo(blob.fill(fill));
+    assert.ok(echoed.length === blob.length && echoed.every((byte) => byte === fill));
+  }
+  // Each 1 MiB param spanned reads (a buffer of its own): once its echo was written, the
+  // runtime's channel took it back, which it does only for bytes given up with transfer().
+  assert.deepEqual(await worker.remote.takenBack(new Uint8Array(0)), new Uint8Array([4]));
 });
