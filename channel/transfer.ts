@@ -22,8 +22,9 @@ import { markTransfer } from "../transports/_transfer_marks.ts";
  * may be given up (it is a view of memory the channel no longer writes); bytes that span the
  * whole of their buffer give up that buffer, which a thread transport may move away.
  *
- * This is the same hand-over as `transfer` of `@conduit/ipc/transports/web_worker` and
- * `@conduit/ipc/transports/shared_ring`: bytes given up with any of them count for all.
+ * `@conduit/ipc/transports/web_worker` and `@conduit/ipc/transports/shared_ring` export this
+ * same function: written straight to a thread transport, a chunk that spans the whole of a
+ * buffer given up is moved to the other thread instead of copied.
  *
  * @param bytes Bytes to send once; conduit's from now on.
  * @returns `bytes`, for use inline.
@@ -54,6 +55,24 @@ import { markTransfer } from "../transports/_transfer_marks.ts";
  * }
  * await Promise.all([client.close(), server.closed, listener.close()]);
  * await Deno.remove(dir, { recursive: true });
+ * ```
+ *
+ * @example Moving a buffer to another thread
+ * ```ts
+ * import { messagePortTransport, transfer } from "@conduit/ipc/transports/web_worker";
+ * import assert from "node:assert/strict";
+ *
+ * const { port1, port2 } = new MessageChannel();
+ * const a = messagePortTransport(port1);
+ * const b = messagePortTransport(port2);
+ * const bytes = new Uint8Array(1024 * 1024).fill(7);
+ * const writer = a.writable.getWriter();
+ * await writer.write(transfer(bytes));
+ * assert.equal(bytes.length, 0); // moved, not copied
+ * const { value } = await b.readable.getReader().read();
+ * assert.equal(value?.length, 1024 * 1024);
+ * writer.releaseLock();
+ * await Promise.all([a.close(), b.close()]);
  * ```
  */
 export function transfer(bytes: Uint8Array): Uint8Array {

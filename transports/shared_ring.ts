@@ -29,9 +29,11 @@
 
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { HEADER_BYTES, SharedRingChannel } from "./_shared_ring_channel.ts";
-import { markTransfer } from "./_transfer_marks.ts";
 import { watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
+
+// One hand-over for every transport and the channel: bytes given up count for all of them.
+export { transfer } from "../channel/transfer.ts";
 
 export type { Transport };
 
@@ -143,34 +145,6 @@ export interface SharedRingTransportOptions {
    * `self.close()` with its end open is noticed either way: its end tells this one.)
    */
   worker?: Worker;
-}
-
-/**
- * Gives up the memory of `bytes`, so a chunk too large for the ring moves to the other
- * thread instead of being copied; the same as `transfer` of `@conduit/ipc/transports/web_worker`.
- *
- * @param bytes Bytes to send once; their buffer must not be used after the write.
- * @returns `bytes`.
- *
- * @example
- * ```ts
- * import { sharedRingPair, sharedRingTransport, transfer } from "@conduit/ipc/transports/shared_ring";
- * import assert from "node:assert/strict";
- *
- * const [mine, theirs] = sharedRingPair({ ringBytes: 64 * 1024 });
- * const a = sharedRingTransport(mine);
- * const b = sharedRingTransport(theirs);
- * const bytes = new Uint8Array(1024 * 1024).fill(1);
- * const writer = a.writable.getWriter();
- * const [, read] = await Promise.all([writer.write(transfer(bytes)), b.readable.getReader().read()]);
- * assert.equal(bytes.length, 0);
- * assert.equal(read.value?.length, 1024 * 1024);
- * writer.releaseLock();
- * await Promise.all([a.close(), b.close()]);
- * ```
- */
-export function transfer(bytes: Uint8Array): Uint8Array {
-  return markTransfer(bytes);
 }
 
 /**

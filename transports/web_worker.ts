@@ -40,9 +40,11 @@
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { HeldEndpoint } from "./_held_endpoint.ts";
 import { type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
-import { markTransfer } from "./_transfer_marks.ts";
 import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
+
+// One hand-over for every transport and the channel: bytes given up count for all of them.
+export { transfer } from "../channel/transfer.ts";
 
 export type { Transport };
 
@@ -104,40 +106,6 @@ export interface WebWorkerTransportOptions {
    * @default {0}
    */
   spinMicros?: number;
-}
-
-/**
- * Gives up the memory of `bytes` so that a thread transport moves it to the other thread
- * instead of copying it: when a chunk written to a Web Worker transport (or a shared ring's
- * fallback for chunks larger than the ring) spans the whole of a buffer given up this way,
- * its `ArrayBuffer` is transferred, and reads as empty here from then on. Other chunks are
- * copied. Through a channel with the raw codec, a large param, result or stream item is
- * written as it is, so `transfer(bytes)` moves it too: use it only for bytes nothing reads
- * again.
- *
- * @param bytes Bytes to send once; their buffer must not be used after the write.
- * @returns `bytes`, for use inline.
- *
- * @example
- * ```ts
- * import { messagePortTransport, transfer } from "@conduit/ipc/transports/web_worker";
- * import assert from "node:assert/strict";
- *
- * const { port1, port2 } = new MessageChannel();
- * const a = messagePortTransport(port1);
- * const b = messagePortTransport(port2);
- * const bytes = new Uint8Array(1024 * 1024).fill(7);
- * const writer = a.writable.getWriter();
- * await writer.write(transfer(bytes));
- * assert.equal(bytes.length, 0); // moved, not copied
- * const { value } = await b.readable.getReader().read();
- * assert.equal(value?.length, 1024 * 1024);
- * writer.releaseLock();
- * await Promise.all([a.close(), b.close()]);
- * ```
- */
-export function transfer(bytes: Uint8Array): Uint8Array {
-  return markTransfer(bytes);
 }
 
 /**
