@@ -2,7 +2,7 @@
 // rows the same way: children/node_rows.mjs (run by Node) and children/conduit_rows.ts (run by
 // Deno) both import it.
 
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** The small call of the pipelined row. */
 export const SMALL = { id: 42, method: "users.get", params: { userId: 1234567, fields: ["name"] } };
@@ -43,6 +43,10 @@ export async function measureRows(rows) {
     structuredCpuUs: structured.cpuUs,
     rawCpuUs: raw.cpuUs,
     pipelinedCpuUs: pipelined.cpuUs / 32,
+    // Context switches of both processes per call (not in the report's tables yet).
+    structuredSwitches: structured.switchesPerOp,
+    rawSwitches: raw.switchesPerOp,
+    pipelinedSwitches: pipelined.switchesPerOp / 32,
   };
 }
 
@@ -55,9 +59,11 @@ async function perSecond({ budgetMs, warmUpOps }, pid, op) {
   const [, warmed] = await runFor(op, budgetMs * WARM_UP_FRACTION);
   for (let i = warmed; i < warmUpOps; i++) await op();
   const cpu0 = cpuMs(process.pid) + cpuMs(pid);
+  const switches0 = switches(process.pid) + switches(pid);
   const [perSec, count] = await runFor(op, budgetMs);
   const cpu = cpuMs(process.pid) + cpuMs(pid) - cpu0;
-  return { perSec, cpuUs: cpu * 1000 / count };
+  const switched = switches(process.pid) + switches(pid) - switches0;
+  return { perSec, cpuUs: cpu * 1000 / count, switchesPerOp: switched / count };
 }
 
 async function runFor(op, ms) {
@@ -70,6 +76,25 @@ async function runFor(op, ms) {
     elapsed = performance.now() - t0;
   }
   return [count / (elapsed / 1000), count];
+}
+
+/**
+ * The context switches of all of a process's threads so far (voluntary: it waited, for a
+ * read or a lock; involuntary: preempted): each voluntary one is a sleep and a wake-up.
+ */
+function switches(pid) {
+  let total = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const status = readFileSync(`/proc/${pid}/task/${task}/status`, "utf8");
+      for (const match of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) {
+        total += Number(match[1]);
+      }
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return total;
 }
 
 /** The CPU time a process has used (all its threads, user + system), in ms. */
