@@ -4,6 +4,9 @@
 
 import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
 import type { Transport } from "../transports/types.ts";
+import { rawCodec } from "../codecs/raw.ts";
+import { type Channel, openChannel } from "./channel.ts";
+import { helloBody } from "./_test_raw_peer.ts";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 
 /** A transport fed by the test, whose sink calls `onWrite` with the frames of each write. */
@@ -70,4 +73,24 @@ export class ScriptedTransport implements Transport {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * A raw-codec channel over a ScriptedTransport past its handshake, with its writes held
+ * (`transport.hold()`): `written` gets every frame the channel writes once released.
+ */
+export async function heldRawChannel(): Promise<{
+  channel: Channel<{ sum(bytes: Uint8Array): number }>;
+  transport: ScriptedTransport;
+  written: Envelope[];
+}> {
+  const written: Envelope[] = [];
+  const transport = new ScriptedTransport((frames) => written.push(...frames));
+  const opening = openChannel<{ sum(bytes: Uint8Array): number }>(transport, {
+    codec: rawCodec(),
+  });
+  transport.deliver([{ kind: "hello", body: helloBody({ codec: "raw" }) }]);
+  const channel = await opening;
+  transport.hold();
+  return { channel, transport, written };
 }

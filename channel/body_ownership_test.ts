@@ -7,11 +7,9 @@ import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { rawCodec } from "../codecs/raw.ts";
 import type { Codec } from "../codecs/types.ts";
-import { helloBody } from "./_test_raw_peer.ts";
-import { ScriptedTransport } from "./_test_scripted_transport.ts";
+import { heldRawChannel } from "./_test_scripted_transport.ts";
 import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
-import type { Envelope } from "../protocol/envelope.ts";
 
 /**
  * JSON through one scratch buffer: every `encodeView` first scribbles over everything the
@@ -244,14 +242,7 @@ for (const kind of transportKinds) {
 }
 
 Deno.test("channel: a cancelled call settles only once the caller's own bytes are written", async () => {
-  const written: Envelope[] = [];
-  const transport = new ScriptedTransport((frames) => written.push(...frames));
-  const opening = openChannel<{ sum(bytes: Uint8Array): number }>(transport, {
-    codec: rawCodec(),
-  });
-  transport.deliver([{ kind: "hello", body: helloBody({ codec: "raw" }) }]);
-  const channel = await opening;
-  transport.hold();
+  const { channel, transport, written } = await heldRawChannel();
   const param = new Uint8Array(200_000).fill(7);
   const controller = new AbortController();
   let settled = false;

@@ -8,9 +8,7 @@ import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts
 import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { sharedRingPair, sharedRingTransport } from "../transports/shared_ring.ts";
 import { messagePortTransport } from "../transports/web_worker.ts";
-import type { Envelope } from "../protocol/envelope.ts";
-import { helloBody } from "./_test_raw_peer.ts";
-import { ScriptedTransport } from "./_test_scripted_transport.ts";
+import { heldRawChannel } from "./_test_scripted_transport.ts";
 import { type Channel, openChannel } from "./channel.ts";
 import { transfer } from "./transfer.ts";
 
@@ -134,14 +132,7 @@ Deno.test("transfer() over unix: an echoed frame's memory holds the next frame, 
 });
 
 Deno.test("transfer(): a given-up param is the channel's, so a cancelled call settles at once", async () => {
-  const written: Envelope[] = [];
-  const transport = new ScriptedTransport((frames) => written.push(...frames));
-  const opening = openChannel<{ sum(bytes: Uint8Array): number }>(transport, {
-    codec: rawCodec(),
-  });
-  transport.deliver([{ kind: "hello", body: helloBody({ codec: "raw" }) }]);
-  const channel = await opening;
-  transport.hold();
+  const { channel, transport, written } = await heldRawChannel();
   const controller = new AbortController();
   let settled = false;
   const call = channel.remote.sum(transfer(new Uint8Array(200_000).fill(7)), {

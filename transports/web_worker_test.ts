@@ -7,6 +7,7 @@ import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
 import { messagePortPair, webWorkerRelayPair } from "./_test_thread_pairs.ts";
 import { messagePortTransport, selfTransport, transfer, workerTransport } from "./web_worker.ts";
 import type { Transport } from "./types.ts";
+import { concat } from "../framing/_test_util.ts";
 
 const stuckUrl = new URL("./_testdata/web_worker_stuck.ts", import.meta.url);
 
@@ -63,16 +64,6 @@ function assertSameBytes(actual: Uint8Array, expected: Uint8Array): void {
   for (let i = 0; i < actual.length; i++) {
     if (actual[i] !== expected[i]) assert.fail(`byte ${i} is ${actual[i]}, not ${expected[i]}`);
   }
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const all = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
-  let at = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, at);
-    at += chunk.length;
-  }
-  return all;
 }
 
 async function readAll(t: Transport, size: number): Promise<Uint8Array[]> {
