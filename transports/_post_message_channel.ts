@@ -9,6 +9,7 @@
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
 import { fillOrSwap, outgoing } from "./_transfer_marks.ts";
+import { Spinner } from "./_spin.ts";
 
 /** What the channel needs of a Worker, a worker's `self` or a MessagePort. */
 export interface MessageEndpoint {
@@ -36,14 +37,6 @@ const COALESCE_BUFFER_BYTES = 64 * 1024;
  * lone write waits for these hops only, never for a task.
  */
 const COALESCE_HOPS = 4;
-
-/**
- * Below this share of recent spins that saw the peer's answer (a moving average, each spin
- * weighing 1/8), a post is not followed by a spin, but for one in SPIN_PROBE_EVERY; the same
- * back-off as the shared ring's.
- */
-const SPIN_HIT_RATE_TO_SPIN = 0.2;
-const SPIN_PROBE_EVERY = 32;
 
 /**
  * Channels of this thread that posted data and have had none back since. A spin waits for one
@@ -105,20 +98,18 @@ export class PostMessageChannel implements ByteChannel {
   #received = 0;
   /** Data messages posted: what the peer's bell holds once the peer sent it. */
   #posted = 0;
-  readonly #spinMs: number;
+  readonly #spinner: Spinner;
   #spinQueued = false;
   /** Counted in awaitingChannels: posted data, and has had none back since. */
   #awaiting = false;
-  #spinHits = 1;
-  #sleepsSinceProbe = 0;
 
   constructor(endpoint: MessageEndpoint, options: PostMessageChannelOptions) {
     this.label = options.label;
     this.#endpoint = endpoint;
     this.#window = options.windowBytes;
     this.#onRelease = options.onRelease;
-    this.#spinMs = options.spinMicros / 1000;
-    if (this.#spinMs > 0 && typeof SharedArrayBuffer === "function") {
+    this.#spinner = new Spinner(options.spinMicros);
+    if (this.#spinner.enabled && typeof SharedArrayBuffer === "function") {
       this.#bell = new Int32Array(new SharedArrayBuffer(4));
     }
     endpoint.addEventListener("message", this.#onMessage);
@@ -383,30 +374,20 @@ export class PostMessageChannel implements ByteChannel {
 
   /**
    * In the microtask after a post, while a read waits for the answer: spins until the peer's
-   * bell says a message is on its way (the event loop then finds it queued), for at most the
-   * spin time. Once most spins see nothing (a one-way stream, or a peer that is not scheduled,
-   * whose CPU the spin would take), only one post in SPIN_PROBE_EVERY spins.
+   * bell says a message is on its way (the event loop then finds it queued), as `Spinner`
+   * allows.
    */
   readonly #spin = (): void => {
     this.#spinQueued = false;
-    const bell = this.#bell!;
     if (
       this.#reader === undefined || this.#released || this.#failure !== undefined ||
       this.#peerBell === undefined || awaitingChannels > 1
     ) return;
-    if (this.#spinHits < SPIN_HIT_RATE_TO_SPIN && ++this.#sleepsSinceProbe < SPIN_PROBE_EVERY) {
-      return;
-    }
-    this.#sleepsSinceProbe = 0;
-    const until = performance.now() + this.#spinMs;
-    while (((Atomics.load(bell, 0) - this.#received) | 0) <= 0) {
-      if (performance.now() > until) {
-        this.#spinHits -= this.#spinHits / 8;
-        return;
-      }
-    }
-    this.#spinHits += (1 - this.#spinHits) / 8;
+    if (this.#spinner.shouldSpin()) this.#spinner.spinUntil(this.#bellRang);
   };
+
+  /** Whether the peer posted a message not received yet. */
+  readonly #bellRang = (): boolean => ((Atomics.load(this.#bell!, 0) - this.#received) | 0) > 0;
 
   #post(code: number): void {
     try {

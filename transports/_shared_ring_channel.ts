@@ -14,6 +14,7 @@
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
 import { fillOrSwap, outgoing } from "./_transfer_marks.ts";
+import { Spinner } from "./_spin.ts";
 
 /** Int32 slots of a ring's header; the data follows at HEADER_BYTES. */
 const WRITE_POS = 0;
@@ -37,17 +38,6 @@ const WRITER_ABORTED = 2;
 /** The writer's worker closed itself. */
 const WRITER_GONE = 4;
 const READER_CLOSED = 1;
-
-/**
- * Below this share of recent spins that saw an answer (a moving average, each spin weighing
- * 1/8), reads mostly sleep at once. A few misses in a row are common even when answers come
- * quickly (a GC pause, the peer preempted once), and backing off after them cost most spins:
- * backing off after 4 misses in a row made the ring's small-call p50 70 µs, this 15 µs
- * (bench/threads_ratios.ts).
- */
-const SPIN_HIT_RATE_TO_SPIN = 0.2;
-/** While backed off, one read in this many spins again. */
-const SPIN_PROBE_EVERY = 32;
 
 /** The most bytes one read gathers. */
 const MAX_READ_BYTES = 256 * 1024;
@@ -105,7 +95,7 @@ export class SharedRingChannel implements ByteChannel {
   readonly #in: Ring;
   readonly #out: Ring;
   readonly #port: MessagePort;
-  readonly #spinMs: number;
+  readonly #spinner: Spinner;
   readonly #onRelease: (() => void) | undefined;
   /** Chunks too large for the ring, in the order their records come. */
   readonly #oversized: Uint8Array[] = [];
@@ -117,9 +107,8 @@ export class SharedRingChannel implements ByteChannel {
   #abortive = false;
   /** Wakes the waits in flight (a read's, a write's) when the channel fails or is released. */
   readonly #waking = new Set<() => void>();
-  /** The moving share of spins that saw an answer. */
-  #spinHits = 1;
-  #sleepsSinceProbe = 0;
+  /** The incoming WRITE_SEQ a spin began at. */
+  #spinSeen = 0;
   /** Wakes the read waiting for the peer's next write, if any. */
   #readWaiter: (() => void) | undefined;
   /** The incoming WRITE_SEQ the waiting read saw last. */
@@ -138,7 +127,7 @@ export class SharedRingChannel implements ByteChannel {
     this.#in = new Ring(options.incoming);
     this.#out = new Ring(options.outgoing);
     this.#port = options.port;
-    this.#spinMs = options.spinMicros / 1000;
+    this.#spinner = new Spinner(options.spinMicros);
     this.#onRelease = options.onRelease;
     this.#port.onmessage = (event: MessageEvent) => {
       if (!(event.data instanceof Uint8Array)) return;
@@ -237,38 +226,30 @@ export class SharedRingChannel implements ByteChannel {
   }
 
   #queueSpin(): void {
-    if (this.#spinQueued || this.#spinMs <= 0) return;
+    if (this.#spinQueued || !this.#spinner.enabled) return;
     this.#spinQueued = true;
     queueMicrotask(this.#spin);
   }
 
   /**
    * Spins on the incoming ring while a read waits, with READER_SLEEPS lowered so the peer's
-   * next write costs it no notify. Once most spins see nothing (on a busy machine the peer may
-   * not even be scheduled, and spinning only takes its CPU), only one read in
-   * SPIN_PROBE_EVERY spins, to learn when answers come quickly again.
+   * next write costs it no notify, as `Spinner` allows (it backs off while spins miss: on a
+   * busy machine the peer may not even be scheduled, and spinning only takes its CPU).
    */
   readonly #spin = (): void => {
     this.#spinQueued = false;
     this.#wrote = false;
-    if (this.#readWaiter === undefined || this.#released || this.#failure !== undefined) return;
     if (
-      this.#spinHits < SPIN_HIT_RATE_TO_SPIN && ++this.#sleepsSinceProbe < SPIN_PROBE_EVERY
+      this.#readWaiter === undefined || this.#released || this.#failure !== undefined ||
+      !this.#spinner.shouldSpin()
     ) return;
-    this.#sleepsSinceProbe = 0;
     const header = this.#in.header;
-    const seen = this.#readSeq;
+    const seen = this.#spinSeen = this.#readSeq;
     Atomics.store(header, READER_SLEEPS, 0);
-    const until = performance.now() + this.#spinMs;
-    while (Atomics.load(header, WRITE_SEQ) === seen) {
-      if (performance.now() > until) break;
-    }
-    if (Atomics.load(header, WRITE_SEQ) !== seen) {
-      this.#spinHits += (1 - this.#spinHits) / 8;
+    if (this.#spinner.spinUntil(this.#peerWrote)) {
       this.#wakeReader();
       return;
     }
-    this.#spinHits -= this.#spinHits / 8;
     // Back to sleep: a write from now on sees the flag and notifies the waitAsync in flight.
     Atomics.store(header, READER_SLEEPS, 1);
     if (Atomics.load(header, WRITE_SEQ) !== seen || !this.#ensureSleeper(seen)) {
@@ -276,6 +257,9 @@ export class SharedRingChannel implements ByteChannel {
       this.#wakeReader();
     }
   };
+
+  /** Whether the peer wrote since the spin began (the WRITE_SEQ it saw moved). */
+  readonly #peerWrote = (): boolean => Atomics.load(this.#in.header, WRITE_SEQ) !== this.#spinSeen;
 
   /** Reads into `view`: an oversized message that is exactly `view`'s buffer is swapped in. */
   async readInto(view: Uint8Array): Promise<Uint8Array | null> {
