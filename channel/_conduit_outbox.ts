@@ -116,8 +116,9 @@ export class ConduitOutbox extends WriterOutbox implements Outbox {
     }
     // The caller's own bytes (body === value): written as they are, and until then the call
     // does not settle, unless the caller gave them up.
-    if (isGivenUp(body) || !this.writer.keepsBody(callSize(method, body))) {
-      this.#writeBody(head, body, isGivenUp(body) ? BODY_GIVEN : BODY_LENT);
+    const given = isGivenUp(body);
+    if (given || !this.writer.keepsBody(callSize(method, body))) {
+      this.#writeBody(head, body, given ? BODY_GIVEN : BODY_LENT);
       return undefined;
     }
     this.#writeParts(head, body);

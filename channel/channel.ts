@@ -611,7 +611,16 @@ export async function openChannel<
   Remote extends object = Record<string, never>,
   Local extends CheckedHandlers<Local> = object,
 >(transport: Transport, options: ChannelOptions<Local>): Promise<Channel<Remote>> {
-  const channel = new Channel<Remote>(transport, options);
+  return await untilOpen(new Channel<Remote>(transport, options));
+}
+
+/**
+ * Resolves with `channel` once its handshake has succeeded; closes it and rethrows when the
+ * handshake failed. (openChannel, and serveWorker, which watches the channel's end first.)
+ */
+export async function untilOpen<Remote extends object>(
+  channel: Channel<Remote>,
+): Promise<Channel<Remote>> {
   try {
     await channel.opened;
   } catch (error) {

@@ -1,6 +1,6 @@
-// Which buffers a writer gave up, so a thread transport may transfer them instead of copying.
-// One WeakSet for the Web Worker transport and the shared ring, so `transfer()` from either
-// entrypoint marks for both.
+// What `transfer()` (channel/transfer.ts) marks as given up: the very view, so that a channel
+// keeps it without a copy, and its buffer, so that a thread transport moves the buffer instead
+// of copying it.
 
 /** The marks, shared by every copy of this module in the process (see below). */
 interface Marks {

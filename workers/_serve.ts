@@ -9,7 +9,7 @@
 // worker module imports: errors still agree on `instanceof` (`ConduitError`), and `transfer()`
 // marks are one registry per process.
 
-import { Channel, type ChannelOptions } from "../channel/channel.ts";
+import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { ConduitError } from "../errors.ts";
 import { structuredCodec } from "../codecs/structured.ts";
@@ -77,13 +77,7 @@ export async function serve<Parent extends object>(
     stdinWatch?.stop();
   };
   channel.closed.then(() => finish(0), () => finish(1));
-  try {
-    await channel.opened;
-  } catch (error) {
-    await channel.close();
-    throw error;
-  }
-  return channel;
+  return await untilOpen(channel);
 }
 
 /** Ends this thread worker; `self.close()` stops it from the inside once its turn is over. */
