@@ -63,9 +63,9 @@ async function compare(): Promise<void> {
   }
   console.log(`A = ${a}\nB = ${b}\n`);
   console.log(
-    "| case | A median (min–max) | B median (min–max) | ratio | CPU µs/op A → B | CPU ratio |",
+    "| case | A median (min–max) | B median (min–max) | ratio | paired ratio, median (q1–q3) | CPU µs/op A → B | CPU ratio | paired CPU ratio (q1–q3) |",
   );
-  console.log("| --- | --- | --- | --- | --- | --- |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const name of cases) {
     const va = results.get(`${name}|${a}`)!;
     const vb = results.get(`${name}|${b}`)!;
@@ -74,12 +74,16 @@ async function compare(): Promise<void> {
     const [ca, cb] = [median(cpus.get(`${name}|${a}`)!), median(cpus.get(`${name}|${b}`)!)];
     const cpu = Number.isNaN(ca) ? "–" : `${ca.toFixed(3)} → ${cb.toFixed(3)}`;
     const cpuRatio = Number.isNaN(ca) ? "–" : (ca / cb).toFixed(3);
+    // Round by round (the two sides of a round ran back to back), higher is better.
+    const paired = va.map((x, i) => CASES[name].lowerIsBetter ? x / vb[i] : vb[i] / x);
+    const ca1 = cpus.get(`${name}|${a}`)!, cb1 = cpus.get(`${name}|${b}`)!;
+    const pairedCpu = Number.isNaN(ca) ? "–" : quartiles(ca1.map((x, i) => x / cb1[i]));
     console.log(
       `| ${CASES[name].label} | ${fmt(ma)} (${fmt(Math.min(...va))}–${fmt(Math.max(...va))}) | ${
         fmt(mb)
-      } (${fmt(Math.min(...vb))}–${fmt(Math.max(...vb))}) | ${
-        ratio.toFixed(3)
-      } | ${cpu} | ${cpuRatio} |`,
+      } (${fmt(Math.min(...vb))}–${fmt(Math.max(...vb))}) | ${ratio.toFixed(3)} | ${
+        quartiles(paired)
+      } | ${cpu} | ${cpuRatio} | ${pairedCpu} |`,
     );
   }
 }
@@ -99,6 +103,14 @@ function median(values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
   const mid = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** "median (q1–q3)" of ratios. */
+function quartiles(values: number[]): string {
+  const sorted = [...values].sort((x, y) => x - y);
+  const at = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.round(q * (sorted.length - 1)))];
+  return `${median(values).toFixed(3)} (${at(0.25).toFixed(3)}–${at(0.75).toFixed(3)})`;
 }
 
 function fmt(value: number): string {
