@@ -194,6 +194,9 @@ export class FrameWriter {
   #inFlightBytes = 0;
   /** The write in flight, if it is asynchronous. */
   #writing: Promise<void> | undefined;
+  /** The batch the pump is writing, and the index of its next chunk. */
+  #chunks: Uint8Array[] = NO_CHUNKS;
+  #chunkAt = 0;
   #readyWaiters: Array<() => void> = [];
   /** The flush() calls waiting for the batch in flight, and for the frames still queued. */
   #flushWaiters: Array<() => void> = [];
@@ -470,42 +473,76 @@ export class FrameWriter {
     this.#pump();
   };
 
-  async #pump(): Promise<void> {
+  /**
+   * Writes the queued batches, one chunk at a time, until the queue is empty: a state machine
+   * driven by the writes' settlements rather than an async function, whose frame and awaits
+   * cost an allocation per batch, and a small call writes one batch per side.
+   */
+  #pump(): void {
     const packer = this.#packer;
     try {
-      while (!packer.empty && this.#failure === undefined) {
-        this.#inFlightBytes = packer.pendingBytes;
-        const chunks = packer.take();
-        // The frames the queued flush() calls wait for are in this batch now (and the waiters
-        // of the batch before were woken once it was written).
-        const inBatch = this.#queuedFlushWaiters;
-        this.#queuedFlushWaiters = this.#flushWaiters;
-        this.#flushWaiters = inBatch;
-        // An index, not for-of: an iterator kept across the await would be allocated per batch.
-        for (let c = 0; c < chunks.length; c++) {
-          const chunk = chunks[c];
-          const writing = this.#writer.write(chunk);
-          if (writing !== undefined) {
-            this.#writing = writing;
-            await writing;
-            this.#writing = undefined;
+      while (true) {
+        const chunks = this.#chunks;
+        if (this.#chunkAt === chunks.length) {
+          if (chunks !== NO_CHUNKS) {
+            // The batch is written: wake the flush() calls it held, then let the frames
+            // queued by the continuations of this write join the next batch.
+            this.#chunks = NO_CHUNKS;
+            this.#chunkAt = 0;
+            if (this.#flushWaiters.length > 0) wakeAll(this.#flushWaiters.splice(0));
+            queueMicrotask(this.#nextBatch);
+            return;
           }
-          this.#inFlightBytes -= chunk.length;
-          if (this.#readyWaiters.length > 0 && this.#belowMark()) {
-            wakeAll(this.#readyWaiters.splice(0));
-          }
+          if (packer.empty || this.#failure !== undefined) return this.#stopPump();
+          this.#inFlightBytes = packer.pendingBytes;
+          this.#chunks = packer.take();
+          // The frames the queued flush() calls wait for are in this batch now (and the
+          // waiters of the batch before were woken once it was written).
+          const inBatch = this.#queuedFlushWaiters;
+          this.#queuedFlushWaiters = this.#flushWaiters;
+          this.#flushWaiters = inBatch;
+          continue;
         }
-        if (inBatch.length > 0) wakeAll(inBatch.splice(0));
-        // Let the frames queued by the continuations of this write join the next batch.
-        await undefined;
+        const writing = this.#writer.write(chunks[this.#chunkAt]);
+        if (writing !== undefined) {
+          this.#writing = writing;
+          writing.then(this.#chunkWritten, this.#writeFailed);
+          return;
+        }
+        this.#countWritten();
       }
     } catch (error) {
-      this.#fail(failedError(error));
-    } finally {
-      this.#pumping = false;
-      this.#writing = undefined;
-      this.#inFlightBytes = 0;
+      this.#writeFailed(error);
     }
+  }
+
+  readonly #nextBatch = (): void => this.#pump();
+
+  readonly #chunkWritten = (): void => {
+    this.#writing = undefined;
+    this.#countWritten();
+    this.#pump();
+  };
+
+  readonly #writeFailed = (error: unknown): void => {
+    this.#fail(failedError(error));
+    this.#stopPump();
+  };
+
+  /** The chunk at #chunkAt was written. */
+  #countWritten(): void {
+    this.#inFlightBytes -= this.#chunks[this.#chunkAt++].length;
+    if (this.#readyWaiters.length > 0 && this.#belowMark()) {
+      wakeAll(this.#readyWaiters.splice(0));
+    }
+  }
+
+  #stopPump(): void {
+    this.#pumping = false;
+    this.#writing = undefined;
+    this.#inFlightBytes = 0;
+    this.#chunks = NO_CHUNKS;
+    this.#chunkAt = 0;
     if (this.#readyWaiters.length > 0) wakeAll(this.#readyWaiters.splice(0));
   }
 
@@ -527,6 +564,8 @@ interface ChunkWriter {
   close(): Promise<void>;
   abort(reason?: unknown): Promise<void>;
 }
+
+const NO_CHUNKS: Uint8Array[] = [];
 
 function failedError(cause: unknown): TransportClosedError {
   const detail = cause instanceof Error ? cause.message : String(cause);
