@@ -324,8 +324,8 @@ export class ChannelCore implements LifecycleEvents {
     const incoming = this.#incoming;
     try {
       while (true) {
-        const { value, done } = await reader.read();
-        if (done) break;
+        const value = await reader.readBytes();
+        if (value === null) break;
         // One clock read per chunk: the receipt time of every frame in it.
         deadlines.receivedAt = performance.now();
         decoder.push(value);

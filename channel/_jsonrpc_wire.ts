@@ -307,12 +307,12 @@ function validId(id: unknown): JsonRpcId | null {
  * reader. Over `readChunk` the transport's owner ends a pending read by closing it.
  */
 function chunkReader(transport: Transport): ChunkReader {
-  if (transport.readChunk === undefined) return transport.readable.getReader();
+  if (transport.readChunk !== undefined) {
+    return { readBytes: () => transport.readChunk!(), cancel: () => Promise.resolve() };
+  }
+  const reader = transport.readable.getReader();
   return {
-    read: () =>
-      transport.readChunk!().then((value) =>
-        value === null ? { done: true, value: undefined } : { done: false, value }
-      ),
-    cancel: () => Promise.resolve(),
+    readBytes: () => reader.read().then((result) => result.done ? null : result.value),
+    cancel: (reason?: unknown) => reader.cancel(reason),
   };
 }

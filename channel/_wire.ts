@@ -199,7 +199,8 @@ function takesChunks(transport: Transport): transport is Transport & FrameTarget
 
 /** Reads the transport's chunks (framing/frame_reader.ts has this shape). */
 export interface ChunkReader {
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** The next chunk, or `null` at the end. */
+  readBytes(): Promise<Uint8Array | null>;
   cancel(): Promise<void>;
 }
 

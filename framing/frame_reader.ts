@@ -131,10 +131,29 @@ export class FrameReader {
     return this.#reader?.cancel(reason) ?? Promise.resolve();
   }
 
+  /**
+   * Reads the next bytes as {@linkcode read} does, resolving with the chunk itself, or `null`
+   * at the end: no result object per read.
+   *
+   * @returns The next chunk, or `null` at the end.
+   */
+  readBytes(): Promise<Uint8Array | null> {
+    const source = this.#source;
+    if (source.readInto !== undefined) {
+      const target = this.#decoder.readTarget();
+      if (target !== undefined) return source.readInto(target);
+    }
+    return source.readChunk?.() ?? this.#reader!.read().then(fromResult);
+  }
+
   /** Unlocks the stream (if it was locked: not over a source with `readChunk`). */
   releaseLock(): void {
     this.#reader?.releaseLock();
   }
+}
+
+function fromResult(result: ReadableStreamReadResult<Uint8Array>): Uint8Array | null {
+  return result.done ? null : result.value;
 }
 
 function toResult(chunk: Uint8Array | null): ReadableStreamReadResult<Uint8Array> {

@@ -239,14 +239,19 @@ export class ByteChannelTransport implements Transport {
   /** Made once, not per read: a small call reads once per side. */
   readonly #readFromChannel = (): Promise<Uint8Array | null> => this.#channel.read();
 
-  async #readChunk(): Promise<Uint8Array | null> {
-    let chunk: Uint8Array | null;
-    do chunk = await this.#readDirect(this.#readFromChannel); while (chunk?.length === 0);
-    return chunk;
+  // One async layer (#readDirect's) between the channel's read and the caller, not two.
+  #readChunk(): Promise<Uint8Array | null> {
+    return this.#readDirect(this.#readFromChannel, true);
   }
 
-  /** A read of `readInto` or `readChunk`: `read` reads the channel. */
-  async #readDirect(read: () => Promise<Uint8Array | null>): Promise<Uint8Array | null> {
+  /**
+   * A read of `readInto` or `readChunk`: `read` reads the channel. With `skipEmpty` (a
+   * `readChunk`), an empty chunk is not returned: the channel is read again.
+   */
+  async #readDirect(
+    read: () => Promise<Uint8Array | null>,
+    skipEmpty = false,
+  ): Promise<Uint8Array | null> {
     // Only in the first microtask of the readable's life: a read() requested before it
     // started reaches `pull` then.
     if (this.#starting !== undefined) await this.#starting;
@@ -275,6 +280,8 @@ export class ByteChannelTransport implements Transport {
       this.#pullWanted = false;
       this.#readNext();
     }
+    // Rare: the read loop wants bytes, so read again (as a fresh read, rechecking the state).
+    if (skipEmpty && chunk?.length === 0) return this.#readDirect(read, true);
     return chunk;
   }
 
