@@ -81,6 +81,8 @@ export class ByteChannelTransport implements Transport {
   #readController: ReadableStreamDefaultController<Uint8Array> | undefined;
   /** The channel read in flight, awaited on release so no op outlives the transport. */
   #reading: Promise<unknown> | undefined;
+  /** The read function of the `readChunk` in flight, which reads again after an empty chunk. */
+  #rereadEmpty: (() => Promise<Uint8Array | null>) | undefined;
   /** A pull came while a direct read was pending: the readable still owes a read. */
   #pullWanted = false;
   /**
@@ -239,37 +241,48 @@ export class ByteChannelTransport implements Transport {
   /** Made once, not per read: a small call reads once per side. */
   readonly #readFromChannel = (): Promise<Uint8Array | null> => this.#channel.read();
 
-  // One async layer (#readDirect's) between the channel's read and the caller, not two.
   #readChunk(): Promise<Uint8Array | null> {
     return this.#readDirect(this.#readFromChannel, true);
   }
 
   /**
    * A read of `readInto` or `readChunk`: `read` reads the channel. With `skipEmpty` (a
-   * `readChunk`), an empty chunk is not returned: the channel is read again.
+   * `readChunk`), an empty chunk is not returned: the channel is read again. A then with
+   * handlers made once, not an async function: one layer and its allocations less on every
+   * read (a small call reads once per side).
    */
-  async #readDirect(
+  #readDirect(
     read: () => Promise<Uint8Array | null>,
     skipEmpty = false,
   ): Promise<Uint8Array | null> {
     // Only in the first microtask of the readable's life: a read() requested before it
     // started reaches `pull` then.
-    if (this.#starting !== undefined) await this.#starting;
+    if (this.#starting !== undefined) {
+      return this.#starting.then(() => this.#readDirect(read, skipEmpty));
+    }
     // A chunk in the queue (read for a reader released since) comes before any byte read now.
     if (this.#reading !== undefined || (this.#readController?.desiredSize ?? 0) < 0) {
-      throw new TypeError(`A direct read of ${this.#channel.label} while a read is pending`);
+      return Promise.reject(
+        new TypeError(`A direct read of ${this.#channel.label} while a read is pending`),
+      );
     }
     if (this.#released) this.#endRead();
-    if (this.#readDone) return this.#readEnded();
-    let chunk: Uint8Array | null;
+    if (this.#readDone) return this.#readEndedLater();
+    let reading: Promise<Uint8Array | null>;
     try {
-      chunk = await (this.#reading = read());
+      reading = read();
     } catch (error) {
-      this.#reading = undefined;
-      this.#pullWanted = false;
-      this.#failRead(error);
-      return this.#readEnded();
+      this.#directFailed(error);
+      return this.#readEndedLater();
     }
+    this.#reading = reading;
+    this.#rereadEmpty = skipEmpty ? read : undefined;
+    return reading.then(this.#directRead, this.#directReadFailed);
+  }
+
+  readonly #directRead = (
+    chunk: Uint8Array | null,
+  ): Uint8Array | null | Promise<Uint8Array | null> => {
     this.#reading = undefined;
     if (this.#readDone) return this.#readEnded();
     if (chunk === null) {
@@ -281,8 +294,29 @@ export class ByteChannelTransport implements Transport {
       this.#readNext();
     }
     // Rare: the read loop wants bytes, so read again (as a fresh read, rechecking the state).
-    if (skipEmpty && chunk?.length === 0) return this.#readDirect(read, true);
+    const reread = this.#rereadEmpty;
+    if (reread !== undefined && chunk?.length === 0) return this.#readDirect(reread, true);
     return chunk;
+  };
+
+  readonly #directReadFailed = (error: unknown): null => {
+    this.#directFailed(error);
+    return this.#readEnded();
+  };
+
+  #directFailed(error: unknown): void {
+    this.#reading = undefined;
+    this.#pullWanted = false;
+    this.#failRead(error);
+  }
+
+  /** `#readEnded()` as a promise: its error rejects it. */
+  #readEndedLater(): Promise<null> {
+    try {
+      return Promise.resolve(this.#readEnded());
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** What `readInto` gives once the readable is done: its error, or the end. */
