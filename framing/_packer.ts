@@ -25,6 +25,8 @@ const EMPTY_CHUNKS: Uint8Array[] = [];
  * was written, and a sink that copies what it keeps (every transport does). A fresh chunk is
  * a zeroed allocation: `take()` was 17% of the CPU of 64 KiB echo calls in one process, 3%
  * with reused chunks (`deno run -A --cpu-prof bench/ab_engine.ts --case raw64k <dir>`).
+ * Small chunks are views of a slab shared by the thread's packers instead (see
+ * {@linkcode carve}).
  */
 export abstract class BatchPacker {
   readonly maxBatchBytes: number;
@@ -190,7 +192,10 @@ export abstract class BatchPacker {
       const headJoinsRun = large !== undefined && runBytes + largeHead <= max;
       const chunkBytes = runBytes + (headJoinsRun ? largeHead : 0);
       if (chunkBytes > 0) {
-        const chunk = this.#chunk(chunkBytes);
+        // A large frame's header chunk is a buffer of its own: carved, it made 1 MiB raw
+        // calls 11% slower in A/B runs (bench/ab_engine.ts raw1m, 12 rounds, paired 0.875,
+        // q1–q3 0.83–0.98; no slower under perf, nor in syscall counts: not understood).
+        const chunk = headJoinsRun ? new Uint8Array(chunkBytes) : this.#chunk(chunkBytes);
         let offset = 0;
         if (carry > 0) {
           chunk.set(trailer, 0);
@@ -231,7 +236,7 @@ export abstract class BatchPacker {
       carry = 0;
       if (large !== undefined) {
         if (!headJoinsRun && largeHead > 0) {
-          const head = this.#chunk(largeHead);
+          const head = new Uint8Array(largeHead); // as above: a buffer of its own
           this.#writeHead(head, 0, staged, stagedEnds, j, large);
           chunks.push(head);
         }
@@ -262,7 +267,9 @@ export abstract class BatchPacker {
   }
 
   #chunk(bytes: number): Uint8Array {
-    if (this.#pool === undefined || bytes <= SMALL_CHUNK_BYTES) return new Uint8Array(bytes);
+    if (this.#pool === undefined) return new Uint8Array(bytes);
+    if (bytes <= CARVED_CHUNK_BYTES) return carve(bytes);
+    if (bytes <= SMALL_CHUNK_BYTES) return new Uint8Array(bytes);
     return this.#pool.chunk(bytes);
   }
 
@@ -320,6 +327,39 @@ export abstract class BatchPacker {
  * 5–13% CPU in A/B runs (bench/ab_engine.ts calls256,raw1m).
  */
 const SMALL_CHUNK_BYTES = 32 * 1024;
+/**
+ * Chunks up to this size (with `reuseChunks`) are carved from a slab: a small call's whole
+ * batch is one. An ArrayBuffer of its own costs about 0.7 µs whatever its size, and a typed
+ * array of 64 bytes or less lives on V8's heap, which the write's op must first move to a
+ * backing store of its own. bench/report/_machine.ts conduit-small (16 B raw calls), 12
+ * paired rounds: p50 0.975 (q1–q3 0.964–0.995) of a fresh array per chunk.
+ */
+const CARVED_CHUNK_BYTES = 1024;
+/**
+ * The slab's size. A stalled write pins at most one slab (its chunk's), whatever the slab's
+ * other chunks were: with many connections that never read, each pins at most this much.
+ */
+const SLAB_BYTES = 8 * 1024;
+/** The slab chunks are carved from, shared by every packer of this thread. */
+let slab = new ArrayBuffer(0);
+let slabAt = 0;
+
+/**
+ * A chunk of `bytes` (at most {@linkcode CARVED_CHUNK_BYTES}) carved from the slab. Slab
+ * memory is never reused (a full slab is dropped for a fresh one and lives on only through
+ * the chunks that refer to it), so a chunk stays valid however long its write takes, and
+ * every packer of the thread can share one slab.
+ */
+function carve(bytes: number): Uint8Array {
+  if (slabAt + bytes > slab.byteLength) {
+    slab = new ArrayBuffer(SLAB_BYTES);
+    slabAt = 0;
+  }
+  const chunk = new Uint8Array(slab, slabAt, bytes);
+  slabAt += (bytes + 7) & ~7;
+  return chunk;
+}
+
 /** The most buffers a {@linkcode ChunkPool} keeps for reuse. */
 const MAX_POOLED_CHUNKS = 8;
 

@@ -453,6 +453,63 @@ Deno.test("FrameWriter with reuseChunks: a chunk's memory serves again only once
   assert.equal(new Set(chunks.map((chunk) => chunk.buffer)).size, 1);
 });
 
+Deno.test("FrameWriter with reuseChunks: small chunks share slabs across writers, and none changes once handed out, even while its write is held", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.integer({ min: 0, max: 1_200 }), { minLength: 30, maxLength: 60 }),
+      async (sizes) => {
+        // Writer `held` has its first write held until the end, so its chunk stays in flight
+        // while writer `busy` goes through batch after batch (and slab after slab).
+        const record = (hold: Promise<void> | undefined) => {
+          const chunks: Uint8Array[] = [];
+          const copies: Uint8Array[] = [];
+          const writable = new WritableStream<Uint8Array>({
+            write: (chunk) => {
+              chunks.push(chunk);
+              copies.push(chunk.slice());
+              return chunks.length === 1 ? hold : undefined;
+            },
+          });
+          return { chunks, copies, writer: new FrameWriter(writable, { reuseChunks: true }) };
+        };
+        const release = Promise.withResolvers<void>();
+        const held = record(release.promise);
+        const busy = record(undefined);
+        const frames = sizes.map((size, i) => new Uint8Array(size).fill(i + 1));
+        held.writer.write(frames[0]);
+        for (const frame of frames) {
+          busy.writer.write(frame);
+          await busy.writer.flush();
+          held.writer.write(frame); // queued behind the held write
+        }
+        assert.equal(held.chunks.length, 1);
+        release.resolve();
+        await Promise.all([held.writer.close(), busy.writer.close()]);
+        for (const { chunks, copies } of [held, busy]) {
+          chunks.forEach((chunk, i) => assert.deepEqual(chunk, copies[i]));
+        }
+        const decode = (copies: Uint8Array[]) => {
+          const decoder = new FrameDecoder();
+          const out: Uint8Array[] = [];
+          for (const copy of copies) {
+            decoder.push(copy);
+            for (let f = decoder.next(); f !== undefined; f = decoder.next()) out.push(f.slice());
+          }
+          return out;
+        };
+        assert.deepEqual(decode(busy.copies), frames);
+        assert.deepEqual(decode(held.copies), [frames[0], ...frames]);
+        // Chunks of small batches are views of a shared slab, not buffers of their own.
+        const small = busy.chunks.filter((chunk) => chunk.length <= 256);
+        if (small.length >= 2) {
+          assert.ok(small.every((chunk) => chunk.buffer.byteLength > chunk.length));
+        }
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
+
 Deno.test("FrameWriter: over a FrameTarget, writeChunk takes the batches, close() ends with closeWrite, a failed write fails the writer", async () => {
   const chunks: Uint8Array[] = [];
   const calls: string[] = [];
