@@ -6,7 +6,13 @@
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { FrameReader } from "../framing/frame_reader.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
-import { FrameParser, type FrameSink, MethodNames, readFrame } from "../protocol/_frame_table.ts";
+import {
+  bodyStart,
+  FrameParser,
+  type FrameSink,
+  MethodNames,
+  readFrame,
+} from "../protocol/_frame_table.ts";
 import { parseCancel } from "../protocol/_json.ts";
 import { decodeEnvelope } from "../protocol/envelope.ts";
 import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS } from "../protocol/frame_kinds.ts";
@@ -96,6 +102,10 @@ export class ConduitWire implements Wire, FrameSink {
     // at most that much. The channel's own limit applies once the handshake succeeds.
     this.decoder = new FrameDecoder({
       maxFrameBytes: Math.min(MAX_CONTROL_FRAME_BYTES, options.maxFrameBytes),
+      // A large frame's body is read into a buffer of its own, behind no envelope: a thread
+      // transport moves a transferred body there without a copy, and a body handed on with
+      // transfer() is a whole buffer again.
+      splitHead: bodyStart,
     });
     const writer = new FrameWriter(writeTarget(transport), {
       maxFrameBytes: 0xffff_ffff,
@@ -130,7 +140,7 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   read(frame: Uint8Array): void {
-    if (this.#greeted) readFrame(frame, this, this.#parser);
+    if (this.#greeted) readFrame(frame, this, this.#parser, this.decoder.tail);
     else this.#handshake(frame);
   }
 
@@ -242,12 +252,12 @@ export class ConduitWire implements Wire, FrameSink {
     this.#outgoing.paramCancel(id);
   }
 
-  resultItem(id: number, body: Uint8Array, frame: Uint8Array): void {
-    this.#outgoing.resultItem(id, body, frame.length);
+  resultItem(id: number, body: Uint8Array, frameBytes: number): void {
+    this.#outgoing.resultItem(id, body, frameBytes);
   }
 
-  paramItem(id: number, body: Uint8Array, frame: Uint8Array): void {
-    this.#incoming.paramItem(id, body, frame.length);
+  paramItem(id: number, body: Uint8Array, frameBytes: number): void {
+    this.#incoming.paramItem(id, body, frameBytes);
   }
 
   resultEnd(id: number): void {

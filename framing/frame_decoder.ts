@@ -52,6 +52,46 @@ export interface FrameDecoderOptions {
 }
 
 /**
+ * {@linkcode FrameDecoder}'s options: the limits of {@linkcode FrameDecoderOptions}, and how to
+ * split a large frame into its head and the rest.
+ *
+ * @example
+ * ```ts
+ * import { encodeFrame, FrameDecoder, type FrameDecoderSplitOptions } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * // Frames whose first byte says how many head bytes follow it.
+ * const options: FrameDecoderSplitOptions = {
+ *   splitHead: (start) => start.length === 0 ? undefined : 1 + start[0],
+ * };
+ * const decoder = new FrameDecoder(options);
+ * const payload = new Uint8Array(100_000).fill(9);
+ * payload.set([2, 7, 7]); // a 3-byte head
+ * const bytes = encodeFrame(payload);
+ * decoder.push(bytes.subarray(0, 7)); // the header and the head
+ * assert.equal(decoder.next(), undefined);
+ * const target = decoder.readTarget()!;
+ * assert.equal(target.length, 99_997); // the whole of the rest's own buffer
+ * target.set(bytes.subarray(7)); // as a read into the target would
+ * decoder.push(target);
+ * assert.deepEqual(decoder.next(), new Uint8Array([2, 7, 7]));
+ * assert.equal(decoder.tail?.length, 99_997);
+ * ```
+ */
+export interface FrameDecoderSplitOptions extends FrameDecoderOptions {
+  /**
+   * Given the first bytes of a frame of 64 KiB or more that spans chunks (all of the frame
+   * that its first chunk holds), how many of them are the frame's head, or `undefined` to
+   * keep the frame whole. A split frame comes out of {@linkcode FrameDecoder.next} as its
+   * head, with the rest in {@linkcode FrameDecoder.tail}: a buffer of its own, which a read
+   * into {@linkcode FrameDecoder.readTarget} can take whole (a thread transport then moves a
+   * transferred buffer there instead of copying it). For a protocol whose frames are an
+   * envelope then a body, so that the body is never copied to sit behind its envelope.
+   */
+  splitHead?: (start: Uint8Array) => number | undefined;
+}
+
+/**
  * The most buffers a {@linkcode FrameDecoder} keeps for reuse from
  * {@linkcode FrameDecoder.recycle}: 4. Recycling more drops the oldest, so the pool holds the
  * sizes of the latest frames.
@@ -77,6 +117,12 @@ const RECEIVED_BYTES = 64;
  * least a frame's buffer must hold for recycle() to take it back.
  */
 const DIRECT_READ_MIN_BYTES = 64 * 1024;
+
+/**
+ * With `splitHead`, how many bytes after a large frame's header readTarget() offers for the
+ * next frame's header and head (a protocol's envelope: conduit's is at most about 1 KiB).
+ */
+const SPLIT_PROBE_BYTES = 2 * 1024;
 
 /**
  * Splits a byte stream into length-prefixed frames, synchronously: {@linkcode push} a chunk,
@@ -121,6 +167,11 @@ export class FrameDecoder {
   #partialFill = 0;
   /** Bytes were read straight into the partial frame. */
   #partialDirect = false;
+  /** The head of a split frame being assembled (its rest is `#partial`). */
+  #partialHead: Uint8Array | undefined;
+  readonly #splitHead: ((start: Uint8Array) => number | undefined) | undefined;
+  /** The rest of the split frame `next()` returned last. */
+  #tail: Uint8Array | undefined;
   #bytesCopied = 0;
   #buffersAllocated = 0;
   /**
@@ -143,12 +194,34 @@ export class FrameDecoder {
   /**
    * Creates a decoder waiting for the first header.
    *
-   * @param options Limits; see {@linkcode FrameDecoderOptions}.
+   * @param options Limits, and how to split large frames; see
+   * {@linkcode FrameDecoderSplitOptions}.
    * @throws {RangeError} When `maxFrameBytes` is not an integer from 0 to 2^32 - 1.
    */
-  constructor(options: FrameDecoderOptions = {}) {
+  constructor(options: FrameDecoderSplitOptions = {}) {
     const max = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.#maxFrameBytes = integerOption("maxFrameBytes", max, 0, MAX_HEADER_LENGTH);
+    this.#splitHead = options.splitHead;
+  }
+
+  /**
+   * The rest of the frame {@linkcode next} returned last, when that frame was split (see
+   * {@linkcode FrameDecoderSplitOptions.splitHead}): the frame is what `next()` returned
+   * followed by these bytes. `undefined` after any other frame.
+   *
+   * @example
+   * ```ts
+   * import { encodeFrame, FrameDecoder } from "@conduit/ipc/framing";
+   * import assert from "node:assert/strict";
+   *
+   * const decoder = new FrameDecoder({ splitHead: () => 1 });
+   * decoder.push(encodeFrame(new Uint8Array([5, 6]))); // small: never split
+   * assert.deepEqual(decoder.next(), new Uint8Array([5, 6]));
+   * assert.equal(decoder.tail, undefined);
+   * ```
+   */
+  get tail(): Uint8Array | undefined {
+    return this.#tail;
   }
 
   /**
@@ -294,6 +367,11 @@ export class FrameDecoder {
       }
       target = partial.subarray(this.#partialFill);
     } else if (this.#expectLarge) {
+      if (this.#splitHead !== undefined && this.#headerFill === 0) {
+        // Where frames are split, the next frame's head is read with its header: a fresh
+        // buffer read as an ordinary chunk, so that the head is there to split at.
+        return new Uint8Array(FRAME_HEADER_BYTES + SPLIT_PROBE_BYTES);
+      }
       target = this.#header.subarray(this.#headerFill);
     } else {
       return undefined;
@@ -339,6 +417,7 @@ export class FrameDecoder {
    */
   next(): Uint8Array | undefined {
     if (this.#error !== undefined) throw this.#error;
+    this.#tail = undefined;
     const chunk = this.#chunk;
     const size = chunk.length;
     let offset = this.#offset;
@@ -357,7 +436,11 @@ export class FrameDecoder {
       this.#expectLarge = this.#partialDirect;
       // Registered only now: a read into the frame may have transferred its buffer.
       if (this.#partialSize >= DIRECT_READ_MIN_BYTES) this.#frameBuffers.add(partial.buffer);
-      return partial;
+      const head = this.#partialHead;
+      if (head === undefined) return partial;
+      this.#partialHead = undefined;
+      this.#tail = partial;
+      return head;
     }
 
     let length: number;
@@ -394,15 +477,37 @@ export class FrameDecoder {
       this.#offset = offset + length;
       return chunk.subarray(offset, offset + length);
     }
+    // The frame spans chunks: it gets a buffer of its own, or its head and its rest do.
+    let start = offset;
+    const head = this.#splitAt(length, chunk.subarray(offset));
+    if (head > 0) {
+      this.#partialHead = chunk.slice(offset, offset + head);
+      this.#bytesCopied += head;
+      start += head;
+      length -= head;
+    }
     const frame = this.#frameBuffer(length);
-    if (offset < size) frame.set(chunk.subarray(offset));
-    this.#bytesCopied += size - offset;
+    if (start < size) frame.set(chunk.subarray(start));
+    this.#bytesCopied += size - start;
     this.#partial = frame;
     this.#partialSize = length;
-    this.#partialFill = size - offset;
+    this.#partialFill = size - start;
     this.#partialDirect = false;
     this.#offset = size;
     return undefined;
+  }
+
+  /**
+   * Where to split a frame of `length` bytes that begins with `start` (and spans chunks): the
+   * head's length, or 0 to keep it whole. Only a frame whose rest will be read straight into
+   * its buffer is split: otherwise one buffer costs less than two.
+   */
+  #splitAt(length: number, start: Uint8Array): number {
+    if (this.#splitHead === undefined || length - start.length < DIRECT_READ_MIN_BYTES) return 0;
+    const head = this.#splitHead(start);
+    return head !== undefined && Number.isInteger(head) && head > 0 && head <= start.length
+      ? head
+      : 0;
   }
 
   /**
@@ -475,6 +580,7 @@ export class FrameDecoder {
       throw new Error("FrameDecoder.end() called before next() drained the last chunk");
     }
     if (this.#partial !== undefined) {
+      this.#partialHead = undefined;
       throw this.#error = new TruncatedFrameError(this.#partialSize - this.#partialFill);
     }
     if (this.#headerFill > 0) {

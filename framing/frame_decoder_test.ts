@@ -242,19 +242,24 @@ Deno.test("FrameDecoder: maxFrameBytes outside 0..2^32-1 is a RangeError", () =>
 
 /**
  * Decodes `bytes` as a reader would that reads into the decoder's `readTarget()` whenever it
- * offers one (in place, or by transferring the target's buffer the way a BYOB read does) and
- * takes an ordinary chunk of the next size otherwise. Returns the frames (copied) and the
- * decoder.
+ * offers one and takes an ordinary chunk of the next size otherwise. A read into the target
+ * is in place (`false`), or transfers the target's buffer the way a BYOB read does (`true`),
+ * or (`"swap"`), when the target is a whole buffer that the read fills, returns another
+ * buffer and detaches the target's, as a thread transport's read of a transferred message
+ * does. Returns the frames (copied, a split frame's head and tail joined), how many were
+ * split, and the decoder.
  */
 function decodeDirect(
   bytes: Uint8Array,
   sizes: readonly number[],
-  transfers: readonly boolean[],
-): { frames: Uint8Array[]; decoder: FrameDecoder; direct: number } {
-  const decoder = new FrameDecoder();
+  transfers: readonly (boolean | "swap")[],
+  splitHead?: (start: Uint8Array) => number | undefined,
+): { frames: Uint8Array[]; decoder: FrameDecoder; direct: number; split: number } {
+  const decoder = new FrameDecoder({ splitHead });
   const frames: Uint8Array[] = [];
   let offset = 0;
   let direct = 0;
+  let split = 0;
   for (let k = 0; offset < bytes.length; k++) {
     const size = sizes[k % sizes.length];
     const target = decoder.readTarget();
@@ -262,22 +267,35 @@ function decodeDirect(
       decoder.push(bytes.subarray(offset, offset += size));
     } else {
       const n = Math.min(size, target.length, bytes.length - offset);
-      let into = target;
-      if (transfers[k % transfers.length]) {
-        const { byteOffset, length } = target;
-        into = new Uint8Array(transfer(target), byteOffset, length);
-        assert.equal(target.length, 0, "the transfer detached the target");
+      const mode = transfers[k % transfers.length];
+      const whole = target.byteOffset === 0 && target.buffer.byteLength === target.length;
+      if (mode === "swap" && whole && n === target.length) {
+        transfer(target);
+        decoder.push(bytes.slice(offset, offset += n));
+      } else {
+        let into = target;
+        if (mode === true) {
+          const { byteOffset, length } = target;
+          into = new Uint8Array(transfer(target), byteOffset, length);
+          assert.equal(target.length, 0, "the transfer detached the target");
+        }
+        into.set(bytes.subarray(offset, offset += n));
+        decoder.push(into.subarray(0, n));
       }
-      into.set(bytes.subarray(offset, offset += n));
-      decoder.push(into.subarray(0, n));
       direct += n;
     }
     for (let frame = decoder.next(); frame !== undefined; frame = decoder.next()) {
-      frames.push(frame.slice());
+      const tail = decoder.tail;
+      if (tail === undefined) frames.push(frame.slice());
+      else {
+        split++;
+        assert.ok(tail.byteOffset === 0 && tail.buffer.byteLength === tail.length, "whole tail");
+        frames.push(concat([frame, tail]));
+      }
     }
   }
   decoder.end();
-  return { frames, decoder, direct };
+  return { frames, decoder, direct, split };
 }
 
 Deno.test("FrameDecoder: reads into readTarget(), in place or transferred, decode the same frames", () => {
@@ -303,6 +321,76 @@ Deno.test("FrameDecoder: reads into readTarget(), in place or transferred, decod
     { numRuns: 40 },
   );
   assert.ok(directBytes > 0, "some runs read into the target");
+});
+
+Deno.test("FrameDecoder with splitHead: large frames come out as head and tail, whatever the reads", () => {
+  let splitFrames = 0;
+  let swapped = 0;
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.oneof(
+          payloadArb(),
+          fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 60_000, max: 300_000 }))
+            .map(([head, n]) => {
+              // A head of `head` bytes, whose first byte says its length.
+              const payload = fill(n);
+              payload[0] = head;
+              return payload;
+            }),
+        ),
+        { minLength: 1, maxLength: 6 },
+      ),
+      fc.array(fc.integer({ min: 1, max: 90_000 }), { minLength: 1, maxLength: 20 }),
+      fc.array(fc.constantFrom(false, true, "swap" as const), { minLength: 1, maxLength: 5 }),
+      (frames, sizes, transfers) => {
+        const bytes = concat(frames.map(encodeFrame));
+        let swaps = 0;
+        const result = decodeDirect(
+          bytes,
+          sizes,
+          transfers.map((mode) => mode === "swap" ? (swaps++, mode) : mode),
+          (start) => start.length > 0 && start[0] + 1 <= start.length ? start[0] + 1 : undefined,
+        );
+        assert.deepEqual(result.frames, frames);
+        assert.equal(result.decoder.midFrame, false);
+        // Bytes read into a target for the next header and head are an ordinary chunk, so
+        // only this holds here: no byte is copied twice.
+        assert.ok(result.decoder.bytesCopied <= bytes.length);
+        splitFrames += result.split;
+        swapped += swaps;
+      },
+    ),
+    { numRuns: 60 },
+  );
+  assert.ok(splitFrames > 0 && swapped > 0, "some runs split frames and swapped buffers");
+});
+
+Deno.test("FrameDecoder with splitHead: a tail that arrives as one buffer is taken, not copied, and recycles", () => {
+  // As over a thread transport: the header and head in one message, the body in the next.
+  const decoder = new FrameDecoder({ splitHead: () => 3 });
+  for (let round = 0; round < 3; round++) {
+    const head = new Uint8Array([0, 1, 0, 3, 7, 8, 9]); // 65,539 bytes announced
+    decoder.push(head);
+    assert.equal(decoder.next(), undefined);
+    const target = decoder.readTarget()!;
+    assert.equal(target.length, 65_536);
+    assert.equal(target.buffer.byteLength, 65_536, "the tail's own buffer");
+    const body = new Uint8Array(65_536).fill(round + 1);
+    transfer(target); // what the transport does before handing over its message
+    decoder.push(body);
+    assert.deepEqual(decoder.next(), new Uint8Array([7, 8, 9]));
+    assert.equal(decoder.tail?.buffer, body.buffer, "the body's own memory");
+    assert.equal(decoder.next(), undefined);
+    assert.equal(decoder.tail, undefined, "only until the next next()");
+    assert.equal(decoder.recycle(body), true);
+    // The next frame's header and head are read into a buffer of their own.
+    const probe = decoder.readTarget()!;
+    assert.ok(probe.length > 4 + 3 && probe.buffer.byteLength === probe.length);
+  }
+  assert.equal(decoder.bytesCopied, 3 * 3, "the heads only");
+  assert.equal(decoder.buffersAllocated, 1, "the later tails' targets were recycled buffers");
+  decoder.end();
 });
 
 Deno.test("FrameDecoder: a large frame is read into its own buffer, and the next header alone", () => {

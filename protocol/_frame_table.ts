@@ -12,8 +12,9 @@ import { ProtocolError } from "./protocol_error.ts";
 export { Cursor };
 
 /**
- * What a frame means, one method per frame kind and R flag. `frame` is the whole frame
- * payload (for stream items, whose credit cost is its length); bodies are views into it.
+ * What a frame means, one method per frame kind and R flag. Bodies are views into the frame,
+ * or the frame's tail when it was read split (see {@linkcode readFrame}); `frameBytes` is the
+ * whole frame payload's length (a stream item's credit cost).
  */
 export interface FrameSink {
   hello(body: Uint8Array): void;
@@ -33,9 +34,9 @@ export interface FrameSink {
   /** CANCEL(R=1): the handler stopped reading this side's param stream. */
   paramCancel(id: number, body: Uint8Array): void;
   /** DATA(R=1). */
-  resultItem(id: number, body: Uint8Array, frame: Uint8Array): void;
+  resultItem(id: number, body: Uint8Array, frameBytes: number): void;
   /** DATA(R=0). */
-  paramItem(id: number, body: Uint8Array, frame: Uint8Array): void;
+  paramItem(id: number, body: Uint8Array, frameBytes: number): void;
   /** END(R=1). */
   resultEnd(id: number): void;
   /** END(R=0). */
@@ -113,6 +114,8 @@ const RESULT_END = 16;
 const PARAM_END = 17;
 const PARAM_CREDIT = 18;
 const RESULT_CREDIT = 19;
+/** How many operations there are. */
+const TABLE_KINDS = 20;
 
 /** The one table: type byte to operation. */
 const TABLE: Uint8Array = (() => {
@@ -146,30 +149,42 @@ const TABLE: Uint8Array = (() => {
 
 /**
  * Parses `frame` through the table and hands its fields to `sink`, with `parser`'s cursor
- * and method names. @throws {ProtocolError}
+ * and method names. A frame read split (`FrameDecoder`'s `splitHead`, at
+ * {@linkcode bodyStart}) is `frame` followed by `tail`, which is then the body as it is.
+ * @throws {ProtocolError}
  */
-export function readFrame(frame: Uint8Array, sink: FrameSink, parser: FrameParser): void {
+export function readFrame(
+  frame: Uint8Array,
+  sink: FrameSink,
+  parser: FrameParser,
+  tail?: Uint8Array,
+): void {
   if (frame.length === 0) throw new ProtocolError("Empty frame: a frame needs a type byte");
   const cursor = parser.cursor;
   const type = frame[0];
-  switch (TABLE[type]) {
+  const kind = TABLE[type];
+  // Split elsewhere than at the body of a data frame (not where bodyStart() would): joined.
+  if (tail !== undefined && (!HAS_BODY[kind] || bodyStart(frame) === undefined)) {
+    return readFrame(joined(frame, tail), sink, parser);
+  }
+  switch (kind) {
     case RESULT: {
       const id = idField(frame, cursor);
-      return sink.result(id, frame.subarray(cursor.end));
+      return sink.result(id, bodyAt(frame, cursor.end, tail));
     }
     case CALL:
-      return readCall(frame, sink, parser);
+      return readCall(frame, sink, parser, tail);
     case NOTIFY: {
       const method = methodField(frame, 1, parser);
-      return sink.notify(method, frame.subarray(cursor.end));
+      return sink.notify(method, bodyAt(frame, cursor.end, tail));
     }
     case RESULT_ITEM: {
       const id = idField(frame, cursor);
-      return sink.resultItem(id, frame.subarray(cursor.end), frame);
+      return sink.resultItem(id, bodyAt(frame, cursor.end, tail), bytesOf(frame, tail));
     }
     case PARAM_ITEM: {
       const id = idField(frame, cursor);
-      return sink.paramItem(id, frame.subarray(cursor.end), frame);
+      return sink.paramItem(id, bodyAt(frame, cursor.end, tail), bytesOf(frame, tail));
     }
     case PARAM_CREDIT: {
       const id = idField(frame, cursor);
@@ -216,7 +231,64 @@ export function readFrame(frame: Uint8Array, sink: FrameSink, parser: FrameParse
   }
 }
 
-function readCall(frame: Uint8Array, sink: FrameSink, parser: FrameParser): void {
+/** The kinds whose body a split frame's tail may be: the ones that carry data. */
+const HAS_BODY: Uint8Array = (() => {
+  const has = new Uint8Array(TABLE_KINDS);
+  for (const kind of [CALL, NOTIFY, RESULT, RESULT_ITEM, PARAM_ITEM]) has[kind] = 1;
+  return has;
+})();
+
+/** The body after `end`: the tail, when the frame was read split there. */
+function bodyAt(frame: Uint8Array, end: number, tail: Uint8Array | undefined): Uint8Array {
+  if (tail === undefined) return frame.subarray(end);
+  return end === frame.length ? tail : joined(frame.subarray(end), tail);
+}
+
+function bytesOf(frame: Uint8Array, tail: Uint8Array | undefined): number {
+  return frame.length + (tail?.length ?? 0);
+}
+
+/** A frame's two parts joined (copied), for one split elsewhere than at its body. */
+function joined(head: Uint8Array, tail: Uint8Array): Uint8Array {
+  const whole = new Uint8Array(head.length + tail.length);
+  whole.set(head);
+  whole.set(tail, head.length);
+  return whole;
+}
+
+/**
+ * Where the body of a data frame (CALL, NOTIFY, RESULT, DATA) begins, given the frame's first
+ * bytes `start`: the length of its envelope, or `undefined` for another kind, a malformed
+ * envelope (readFrame() reports it), or one that `start` does not hold whole. What the channel
+ * splits large frames at, so that their body is read into a buffer of its own.
+ */
+export function bodyStart(start: Uint8Array): number | undefined {
+  if (start.length === 0) return undefined;
+  const cursor = new Cursor();
+  const kind = TABLE[start[0]];
+  if (!HAS_BODY[kind]) return undefined;
+  let end = 1;
+  // The varints after the type byte: id (not NOTIFY), then flags and timeoutMs (CALL).
+  const varints = kind === NOTIFY ? 0 : kind === CALL ? 3 : 1;
+  for (let i = 0; i < varints; i++) {
+    readVarint(start, end, cursor);
+    if (cursor.end < 0) return undefined;
+    end = cursor.end;
+  }
+  if (kind === CALL || kind === NOTIFY) {
+    const length = readVarint(start, end, cursor);
+    if (cursor.end < 0) return undefined;
+    end = cursor.end + length;
+  }
+  return end <= start.length ? end : undefined;
+}
+
+function readCall(
+  frame: Uint8Array,
+  sink: FrameSink,
+  parser: FrameParser,
+  tail: Uint8Array | undefined,
+): void {
   const cursor = parser.cursor;
   const id = idField(frame, cursor);
   const flags = field(frame, cursor.end, "flags", cursor);
@@ -225,7 +297,7 @@ function readCall(frame: Uint8Array, sink: FrameSink, parser: FrameParser): void
   }
   const timeoutMs = field(frame, cursor.end, "timeoutMs", cursor);
   const method = methodField(frame, cursor.end, parser);
-  const body = frame.subarray(cursor.end);
+  const body = bodyAt(frame, cursor.end, tail);
   if ((flags & CALL_FLAG_STREAM_PARAM) !== 0 && body.length > 0) {
     throw new ProtocolError(`CALL ${id} has STREAM_PARAM and a ${body.length}-byte body`);
   }

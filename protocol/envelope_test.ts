@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./envelope.ts";
 import { ProtocolError } from "./protocol_error.ts";
+import { envelopeArbs } from "./_test_envelopes.ts";
 import { Cursor, readVarint, varintSize, writeVarint } from "./_varint.ts";
 
 interface Vector {
@@ -160,32 +161,16 @@ Deno.test("varints round-trip, take the documented size, and are minimal", () =>
 });
 
 Deno.test("every envelope round-trips through encode and decode", () => {
-  const id = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
-  const body = fc.uint8Array({ maxLength: 40 });
-  const method = fc.string({ minLength: 1, maxLength: 30, unit: "grapheme" }).filter((s) =>
-    new TextEncoder().encode(s).length <= 1024
-  );
+  const arbs = envelopeArbs(fc.uint8Array({ maxLength: 40 }));
   const envelope: fc.Arbitrary<Envelope> = fc.oneof(
-    fc.record({ kind: fc.constant("hello" as const), body }),
-    fc.record({ kind: fc.constant("ping" as const), nonce: fc.maxSafeNat() }),
-    fc.record({
-      kind: fc.constant("call" as const),
-      id,
-      flags: fc.constant(0),
-      timeoutMs: fc.maxSafeNat(),
-      method,
-      body,
-    }),
-    fc.record({ kind: fc.constant("notify" as const), method, body }),
-    fc.record({ kind: fc.constant("result" as const), id, body }),
-    fc.record({ kind: fc.constant("data" as const), id, receiverId: fc.boolean(), body }),
-    fc.record({ kind: fc.constant("end" as const), id, receiverId: fc.boolean() }),
-    fc.record({
-      kind: fc.constant("credit" as const),
-      id,
-      receiverId: fc.boolean(),
-      bytes: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
-    }),
+    arbs.hello,
+    arbs.ping,
+    arbs.call,
+    arbs.notify,
+    arbs.result,
+    arbs.data,
+    arbs.end,
+    arbs.credit,
   );
   fc.assert(fc.property(envelope, (value) => {
     assert.deepEqual(decodeEnvelope(encodeEnvelope(value)), { ...value });
