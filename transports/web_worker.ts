@@ -132,10 +132,13 @@ export interface WebWorkerTransportOptions {
  * const worker = new Worker(url, { type: "module" });
  * const transport = workerTransport(worker);
  * const writer = transport.writable.getWriter();
- * await writer.write(new Uint8Array([1]));
+ * // The write may be taken before the worker fails, or refused if it failed first.
+ * const written = writer.write(new Uint8Array([1])).then(() => undefined, (e) => e);
  * const error = await transport.readable.getReader().read().catch((e) => e);
  * assert.ok(error instanceof TransportClosedError);
  * assert.match(error.message, /boom/);
+ * const writeError = await written;
+ * assert.ok(writeError === undefined || writeError instanceof TransportClosedError);
  * await transport.close();
  * ```
  */
