@@ -325,7 +325,8 @@ export class FrameDecoder {
    * Where the next bytes of the stream should be read so that they need no copy, or
    * `undefined` when an ordinary chunk is as good. The target is the unfilled rest of a frame
    * that needed at least 64 KiB more when it was first offered, or, right after such a frame,
-   * the next header alone (large frames tend to come in runs).
+   * the next header alone (large frames tend to come in runs). With `splitHead` it is then a
+   * small buffer of its own for the next header and head, read as an ordinary chunk.
    *
    * Read at most its length into it, then {@linkcode push} the filled start of it, or the
    * view a BYOB read returned (over this buffer, transferred): the decoder takes those bytes
