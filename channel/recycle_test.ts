@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { rawCodec } from "../codecs/raw.ts";
 import { holdsPattern, pattern } from "../framing/_test_util.ts";
-import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
+import { tcp, type TransportKind, transportKinds, unix } from "../transports/_test_pairs.ts";
 import { type Channel, openChannel } from "./channel.ts";
 import type { CallContext } from "./call_context.ts";
 
@@ -13,6 +13,8 @@ const MIB = 1024 * 1024;
 interface Api {
   /** Item i of `count[0]` items of `count[1]` MiB each holds pattern(i). */
   blobs(count: Uint8Array): AsyncIterable<Uint8Array>;
+  /** Item i of `count[0]` items of `count[1]` KiB each holds pattern(i). */
+  kibBlobs(count: Uint8Array): AsyncIterable<Uint8Array>;
   echo(bytes: Uint8Array): Uint8Array;
   /** Recycles its param: [whether it was taken, the param's length afterwards / 1 KiB]. */
   recycleParam(bytes: Uint8Array): Uint8Array;
@@ -25,6 +27,9 @@ async function connect(
   const handlers = {
     async *blobs([count, mib]: Uint8Array) {
       for (let i = 0; i < count; i++) yield pattern(i, mib * MIB);
+    },
+    async *kibBlobs([count, kib]: Uint8Array) {
+      for (let i = 0; i < count; i++) yield pattern(i, kib * 1024);
     },
     echo: (bytes: Uint8Array) => bytes,
     recycleParam: (bytes: Uint8Array, ctx: CallContext) =>
@@ -102,5 +107,26 @@ for (const kind of transportKinds) {
       assert.ok(holdsPattern(echoed, i, MIB), `echo ${i}`);
       client.recycle(echoed);
     }
+  });
+}
+
+// Where the channel reads into buffers of its choosing (a socket's reads), not where a
+// transport hands over chunks as they were written (in memory, NATS).
+for (const kind of [unix, tcp]) {
+  Deno.test(`channel over ${kind.name}: recycle: 64 KiB stream items, several to a read, are taken too once they are handed back`, async () => {
+    await using pair = await connect(kind);
+    const count = 60;
+    const bytes = 64 * 1024;
+    let i = 0;
+    let taken = 0;
+    for await (const item of pair.client.remote.kibBlobs(new Uint8Array([count, 64]))) {
+      assert.ok(holdsPattern(item, i, bytes), `item ${i} holds its own bytes`);
+      if (pair.client.recycle(item)) taken++;
+      i++;
+    }
+    assert.equal(i, count);
+    // The items read before the first was handed back are views of a shared read buffer
+    // (refused); from then on each is read into a buffer of its own, which serves again.
+    assert.ok(taken >= count - 8, `${taken} of ${count} items recycled`);
   });
 }

@@ -190,6 +190,11 @@ export class FrameDecoder {
   #target: Uint8Array | undefined;
   /** The last frame was read straight into its buffer: read the next header alone. */
   #expectLarge = false;
+  /**
+   * Large frames have been handed back through recycle(): each large frame is read into a
+   * buffer of its own (one more read per frame), never as a view of a chunk.
+   */
+  #recycling = false;
 
   /**
    * Creates a decoder waiting for the first header.
@@ -363,7 +368,9 @@ export class FrameDecoder {
     const partial = this.#partial;
     if (partial !== undefined) {
       const pending = this.#partialSize - this.#partialFill;
-      if (pending === 0 || (pending < DIRECT_READ_MIN_BYTES && !this.#partialDirect)) {
+      if (
+        pending === 0 || (!this.#readsDirect(this.#partialSize, pending) && !this.#partialDirect)
+      ) {
         return undefined;
       }
       target = partial.subarray(this.#partialFill);
@@ -476,6 +483,9 @@ export class FrameDecoder {
     }
     if (size - offset >= length) {
       this.#offset = offset + length;
+      // A large frame handed back would rather have come in a buffer of its own: the next one
+      // will (see #recycling).
+      if (this.#recycling && length >= DIRECT_READ_MIN_BYTES) this.#expectLarge = true;
       return chunk.subarray(offset, offset + length);
     }
     // The frame spans chunks: it gets a buffer of its own, or its head and its rest do.
@@ -499,12 +509,25 @@ export class FrameDecoder {
   }
 
   /**
+   * Whether the rest of a frame of `frameBytes`, `pending` bytes, is read straight into its
+   * own buffer: when a read of it alone is large enough to beat an ordinary read that also
+   * brings the frames after it, or when large frames are handed back (#recycling), so that
+   * each one's buffer can serve again.
+   */
+  #readsDirect(frameBytes: number, pending: number): boolean {
+    return pending >= DIRECT_READ_MIN_BYTES ||
+      (this.#recycling && frameBytes >= DIRECT_READ_MIN_BYTES);
+  }
+
+  /**
    * Where to split a frame of `length` bytes that begins with `start` (and spans chunks): the
    * head's length, or 0 to keep it whole. Only a frame whose rest will be read straight into
    * its buffer is split: otherwise one buffer costs less than two.
    */
   #splitAt(length: number, start: Uint8Array): number {
-    if (this.#splitHead === undefined || length - start.length < DIRECT_READ_MIN_BYTES) return 0;
+    if (this.#splitHead === undefined || !this.#readsDirect(length, length - start.length)) {
+      return 0;
+    }
     const head = this.#splitHead(start);
     return head !== undefined && Number.isInteger(head) && head > 0 && head <= start.length
       ? head
@@ -548,6 +571,10 @@ export class FrameDecoder {
    * ```
    */
   recycle(bytes: Uint8Array): boolean {
+    // Large frames are handed back: from now on each gets a buffer of its own, even one that
+    // would fit in a read with others (where it would be a view of a read buffer, which
+    // cannot be handed back), so that its memory can serve again.
+    if (bytes.length >= DIRECT_READ_MIN_BYTES) this.#recycling = true;
     const buffer = bytes.buffer;
     // A detached buffer was moved away (a thread transport may transfer a frame sent on).
     if (!this.#frameBuffers.delete(buffer) || buffer.byteLength === 0) return false;

@@ -77,6 +77,27 @@ Deno.test("recycle: over a Unix socket, 1 MiB frames handed back reuse one buffe
   }
 });
 
+Deno.test("recycle: 64 KiB frames, several to a read, come in buffers of their own once they are handed back", async () => {
+  const { a, b, cleanup } = await unix.pair();
+  try {
+    const sizes = Array.from({ length: 80 }, () => 64 * KIB);
+    let taken = 0;
+    const [, decoder] = await Promise.all([
+      writeFrames(a, sizes),
+      readFrames(b, (frame, i, decoder) => {
+        assert.ok(holdsPattern(frame, i, 64 * KIB), `frame ${i} holds its own bytes`);
+        if (decoder.recycle(frame)) taken++;
+      }),
+    ]);
+    // The first frame handed back is a view of the read buffer (refused), as are the others
+    // of that read; from the next read on, each frame is read into a buffer of its own.
+    assert.ok(taken >= sizes.length - 8, `${taken} of ${sizes.length} recycled`);
+    assert.ok(decoder.buffersAllocated <= 3, `${decoder.buffersAllocated} buffers allocated`);
+  } finally {
+    await cleanup();
+  }
+});
+
 Deno.test("recycle: frames kept while others are recycled are never overwritten", async () => {
   const { a, b, cleanup } = await unix.pair();
   try {
