@@ -544,6 +544,11 @@ export class FrameDecoder {
    * read as empty from then on, and its memory will hold a later frame. So call it only once
    * nothing needs any part of the frame any more.
    *
+   * Handing back 64 KiB or more also tells the decoder that large frames are recycled: from
+   * then on each large frame is read into a buffer of its own (the next header alone, then
+   * the frame, where the reader reads into {@linkcode readTarget}), even one that would have
+   * fit in a read with others as a view, which could not be taken back.
+   *
    * @param bytes A frame, or a view into one, that is no longer needed.
    * @returns Whether the memory was taken; false for a frame that was a view into a chunk,
    * a smaller frame, bytes this decoder did not return, or a frame recycled already.
