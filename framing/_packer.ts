@@ -192,10 +192,7 @@ export abstract class BatchPacker {
       const headJoinsRun = large !== undefined && runBytes + largeHead <= max;
       const chunkBytes = runBytes + (headJoinsRun ? largeHead : 0);
       if (chunkBytes > 0) {
-        // A large frame's header chunk is a buffer of its own: carved, it made 1 MiB raw
-        // calls 11% slower in A/B runs (bench/ab_engine.ts raw1m, 12 rounds, paired 0.875,
-        // q1–q3 0.83–0.98; no slower under perf, nor in syscall counts: not understood).
-        const chunk = headJoinsRun ? new Uint8Array(chunkBytes) : this.#chunk(chunkBytes);
+        const chunk = this.#chunk(chunkBytes, !headJoinsRun);
         let offset = 0;
         if (carry > 0) {
           chunk.set(trailer, 0);
@@ -236,7 +233,7 @@ export abstract class BatchPacker {
       carry = 0;
       if (large !== undefined) {
         if (!headJoinsRun && largeHead > 0) {
-          const head = new Uint8Array(largeHead); // as above: a buffer of its own
+          const head = this.#chunk(largeHead, false);
           this.#writeHead(head, 0, staged, stagedEnds, j, large);
           chunks.push(head);
         }
@@ -266,9 +263,15 @@ export abstract class BatchPacker {
     return (staged || this.headerBytes(length)) + length + this.trailer.length;
   }
 
-  #chunk(bytes: number): Uint8Array {
+  /**
+   * A chunk of `bytes`. One that holds a large frame's header is never `carvable`: carved,
+   * it made 1 MiB raw calls 11% slower in A/B runs (bench/ab_engine.ts raw1m, 12 rounds,
+   * paired 0.875, q1–q3 0.83–0.98; no slower under perf, nor in syscall counts: not
+   * understood).
+   */
+  #chunk(bytes: number, carvable: boolean): Uint8Array {
     if (this.#pool === undefined) return new Uint8Array(bytes);
-    if (bytes <= CARVED_CHUNK_BYTES) return carve(bytes);
+    if (carvable && bytes <= CARVED_CHUNK_BYTES) return carve(bytes);
     if (bytes <= SMALL_CHUNK_BYTES) return new Uint8Array(bytes);
     return this.#pool.chunk(bytes);
   }

@@ -114,8 +114,6 @@ const RESULT_END = 16;
 const PARAM_END = 17;
 const PARAM_CREDIT = 18;
 const RESULT_CREDIT = 19;
-/** How many operations there are. */
-const TABLE_KINDS = 20;
 
 /** The one table: type byte to operation. */
 const TABLE: Uint8Array = (() => {
@@ -164,7 +162,7 @@ export function readFrame(
   const type = frame[0];
   const kind = TABLE[type];
   // Split elsewhere than at the body of a data frame (not where bodyStart() would): joined.
-  if (tail !== undefined && (!HAS_BODY[kind] || bodyStart(frame) === undefined)) {
+  if (tail !== undefined && (!hasBody(kind) || bodyStart(frame) === undefined)) {
     return readFrame(joined(frame, tail), sink, parser);
   }
   switch (kind) {
@@ -231,12 +229,11 @@ export function readFrame(
   }
 }
 
-/** The kinds whose body a split frame's tail may be: the ones that carry data. */
-const HAS_BODY: Uint8Array = (() => {
-  const has = new Uint8Array(TABLE_KINDS);
-  for (const kind of [CALL, NOTIFY, RESULT, RESULT_ITEM, PARAM_ITEM]) has[kind] = 1;
-  return has;
-})();
+/** Whether a split frame's tail may be the body of a frame of `kind`: one that carries data. */
+function hasBody(kind: number): boolean {
+  return kind === CALL || kind === NOTIFY || kind === RESULT || kind === RESULT_ITEM ||
+    kind === PARAM_ITEM;
+}
 
 /** The body after `end`: the tail, when the frame was read split there. */
 function bodyAt(frame: Uint8Array, end: number, tail: Uint8Array | undefined): Uint8Array {
@@ -266,7 +263,7 @@ export function bodyStart(start: Uint8Array): number | undefined {
   if (start.length === 0) return undefined;
   const cursor = new Cursor();
   const kind = TABLE[start[0]];
-  if (!HAS_BODY[kind]) return undefined;
+  if (!hasBody(kind)) return undefined;
   let end = 1;
   // The varints after the type byte: id (not NOTIFY), then flags and timeoutMs (CALL).
   const varints = kind === NOTIFY ? 0 : kind === CALL ? 3 : 1;
