@@ -130,3 +130,23 @@ for (const kind of [unix, tcp]) {
     assert.ok(taken >= count - 8, `${taken} of ${count} items recycled`);
   });
 }
+
+// Items kept, not handed back: once a read shows large frames coming back to back, each is
+// read into a buffer of its own, so a kept item holds its own frame's memory and no more (as
+// a view it would keep alive the whole 256 KiB read buffer it shares with others).
+for (const kind of [unix, tcp]) {
+  Deno.test(`channel over ${kind.name}: 64 KiB stream items back to back each come in a buffer of their own, kept or not`, async () => {
+    await using pair = await connect(kind);
+    const count = 60;
+    const bytes = 64 * 1024;
+    const kept: Uint8Array[] = [];
+    for await (const item of pair.client.remote.kibBlobs(new Uint8Array([count, 64]))) {
+      kept.push(item);
+    }
+    assert.equal(kept.length, count);
+    kept.forEach((item, i) => assert.ok(holdsPattern(item, i, bytes), `item ${i} intact`));
+    // The frame is the item and its envelope: a few bytes more than the item.
+    const own = kept.filter((item) => item.buffer.byteLength < bytes + 1024).length;
+    assert.ok(own >= count - 8, `${own} of ${count} items in a buffer of their own`);
+  });
+}

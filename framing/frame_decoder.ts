@@ -195,6 +195,11 @@ export class FrameDecoder {
    * buffer of its own (one more read per frame), never as a view of a chunk.
    */
   #recycling = false;
+  /**
+   * Large frames come back to back: a chunk held one and more bytes after it. Each large
+   * frame is then read into a buffer of its own too, until a small frame ends the run.
+   */
+  #largeRuns = false;
 
   /**
    * Creates a decoder waiting for the first header.
@@ -330,8 +335,13 @@ export class FrameDecoder {
    * Where the next bytes of the stream should be read so that they need no copy, or
    * `undefined` when an ordinary chunk is as good. The target is the unfilled rest of a frame
    * that needed at least 64 KiB more when it was first offered, or, right after such a frame,
-   * the next header alone (large frames tend to come in runs). With `splitHead` it is then a
-   * small buffer of its own for the next header and head, read as an ordinary chunk.
+   * the next header alone (large frames tend to come in runs). While frames of 64 KiB or more
+   * come back to back (a chunk held one and more bytes after it) or are handed back through
+   * {@linkcode recycle}, every large frame is read that way, its header alone and then the
+   * frame into a buffer of its own, until a small frame ends the run; a large frame alone in
+   * its chunk, as a reply to one call comes, stays a view and costs no second read. With
+   * `splitHead` the next header is read with the head after it, into a small buffer of its
+   * own read as an ordinary chunk.
    *
    * Read at most its length into it, then {@linkcode push} the filled start of it, or the
    * view a BYOB read returned (over this buffer, transferred): the decoder takes those bytes
@@ -442,6 +452,7 @@ export class FrameDecoder {
       if (this.#partialFill < this.#partialSize) return undefined;
       this.#partial = undefined;
       this.#expectLarge = this.#partialDirect;
+      if (this.#partialSize < DIRECT_READ_MIN_BYTES) this.#largeRuns = false;
       // Registered only now: a read into the frame may have transferred its buffer.
       if (this.#partialSize >= DIRECT_READ_MIN_BYTES) this.#frameBuffers.add(partial.buffer);
       const head = this.#partialHead;
@@ -483,9 +494,16 @@ export class FrameDecoder {
     }
     if (size - offset >= length) {
       this.#offset = offset + length;
-      // A large frame handed back would rather have come in a buffer of its own: the next one
-      // will (see #recycling).
-      if (this.#recycling && length >= DIRECT_READ_MIN_BYTES) this.#expectLarge = true;
+      if (length >= DIRECT_READ_MIN_BYTES) {
+        // Large frames back to back, or handed back, would rather come in buffers of their
+        // own: the next one will (see #largeRuns, #recycling).
+        if (offset + length < size) this.#largeRuns = true;
+        if (this.#largeRuns || this.#recycling) this.#expectLarge = true;
+      } else {
+        // A small frame ends a run of large ones.
+        this.#largeRuns = false;
+        this.#expectLarge = false;
+      }
       return chunk.subarray(offset, offset + length);
     }
     // The frame spans chunks: it gets a buffer of its own, or its head and its rest do.
@@ -516,7 +534,7 @@ export class FrameDecoder {
    */
   #readsDirect(frameBytes: number, pending: number): boolean {
     return pending >= DIRECT_READ_MIN_BYTES ||
-      (this.#recycling && frameBytes >= DIRECT_READ_MIN_BYTES);
+      ((this.#recycling || this.#largeRuns) && frameBytes >= DIRECT_READ_MIN_BYTES);
   }
 
   /**

@@ -459,6 +459,64 @@ Deno.test("FrameDecoder: a frame needing under 64 KiB more gets no read target",
   assert.equal(decoder.readTarget(), undefined);
 });
 
+Deno.test("FrameDecoder: large frames back to back are read into their own buffers, until a small one", () => {
+  const large = encodeFrame(fill(70_000));
+  const decoder = new FrameDecoder();
+  // A large frame alone in its read, as replies to sequential calls come: a view, and no read
+  // of its own for the next one (which would cost a call a second read).
+  decoder.push(large);
+  assert.equal(decoder.next()!.byteOffset, 4);
+  assert.equal(decoder.readTarget(), undefined);
+  // One followed by more bytes in the same read: large frames come back to back. The rest of
+  // the next one, under 64 KiB, is read straight into its buffer all the same.
+  decoder.push(concat([large, large.subarray(0, 10_000)]));
+  assert.equal(decoder.next()!.byteOffset, 4);
+  assert.equal(decoder.next(), undefined);
+  const rest = decoder.readTarget()!;
+  assert.equal(rest.length, 60_004);
+  assert.equal(rest.buffer.byteLength, 70_000);
+  rest.set(large.subarray(10_000));
+  decoder.push(rest);
+  const second = decoder.next()!;
+  assert.equal(second.buffer, rest.buffer, "a buffer holding this frame alone");
+  assert.deepEqual(second, fill(70_000));
+  // Then each next header alone, and its frame into a buffer of its own.
+  for (let i = 0; i < 3; i++) {
+    const header = decoder.readTarget()!;
+    assert.equal(header.length, 4);
+    header.set(large.subarray(0, 4));
+    decoder.push(header);
+    assert.equal(decoder.next(), undefined);
+    const body = decoder.readTarget()!;
+    assert.equal(body.length, 70_000);
+    body.set(large.subarray(4));
+    decoder.push(body);
+    const frame = decoder.next()!;
+    assert.equal(frame.buffer, body.buffer);
+    assert.equal(frame.buffer.byteLength, 70_000);
+  }
+  // A small frame ends the run: large frames are views of their read again.
+  const header = decoder.readTarget()!;
+  header.set(encodeFrame(fill(10)).subarray(0, 4));
+  decoder.push(header);
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.readTarget(), undefined, "10 bytes are not worth a read of their own");
+  decoder.push(fill(10));
+  assert.deepEqual(decoder.next(), fill(10));
+  decoder.push(large);
+  assert.equal(decoder.next()!.byteOffset, 4);
+  assert.equal(decoder.readTarget(), undefined);
+  // So does a small frame after a large one in the same read.
+  decoder.push(concat([large, encodeFrame(fill(3))]));
+  assert.equal(decoder.next()!.byteOffset, 4);
+  assert.deepEqual(decoder.next(), fill(3));
+  assert.equal(decoder.next(), undefined);
+  assert.equal(decoder.readTarget(), undefined);
+  decoder.push(large);
+  assert.equal(decoder.next()!.byteOffset, 4);
+  decoder.end();
+});
+
 Deno.test("FrameDecoder: another chunk pushed instead of the read target is decoded as usual", () => {
   const bytes = encodeFrame(fill(100_000));
   const decoder = new FrameDecoder();
