@@ -452,9 +452,9 @@ export class FrameDecoder {
       if (this.#partialFill < this.#partialSize) return undefined;
       this.#partial = undefined;
       this.#expectLarge = this.#partialDirect;
-      if (this.#partialSize < DIRECT_READ_MIN_BYTES) this.#largeRuns = false;
       // Registered only now: a read into the frame may have transferred its buffer.
       if (this.#partialSize >= DIRECT_READ_MIN_BYTES) this.#frameBuffers.add(partial.buffer);
+      else this.#largeRuns = false; // a small frame ends a run of large ones
       const head = this.#partialHead;
       if (head === undefined) return partial;
       this.#partialHead = undefined;
@@ -498,7 +498,7 @@ export class FrameDecoder {
         // Large frames back to back, or handed back, would rather come in buffers of their
         // own: the next one will (see #largeRuns, #recycling).
         if (offset + length < size) this.#largeRuns = true;
-        if (this.#largeRuns || this.#recycling) this.#expectLarge = true;
+        if (this.#largeApart()) this.#expectLarge = true;
       } else {
         // A small frame ends a run of large ones.
         this.#largeRuns = false;
@@ -529,12 +529,17 @@ export class FrameDecoder {
   /**
    * Whether the rest of a frame of `frameBytes`, `pending` bytes, is read straight into its
    * own buffer: when a read of it alone is large enough to beat an ordinary read that also
-   * brings the frames after it, or when large frames are handed back (#recycling), so that
-   * each one's buffer can serve again.
+   * brings the frames after it, or when large frames come back to back or are handed back
+   * (#largeApart), so that each comes in a buffer of its own.
    */
   #readsDirect(frameBytes: number, pending: number): boolean {
     return pending >= DIRECT_READ_MIN_BYTES ||
-      ((this.#recycling || this.#largeRuns) && frameBytes >= DIRECT_READ_MIN_BYTES);
+      (this.#largeApart() && frameBytes >= DIRECT_READ_MIN_BYTES);
+  }
+
+  /** Whether every large frame is read into a buffer of its own (#recycling, #largeRuns). */
+  #largeApart(): boolean {
+    return this.#recycling || this.#largeRuns;
   }
 
   /**
