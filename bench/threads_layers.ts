@@ -1,6 +1,7 @@
 // Where a small call's time goes between threads: a 100-byte round trip to a Worker by raw
-// postMessage, through the Web Worker transport (without and with its spin after a post) and
-// through the shared ring (each echoed by the worker's transport, no framing or channel).
+// postMessage, through the Web Worker transport (no end spinning after a post, the parent's
+// end only as by default, both ends) and through the shared ring (each echoed by the worker's
+// transport, no framing or channel).
 // Interleaved rounds; p50 and p99 of all samples.
 //
 //   deno run -A bench/threads_layers.ts [rounds]
@@ -10,13 +11,14 @@ import { workerTransport } from "../transports/web_worker.ts";
 import type { Transport } from "../transports/types.ts";
 
 const ROUNDS = Number(Deno.args[0] ?? 5);
-/** The spin of the "spinMicros 150" row, both ends. */
+/** The spin of the "both ends" row. */
 const SPIN_MICROS = 150;
 const TRIPS = 2_000;
 const KINDS = [
   "raw postMessage",
-  "web worker transport",
-  "web worker transport, spinMicros 150",
+  "web worker transport, spinMicros 0",
+  "web worker transport (default: the parent's end spins)",
+  "web worker transport, both ends spinMicros 150",
   "shared ring transport",
 ] as const;
 type Kind = typeof KINDS[number];
@@ -44,10 +46,13 @@ function start(kind: Kind): Echo {
     };
   }
   let transport: Transport;
-  if (kind === "web worker transport") {
+  if (kind === "web worker transport, spinMicros 0") {
+    worker.postMessage("web worker");
+    transport = workerTransport(worker, { spinMicros: 0 });
+  } else if (kind === "web worker transport (default: the parent's end spins)") {
     worker.postMessage("web worker");
     transport = workerTransport(worker);
-  } else if (kind === "web worker transport, spinMicros 150") {
+  } else if (kind === "web worker transport, both ends spinMicros 150") {
     worker.postMessage({ spinMicros: SPIN_MICROS });
     transport = workerTransport(worker, { spinMicros: SPIN_MICROS });
   } else {

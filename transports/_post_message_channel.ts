@@ -4,7 +4,8 @@
 // peer may have unread (postMessage itself has no backpressure: its queue would grow without
 // bound under a fast writer). With `spinMicros`, a side stays awake after a post until the
 // peer's answer is on its way (a 4-byte shared counter the peer bumps after each post tells
-// it), so that answer does not have to wake a sleeping thread.
+// it), so that answer does not have to wake a sleeping thread. Every end bumps the counter of
+// a peer that sent one, whether or not it spins itself: one side may spin alone.
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
@@ -25,6 +26,10 @@ const ABORT = -3;
 const GONE = -4;
 /** A worker's end posts this once it listens; see `HeldEndpoint`. */
 export const LISTENING = -5;
+
+/** Slots of a bell (see `PostMessageChannel.#bell`). */
+const BELL_POSTED = 0;
+const BELL_TAKEN = 1;
 
 /** What a message costs in credit besides its bytes: a burst of tiny ones is bounded too. */
 export const MESSAGE_COST = 256;
@@ -87,12 +92,14 @@ export class PostMessageChannel implements ByteChannel {
   #hops = 0;
   #stagedSinceHop = false;
   /**
-   * The count of data messages the peer posted here, in shared memory only the peer writes,
-   * after each post (sent to it before our first data message); undefined when not spinning.
+   * Shared memory only the peer writes (sent to it before our first data message): at
+   * BELL_POSTED the count of data messages it posted here, stored after each post; at
+   * BELL_TAKEN the count of ours it received, stored as each arrives. Undefined when not
+   * spinning.
    */
   readonly #bell: Int32Array | undefined;
   #bellSent = false;
-  /** The peer's bell, once it sent it: bumped after each data message posted there. */
+  /** The peer's bell, once it sent it: kept up to date as described at `#bell`. */
   #peerBell: Int32Array | undefined;
   /** Data messages received, compared with the bell: a higher bell is a message on its way. */
   #received = 0;
@@ -110,7 +117,7 @@ export class PostMessageChannel implements ByteChannel {
     this.#onRelease = options.onRelease;
     this.#spinner = new Spinner(options.spinMicros);
     if (this.#spinner.enabled && typeof SharedArrayBuffer === "function") {
-      this.#bell = new Int32Array(new SharedArrayBuffer(4));
+      this.#bell = new Int32Array(new SharedArrayBuffer(8));
     }
     endpoint.addEventListener("message", this.#onMessage);
     if (options.announceListening) this.#post(LISTENING);
@@ -226,19 +233,27 @@ export class PostMessageChannel implements ByteChannel {
   readonly #onMessage = (event: MessageEvent): void => {
     const data = event.data;
     if (data instanceof Uint8Array) {
-      this.#received = (this.#received + 1) | 0;
-      this.#answered();
+      this.#receivedData();
       this.#receive(data);
     } else if (typeof data === "number") this.#onControl(data);
     else if (Array.isArray(data)) {
-      this.#received = (this.#received + 1) | 0;
-      this.#answered();
+      this.#receivedData();
       for (const chunk of data) if (chunk instanceof Uint8Array) this.#receive(chunk);
-    } else if (data instanceof Int32Array && data.buffer instanceof SharedArrayBuffer) {
+    } else if (
+      data instanceof Int32Array && data.buffer instanceof SharedArrayBuffer && data.length === 2
+    ) {
       this.#peerBell = data;
-      Atomics.store(data, 0, this.#posted);
+      Atomics.store(data, BELL_POSTED, this.#posted);
+      Atomics.store(data, BELL_TAKEN, this.#received);
     }
   };
+
+  #receivedData(): void {
+    this.#received = (this.#received + 1) | 0;
+    const peerBell = this.#peerBell;
+    if (peerBell !== undefined) Atomics.store(peerBell, BELL_TAKEN, this.#received);
+    this.#answered();
+  }
 
   #receive(chunk: Uint8Array): void {
     if (this.#released || this.#inboxEnded) return;
@@ -354,7 +369,7 @@ export class PostMessageChannel implements ByteChannel {
     this.#endpoint.postMessage(message, transfer);
     this.#posted = (this.#posted + 1) | 0;
     const peerBell = this.#peerBell;
-    if (peerBell !== undefined) Atomics.store(peerBell, 0, this.#posted);
+    if (peerBell !== undefined) Atomics.store(peerBell, BELL_POSTED, this.#posted);
     if (bell === undefined) return;
     if (!this.#awaiting) {
       this.#awaiting = true;
@@ -375,19 +390,26 @@ export class PostMessageChannel implements ByteChannel {
   /**
    * In the microtask after a post, while a read waits for the answer: spins until the peer's
    * bell says a message is on its way (the event loop then finds it queued), as `Spinner`
-   * allows.
+   * allows. The bell went before the first data message, so the peer bumps it after each post
+   * that answers one, spinning or not. (Waiting for the peer's own bell as well, as this did
+   * before, meant a side spun only when both did.)
    */
   readonly #spin = (): void => {
     this.#spinQueued = false;
     if (
       this.#reader === undefined || this.#released || this.#failure !== undefined ||
-      this.#peerBell === undefined || awaitingChannels > 1
+      awaitingChannels > 1
     ) return;
-    if (this.#spinner.shouldSpin()) this.#spinner.spinUntil(this.#bellRang);
+    if (this.#spinner.shouldSpin()) this.#spinner.spinUntil(this.#bellRang, this.#taken);
   };
 
   /** Whether the peer posted a message not received yet. */
-  readonly #bellRang = (): boolean => ((Atomics.load(this.#bell!, 0) - this.#received) | 0) > 0;
+  readonly #bellRang = (): boolean =>
+    ((Atomics.load(this.#bell!, BELL_POSTED) - this.#received) | 0) > 0;
+
+  /** Whether the peer received every data message this side posted. */
+  readonly #taken = (): boolean =>
+    ((Atomics.load(this.#bell!, BELL_TAKEN) - this.#posted) | 0) >= 0;
 
   #post(code: number): void {
     try {

@@ -62,6 +62,21 @@ export type { Transport };
 export const DEFAULT_WORKER_WINDOW_BYTES: number = 4 * 1024 * 1024;
 
 /**
+ * The default {@linkcode WebWorkerTransportOptions.spinMicros} of
+ * {@linkcode workerTransport}, the parent's end: 150 µs. The worker's end
+ * ({@linkcode selfTransport}) and {@linkcode messagePortTransport} default to 0.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_PARENT_SPIN_MICROS } from "@conduit/ipc/transports/web_worker";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(DEFAULT_PARENT_SPIN_MICROS, 150);
+ * ```
+ */
+export const DEFAULT_PARENT_SPIN_MICROS: number = 150;
+
+/**
  * Options of {@linkcode workerTransport}, {@linkcode selfTransport} and
  * {@linkcode messagePortTransport}.
  *
@@ -95,15 +110,21 @@ export interface WebWorkerTransportOptions {
    * thread may sleep. A message posted to a thread that went to sleep wakes it through the OS
    * (in a VM, through the hypervisor too), which costs the poster and the wakee far more than
    * a message to a thread still running; waiting awake turns the answer into the cheap kind.
-   * It spends CPU for latency: on an idle 2-core VM a small call's p50 went from 0.9× comlink's
-   * to 1.5–4×, but with another process keeping a core busy it did not help (0.57–0.70×
-   * against 0.60–0.76× without; `bench/threads_layers.ts` has both rows). A side that waits
-   * sends the peer a 4-byte `SharedArrayBuffer` the peer bumps after each message; a side with
-   * several channels waiting for answers at once does not wait, and when most waits see no
-   * answer in time, a side waits only once in 32 posts. Try 100–200 where both threads have a
-   * core to themselves; 0 never waits.
+   * The parent's end ({@linkcode workerTransport}) waits 150 µs by default: on an idle 2-core
+   * VM a small channel call's p50 went from 0.83–0.87× comlink's to 1.46–1.69×
+   * (`bench/threads_ratios.ts`, three alternating runs). The worker's end
+   * ({@linkcode selfTransport}) does not by default: it would spend its CPU after every answer
+   * waiting for the next call. Nor does {@linkcode messagePortTransport}: its peer may run in
+   * the same thread, where no answer can come while it waits.
    *
-   * @default {0}
+   * A side that waits sends the peer a `SharedArrayBuffer` of 8 bytes, in which the peer
+   * counts what it posted and what it took. A wait ends once the peer posted its answer, or
+   * early when the peer has not even taken the message within 70 µs (it is not running, and
+   * may be waiting for the very CPU the wait holds). A side with several channels waiting for
+   * answers at once does not wait, and when most waits see no answer in time (slow handlers,
+   * a busy machine), a side waits only once in 32 posts. 0 never waits.
+   *
+   * @default {0} ({@linkcode DEFAULT_PARENT_SPIN_MICROS} for {@linkcode workerTransport})
    */
   spinMicros?: number;
 }
@@ -118,7 +139,8 @@ export interface WebWorkerTransportOptions {
  * closed, or let it close itself.
  *
  * @param worker A started Worker.
- * @param options The credit window; see {@linkcode WebWorkerTransportOptions}.
+ * @param options The credit window and the wait for answers (150 µs by default); see
+ *   {@linkcode WebWorkerTransportOptions}.
  * @returns The parent's end.
  *
  * @example
@@ -155,7 +177,7 @@ export function workerTransport(
   const channel: PostMessageChannel = new PostMessageChannel(endpoint, {
     label,
     windowBytes: windowOf(options),
-    spinMicros: spinOf(options),
+    spinMicros: spinOf(options, DEFAULT_PARENT_SPIN_MICROS),
     onRelease: () => {
       endpoint.release();
       unwatch();
@@ -244,8 +266,8 @@ export function messagePortTransport(
   return new ByteChannelTransport(channel);
 }
 
-function spinOf(options: WebWorkerTransportOptions): number {
-  const spin = options.spinMicros ?? 0;
+function spinOf(options: WebWorkerTransportOptions, byDefault = 0): number {
+  const spin = options.spinMicros ?? byDefault;
   if (!(spin >= 0 && spin <= 1_000_000)) {
     throw new RangeError(`spinMicros must be from 0 to 1000000, got ${spin}`);
   }

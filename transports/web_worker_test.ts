@@ -5,7 +5,13 @@ import type { ServiceApi } from "./_testdata/web_worker_service.ts";
 import { testTransportConformance } from "./_conformance.ts";
 import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";
 import { messagePortPair, webWorkerRelayPair } from "./_test_thread_pairs.ts";
-import { messagePortTransport, selfTransport, transfer, workerTransport } from "./web_worker.ts";
+import {
+  DEFAULT_PARENT_SPIN_MICROS,
+  messagePortTransport,
+  selfTransport,
+  transfer,
+  workerTransport,
+} from "./web_worker.ts";
 import type { Transport } from "./types.ts";
 import { concat } from "../framing/_test_util.ts";
 
@@ -242,7 +248,7 @@ Deno.test("web worker: a large chunk after staged small ones goes in the same me
   await a.close();
 });
 
-Deno.test("web worker: a side that spins sends a 4-byte shared bell before its first data, and bumps the peer's after each post", async () => {
+Deno.test("web worker: a side that spins sends an 8-byte shared bell before its first data; the peer stores in it what it posted and what it took", async () => {
   const { port1, port2 } = new MessageChannel();
   const a = messagePortTransport(port1, { spinMicros: 150 });
   const messages: unknown[] = [];
@@ -252,19 +258,93 @@ Deno.test("web worker: a side that spins sends a 4-byte shared bell before its f
   while (messages.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
   const [bell, data] = messages;
   assert.ok(bell instanceof Int32Array && bell.buffer instanceof SharedArrayBuffer);
-  assert.equal(bell.length, 1);
+  assert.equal(bell.length, 2);
   assert.deepEqual(data, new Uint8Array([1]));
-  // Sent our own bell: `a` stores in it how many data messages it posted, after each post.
-  const ours = new Int32Array(new SharedArrayBuffer(4));
+  // Sent our own bell: `a` stores in it how many data messages it posted (slot 0, after each
+  // post) and how many of ours it took (slot 1, as each arrives).
+  const ours = new Int32Array(new SharedArrayBuffer(8));
   port2.postMessage(ours);
   await new Promise((resolve) => setTimeout(resolve, 10));
-  assert.equal(Atomics.load(ours, 0), 1, "caught up with the post before the bell came");
+  assert.deepEqual([...ours], [1, 0], "caught up with the post before the bell came");
   await writer.write(new Uint8Array([2]));
   while (messages.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(Atomics.load(ours, 0), 2);
+  port2.postMessage(new Uint8Array([9]));
+  const reader = a.readable.getReader();
+  assert.deepEqual((await reader.read()).value, new Uint8Array([9]));
+  assert.equal(Atomics.load(ours, 1), 1, "took our data message");
+  reader.releaseLock();
   writer.releaseLock();
   port2.close();
   await a.close();
+});
+
+Deno.test("web worker: a side that spins waits awake for the answer of a peer that does not spin", async () => {
+  // The peer in a worker sends no bell of its own and answers 50 ms after each message. A side
+  // that spins (1 s at most) keeps its thread until the answer is posted, so a timer due at
+  // once runs only after that; one that does not spin runs the timer long before. (A side
+  // spun only when its peer spun as well, until this was fixed.)
+  for (const [spinMicros, answeredFirst] of [[1_000_000, true], [0, false]] as const) {
+    const worker = new Worker(new URL("./_testdata/web_worker_bell_peer.ts", import.meta.url), {
+      type: "module",
+    });
+    const { port1, port2 } = new MessageChannel();
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    worker.postMessage({ port: port2, flag, delayMs: 50 }, [port2]);
+    const transport = messagePortTransport(port1, { spinMicros });
+    try {
+      const reader = transport.readable.getReader();
+      const writer = transport.writable.getWriter();
+      // A first round trip, answered at once: the peer has our bell (if any) from here on.
+      const first = reader.read();
+      await writer.write(new Uint8Array([1]));
+      assert.deepEqual((await first).value, new Uint8Array([1]));
+      const second = reader.read();
+      const timer = new Promise<number>((resolve) =>
+        setTimeout(() => resolve(Atomics.load(flag, 0)))
+      );
+      await writer.write(new Uint8Array([2]));
+      assert.equal(await timer === 2, answeredFirst, `spinMicros ${spinMicros}`);
+      assert.deepEqual((await second).value, new Uint8Array([2]));
+      reader.releaseLock();
+      writer.releaseLock();
+    } finally {
+      await transport.close();
+      worker.terminate();
+    }
+  }
+});
+
+Deno.test("web worker: the parent's end sends its bell by default (it spins); the worker's end does not", async () => {
+  const worker = new Worker(new URL("./_testdata/web_worker_first_messages.ts", import.meta.url), {
+    type: "module",
+  });
+  const report = new Promise<{ kinds: string[] }>((resolve) =>
+    worker.addEventListener("message", (event) => {
+      if (typeof event.data === "object" && event.data !== null) resolve(event.data);
+    })
+  );
+  const transport = workerTransport(worker);
+  const writer = transport.writable.getWriter();
+  await writer.write(new Uint8Array([1]));
+  assert.deepEqual((await report).kinds, ["Int32Array(2) on SharedArrayBuffer", "Uint8Array"]);
+  assert.equal(DEFAULT_PARENT_SPIN_MICROS, 150);
+  writer.releaseLock();
+  await transport.close();
+  worker.terminate();
+  // The worker's end: no bell before its data.
+  const { port1, port2 } = new MessageChannel();
+  const plain = messagePortTransport(port1);
+  const messages: unknown[] = [];
+  port2.onmessage = (event) => messages.push(event.data);
+  const plainWriter = plain.writable.getWriter();
+  await plainWriter.write(new Uint8Array([1]));
+  while (messages.length < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(messages, [new Uint8Array([1])]);
+  plainWriter.releaseLock();
+  port2.close();
+  await plain.close();
 });
 
 Deno.test("web worker: header and body in one message are read as two chunks, in order", async () => {
