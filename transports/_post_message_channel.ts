@@ -3,9 +3,10 @@
 // ArrayBuffers; small writes are coalesced into one message; a credit window bounds what the
 // peer may have unread (postMessage itself has no backpressure: its queue would grow without
 // bound under a fast writer). With `spinMicros`, a side stays awake after a post until the
-// peer's answer is on its way (a 4-byte shared counter the peer bumps after each post tells
-// it), so that answer does not have to wake a sleeping thread. Every end bumps the counter of
-// a peer that sent one, whether or not it spins itself: one side may spin alone.
+// peer's answer is on its way (a bell: two shared counters the peer keeps, of what it posted
+// and of what it took), so that answer does not have to wake a sleeping thread. Every end
+// keeps the bell of a peer that sent one, whether or not it spins itself: one side may spin
+// alone.
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
@@ -391,8 +392,7 @@ export class PostMessageChannel implements ByteChannel {
    * In the microtask after a post, while a read waits for the answer: spins until the peer's
    * bell says a message is on its way (the event loop then finds it queued), as `Spinner`
    * allows. The bell went before the first data message, so the peer bumps it after each post
-   * that answers one, spinning or not. (Waiting for the peer's own bell as well, as this did
-   * before, meant a side spun only when both did.)
+   * that answers one, whether or not it spins itself.
    */
   readonly #spin = (): void => {
     this.#spinQueued = false;
