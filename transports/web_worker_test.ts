@@ -264,7 +264,7 @@ Deno.test("web worker: a side that spins sends an 8-byte shared bell before its 
   // post) and how many of ours it took (slot 1, as each arrives).
   const ours = new Int32Array(new SharedArrayBuffer(8));
   port2.postMessage(ours);
-  await new Promise((resolve) => setTimeout(resolve, 10));
+  while (Atomics.load(ours, 0) === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   assert.deepEqual([...ours], [1, 0], "caught up with the post before the bell came");
   await writer.write(new Uint8Array([2]));
   while (messages.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -280,9 +280,9 @@ Deno.test("web worker: a side that spins sends an 8-byte shared bell before its 
 });
 
 Deno.test("web worker: a side that spins waits awake for the answer of a peer that does not spin", async () => {
-  // The peer in a worker sends no bell of its own and answers 50 ms after each message. A side
-  // that spins (1 s at most) keeps its thread until the answer is posted, so a timer due at
-  // once runs only after that; one that does not spin runs the timer long before. (A side
+  // The peer in a worker sends no bell of its own and answers 300 ms after each message. A
+  // side that spins (1 s at most) keeps its thread until the answer is posted, so a timer due
+  // at once runs only after that; one that does not spin runs the timer long before. (A side
   // spun only when its peer spun as well, until this was fixed.)
   for (const [spinMicros, answeredFirst] of [[1_000_000, true], [0, false]] as const) {
     const worker = new Worker(new URL("./_testdata/web_worker_bell_peer.ts", import.meta.url), {
@@ -290,7 +290,7 @@ Deno.test("web worker: a side that spins waits awake for the answer of a peer th
     });
     const { port1, port2 } = new MessageChannel();
     const flag = new Int32Array(new SharedArrayBuffer(4));
-    worker.postMessage({ port: port2, flag, delayMs: 50 }, [port2]);
+    worker.postMessage({ port: port2, flag, delayMs: 300 }, [port2]);
     const transport = messagePortTransport(port1, { spinMicros });
     try {
       const reader = transport.readable.getReader();

@@ -1,8 +1,9 @@
 // A peer written from the bell's layout (transports/_post_message_channel.ts), so that a test
 // controls when an answer comes. It is sent a MessagePort and a shared flag; on that port it
 // takes the other end's bell, answers each data message `delayMs` later with the same bytes
-// (storing the message's number in the flag just before), and tells the bell at once that it
-// took the next data message too, so that a spin there never gives up for want of that.
+// (storing the message's number in the flag just before), and tells the bell, before each
+// answer, that it took the next data message too, so that a spin there never gives up for
+// want of that.
 
 /// <reference lib="deno.worker" />
 
@@ -25,11 +26,10 @@ self.onmessage = (
       const number = ++received;
       setTimeout(() => {
         Atomics.store(flag, 0, number);
+        if (bell !== undefined) Atomics.store(bell, BELL_TAKEN, received + 1);
         port.postMessage(data);
         posted++;
-        if (bell === undefined) return;
-        Atomics.store(bell, BELL_POSTED, posted);
-        Atomics.store(bell, BELL_TAKEN, received + 1);
+        if (bell !== undefined) Atomics.store(bell, BELL_POSTED, posted);
       }, number === 1 ? 0 : delayMs);
     }
   };
