@@ -14,11 +14,11 @@ const HIT_RATE_TO_SPIN = 0.2;
 /** While backed off, one wait in this many spins again, to learn when answers come quickly. */
 const PROBE_EVERY = 32;
 /**
- * How long a spin that can tell whether the peer took its message waits for that, at most.
- * A sleeping Worker took its message 26-49 µs (p25-p90) after the post on an idle 2-core VM.
- * While another process kept a core busy, a peer that had not taken it within 70 µs mostly
- * took it only once the spin was over (1,048 of 1,745 such calls, 150 µs spins): it was
- * waiting for the CPU the spin held. 70 µs gave up 2.8% of spins on the idle VM.
+ * How long a spin that can tell whether the peer took its message waits for that, at most:
+ * past the time a sleeping Worker usually takes to wake, a peer that has not taken it is not
+ * running, and while another process keeps a core busy it is mostly waiting for the CPU the
+ * spin holds (it took the message only once the spin was over). Measured with timestamps in
+ * both threads: bench/report/notes.md, "The parent's end waits by default".
  */
 const TAKEN_WITHIN_MS = 0.07;
 
