@@ -22,6 +22,18 @@ const PROBE_EVERY = 32;
  */
 const TAKEN_WITHIN_MS = 0.07;
 
+/**
+ * The spin of a thread transport's options: `spinMicros`, or `byDefault` when it is absent.
+ * @throws {RangeError} Outside 0 to 1,000,000 µs.
+ */
+export function spinMicrosOf(spinMicros: number | undefined, byDefault: number): number {
+  const spin = spinMicros ?? byDefault;
+  if (!(spin >= 0 && spin <= 1_000_000)) {
+    throw new RangeError(`spinMicros must be from 0 to 1000000, got ${spin}`);
+  }
+  return spin;
+}
+
 export class Spinner {
   readonly #ms: number;
   /** The moving share of spins that saw an answer. */

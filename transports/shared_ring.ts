@@ -29,6 +29,7 @@
 
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { HEADER_BYTES, SharedRingChannel } from "./_shared_ring_channel.ts";
+import { spinMicrosOf } from "./_spin.ts";
 import { watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
@@ -208,10 +209,7 @@ export function sharedRingTransport(
   ) {
     throw new TypeError("sharedRingTransport() takes an end made by sharedRingPair()");
   }
-  const spinMicros = options.spinMicros ?? DEFAULT_RING_SPIN_MICROS;
-  if (!(spinMicros >= 0 && spinMicros <= 1_000_000)) {
-    throw new RangeError(`spinMicros must be from 0 to 1000000, got ${spinMicros}`);
-  }
+  const spinMicros = spinMicrosOf(options.spinMicros, DEFAULT_RING_SPIN_MICROS);
   const label = "shared ring transport";
   const worker = options.worker;
   let unwatch: (() => void) | undefined;

@@ -40,6 +40,7 @@
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { HeldEndpoint } from "./_held_endpoint.ts";
 import { type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
+import { spinMicrosOf } from "./_spin.ts";
 import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
@@ -178,7 +179,7 @@ export function workerTransport(
   const channel: PostMessageChannel = new PostMessageChannel(endpoint, {
     label,
     windowBytes: windowOf(options),
-    spinMicros: spinOf(options, DEFAULT_PARENT_SPIN_MICROS),
+    spinMicros: spinMicrosOf(options.spinMicros, DEFAULT_PARENT_SPIN_MICROS),
     onRelease: () => {
       endpoint.release();
       unwatch();
@@ -216,7 +217,7 @@ export function selfTransport(options: WebWorkerTransportOptions = {}): Transpor
     {
       label: "Web Worker transport (worker side)",
       windowBytes: windowOf(options),
-      spinMicros: spinOf(options),
+      spinMicros: spinMicrosOf(options.spinMicros, 0),
       onRelease: () => unwatch(),
       announceListening: true,
     },
@@ -260,19 +261,11 @@ export function messagePortTransport(
   const channel = new PostMessageChannel(port, {
     label: "MessagePort transport",
     windowBytes: windowOf(options),
-    spinMicros: spinOf(options),
+    spinMicros: spinMicrosOf(options.spinMicros, 0),
     onRelease: () => port.close(),
   });
   port.start();
   return new ByteChannelTransport(channel);
-}
-
-function spinOf(options: WebWorkerTransportOptions, byDefault = 0): number {
-  const spin = options.spinMicros ?? byDefault;
-  if (!(spin >= 0 && spin <= 1_000_000)) {
-    throw new RangeError(`spinMicros must be from 0 to 1000000, got ${spin}`);
-  }
-  return spin;
 }
 
 function windowOf(options: WebWorkerTransportOptions): number {
