@@ -1,8 +1,9 @@
 // The authentication step of conduit's handshake (docs/protocol.md §5.1), between the peer's
-// HELLO and the channel being open: this side sends its proof in an AUTH frame once it knows
-// the peer's nonce, and the channel opens only when the peer's AUTH carries the proof expected
-// of it. Nothing else the peer sends meanwhile is read as anything but a failure, so no
-// handler can be reached before authentication.
+// HELLO and the channel being open. The initiator sends its proof at once; the responder
+// answers with its own only after checking the initiator's, so it signs nothing for a peer
+// without the secret. Proofs are computed synchronously, so what a frame means never depends
+// on timing: frames are judged in the order they arrive, and until the peer's AUTH checks out
+// nothing it sends but a GOODBYE is read as anything but a failure.
 
 import {
   AUTH_KIND,
@@ -10,32 +11,42 @@ import {
   AUTH_NONCE_BYTES,
   AUTH_PROOF_BYTES,
   authProof,
+  type AuthRole,
+  authTranscript,
   constantTimeEqual,
+  RETIRED_AUTH_METHOD,
 } from "../protocol/auth.ts";
 import type { HelloAuth } from "../protocol/handshake.ts";
 
 /** What the authentication step does to the connection. */
 export interface AuthHost {
   /** Sends this side's AUTH frame. */
-  send(proof: Uint8Array): void;
+  sendAuth(proof: Uint8Array): void;
   /** The peer proved it holds the secret. */
-  established(): void;
+  onEstablished(): void;
   /** The step failed: the handshake fails with `code` (`auth_required`, `auth_failed`). */
-  refused(code: string, message: string): void;
+  onRefused(code: string, message: string): void;
+}
+
+/** The HELLO bodies of both sides, as sent. */
+export interface AuthHellos {
+  readonly own: Uint8Array;
+  readonly peer: Uint8Array;
 }
 
 /** One connection's authentication step. */
 export class ConduitAuth {
   /** This side's nonce, sent in its HELLO. */
   readonly nonce: Uint8Array = crypto.getRandomValues(new Uint8Array(AUTH_NONCE_BYTES));
+  readonly role: AuthRole;
   readonly #secret: Uint8Array;
   #host: AuthHost | undefined;
-  #expected: Uint8Array | undefined;
-  #received: Uint8Array | undefined;
+  #transcript: Uint8Array | undefined;
   #done = false;
 
-  constructor(secret: Uint8Array) {
+  constructor(secret: Uint8Array, role: AuthRole) {
     this.#secret = secret;
+    this.role = role;
   }
 
   /** Whether the peer's HELLO was accepted and its AUTH is awaited. */
@@ -44,42 +55,23 @@ export class ConduitAuth {
   }
 
   /** The peer's HELLO passed its checks: starts the step, or refuses its `auth`. */
-  start(auth: HelloAuth | undefined, host: AuthHost): void {
-    if (auth === undefined) {
-      return host.refused(
-        "auth_required",
-        "This side requires authentication with a shared secret and the peer offered none",
-      );
-    }
-    if (auth.method !== AUTH_METHOD) {
-      return host.refused(
-        "auth_failed",
-        `The peer offered authentication method ${
-          JSON.stringify(auth.method.slice(0, 40))
-        }, not "${AUTH_METHOD}"`,
-      );
-    }
-    const peerNonce = auth.nonce;
-    if (peerNonce === undefined) {
-      return host.refused("auth_failed", "The peer's nonce is not 64 lowercase hex digits");
-    }
-    if (constantTimeEqual(peerNonce, this.nonce)) {
-      return host.refused("auth_failed", "The peer's nonce is this side's own (a reflection)");
+  start(auth: HelloAuth | undefined, hellos: AuthHellos, host: AuthHost): void {
+    const problem = this.#problem(auth);
+    if (problem !== undefined) {
+      this.#done = true;
+      return host.onRefused(problem === NONE ? "auth_required" : "auth_failed", problem);
     }
     this.#host = host;
-    Promise.all([
-      authProof(this.#secret, this.nonce, peerNonce),
-      authProof(this.#secret, peerNonce, this.nonce),
-    ]).then(([own, expected]) => {
-      if (this.#done) return;
-      host.send(own);
-      this.#expected = expected;
-      this.#check();
-    }, (error) => this.#fail(`Computing the proof failed: ${String(error)}`));
+    this.#transcript = this.role === "initiator"
+      ? authTranscript(hellos.own, hellos.peer)
+      : authTranscript(hellos.peer, hellos.own);
+    if (this.role === "initiator") {
+      host.sendAuth(authProof(this.#secret, "initiator", this.#transcript));
+    }
   }
 
   /** A frame from the peer while its AUTH is awaited. */
-  frame(frame: Uint8Array): void {
+  onFrame(frame: Uint8Array): void {
     if (frame[0] !== AUTH_KIND) {
       return this.#fail(
         `The peer sent a frame of type 0x${
@@ -92,29 +84,54 @@ export class ConduitAuth {
         `The peer's AUTH carries ${frame.length - 1} bytes, not a ${AUTH_PROOF_BYTES}-byte proof`,
       );
     }
-    if (this.#received !== undefined) return this.#fail("The peer sent a second AUTH");
-    this.#received = frame.slice(1);
-    this.#check();
-  }
-
-  #check(): void {
-    const expected = this.#expected;
-    const received = this.#received;
-    if (expected === undefined || received === undefined || this.#done) return;
-    this.#done = true;
-    if (constantTimeEqual(expected, received)) this.#host!.established();
-    else {
-      this.#host!.refused(
-        "auth_failed",
-        "The peer's proof does not match: it holds another shared secret, or replayed a " +
-          "recorded handshake",
+    const peerRole = this.role === "initiator" ? "responder" : "initiator";
+    const expected = authProof(this.#secret, peerRole, this.#transcript!);
+    if (!constantTimeEqual(expected, frame.subarray(1))) {
+      return this.#fail(
+        "The peer's proof does not match: it holds another shared secret, or the handshake " +
+          "was replayed or altered on the way",
       );
     }
+    this.#done = true;
+    const host = this.#host!;
+    if (this.role === "responder") {
+      host.sendAuth(authProof(this.#secret, "responder", this.#transcript!));
+    }
+    host.onEstablished();
+  }
+
+  /** Why the peer's `auth` is refused before any proof: a message, {@link NONE}, or nothing. */
+  #problem(auth: HelloAuth | undefined): string | undefined {
+    if (auth === undefined) return NONE;
+    if (auth.method === RETIRED_AUTH_METHOD) {
+      return `The peer offered "${RETIRED_AUTH_METHOD}", the retired handshake that could be ` +
+        `turned into a signing oracle: upgrade it to a conduit that speaks "${AUTH_METHOD}"`;
+    }
+    if (auth.method !== AUTH_METHOD) {
+      return `The peer offered authentication method ${
+        JSON.stringify(auth.method.slice(0, 40))
+      }, not "${AUTH_METHOD}"`;
+    }
+    if (auth.nonce === undefined) return "The peer's nonce is not 64 lowercase hex digits";
+    if (constantTimeEqual(auth.nonce, this.nonce)) {
+      return "The peer's nonce is this side's own (a reflection)";
+    }
+    if (auth.role === undefined) {
+      return 'The peer\'s HELLO auth has no role ("initiator" or "responder")';
+    }
+    if (auth.role === this.role) {
+      return `Both sides are the ${this.role}: the side that accepted the connection must be ` +
+        `the responder (auth.role; serve() sets it), the side that opened it the initiator`;
+    }
+    return undefined;
   }
 
   #fail(message: string): void {
     if (this.#done) return;
     this.#done = true;
-    this.#host!.refused("auth_failed", message);
+    this.#host!.onRefused("auth_failed", message);
   }
 }
+
+/** The problem of a HELLO that asks for no authentication at all. */
+const NONE = "This side requires authentication with a shared secret and the peer offered none";

@@ -78,9 +78,9 @@ export class ConduitWire implements Wire, FrameSink {
 
   /** @throws {RangeError} When this side's HELLO would not fit a control frame. */
   constructor(transport: Transport, options: WireOptions) {
-    const auth = options.secret === undefined ? undefined : new ConduitAuth(options.secret);
+    const auth = options.auth && new ConduitAuth(options.auth.secret, options.auth.role);
     const hello = helloBody({
-      authNonce: auth?.nonce,
+      auth: auth && { nonce: auth.nonce, role: auth.role },
       codec: options.codec,
       maxFrameBytes: options.maxFrameBytes,
       maxInFlight: options.maxInFlight,
@@ -159,7 +159,10 @@ export class ConduitWire implements Wire, FrameSink {
   #handshake(frame: Uint8Array): void {
     // Until the peer's HELLO is accepted its limit is the smallest one (docs/protocol.md §2).
     if (frame.length > MAX_CONTROL_FRAME_BYTES) throw controlFrameError(frame.length);
-    if (this.#auth?.waiting && frame[0] !== FRAME_KINDS.goodbye) return this.#auth.frame(frame);
+    if (frame.length === 0) {
+      throw new ProtocolError("A zero-length frame (a frame has a type byte)");
+    }
+    if (this.#auth?.waiting && frame[0] !== FRAME_KINDS.goodbye) return this.#auth.onFrame(frame);
     const envelope = decodeEnvelope(frame);
     if (envelope.kind === "goodbye") {
       const goodbye = parseGoodbye(envelope.body);
@@ -187,10 +190,10 @@ export class ConduitWire implements Wire, FrameSink {
         true,
       );
     }
-    auth.start(outcome.auth, {
-      send: (proof) => this.outbox.auth(proof),
-      established: () => this.#established(peer),
-      refused: (code, message) => this.#lifecycle.refused(code, message, true),
+    auth.start(outcome.auth, { own: this.#hello, peer: envelope.body }, {
+      sendAuth: (proof) => this.outbox.auth(proof),
+      onEstablished: () => this.#established(peer),
+      onRefused: (code, message) => this.#lifecycle.refused(code, message, true),
     });
   }
 

@@ -18,7 +18,7 @@ import { IncomingCalls } from "./_incoming.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
 import { isAsyncIterable, type OutgoingCall } from "./_outgoing_call.ts";
-import type { LifecycleEvents, Wire, WireFactory } from "./_wire.ts";
+import type { LifecycleEvents, Wire, WireAuth, WireFactory } from "./_wire.ts";
 import type { ErrorClass } from "./error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
@@ -38,8 +38,8 @@ export interface CoreConfig {
   drainTimeout: number;
   writeHighWaterMark: number;
   heartbeat: HeartbeatConfig | undefined;
-  /** The shared secret the peer must prove it holds (see `ChannelOptions.auth`). */
-  secret?: Uint8Array;
+  /** The shared secret the peer must prove it holds, and this side's role (`ChannelOptions.auth`). */
+  auth?: WireAuth;
   /** Close gracefully after this long with no frame and nothing in flight (Infinity: never). */
   idleTimeout: number;
   trustPeer: boolean;
@@ -117,7 +117,7 @@ export class ChannelCore implements LifecycleEvents {
       writeHighWaterMark: config.writeHighWaterMark,
       trustPeer: config.trustPeer,
       errorClasses: config.errorClasses,
-      secret: config.secret,
+      auth: config.auth,
       onWriteFailure: (error) =>
         this.#fail(new ConnectionClosedError("Writing to the transport failed", { cause: error })),
     });
@@ -164,7 +164,7 @@ export class ChannelCore implements LifecycleEvents {
         this.#life.timerFired();
         this.refused(
           "handshake_timeout",
-          `No HELLO from the peer within handshakeTimeout (${handshakeTimeout} ms)`,
+          `The handshake did not complete within handshakeTimeout (${handshakeTimeout} ms)`,
           true,
         );
       }, handshakeTimeout),

@@ -83,7 +83,7 @@ export class JsonRpcWire implements Wire {
   #lifecycle!: LifecycleEvents;
 
   constructor(transport: Transport, options: WireOptions, rpc: JsonRpcWireOptions) {
-    if (options.secret !== undefined) {
+    if (options.auth !== undefined) {
       // Checked before the transport is touched: a secret must never be silently ignored.
       throw new TypeError("JSON-RPC has no handshake to authenticate in: auth is conduit's own");
     }

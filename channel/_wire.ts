@@ -65,6 +65,7 @@
  * @module
  */
 
+import type { AuthRole } from "../protocol/auth.ts";
 import type { PeerInfo } from "../protocol/handshake.ts";
 import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
@@ -204,6 +205,12 @@ export interface ChunkReader {
   cancel(): Promise<void>;
 }
 
+/** The shared secret and this side's role in the handshake (docs/protocol.md §5.1). */
+export interface WireAuth {
+  readonly secret: Uint8Array;
+  readonly role: AuthRole;
+}
+
 /** What every wire is told of the channel it serves. */
 export interface WireOptions {
   /** The channel codec's name. */
@@ -219,10 +226,10 @@ export interface WireOptions {
   /** Whether errors sent carry their stack, and the peer's errors keep theirs. */
   readonly trustPeer: boolean;
   /**
-   * A shared secret the peer must prove it holds before the channel opens; a wire without
-   * authentication throws a TypeError when given one.
+   * A shared secret the peer must prove it holds before the channel opens, and this side's
+   * role in proving it; a wire without authentication throws a TypeError when given one.
    */
-  readonly secret?: Uint8Array;
+  readonly auth?: WireAuth;
   /** Classes to revive the peer's errors as, by name. */
   readonly errorClasses: ReadonlyMap<string, ErrorClass>;
   /** A write failed: the channel fails with it. */

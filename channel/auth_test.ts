@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
 import { concat } from "../framing/_test_util.ts";
-import { AUTH_KIND, authProof, toHex } from "../protocol/auth.ts";
+import { AUTH_KIND, authProof, authTranscript, toHex } from "../protocol/auth.ts";
 import { parseGoodbye } from "../protocol/handshake.ts";
 import { memory, tcp, tls, type TransportKind, unix } from "../transports/_test_pairs.ts";
 import { connectTls, listenTls } from "../transports/tcp.ts";
@@ -94,12 +94,16 @@ async function send(transport: Transport, payloads: Uint8Array[]): Promise<void>
   writer.releaseLock();
 }
 
-function helloFrame(nonce?: Uint8Array): Uint8Array {
+/** A client's HELLO frame; with a nonce it asks for authentication as `role`. */
+function helloFrame(nonce?: Uint8Array, role = "initiator", method = "hmac-sha256-v2"): Uint8Array {
   const body = helloBody(
-    nonce === undefined ? {} : { auth: { method: "hmac-sha256", nonce: toHex(nonce) } },
+    nonce === undefined ? {} : { auth: { method, nonce: toHex(nonce), role } },
   );
   return new Uint8Array([0x01, ...body]);
 }
+
+/** The side that accepted the connection (`serve()` sets this role itself). */
+const RESPONDER = { secret: SECRET, role: "responder" } as const;
 
 function pair(kind: TransportKind) {
   return kind.pair();
@@ -112,7 +116,7 @@ for (const kind of [memory, unix, tcp, tls]) {
     const left = recording(a);
     const right = recording(b);
     const [server, client] = await Promise.all([
-      openChannel(left.transport, { codec, handlers, auth: { secret: SECRET } }),
+      openChannel(left.transport, { codec, handlers, auth: RESPONDER }),
       openChannel<typeof handlers>(right.transport, {
         codec,
         auth: { secret: new TextEncoder().encode(SECRET) },
@@ -132,7 +136,7 @@ for (const kind of [memory, tls]) {
     const { a, b, cleanup } = await pair(kind);
     let ran = false;
     const results = await Promise.allSettled([
-      openChannel(a, { codec, handlers: { hit: () => ran = true }, auth: { secret: SECRET } }),
+      openChannel(a, { codec, handlers: { hit: () => ran = true }, auth: RESPONDER }),
       openChannel(b, { codec, auth: { secret: SECRET + "x" } }),
     ]);
     for (const result of results) {
@@ -151,7 +155,7 @@ Deno.test("auth: a secret on one side only fails both sides with auth_required",
   for (const secretOn of ["server", "client"]) {
     const { a, b, cleanup } = await pair(memory);
     const results = await Promise.allSettled([
-      openChannel(a, { codec, ...(secretOn === "server" && { auth: { secret: SECRET } }) }),
+      openChannel(a, { codec, ...(secretOn === "server" && { auth: RESPONDER }) }),
       openChannel(b, { codec, ...(secretOn === "client" && { auth: { secret: SECRET } }) }),
     ]);
     for (const result of results) {
@@ -170,7 +174,7 @@ Deno.test("auth: a recorded handshake replayed to the server fails (its nonce is
   const first = await pair(memory);
   const recorded = recording(first.b);
   const [server, client] = await Promise.all([
-    openChannel(first.a, { codec, handlers, auth: { secret: SECRET } }),
+    openChannel(first.a, { codec, handlers, auth: RESPONDER }),
     openChannel<typeof handlers>(recorded.transport, { codec, auth: { secret: SECRET } }),
   ]);
   assert.equal(await client.remote.add({ x: 1, y: 1 }), 2);
@@ -179,7 +183,7 @@ Deno.test("auth: a recorded handshake replayed to the server fails (its nonce is
   assert.equal(calls, 1);
 
   const second = await pair(memory);
-  const replayed = openChannel(second.a, { codec, handlers, auth: { secret: SECRET } });
+  const replayed = openChannel(second.a, { codec, handlers, auth: RESPONDER });
   const tap = new FrameTap(second.b);
   const writer = second.b.writable.getWriter();
   await writer.write(concat(recorded.written)).catch(() => {});
@@ -216,7 +220,7 @@ Deno.test("auth: garbage, a CALL, a short or guessed AUTH or an oversized frame 
   ];
   for (const [name, script, code] of cases) {
     const { a, b, cleanup } = await pair(memory);
-    const opening = openChannel(a, { codec, handlers, auth: { secret: SECRET } });
+    const opening = openChannel(a, { codec, handlers, auth: RESPONDER });
     const tap = new FrameTap(b);
     const serverHello = await tap.next();
     assert.equal(serverHello?.[0], 0x01, name);
@@ -241,13 +245,11 @@ Deno.test("auth: garbage, a CALL, a short or guessed AUTH or an oversized frame 
 
 Deno.test("auth: a peer echoing the server's nonce (a reflection) is refused", async () => {
   const { a, b, cleanup } = await pair(memory);
-  const opening = openChannel(a, { codec, auth: { secret: SECRET } });
+  const opening = openChannel(a, { codec, auth: RESPONDER });
   const tap = new FrameTap(b);
   const hello = JSON.parse(new TextDecoder().decode((await tap.next())!.subarray(1)));
   const nonce = Uint8Array.from(hello.auth.nonce.match(/../g), (hex: string) => parseInt(hex, 16));
-  // The proof the server would send for these nonces, had it not refused: a reflection attack
-  // would send it back.
-  const proof = await authProof(new TextEncoder().encode("unknown"), nonce, nonce);
+  const proof = authProof(new TextEncoder().encode("unknown"), "initiator", new Uint8Array(8));
   await send(b, [helloFrame(nonce), new Uint8Array([AUTH_KIND, ...proof])]);
   await assert.rejects(opening, AuthenticationError);
   assert.equal(await tap.goodbyeCode(), "auth_failed");
@@ -311,4 +313,386 @@ Deno.test("auth: a wire without a handshake (JSON-RPC) refuses a secret instead 
   );
   await b.close();
   await cleanup();
+});
+
+// ------------------------------------------------------------------ attacks (issue 27)
+
+const utf8 = new TextEncoder();
+const fromHex = (hex: string) => Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
+
+/** The frames a transport's peer sent, read in the background until it ends. */
+function collect(transport: Transport): { frames: Uint8Array[]; done: Promise<void> } {
+  const frames: Uint8Array[] = [];
+  const tap = new FrameTap(transport);
+  const done = (async () => {
+    for (let frame = await tap.next(); frame !== undefined; frame = await tap.next()) {
+      frames.push(frame);
+    }
+    tap.release();
+  })();
+  return { frames, done };
+}
+
+function goodbyeOf(frames: Uint8Array[]): string | undefined {
+  const goodbye = frames.find((frame) => frame[0] === 0x02);
+  return goodbye && parseGoodbye(goodbye.subarray(1)).code;
+}
+
+/**
+ * A man in the middle between a client's and a server's transport: forwards every frame,
+ * through `rewrite` (which sees which way it goes and the frame's number on that way).
+ */
+function relay(
+  client: Transport,
+  server: Transport,
+  rewrite: (frame: Uint8Array, toServer: boolean, index: number) => Uint8Array,
+): Promise<void> {
+  const pump = async (from: Transport, to: Transport, toServer: boolean) => {
+    const tap = new FrameTap(from);
+    const writer = to.writable.getWriter();
+    let index = 0;
+    for (let frame = await tap.next(); frame !== undefined; frame = await tap.next()) {
+      await writer.write(encodeFrame(rewrite(frame, toServer, index++))).catch(() => {});
+    }
+    tap.release();
+    await writer.close().catch(() => {});
+  };
+  return Promise.all([pump(client, server, true), pump(server, client, false)]).then(() => {});
+}
+
+/** A HELLO frame with its JSON body changed by `edit`. */
+function editHello(frame: Uint8Array, edit: (hello: Record<string, unknown>) => void): Uint8Array {
+  const hello = JSON.parse(new TextDecoder().decode(frame.subarray(1)));
+  edit(hello);
+  return new Uint8Array([0x01, ...utf8.encode(JSON.stringify(hello))]);
+}
+
+/** A client and a server with the same secret, through a relay that rewrites frames. */
+async function throughRelay(
+  rewrite: (frame: Uint8Array, toServer: boolean, index: number) => Uint8Array,
+): Promise<{ server: unknown; client: unknown; calls: number }> {
+  let calls = 0;
+  const handlers = { hit: () => ++calls };
+  const near = await pair(memory);
+  const far = await pair(memory);
+  const relaying = relay(near.a, far.b, rewrite);
+  const [server, client] = await Promise.allSettled([
+    openChannel(far.a, { codec, handlers, auth: RESPONDER }),
+    openChannel<typeof handlers>(near.b, { codec, auth: { secret: SECRET } }).then(
+      async (channel) => {
+        await channel.remote.hit();
+        return channel;
+      },
+    ),
+  ]);
+  if (client.status === "fulfilled") await client.value.close();
+  if (server.status === "fulfilled") await server.value.closed.catch(() => {});
+  await Promise.all([near.cleanup(), far.cleanup()]);
+  await relaying;
+  const reason = (result: PromiseSettledResult<unknown>) =>
+    result.status === "rejected" ? result.reason : "opened";
+  return { server: reason(server), client: reason(client), calls };
+}
+
+function assertAuthError(error: unknown, code: string, what: string): void {
+  assert.ok(error instanceof AuthenticationError, `${what}: ${error}`);
+  assert.equal(error.code, code, `${what}: ${error.message}`);
+}
+
+for (const kind of [unix, tcp]) {
+  Deno.test(`auth attack (${kind.name}): reflection across two connections gets no proof signed`, async () => {
+    // The attack that opened the first handshake: the attacker offers connection B's nonce on
+    // A and A's on B, and forwards the proof the server sends on one to the other. The server
+    // must sign nothing for a peer that has not proved itself, so there is nothing to forward.
+    const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+    const { listenUnix, connectUnix } = await import("../transports/unix.ts");
+    const { listenTcp, connectTcp } = await import("../transports/tcp.ts");
+    const listener = kind === unix ? await listenUnix(`${dir}/s`) : listenTcp();
+    const connect = kind === unix
+      ? () => connectUnix(`${dir}/s`)
+      : () => connectTcp({ port: (listener.addr as Deno.NetAddr).port });
+    let calls = 0;
+    const errors: unknown[] = [];
+    const server = serve(listener, {
+      codec,
+      handlers: { hit: () => ++calls },
+      auth: { secret: SECRET },
+      onError: (error) => errors.push(error),
+    });
+    for (let round = 0; round < 3; round++) {
+      const [a, b] = [await connect(), await connect()];
+      const [tapA, tapB] = [new FrameTap(a), new FrameTap(b)];
+      const nonceOf = async (tap: FrameTap) => {
+        const hello = JSON.parse(new TextDecoder().decode((await tap.next())!.subarray(1)));
+        return fromHex(hello.auth.nonce);
+      };
+      const [nonceA, nonceB] = [await nonceOf(tapA), await nonceOf(tapB)];
+      await send(a, [helloFrame(nonceB)]);
+      await send(b, [helloFrame(nonceA)]);
+      // Forward whatever AUTH the server sends on one connection to the other, for as long as
+      // one may come; then, with nothing to forward, guess.
+      const forward = async (from: FrameTap, to: Transport) => {
+        const pending = from.next();
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const frame = await Promise.race([
+          pending,
+          new Promise<undefined>((resolve) => timer = setTimeout(() => resolve(undefined), 300)),
+        ]);
+        clearTimeout(timer);
+        if (frame !== undefined && frame[0] === AUTH_KIND) await send(to, [frame]);
+        else {
+          await send(to, [
+            new Uint8Array([AUTH_KIND, ...crypto.getRandomValues(new Uint8Array(32))]),
+          ]);
+        }
+        return { frame, next: frame === undefined ? pending : from.next() };
+      };
+      const [fromA, fromB] = await Promise.all([forward(tapA, b), forward(tapB, a)]);
+      assert.notEqual(
+        fromA.frame?.[0],
+        AUTH_KIND,
+        "the server signed a proof on A for an attacker",
+      );
+      assert.notEqual(
+        fromB.frame?.[0],
+        AUTH_KIND,
+        "the server signed a proof on B for an attacker",
+      );
+      // Each connection ends in auth_failed (its GOODBYE may already have been read above).
+      for (const { frame, next } of [fromA, fromB]) {
+        const goodbye = frame?.[0] === 0x02 ? frame : await next;
+        assert.equal(goodbye?.[0], 0x02);
+        assert.equal(parseGoodbye(goodbye!.subarray(1)).code, "auth_failed");
+      }
+      tapA.release();
+      tapB.release();
+      await Promise.all([a.abort().catch(() => {}), b.abort().catch(() => {})]);
+    }
+    await server.close();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    assert.equal(calls, 0, "a handler was reached without the secret");
+    assert.ok(errors.length >= 6, `onError saw ${errors.length} refused handshakes`);
+  });
+}
+
+Deno.test("auth attack: the responder answers a wrong proof with GOODBYE only, never a proof", async () => {
+  const { a, b, cleanup } = await pair(memory);
+  const opening = openChannel(a, { codec, auth: RESPONDER });
+  const out = collect(b);
+  await send(b, [
+    helloFrame(crypto.getRandomValues(new Uint8Array(32))),
+    new Uint8Array([AUTH_KIND, ...crypto.getRandomValues(new Uint8Array(32))]),
+  ]);
+  await assert.rejects(opening, AuthenticationError);
+  await b.close().catch(() => {});
+  await out.done;
+  assert.deepEqual(out.frames.map((frame) => frame[0]), [0x01, 0x02]);
+  assert.equal(goodbyeOf(out.frames), "auth_failed");
+  await cleanup();
+});
+
+Deno.test("auth attack: a peer echoing the server's whole HELLO (a reflection) is refused", async () => {
+  const { a, b, cleanup } = await pair(memory);
+  const opening = openChannel(a, { codec, auth: RESPONDER });
+  const tap = new FrameTap(b);
+  const hello = (await tap.next())!;
+  await send(b, [editHello(hello, (body) => (body.auth as { role: string }).role = "initiator")]);
+  await assert.rejects(opening, (error) => {
+    assertAuthError(error, "auth_failed", "reflected HELLO");
+    assert.match((error as Error).message, /reflection/);
+    return true;
+  });
+  assert.equal(await tap.goodbyeCode(), "auth_failed");
+  tap.release();
+  await cleanup();
+});
+
+Deno.test("auth attack: a HELLO altered in flight fails both sides; no handler runs", async () => {
+  const alterations: Array<[string, boolean, (hello: Record<string, unknown>) => void]> = [
+    ["the client's maxInFlight", true, (hello) => hello.maxInFlight = 1],
+    ["the client's features", true, (hello) => hello.features = ["x-injected"]],
+    ["the server's maxFrameBytes", false, (hello) => hello.maxFrameBytes = 2048],
+    ["the server's nonce", false, (hello) => {
+      (hello.auth as { nonce: string }).nonce = toHex(crypto.getRandomValues(new Uint8Array(32)));
+    }],
+  ];
+  for (const [name, toServerSide, edit] of alterations) {
+    const outcome = await throughRelay((frame, toServer, index) =>
+      toServer === toServerSide && index === 0 ? editHello(frame, edit) : frame
+    );
+    assertAuthError(outcome.server, "auth_failed", `${name}, server`);
+    assertAuthError(outcome.client, "auth_failed", `${name}, client`);
+    assert.equal(outcome.calls, 0, name);
+  }
+});
+
+Deno.test("auth attack: a downgrade (auth stripped or the old method) fails both sides", async () => {
+  const cases: Array<[string, boolean, (hello: Record<string, unknown>) => void, string]> = [
+    ["auth stripped from the client's HELLO", true, (hello) => delete hello.auth, "auth_required"],
+    ["auth stripped from the server's HELLO", false, (hello) => delete hello.auth, "auth_required"],
+    ["auth set to null in the client's HELLO", true, (hello) => hello.auth = null, "invalid_hello"],
+    [
+      "the client's method turned into the retired one",
+      true,
+      (hello) => (hello.auth as { method: string }).method = "hmac-sha256",
+      "auth_failed",
+    ],
+  ];
+  for (const [name, toServerSide, edit, code] of cases) {
+    const outcome = await throughRelay((frame, toServer, index) =>
+      toServer === toServerSide && index === 0 ? editHello(frame, edit) : frame
+    );
+    const refusing = toServerSide ? outcome.server : outcome.client;
+    const other = toServerSide ? outcome.client : outcome.server;
+    if (code === "invalid_hello") {
+      assert.ok(refusing instanceof Error && /auth is not an object/.test(refusing.message), name);
+    } else assertAuthError(refusing, code, name);
+    assert.ok(other instanceof Error, `${name}: the other side opened`);
+    assert.equal(outcome.calls, 0, name);
+  }
+});
+
+Deno.test("auth: an old peer's method is refused by name, saying to upgrade it", async () => {
+  const { a, b, cleanup } = await pair(memory);
+  const opening = openChannel(a, { codec, auth: RESPONDER });
+  const tap = new FrameTap(b);
+  await tap.next();
+  await send(b, [helloFrame(crypto.getRandomValues(new Uint8Array(32)), undefined, "hmac-sha256")]);
+  await assert.rejects(opening, (error) => {
+    assertAuthError(error, "auth_failed", "old method");
+    assert.match((error as Error).message, /retired.*upgrade/);
+    return true;
+  });
+  tap.release();
+  await cleanup();
+});
+
+Deno.test("auth: both sides in one role fail with auth_failed naming auth.role", async () => {
+  for (const role of ["initiator", "responder"] as const) {
+    const { a, b, cleanup } = await pair(memory);
+    const results = await Promise.allSettled([
+      openChannel(a, { codec, auth: { secret: SECRET, role } }),
+      openChannel(b, { codec, auth: { secret: SECRET, role } }),
+    ]);
+    for (const result of results) {
+      const error = (result as PromiseRejectedResult).reason;
+      assertAuthError(error, "auth_failed", role);
+      assert.match(error.message, /auth\.role/);
+    }
+    await cleanup();
+  }
+});
+
+Deno.test("auth: the initiator reads nothing but the responder's AUTH; a CALL first fails it", async () => {
+  let ran = false;
+  const { a, b, cleanup } = await pair(memory);
+  // b is a fake server (no secret): it sends its HELLO, then a CALL where its AUTH belongs.
+  const opening = openChannel(a, {
+    codec,
+    handlers: { hit: () => ran = true },
+    auth: { secret: SECRET },
+  });
+  const tap = new FrameTap(b);
+  await tap.next();
+  const call = new Uint8Array([0x10, 1, 0, 0, 3, ...utf8.encode("hit")]);
+  await send(b, [helloFrame(crypto.getRandomValues(new Uint8Array(32)), "responder"), call]);
+  await assert.rejects(opening, (error) => {
+    assertAuthError(error, "auth_failed", "CALL before AUTH");
+    return true;
+  });
+  assert.equal(await tap.goodbyeCode(), "auth_failed");
+  assert.equal(ran, false);
+  tap.release();
+  await cleanup();
+});
+
+Deno.test("auth: a zero-length frame where AUTH belongs is a protocol_error, not a crash", async () => {
+  const { a, b, cleanup } = await pair(memory);
+  const opening = openChannel(a, { codec, auth: RESPONDER });
+  const tap = new FrameTap(b);
+  await tap.next();
+  await send(b, [helloFrame(crypto.getRandomValues(new Uint8Array(32)))]);
+  const writer = b.writable.getWriter();
+  await writer.write(new Uint8Array(4)).catch(() => {}); // a frame header of length 0
+  writer.releaseLock();
+  const error = await opening.then(() => undefined, (error) => error);
+  assert.ok(error instanceof Error && !(error instanceof TypeError), String(error));
+  assert.equal(await tap.goodbyeCode(), "protocol_error");
+  tap.release();
+  await cleanup();
+});
+
+Deno.test("auth: a HELLO but no AUTH within handshakeTimeout is handshake_timeout", async () => {
+  const { a, b, cleanup } = await pair(memory);
+  const opening = openChannel(a, { codec, auth: RESPONDER, handshakeTimeout: 100 });
+  const tap = new FrameTap(b);
+  await tap.next();
+  await send(b, [helloFrame(crypto.getRandomValues(new Uint8Array(32)))]);
+  await assert.rejects(opening, /did not complete within handshakeTimeout/);
+  assert.equal(await tap.goodbyeCode(), "handshake_timeout");
+  tap.release();
+  await cleanup();
+});
+
+Deno.test("auth property: no sequence of frames from a peer without the secret reaches a handler or gets a proof", async () => {
+  const { default: fc } = await import("fast-check");
+  const random32 = fc.uint8Array({ minLength: 32, maxLength: 32 });
+  const frame = fc.oneof(
+    fc.record({
+      nonce: fc.oneof(random32, fc.constant("server")),
+      role: fc.constantFrom("initiator", "responder", undefined, 7),
+      method: fc.constantFrom("hmac-sha256-v2", "hmac-sha256", "none"),
+    }).map((hello) => ({ hello })),
+    random32.map((proof) => ({ raw: new Uint8Array([AUTH_KIND, ...proof]) })),
+    fc.uint8Array({ maxLength: 40 }).map((raw) => ({ raw })),
+    fc.constant({ raw: new Uint8Array([0x10, 1, 0, 0, 3, ...utf8.encode("hit")]) }),
+    fc.constant({ raw: new Uint8Array([0x06, 1]) }),
+    fc.constant({ guess: true }),
+  );
+  await fc.assert(
+    fc.asyncProperty(fc.array(frame, { minLength: 1, maxLength: 5 }), async (script) => {
+      let ran = false;
+      const { a, b, cleanup } = await pair(memory);
+      const opening = openChannel(a, {
+        codec,
+        handlers: { hit: () => ran = true },
+        auth: RESPONDER,
+      })
+        .then(() => "opened", () => "refused");
+      const out = collect(b);
+      // The server's HELLO is the first frame it sends, at once.
+      while (out.frames.length === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      const serverHello = JSON.parse(new TextDecoder().decode(out.frames[0].subarray(1)));
+      const payloads: Uint8Array[] = [];
+      for (const step of script) {
+        if ("hello" in step) {
+          const { nonce, role, method } = step.hello;
+          const auth = {
+            method,
+            nonce: nonce === "server" ? serverHello.auth.nonce : toHex(nonce),
+            ...(role !== undefined && { role }),
+          };
+          payloads.push(new Uint8Array([0x01, ...helloBody({ auth })]));
+        } else if ("guess" in step) {
+          // The best an attacker can sign: the right formula with a secret it guessed.
+          const transcript = authTranscript(utf8.encode("{}"), out.frames[0].subarray(1));
+          payloads.push(
+            new Uint8Array([
+              AUTH_KIND,
+              ...authProof(utf8.encode("guess"), "initiator", transcript),
+            ]),
+          );
+        } else if (step.raw.length > 0) payloads.push(step.raw);
+      }
+      if (payloads.length > 0) await send(b, payloads);
+      await b.close().catch(() => {});
+      const outcome = await opening;
+      await out.done;
+      await cleanup();
+      assert.equal(outcome, "refused");
+      assert.equal(ran, false);
+      assert.ok(!out.frames.some((frame) => frame[0] === AUTH_KIND), "the server sent a proof");
+    }),
+    { numRuns: 60 },
+  );
 });

@@ -43,7 +43,7 @@ import { codecSlot, type MethodCodecs } from "./_codecs.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
 import { remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "./error_codec.ts";
-import { WIRE_OPTION, type WireSelection } from "./_wire.ts";
+import { WIRE_OPTION, type WireAuth, type WireSelection } from "./_wire.ts";
 import type { CheckedHandlers, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
@@ -78,6 +78,17 @@ export interface AuthOptions {
    * least 32 random bytes; it must not be empty.
    */
   secret: string | Uint8Array;
+  /**
+   * This side's role in the handshake: the side that opened the connection is the
+   * `"initiator"` and proves itself first; the side that accepted it is the `"responder"`,
+   * which answers only a proof it has checked, so a peer without the secret can make it sign
+   * nothing. `serve()` makes every connection it accepts the responder. A channel opened by
+   * hand on an accepted connection sets `"responder"`; both sides in one role fail the
+   * handshake with `auth_failed`, naming this option.
+   *
+   * @default {"initiator"}
+   */
+  role?: "initiator" | "responder";
 }
 
 /** Heartbeat settings: detect a hung peer. */
@@ -209,8 +220,10 @@ export interface ChannelOptions<Local extends object = object> {
   idleTimeout?: number;
   /**
    * Authenticate the peer in the handshake with a shared secret (docs/protocol.md §5.1): each
-   * side proves it holds the secret with an HMAC-SHA-256 over both sides' fresh nonces, so the
-   * secret never crosses the wire and a recorded handshake cannot be replayed. No frame but the
+   * side proves it holds the secret with an HMAC-SHA-256 bound to its role and to both HELLOs
+   * (fresh nonces included), and the side that accepted the connection answers only after it
+   * checked the other's proof. So the secret never crosses the wire, and a recorded, reflected
+   * or altered handshake fails. No frame but the
    * handshake's (at most 1024 bytes each) is read, and no handler reached, before the peer has
    * proved it. Both sides must set the same secret; a mismatch, or a secret on one side only,
    * fails `openChannel` on both with an `AuthenticationError`. Use it for TCP (with
@@ -365,7 +378,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
           0,
         ),
         heartbeat,
-        secret: authSecret(options.auth),
+        auth: authConfig(options.auth),
         idleTimeout: positive("idleTimeout", options.idleTimeout ?? Infinity),
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
         errorClasses,
@@ -630,15 +643,21 @@ export async function untilOpen<Remote extends object>(
   return channel;
 }
 
-function authSecret(auth: AuthOptions | undefined): Uint8Array | undefined {
-  if (auth === undefined) return undefined;
+function authConfig(auth: AuthOptions | false | undefined): WireAuth | undefined {
+  if (auth === undefined || auth === false) return undefined;
   const secret = typeof auth.secret === "string"
     ? new TextEncoder().encode(auth.secret)
     : auth.secret;
   if (!(secret instanceof Uint8Array) || secret.length === 0) {
     throw new TypeError("auth.secret must be a non-empty string or Uint8Array");
   }
-  return secret.slice();
+  const role = auth.role ?? "initiator";
+  if (role !== "initiator" && role !== "responder") {
+    throw new TypeError(
+      `auth.role must be "initiator" or "responder", not ${JSON.stringify(role)}`,
+    );
+  }
+  return { secret: secret.slice(), role };
 }
 
 function reportNotificationError(error: unknown, method: string): void {

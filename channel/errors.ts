@@ -222,9 +222,9 @@ export class HandshakeError extends ConduitError {
 /**
  * Authentication in the handshake failed (docs/protocol.md §5.1): `code` is `auth_required`
  * (one side has a shared secret and the other has none) or `auth_failed` (the proofs did not
- * match: the peers hold different secrets, or a recorded handshake was replayed, or the peer
- * sent something else where its AUTH belonged). The message never contains the secret or a
- * proof.
+ * match: the peers hold different secrets, or a handshake was replayed, reflected or altered
+ * on the way; both sides are in one `auth.role`; or the peer sent something else where its
+ * AUTH belonged). The message never contains the secret or a proof.
  *
  * @example
  * ```ts
@@ -235,7 +235,7 @@ export class HandshakeError extends ConduitError {
  *
  * const [a, b] = memoryPair();
  * const results = await Promise.allSettled([
- *   openChannel(a, { codec: jsonCodec(), auth: { secret: "one secret" } }),
+ *   openChannel(a, { codec: jsonCodec(), auth: { secret: "one secret", role: "responder" } }),
  *   openChannel(b, { codec: jsonCodec(), auth: { secret: "another" } }),
  * ]);
  * for (const result of results) {

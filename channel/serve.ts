@@ -205,6 +205,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
     const { maxConnections: _, signal: __, onOpen: ___, onError: ____, ...channel } = options;
     this.#channelOptions = {
       ...channel,
+      auth: responderAuth(channel.auth),
       handlers: undefined,
       idleTimeout: positiveOption("idleTimeout", options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT),
     };
@@ -336,4 +337,17 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       // A failing reporter must not stop the server.
     }
   }
+}
+
+/** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */
+function responderAuth<T extends { role?: string }>(auth: T | undefined): T | undefined {
+  if (auth === undefined || typeof auth !== "object") return auth;
+  if (auth.role !== undefined && auth.role !== "responder") {
+    throw new TypeError(
+      `serve() accepts connections, so its auth.role is "responder", not ${
+        JSON.stringify(auth.role)
+      }`,
+    );
+  }
+  return { ...auth, role: "responder" };
 }

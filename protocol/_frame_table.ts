@@ -4,6 +4,7 @@
 // before it calls the sink, so a sink never sees half a frame, and a malformed frame throws
 // ProtocolError naming what is wrong.
 
+import { AUTH_KIND } from "./auth.ts";
 import { Cursor, readVarint, varintProblem } from "./_varint.ts";
 import { CALL_FLAG_STREAM_PARAM, describeType, FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
 import { MAX_METHOD_BYTES } from "./limits.ts";
@@ -114,6 +115,7 @@ const RESULT_END = 16;
 const PARAM_END = 17;
 const PARAM_CREDIT = 18;
 const RESULT_CREDIT = 19;
+const LATE_AUTH = 20;
 
 /** The one table: type byte to operation. */
 const TABLE: Uint8Array = (() => {
@@ -140,6 +142,8 @@ const TABLE: Uint8Array = (() => {
     [FRAME_KINDS.credit | r, PARAM_CREDIT],
   ];
   for (const [type, op] of ops) table[type] = op;
+  // AUTH (docs/protocol.md §5.1) is read by the handshake only, never through this table.
+  table[AUTH_KIND] = LATE_AUTH;
   // A kind that exists without the R flag only.
   for (const [type] of ops) if (table[type | r] === UNKNOWN_KIND) table[type | r] = R_NOT_ALLOWED;
   return table;
@@ -224,6 +228,8 @@ export function readFrame(
       throw new ProtocolError("RESULT frame without the R flag");
     case R_NOT_ALLOWED:
       throw new ProtocolError(`${describeType(type)}: this kind does not allow the R flag`);
+    case LATE_AUTH:
+      throw new ProtocolError("An AUTH after the handshake (AUTH belongs to the handshake only)");
     default:
       throw new ProtocolError(`Unknown frame kind 0x${(type & 0x7f).toString(16)}`);
   }

@@ -1,7 +1,8 @@
 // JSON bodies of control frames (HELLO, GOODBYE, CANCEL).
 
 const utf8 = new TextEncoder();
-const text = new TextDecoder();
+// Fatal: a body that is not UTF-8 is not JSON text (docs/protocol.md §5 check 1).
+const text = new TextDecoder("utf-8", { fatal: true });
 
 /** The JSON value of a UTF-8 body, or undefined when it is not JSON. */
 export function parseJson(body: Uint8Array): unknown {

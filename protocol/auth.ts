@@ -1,77 +1,113 @@
 /**
- * Shared-secret authentication in the handshake (docs/protocol.md §5.1): each peer puts a
- * fresh random nonce in its HELLO and proves it holds the secret with an AUTH frame carrying
- * `HMAC-SHA-256(secret, "conduit-auth-v1" ‖ own nonce ‖ peer's nonce)`. The secret never
- * crosses the wire; a recorded handshake replayed to a peer fails, since that peer's nonce is
- * new; a peer echoing the other's nonce is refused, so a proof cannot be reflected back.
- * Pure functions (the HMAC is WebCrypto's, hence async) for peer implementers.
+ * Shared-secret authentication in the handshake (docs/protocol.md §5.1). The side that opened
+ * the connection (the initiator) and the side that accepted it (the responder) each prove they
+ * hold the secret with an HMAC-SHA-256 bound to their role and to the handshake's transcript,
+ * both HELLO bodies as sent; the responder checks the initiator's proof before it sends its
+ * own. So a proof cannot be reflected (to another connection or back), replayed (the other
+ * side's nonce is fresh) or kept across an altered HELLO. Synchronous pure functions for peer
+ * implementers.
  *
  * @example
  * ```ts
- * import { authProof, constantTimeEqual } from "@conduit/ipc/protocol";
+ * import { authProof, authTranscript, constantTimeEqual } from "@conduit/ipc/protocol";
  * import assert from "node:assert/strict";
  *
  * const secret = new TextEncoder().encode("correct horse battery staple");
- * const a = crypto.getRandomValues(new Uint8Array(32));
- * const b = crypto.getRandomValues(new Uint8Array(32));
- * // What A sends, and what B expects from A, are the same bytes.
- * const sent = await authProof(secret, a, b);
- * assert.ok(constantTimeEqual(sent, await authProof(secret, a, b)));
- * // B's own proof differs: the nonces are in the other order.
- * assert.ok(!constantTimeEqual(sent, await authProof(secret, b, a)));
+ * const transcript = authTranscript(
+ *   new TextEncoder().encode('{"the initiator\'s HELLO":1}'),
+ *   new TextEncoder().encode('{"the responder\'s HELLO":1}'),
+ * );
+ * const initiator = authProof(secret, "initiator", transcript);
+ * // What the initiator sends is what the responder expects of it; the roles never match.
+ * assert.ok(constantTimeEqual(initiator, authProof(secret, "initiator", transcript)));
+ * assert.ok(!constantTimeEqual(initiator, authProof(secret, "responder", transcript)));
  * ```
  *
  * @module
  */
 
+import { createHmac } from "node:crypto";
+
 /** The kind byte of the AUTH frame: its payload is this byte and the 32-byte proof. */
 export const AUTH_KIND = 0x05;
-/** The one authentication method of version 1, as HELLO's `auth.method` names it. */
-export const AUTH_METHOD = "hmac-sha256";
+/** The authentication method HELLO's `auth.method` names (docs/protocol.md §5.1). */
+export const AUTH_METHOD = "hmac-sha256-v2";
+/**
+ * The method of conduit's first handshake, refused by name: its proofs were bound to neither
+ * role nor transcript, so a peer without the secret could have them signed for it.
+ */
+export const RETIRED_AUTH_METHOD = "hmac-sha256";
 /** The length of a HELLO's nonce, in bytes (64 hex digits in the HELLO). */
 export const AUTH_NONCE_BYTES = 32;
 /** The length of an AUTH frame's proof: one HMAC-SHA-256. */
 export const AUTH_PROOF_BYTES = 32;
 /** The ASCII label every proof's message starts with. */
-export const AUTH_LABEL = "conduit-auth-v1";
-
-const LABEL = new TextEncoder().encode(AUTH_LABEL);
+export const AUTH_LABEL = "conduit-auth-v2";
 
 /**
- * The proof one peer sends in its AUTH frame, and the other expects:
- * `HMAC-SHA-256(key = secret, message = "conduit-auth-v1" ‖ senderNonce ‖ receiverNonce)`.
+ * A side's role in the handshake: the `initiator` opened the connection and proves itself
+ * first; the `responder` accepted it and answers only a proof it checked.
+ */
+export type AuthRole = "initiator" | "responder";
+
+const utf8 = new TextEncoder();
+const LABELS: Record<AuthRole, Uint8Array> = {
+  initiator: utf8.encode(`${AUTH_LABEL}\0initiator\0`),
+  responder: utf8.encode(`${AUTH_LABEL}\0responder\0`),
+};
+
+/**
+ * The handshake's transcript: each HELLO body as sent, behind its length as two big-endian
+ * bytes, the initiator's first.
+ *
+ * @param initiatorHello The initiator's HELLO body (the frame's payload after its kind byte).
+ * @param responderHello The responder's HELLO body.
+ * @returns The transcript both proofs sign.
+ * @throws {RangeError} When a body is 65,536 bytes or more (a HELLO is at most 1,023).
+ *
+ * @example
+ * ```ts
+ * import { authTranscript } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const transcript = authTranscript(new Uint8Array([7]), new Uint8Array([8, 9]));
+ * assert.deepEqual(transcript, new Uint8Array([0, 1, 7, 0, 2, 8, 9]));
+ * ```
+ */
+export function authTranscript(initiatorHello: Uint8Array, responderHello: Uint8Array): Uint8Array {
+  const transcript = new Uint8Array(4 + initiatorHello.length + responderHello.length);
+  let at = 0;
+  for (const hello of [initiatorHello, responderHello]) {
+    if (hello.length > 0xffff) throw new RangeError(`A HELLO body of ${hello.length} bytes`);
+    transcript[at] = hello.length >> 8;
+    transcript[at + 1] = hello.length & 0xff;
+    transcript.set(hello, at + 2);
+    at += 2 + hello.length;
+  }
+  return transcript;
+}
+
+/**
+ * The proof a side of `role` sends in its AUTH frame, and the other side expects of it:
+ * `HMAC-SHA-256(key = secret, message = "conduit-auth-v2" ‖ 0x00 ‖ role ‖ 0x00 ‖ transcript)`.
  *
  * @param secret The shared secret (its bytes; a string secret is its UTF-8).
- * @param senderNonce The nonce of the peer that sends the proof (from its own HELLO).
- * @param receiverNonce The nonce of the peer that checks it.
+ * @param role The role of the side that sends the proof.
+ * @param transcript The handshake's {@linkcode authTranscript}.
  * @returns The 32-byte proof.
  *
  * @example
  * ```ts
- * import { authProof } from "@conduit/ipc/protocol";
+ * import { authProof, authTranscript } from "@conduit/ipc/protocol";
  * import assert from "node:assert/strict";
  *
- * const proof = await authProof(new Uint8Array([1]), new Uint8Array(32), new Uint8Array(32).fill(1));
+ * const proof = authProof(new Uint8Array([1]), "responder", authTranscript(new Uint8Array(1), new Uint8Array(1)));
  * assert.equal(proof.length, 32);
  * ```
  */
-export async function authProof(
-  secret: Uint8Array,
-  senderNonce: Uint8Array,
-  receiverNonce: Uint8Array,
-): Promise<Uint8Array> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    secret as Uint8Array<ArrayBuffer>,
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const message = new Uint8Array(LABEL.length + senderNonce.length + receiverNonce.length);
-  message.set(LABEL);
-  message.set(senderNonce, LABEL.length);
-  message.set(receiverNonce, LABEL.length + senderNonce.length);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", key, message));
+export function authProof(secret: Uint8Array, role: AuthRole, transcript: Uint8Array): Uint8Array {
+  const mac = createHmac("sha256", secret).update(LABELS[role]).update(transcript).digest();
+  return new Uint8Array(mac.buffer, mac.byteOffset, mac.byteLength);
 }
 
 /**

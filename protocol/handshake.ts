@@ -18,7 +18,7 @@
  */
 
 import { parseJson } from "./_json.ts";
-import { AUTH_METHOD, parseNonce, toHex } from "./auth.ts";
+import { AUTH_METHOD, type AuthRole, parseNonce, toHex } from "./auth.ts";
 import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./limits.ts";
 
 /**
@@ -52,12 +52,17 @@ export interface PeerInfo {
   readonly features: readonly string[];
 }
 
-/** HELLO's `auth` field: the peer requires authentication by `method`, with its `nonce`. */
+/**
+ * HELLO's `auth` field: the peer requires authentication by `method`, with its `nonce`, in
+ * its `role`.
+ */
 export interface HelloAuth {
-  /** The method: `"hmac-sha256"` in version 1. */
+  /** The method: `"hmac-sha256-v2"`. */
   readonly method: string;
   /** The peer's nonce; undefined when its HELLO's was not 64 lowercase hex digits. */
   readonly nonce: Uint8Array | undefined;
+  /** The peer's role; undefined when its HELLO's was neither `initiator` nor `responder`. */
+  readonly role: AuthRole | undefined;
 }
 
 /** What this side announces in its HELLO (see {@linkcode helloBody}). */
@@ -70,8 +75,8 @@ export interface HelloOptions {
   maxInFlight: number;
   /** The credit this side grants to each stream it receives. */
   streamWindowBytes: number;
-  /** This side's nonce, when it requires authentication (docs/protocol.md §5.1). */
-  authNonce?: Uint8Array;
+  /** This side's nonce and role, when it requires authentication (docs/protocol.md §5.1). */
+  auth?: { readonly nonce: Uint8Array; readonly role: AuthRole };
 }
 
 /**
@@ -126,7 +131,9 @@ export function helloBody(options: HelloOptions): Uint8Array {
     maxInFlight: options.maxInFlight,
     streamWindowBytes: options.streamWindowBytes,
     features: [],
-    ...(options.authNonce && { auth: { method: AUTH_METHOD, nonce: toHex(options.authNonce) } }),
+    ...(options.auth && {
+      auth: { method: AUTH_METHOD, nonce: toHex(options.auth.nonce), role: options.auth.role },
+    }),
   }));
 }
 
@@ -179,12 +186,16 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
     ["maxInFlight", 1],
     ["streamWindowBytes", 1],
   ];
-  const features = hello.features ?? [];
+  // A member set to null is not absent: null is never one of a member's values (§5).
+  const features = hello.features === undefined ? [] : hello.features;
   if (!isStrings(features)) {
     return refuse("invalid_hello", "The peer's HELLO features are not strings");
   }
   const auth = hello.auth as Record<string, unknown> | undefined;
-  if (auth !== undefined && (typeof auth !== "object" || typeof auth?.method !== "string")) {
+  if (
+    auth !== undefined &&
+    (typeof auth !== "object" || auth === null || typeof auth.method !== "string")
+  ) {
     return refuse("invalid_hello", "The peer's HELLO auth is not an object with a method");
   }
   const values: number[] = [];
@@ -208,7 +219,13 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
       streamWindowBytes: values[2],
       features: features as string[],
     },
-    ...(auth && { auth: { method: auth.method as string, nonce: parseNonce(auth.nonce) } }),
+    ...(auth && {
+      auth: {
+        method: auth.method as string,
+        nonce: parseNonce(auth.nonce),
+        role: auth.role === "initiator" || auth.role === "responder" ? auth.role : undefined,
+      },
+    }),
   };
 }
 

@@ -510,18 +510,30 @@ class PeerOptions:
     features: list[str] = field(default_factory=list)
     # §5.1: a shared secret the peer must prove it holds (bytes; None: no authentication).
     secret: bytes | None = None
+    # §5.1: "initiator" for the side that opened the connection, "responder" for the side that
+    # accepted it (it answers only a proof it has checked).
+    role: str = "initiator"
 
 
 # ---- authentication (§5.1) -------------------------------------------------------------------
 
-AUTH_METHOD = "hmac-sha256"
-AUTH_LABEL = b"conduit-auth-v1"
+AUTH_METHOD = "hmac-sha256-v2"
+RETIRED_AUTH_METHOD = "hmac-sha256"  # the first handshake: refused by name
+AUTH_LABEL = b"conduit-auth-v2"
 AUTH_NONCE_BYTES = 32
+AUTH_ROLES = ("initiator", "responder")
 
 
-def auth_proof(secret: bytes, sender_nonce: bytes, receiver_nonce: bytes) -> bytes:
-    """HMAC-SHA-256(secret, "conduit-auth-v1" || sender's nonce || receiver's nonce)."""
-    return hmac.new(secret, AUTH_LABEL + sender_nonce + receiver_nonce, hashlib.sha256).digest()
+def auth_transcript(initiator_hello: bytes, responder_hello: bytes) -> bytes:
+    """len16(initiator's HELLO body) || it || len16(responder's HELLO body) || it."""
+    return b"".join(len(hello).to_bytes(2, "big") + hello
+                    for hello in (initiator_hello, responder_hello))
+
+
+def auth_proof(secret: bytes, role: str, transcript: bytes) -> bytes:
+    """HMAC-SHA-256(secret, "conduit-auth-v2" 0x00 role 0x00 || transcript)."""
+    message = AUTH_LABEL + b"\0" + role.encode() + b"\0" + transcript
+    return hmac.new(secret, message, hashlib.sha256).digest()
 
 
 def parse_nonce(value: Any) -> bytes | None:
@@ -626,8 +638,10 @@ class Peer:
             "features": self.options.features,
         }
         if self._auth_nonce is not None:
-            hello["auth"] = {"method": AUTH_METHOD, "nonce": self._auth_nonce.hex()}
+            hello["auth"] = {"method": AUTH_METHOD, "nonce": self._auth_nonce.hex(),
+                             "role": self.options.role}
         body = json_body(hello)
+        self._hello_body = body
         if len(body) >= MIN_MAX_FRAME_BYTES:  # §2: a HELLO frame is at most 1024 bytes
             raise ValueError(f"our HELLO would be {len(body) + 1} bytes (at most "
                              f"{MIN_MAX_FRAME_BYTES}): too many or too long features")
@@ -678,11 +692,11 @@ class Peer:
             raise HandshakeError(problem[1], problem[0])
         limits = {name: _integer(remote[name]) for name in HELLO_LIMITS}
         limits["maxFrameBytes"] = min(limits["maxFrameBytes"], MAX_HEADER_FRAME_BYTES)
-        await self._authenticate(remote)
+        await self._authenticate(remote, env.body)
         return {**remote, **limits}
 
-    async def _authenticate(self, remote: dict[str, Any]) -> None:
-        """§5.1: prove we hold the secret and check the peer's proof, before anything else."""
+    async def _authenticate(self, remote: dict[str, Any], remote_body: bytes) -> None:
+        """§5.1: the initiator proves itself first; the responder answers only a checked proof."""
         offered = remote.get("auth")
         if self.options.secret is None or self._auth_nonce is None:
             if offered is not None:
@@ -692,6 +706,9 @@ class Peer:
         if not isinstance(offered, dict):
             raise HandshakeError("we require authentication and the peer offered none",
                                  "auth_required")
+        if offered.get("method") == RETIRED_AUTH_METHOD:
+            raise HandshakeError(f"the peer offered the retired method {RETIRED_AUTH_METHOD!r}: "
+                                 "upgrade it", "auth_failed")
         if offered.get("method") != AUTH_METHOD:
             raise HandshakeError(f"the peer offered auth method {offered.get('method')!r}",
                                  "auth_failed")
@@ -700,9 +717,16 @@ class Peer:
             raise HandshakeError("the peer's nonce is not 64 lowercase hex digits", "auth_failed")
         if hmac.compare_digest(peer_nonce, self._auth_nonce):
             raise HandshakeError("the peer's nonce is our own (a reflection)", "auth_failed")
+        role = self.options.role
+        peer_role = offered.get("role")
+        if peer_role not in AUTH_ROLES or peer_role == role:
+            raise HandshakeError(f"the peer's role is {peer_role!r} and ours {role!r}",
+                                 "auth_failed")
         secret = self.options.secret
-        self._writer.write(frame_bytes(bytes([AUTH]) + auth_proof(secret, self._auth_nonce,
-                                                                    peer_nonce)))
+        transcript = (auth_transcript(self._hello_body, remote_body) if role == "initiator"
+                      else auth_transcript(remote_body, self._hello_body))
+        if role == "initiator":
+            self._writer.write(frame_bytes(bytes([AUTH]) + auth_proof(secret, role, transcript)))
         try:
             payload = await read_frame(self._reader, MIN_MAX_FRAME_BYTES)
         except (ProtocolError, ConnectionClosedError) as err:
@@ -717,9 +741,11 @@ class Peer:
         if payload[0] != AUTH or len(payload) != 33:
             raise HandshakeError(f"the peer sent type 0x{payload[0]:02x} ({len(payload)} bytes) "
                                  "where its AUTH belonged", "auth_failed")
-        expected = auth_proof(secret, peer_nonce, self._auth_nonce)
+        expected = auth_proof(secret, peer_role, transcript)
         if not hmac.compare_digest(payload[1:], expected):
             raise HandshakeError("the peer's proof does not match our secret", "auth_failed")
+        if role == "responder":
+            self._writer.write(frame_bytes(bytes([AUTH]) + auth_proof(secret, role, transcript)))
 
     def _check_hello(self, remote: Any) -> tuple[str, str] | None:
         """The checks of §5, in the order §5 gives them."""

@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conduit_peer import (CALL, CANCEL, DATA, END, ERROR, FLAG_STREAM_PARAM,  # noqa: E402
                           GOODBYE, HELLO, PING, PONG, RESULT, CallTimeoutError,
                           ConnectionClosedError, Envelope, HandshakeError, Peer, PeerOptions,
-                          RemoteError, decode_envelope, frame_bytes, json_body, read_frame,
-                          socket_streams)
+                          RemoteError, auth_proof, auth_transcript, decode_envelope,
+                          frame_bytes, json_body, read_frame, socket_streams)
 from demo_server import DemoState, build_handlers, build_on_notify, greet  # noqa: E402
 
 
@@ -358,6 +358,46 @@ class HandshakeRulesTest(unittest.IsolatedAsyncioTestCase):
     async def test_unknown_fields_are_ignored(self) -> None:
         error, _ = await self.handshake(future={"x": 1}, features=["later"])
         self.assertIsNone(error)
+
+
+class AuthTest(unittest.IsolatedAsyncioTestCase):
+    """§5.1 from the vectors, and two Python peers authenticating in their roles."""
+
+    def test_vectors(self) -> None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata",
+                            "protocol", "vectors.json")
+        with open(path, encoding="utf-8") as file:
+            cases = json.load(file)["auth"]["cases"]
+        for case in cases:
+            secret = bytes.fromhex(case["secretHex"])
+            transcript = auth_transcript(case["helloI"].encode(), case["helloR"].encode())
+            self.assertEqual(transcript.hex(), case["transcript"])
+            self.assertEqual(auth_proof(secret, "initiator", transcript).hex(), case["proofI"])
+            self.assertEqual(auth_proof(secret, "responder", transcript).hex(), case["proofR"])
+
+    async def pair(self, secret_a: bytes, secret_b: bytes, role_b: str = "initiator"
+                   ) -> tuple[BaseException | None, BaseException | None]:
+        a, b = socket.socketpair()
+        responder = Peer(*await socket_streams(a), {"add": lambda p, ctx: p["a"] + p["b"]},
+                         options=PeerOptions(secret=secret_a, role="responder", handshake_timeout=2))
+        initiator = Peer(*await socket_streams(b), {},
+                         options=PeerOptions(secret=secret_b, role=role_b, handshake_timeout=2))
+        results = await asyncio.gather(responder.start(), initiator.start(), return_exceptions=True)
+        if not any(isinstance(result, BaseException) for result in results):
+            self.assertEqual(await initiator.call("add", {"a": 2, "b": 3}), 5)
+            await asyncio.gather(initiator.close(), responder.serve_until_goodbye())
+        else:
+            for peer in (initiator, responder):
+                await peer._abort(ConnectionClosedError("test over"))
+        return tuple(r if isinstance(r, BaseException) else None for r in results)  # type: ignore
+
+    async def test_same_secret_opens(self) -> None:
+        self.assertEqual(await self.pair(b"k" * 32, b"k" * 32), (None, None))
+
+    async def test_wrong_secret_and_same_role_fail(self) -> None:
+        for secret_b, role_b in ((b"other", "initiator"), (b"k" * 32, "responder")):
+            errors = await self.pair(b"k" * 32, secret_b, role_b)
+            self.assertTrue(all(isinstance(e, HandshakeError) for e in errors), errors)
 
 
 if __name__ == "__main__":

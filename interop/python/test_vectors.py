@@ -221,24 +221,28 @@ async def play_all(sequences: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 def check_auth(vector: dict[str, Any]) -> list[str]:
-    """§5.1: the nonces read from both HELLOs give both proofs and AUTH frames."""
+    """§5.1: both HELLOs give the transcript, and the transcript both proofs and AUTH frames."""
     problems = []
     secret = bytes.fromhex(vector["secretHex"])
-    nonce_a = conduit_peer.parse_nonce(json.loads(vector["helloA"])["auth"]["nonce"])
-    nonce_b = conduit_peer.parse_nonce(json.loads(vector["helloB"])["auth"]["nonce"])
-    if nonce_a is None or nonce_a.hex() != vector["nonceA"]:
-        problems.append("helloA's nonce does not read as nonceA")
-    if nonce_b is None or nonce_b.hex() != vector["nonceB"]:
-        problems.append("helloB's nonce does not read as nonceB")
+    for side, role in (("I", "initiator"), ("R", "responder")):
+        auth = json.loads(vector[f"hello{side}"])["auth"]
+        nonce = conduit_peer.parse_nonce(auth["nonce"])
+        if nonce is None or nonce.hex() != vector[f"nonce{side}"]:
+            problems.append(f"hello{side}'s nonce does not read as nonce{side}")
+        if auth.get("role") != role:
+            problems.append(f"hello{side}'s role is {auth.get('role')!r}")
+    transcript = conduit_peer.auth_transcript(vector["helloI"].encode(), vector["helloR"].encode())
+    if transcript.hex() != vector["transcript"]:
+        problems.append(f"the transcript is {transcript.hex()}")
     if problems:
         return problems
-    for side, proof, frame in (("A", conduit_peer.auth_proof(secret, nonce_a, nonce_b), "authFrameA"),
-                               ("B", conduit_peer.auth_proof(secret, nonce_b, nonce_a), "authFrameB")):
+    for side, role in (("I", "initiator"), ("R", "responder")):
+        proof = conduit_peer.auth_proof(secret, role, transcript)
         if proof.hex() != vector[f"proof{side}"]:
             problems.append(f"proof{side} is {proof.hex()}")
         wire = conduit_peer.frame_bytes(bytes([conduit_peer.AUTH]) + proof).hex()
-        if wire != vector[frame]:
-            problems.append(f"{frame} is {wire}")
+        if wire != vector[f"authFrame{side}"]:
+            problems.append(f"authFrame{side} is {wire}")
     return problems
 
 

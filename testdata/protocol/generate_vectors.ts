@@ -4,7 +4,7 @@
 import { encodeEnvelope, type Envelope } from "../../protocol/envelope.ts";
 import { encodeFrame } from "../../framing/frame_decoder.ts";
 import { implementation, peerHello, sequences, service } from "./_sequences.ts";
-import { AUTH_KIND, authProof } from "../../protocol/auth.ts";
+import { AUTH_KIND, authProof, authTranscript } from "../../protocol/auth.ts";
 import { helloBody } from "../../protocol/handshake.ts";
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
@@ -164,31 +164,36 @@ const frameHeader = (payloadHex: string) =>
   (payloadHex.length / 2).toString(16).padStart(8, "0") + payloadHex;
 
 /** §5.1: fixed secrets and nonces (real peers draw nonces at random), and what they give. */
-async function authVector(name: string, secret: Uint8Array, nonceA: Uint8Array, nonceB: Uint8Array) {
+function authVector(name: string, secret: Uint8Array, nonceI: Uint8Array, nonceR: Uint8Array) {
   const limits = { codec: "json", maxFrameBytes: 67108864, maxInFlight: 1024, streamWindowBytes: 262144 };
-  const proofA = await authProof(secret, nonceA, nonceB);
-  const proofB = await authProof(secret, nonceB, nonceA);
-  const label = new TextEncoder().encode("conduit-auth-v1");
+  const helloI = helloBody({ ...limits, auth: { nonce: nonceI, role: "initiator" } });
+  const helloR = helloBody({ ...limits, auth: { nonce: nonceR, role: "responder" } });
+  const transcript = authTranscript(helloI, helloR);
+  const proofI = authProof(secret, "initiator", transcript);
+  const proofR = authProof(secret, "responder", transcript);
+  const label = (role: string) => new TextEncoder().encode(`conduit-auth-v2\0${role}\0`);
   return {
     name,
     secretHex: hex(secret),
-    nonceA: hex(nonceA),
-    nonceB: hex(nonceB),
-    helloA: new TextDecoder().decode(helloBody({ ...limits, authNonce: nonceA })),
-    helloB: new TextDecoder().decode(helloBody({ ...limits, authNonce: nonceB })),
-    messageA: hex(new Uint8Array([...label, ...nonceA, ...nonceB])),
-    proofA: hex(proofA),
-    proofB: hex(proofB),
-    authFrameA: hex(encodeFrame(new Uint8Array([AUTH_KIND, ...proofA]))),
-    authFrameB: hex(encodeFrame(new Uint8Array([AUTH_KIND, ...proofB]))),
+    nonceI: hex(nonceI),
+    nonceR: hex(nonceR),
+    helloI: new TextDecoder().decode(helloI),
+    helloR: new TextDecoder().decode(helloR),
+    transcript: hex(transcript),
+    messageI: hex(new Uint8Array([...label("initiator"), ...transcript])),
+    messageR: hex(new Uint8Array([...label("responder"), ...transcript])),
+    proofI: hex(proofI),
+    proofR: hex(proofR),
+    authFrameI: hex(encodeFrame(new Uint8Array([AUTH_KIND, ...proofI]))),
+    authFrameR: hex(encodeFrame(new Uint8Array([AUTH_KIND, ...proofR]))),
   };
 }
 
 const seq = (start: number) => Uint8Array.from({ length: 32 }, (_, i) => (start + i) & 0xff);
 const auth = [
-  await authVector("ascii-secret", new TextEncoder().encode("correct horse battery staple"), seq(0), seq(0x80)),
-  await authVector("binary-secret", seq(0x40), new Uint8Array(32).fill(0xff), new Uint8Array(32)),
-  await authVector("long-secret", new Uint8Array(100).fill(0x61), seq(7), seq(9)),
+  authVector("ascii-secret", new TextEncoder().encode("correct horse battery staple"), seq(0), seq(0x80)),
+  authVector("binary-secret", seq(0x40), new Uint8Array(32).fill(0xff), new Uint8Array(32)),
+  authVector("long-secret", new Uint8Array(100).fill(0x61), seq(7), seq(9)),
 ];
 
 const out = {
@@ -213,9 +218,12 @@ const out = {
   }),
   auth: {
     description:
-      "§5.1 shared-secret authentication: peer A's HELLO carries nonceA, B's nonceB. " +
-      "proofA = HMAC-SHA-256(secret, messageA) with messageA = \"conduit-auth-v1\" || nonceA || nonceB; " +
-      "proofB swaps the nonces. authFrameA/B are the whole AUTH frames each sends.",
+      "§5.1 shared-secret authentication (method hmac-sha256-v2): the initiator (I, the side that " +
+      "connected) and the responder (R, the side that accepted) each send a HELLO with its nonce and role. " +
+      "transcript = len16(helloI) || helloI || len16(helloR) || helloR (each HELLO body as sent, its length " +
+      "as two big-endian bytes). proofI = HMAC-SHA-256(secret, messageI) with messageI = " +
+      "\"conduit-auth-v2\" 0x00 \"initiator\" 0x00 || transcript; proofR likewise with \"responder\". " +
+      "The initiator sends authFrameI; the responder checks it and only then sends authFrameR.",
     cases: auth,
   },
   invalid: invalid.map(([name, error, payloadHex]) => ({ name, error, hex: frameHeader(payloadHex) })),
