@@ -256,3 +256,89 @@ export class CodecError extends ConduitError {
     this.operation = operation;
   }
 }
+
+/** The fields of an error as they cross the wire (docs/protocol.md §8). */
+export interface RemoteErrorFields {
+  /** The remote error's class name, e.g. `"TypeError"`. */
+  name: string;
+  /** Its message. */
+  message: string;
+  /**
+   * A machine-readable code, when the remote error had one: a string on conduit channels, a
+   * JSON-RPC error code (a number) on JSON-RPC channels.
+   */
+  code?: string | number;
+  /** Application data attached to the remote error (any JSON value). */
+  data?: unknown;
+  /** The remote stack trace, only sent by a peer that trusts this one. */
+  stack?: string;
+}
+
+/**
+ * An error thrown by the peer's handler, revived on this side. `name`, `message`, `code` and
+ * `data` are the remote error's; `remoteStack` is its stack when the peer trusts us; `cause`
+ * is the remote cause chain, revived the same way.
+ *
+ * @example
+ * ```ts
+ * import { RemoteError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new RemoteError({ name: "TypeError", message: "bad", code: "E_BAD", data: { n: 1 } });
+ * assert.equal(err.name, "TypeError");
+ * assert.equal(err.code, "E_BAD");
+ * assert.deepEqual(err.data, { n: 1 });
+ * ```
+ */
+export class RemoteError extends ConduitError {
+  /** The remote error's code, if any: a number for a JSON-RPC error (`-32601`…). */
+  readonly code: string | number | undefined;
+  /** The remote error's attached data, if any. */
+  readonly data: unknown;
+  /** The remote stack trace, present only when the peer trusts this side. */
+  readonly remoteStack: string | undefined;
+
+  /**
+   * Creates the error from the fields that crossed the wire.
+   *
+   * @param fields The error's fields as received.
+   * @param options Standard error options: `cause` is the revived remote cause.
+   */
+  constructor(fields: RemoteErrorFields, options?: ErrorOptions) {
+    super(fields.message, options);
+    this.name = fields.name;
+    this.code = fields.code;
+    this.data = fields.data;
+    this.remoteStack = fields.stack;
+  }
+}
+
+/**
+ * The peer serves no method of that name (error code `method_not_found`).
+ *
+ * @example
+ * ```ts
+ * import { MethodNotFoundError, RemoteError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const err = new MethodNotFoundError("nope");
+ * assert.ok(err instanceof RemoteError);
+ * assert.equal(err.method, "nope");
+ * assert.equal(err.code, "method_not_found");
+ * ```
+ */
+export class MethodNotFoundError extends RemoteError {
+  /** The method that was not found. */
+  readonly method: string;
+
+  /**
+   * Creates the error for a method the peer does not serve.
+   *
+   * @param method The method name that was called.
+   * @param message The message, defaulting to one that names the method.
+   */
+  constructor(method: string, message = `No method named "${method}"`) {
+    super({ name: "MethodNotFoundError", message, code: "method_not_found" });
+    this.method = method;
+  }
+}

@@ -55,7 +55,7 @@ export type {
   RemoteStream,
 } from "./channel/types.ts";
 export type { CallContext } from "./channel/call_context.ts";
-export { transfer } from "./channel/transfer.ts";
+export { transfer } from "./transfer.ts";
 
 // Servers: accept connections on a listener, one channel each.
 export { serve } from "./channel/serve.ts";

@@ -4,7 +4,7 @@
 import type { Deadlines } from "./_deadlines.ts";
 import { IdTable } from "./_id_table.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
-import type { PeerLimits, Wire } from "./_wire.ts";
+import type { PeerLimits, Wire } from "../wires/types.ts";
 
 /** A registry of calls of one direction. */
 export abstract class CallTable<T extends { readonly id: number }> {

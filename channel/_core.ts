@@ -2,15 +2,14 @@
 // deadlines and the heartbeat to a wire protocol, runs the read loop, and closes. Incoming
 // frames are parsed and dispatched synchronously, a whole transport chunk per loop; outgoing
 // frames are queued by the wire's outbox, which coalesces the frames of one turn into one
-// transport write. The engine knows the wire only through the seam in _wire.ts.
+// transport write. The engine is given its wire and knows it only through wires/types.ts.
 
 import type { Codec } from "../codecs/types.ts";
 import { FrameTooLargeError, FramingError } from "../errors.ts";
 import type { PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
-import type { MethodCodecs } from "./_codecs.ts";
-import { conduitWire } from "./_conduit_wire.ts";
+import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { Deadlines } from "./_deadlines.ts";
 import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
 import { IdleTimer } from "./_idle.ts";
@@ -18,8 +17,8 @@ import { IncomingCalls } from "./_incoming.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
 import { isAsyncIterable, type OutgoingCall } from "./_outgoing_call.ts";
-import type { LifecycleEvents, Wire, WireAuth, WireFactory } from "./_wire.ts";
-import type { ErrorClass } from "./error_codec.ts";
+import type { LifecycleEvents, Wire, WireAuth, WireFactory } from "../wires/types.ts";
+import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
 
@@ -45,8 +44,6 @@ export interface CoreConfig {
   trustPeer: boolean;
   errorClasses: Map<string, ErrorClass>;
   onNotificationError: (error: unknown, method: string) => void;
-  /** The wire protocol; conduit's own unless given. */
-  wire?: WireFactory;
 }
 
 type Timer = ReturnType<typeof setTimeout>;
@@ -102,6 +99,7 @@ export class ChannelCore implements LifecycleEvents {
     transport: Transport,
     config: CoreConfig,
     defaultCodecs: MethodCodecs,
+    makeWire: WireFactory,
   ) {
     this.#transport = transport;
     this.#config = config;
@@ -109,7 +107,7 @@ export class ChannelCore implements LifecycleEvents {
     // Both are reported through the public API; keep them from surfacing as unhandled.
     this.#opened.promise.catch(() => {});
     this.#closed.promise.catch(() => {});
-    const wire = (config.wire ?? conduitWire)(transport, {
+    const wire = makeWire(transport, {
       codec: config.codec.name,
       maxFrameBytes: config.maxFrameBytes,
       maxInFlight: config.maxInFlight,

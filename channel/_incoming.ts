@@ -3,13 +3,13 @@
 // credit for result streams, cancels). Each call owns its state (_incoming_call.ts).
 
 import { ProtocolError } from "../protocol/protocol_error.ts";
-import type { MethodCodecs } from "./_codecs.ts";
+import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { Deadlines } from "./_deadlines.ts";
 import { CallTable } from "./_call_table.ts";
 import { IncomingCall, NotificationContext, type ServedCalls } from "./_incoming_call.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
 import type { StreamInbox } from "./_stream.ts";
-import type { IncomingEvents, Wire } from "./_wire.ts";
+import type { IncomingEvents, Wire } from "../wires/types.ts";
 import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;

@@ -2,10 +2,10 @@
 // call's param stream (consumed) and result stream (produced). Its state changes only here;
 // it writes its own frames through the outbox, and tells its registry when it is over.
 
-import type { MethodCodecs } from "./_codecs.ts";
+import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { isAsyncIterable } from "./_outgoing_call.ts";
 import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_stream.ts";
-import type { EngineError, Outbox } from "./_wire.ts";
+import type { EngineError, Outbox } from "../wires/types.ts";
 
 /** What an incoming call asks of the registry that holds it. */
 export interface ServedCalls {
@@ -110,6 +110,16 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   complete(value: unknown): void {
     if (this.#done) return;
     if (isAsyncIterable(value)) {
+      if (this.#outbox.streams === undefined) {
+        this.#outbox.failCall(this.id, {
+          name: "TypeError",
+          message:
+            `The handler of "${this.method}" returned a stream, and this wire has no streams`,
+          code: "internal",
+        });
+        this.#calls.finished(this);
+        return;
+      }
       const pump = this.#pump = new StreamPump(this, value, this.#calls.peerWindow);
       pump.run();
       return;
@@ -153,24 +163,24 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   // ---- InboxOwner: the param stream ----
 
   grantCredit(bytes: number): void {
-    if (!this.#done) this.#outbox.paramCredit(this.id, bytes);
+    if (!this.#done) this.#outbox.streams!.paramCredit(this.id, bytes);
   }
 
   abandonStream(): void {
     this.#paramCancelled = true;
-    if (!this.#done) this.#outbox.paramCancel(this.id);
+    if (!this.#done) this.#outbox.streams!.paramCancel(this.id);
   }
 
   // ---- PumpOwner: the result stream ----
 
   sendItem(value: unknown): number {
     if (this.#done) return 0;
-    return this.#outbox.resultItem(this.id, this.codecs.result, value);
+    return this.#outbox.streams!.resultItem(this.id, this.codecs.result, value);
   }
 
   sendEnd(): void {
     if (this.#done) return;
-    this.#outbox.resultEnd(this.id);
+    this.#outbox.streams!.resultEnd(this.id);
     this.#calls.finished(this);
   }
 

@@ -3,12 +3,12 @@
 // them. Each call owns its state (_outgoing_call.ts); this registry asks it to change.
 
 import { ProtocolError } from "../protocol/protocol_error.ts";
-import type { MethodCodecs } from "./_codecs.ts";
+import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { Deadlines } from "./_deadlines.ts";
 import { CallTable } from "./_call_table.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
 import { type CallRegistry, OutgoingCall, QUEUED, SENT } from "./_outgoing_call.ts";
-import type { OutgoingEvents, PeerLimits, Wire } from "./_wire.ts";
+import type { OutgoingEvents, PeerLimits, Wire } from "../wires/types.ts";
 import { DeadlineExceededError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
 

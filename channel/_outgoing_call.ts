@@ -6,9 +6,9 @@
 import { positiveOption } from "../_options.ts";
 import { ConduitError } from "../errors.ts";
 import { CallResult, reasonText } from "./_call_result.ts";
-import type { MethodCodecs } from "./_codecs.ts";
+import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { type PumpOwner, StreamPump } from "./_stream.ts";
-import type { Outbox } from "./_wire.ts";
+import type { Outbox } from "../wires/types.ts";
 import type { CallOptions } from "./types.ts";
 
 /** Waiting for a slot under the peer's maxInFlight. */
@@ -108,6 +108,14 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     waits: boolean,
   ): boolean {
     if (isAsyncIterable(param)) {
+      if (this.#outbox.streams === undefined) {
+        this.reject(
+          new TypeError(
+            `This wire has no streams: a call cannot take a stream as its param (method "${this.method}")`,
+          ),
+        );
+        return false;
+      }
       this.#streamParam = true;
     } else {
       try {
@@ -277,7 +285,7 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
   // ---- InboxOwner: the result stream ----
 
   grantCredit(bytes: number): void {
-    if (this.#state === SENT) this.#outbox.resultCredit(this.#id, bytes);
+    if (this.#state === SENT) this.#outbox.streams!.resultCredit(this.#id, bytes);
   }
 
   abandonStream(): void {
@@ -291,15 +299,15 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
 
   sendItem(value: unknown): number {
     if (this.#state !== SENT) return 0;
-    return this.#outbox.paramItem(this.#id, this.codecs.param, value);
+    return this.#outbox.streams!.paramItem(this.#id, this.codecs.param, value);
   }
 
   sendEnd(): void {
-    if (this.#state === SENT) this.#outbox.paramEnd(this.#id);
+    if (this.#state === SENT) this.#outbox.streams!.paramEnd(this.#id);
   }
 
   sendFailure(error: unknown): void {
-    if (this.#state === SENT) this.#outbox.paramError(this.#id, error);
+    if (this.#state === SENT) this.#outbox.streams!.paramError(this.#id, error);
   }
 
   writable(): Promise<void> | undefined {

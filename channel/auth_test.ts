@@ -7,11 +7,10 @@ import { parseGoodbye } from "../protocol/handshake.ts";
 import { memory, tcp, tls, type TransportKind, unix } from "../transports/_test_pairs.ts";
 import { connectTls, listenTls } from "../transports/tcp.ts";
 import type { Transport } from "../transports/types.ts";
-import { LSP_DIALECT } from "../jsonrpc/dialect.ts";
-import { jsonRpcWire } from "./_jsonrpc_wire.ts";
+import { LSP_DIALECT } from "../wires/jsonrpc/dialect.ts";
+import { jsonRpcWire } from "../wires/jsonrpc/wire.ts";
 import { helloBody } from "./_test_raw_peer.ts";
-import { WIRE_OPTION } from "./_wire.ts";
-import { openChannel } from "./channel.ts";
+import { Channel, openChannel, untilOpen } from "./channel.ts";
 import { AuthenticationError } from "./errors.ts";
 import { serve } from "./serve.ts";
 
@@ -318,8 +317,7 @@ Deno.test("auth: a wire without a handshake (JSON-RPC) refuses a secret instead 
     onProtocolError: () => {},
   });
   await assert.rejects(
-    async () =>
-      await openChannel(a, { codec, auth: { secret: SECRET }, [WIRE_OPTION]: wire } as never),
+    async () => await untilOpen(new Channel(a, { codec, auth: { secret: SECRET } }, wire)),
     TypeError,
   );
   await b.close();

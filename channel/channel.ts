@@ -39,11 +39,12 @@ import type { Codec } from "../codecs/types.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
 import { DEFAULT_WRITE_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
-import { codecSlot, type MethodCodecs } from "./_codecs.ts";
+import { codecSlot, type MethodCodecs } from "../wires/codec_slots.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
 import { remoteProxy } from "./_remote.ts";
-import type { ErrorClass } from "./error_codec.ts";
-import { WIRE_OPTION, type WireAuth, type WireSelection } from "./_wire.ts";
+import type { ErrorClass } from "../wires/error_codec.ts";
+import { conduitWire } from "../wires/conduit/wire.ts";
+import type { WireAuth, WireFactory } from "../wires/types.ts";
 import type { CheckedHandlers, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
@@ -322,9 +323,10 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    *
    * @param transport The connection to the peer; the channel owns and closes it.
    * @param options The codec, handlers and limits.
+   * @param wire The wire protocol: conduit's own unless another facade (`openJsonRpc`) says.
    * @throws {RangeError} When a limit is out of range; the message names it and its value.
    */
-  constructor(transport: Transport, options: ChannelOptions) {
+  constructor(transport: Transport, options: ChannelOptions, wire: WireFactory = conduitWire) {
     const codec = options.codec;
     const slot = codecSlot(codec);
     const defaults: MethodCodecs = { param: slot, result: slot };
@@ -383,9 +385,9 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
         errorClasses,
         onNotificationError: options.onNotificationError ?? reportNotificationError,
-        wire: (options as WireSelection)[WIRE_OPTION],
       },
       defaults,
+      wire,
     );
     const core = this.#core;
     this.remote = remoteProxy((method, param, options) => core.call(method, param, options));

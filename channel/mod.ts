@@ -49,6 +49,6 @@ export type {
 export * from "./types.ts";
 export * from "./call_context.ts";
 export * from "./errors.ts";
-export * from "./error_codec.ts";
+export * from "../wires/error_codec.ts";
 export * from "./serve.ts";
-export * from "./transfer.ts";
+export * from "../transfer.ts";

@@ -61,7 +61,7 @@
  */
 
 import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
-import { RemoteError } from "../channel/errors.ts";
+import { RemoteError } from "../errors.ts";
 import { CodecError } from "../errors.ts";
 import { msgpackCodec } from "./msgpack.ts";
 import {

@@ -6,7 +6,6 @@ import { MAX_HEADER_LENGTH } from "./_header.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 import { integerOption } from "../_options.ts";
 import type { FrameSink } from "./_frame_sink.ts";
-import type { ContentLengthDecoderOptions } from "./content_length_decoder_stream.ts";
 
 /** The default `maxHeaderBytes`: 8 KiB for a whole header section. */
 export const MAX_HEADER_BYTES_DEFAULT: number = 8 * 1024;
@@ -24,7 +23,8 @@ export class ContentLengthDecoder {
   #partial: Uint8Array | undefined;
   #partialFill = 0;
 
-  constructor(options: ContentLengthDecoderOptions = {}) {
+  // The public ContentLengthDecoderOptions, structurally: its stream imports this file.
+  constructor(options: { maxFrameBytes?: number; maxHeaderBytes?: number } = {}) {
     const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     const maxHeaderBytes = options.maxHeaderBytes ?? MAX_HEADER_BYTES_DEFAULT;
     this.#maxFrameBytes = integerOption("maxFrameBytes", maxFrameBytes, 0, MAX_HEADER_LENGTH);

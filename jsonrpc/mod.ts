@@ -47,16 +47,15 @@
  */
 
 import { jsonCodec } from "../codecs/json.ts";
-import { LSP_DIALECT, MCP_DIALECT } from "./dialect.ts";
-import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
-import { jsonRpcWire } from "../channel/_jsonrpc_wire.ts";
-import { WIRE_OPTION } from "../channel/_wire.ts";
-import { type Channel, type ChannelOptions, openChannel } from "../channel/channel.ts";
+import { LSP_DIALECT, MCP_DIALECT } from "../wires/jsonrpc/dialect.ts";
+import type { JsonRpcDialect, JsonRpcId } from "../wires/jsonrpc/dialect.ts";
+import { jsonRpcWire } from "../wires/jsonrpc/wire.ts";
+import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 
-export type { JsonRpcCancel, JsonRpcProgress } from "./dialect.ts";
+export type { JsonRpcCancel, JsonRpcProgress } from "../wires/jsonrpc/dialect.ts";
 export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
 // The channel types the API shows (the same as @conduit/ipc/channel's).
 export type {
@@ -170,7 +169,7 @@ const dialects = new WeakMap<object, JsonRpcDialect>();
  * assert.equal((stopped as Error).name, "CallCancelledError");
  * ```
  */
-export function openJsonRpc<
+export async function openJsonRpc<
   Remote extends object = Record<string, never>,
   Local extends CheckedHandlers<Local> = object,
 >(transport: Transport, options: JsonRpcOptions<Local>): Promise<Channel<Remote>> {
@@ -184,22 +183,15 @@ export function openJsonRpc<
     dialect,
     onProtocolError: options.onProtocolError ?? warnProtocolError,
   });
-  const channelOptions: ChannelOptions<Local> & { [WIRE_OPTION]: typeof wire } = {
-    codec: jsonCodec(),
-    handlers: options.handlers,
-    maxInFlight: options.maxInFlight,
-    maxFrameBytes: options.maxFrameBytes,
-    defaultTimeout: options.defaultTimeout,
-    drainTimeout: options.drainTimeout,
-    writeHighWaterMark: options.writeHighWaterMark,
-    trustPeer: options.trustPeer,
-    onNotificationError: options.onNotificationError,
-    [WIRE_OPTION]: wire,
-  };
-  return openChannel<Remote, Local>(transport, channelOptions).then((channel) => {
-    dialects.set(channel, dialect);
-    return channel;
-  });
+  // The channel's own options pass through as they are; the wire's are taken out.
+  const { framing: _, dialect: __, onProtocolError: ___, ...channelOptions } = options;
+  const channel = new Channel<Remote>(
+    transport,
+    { ...channelOptions, codec: jsonCodec() } satisfies ChannelOptions<Local>,
+    wire,
+  );
+  dialects.set(channel, dialect);
+  return await untilOpen(channel);
 }
 
 /**

@@ -10,7 +10,7 @@
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
-import { fillOrSwap, outgoing } from "./_transfer_marks.ts";
+import { fillOrSwap, outgoing } from "../_transfer_marks.ts";
 import { Spinner } from "./_spin.ts";
 
 /** What the channel needs of a Worker, a worker's `self` or a MessagePort. */

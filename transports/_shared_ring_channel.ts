@@ -13,7 +13,7 @@
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
-import { fillOrSwap, outgoing } from "./_transfer_marks.ts";
+import { fillOrSwap, outgoing } from "../_transfer_marks.ts";
 import { Spinner } from "./_spin.ts";
 
 /** Int32 slots of a ring's header; the data follows at HEADER_BYTES. */

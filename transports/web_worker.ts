@@ -45,7 +45,7 @@ import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
 
 // One hand-over for every transport and the channel: bytes given up count for all of them.
-export { transfer } from "../channel/transfer.ts";
+export { transfer } from "../transfer.ts";
 
 export type { Transport };
 

@@ -8,7 +8,7 @@ import { withWorkerDefaults } from "./_worker_channel.ts";
 import { workerOptionsEnabled } from "./_worker_options_flag.ts";
 import { WorkerThread } from "./_worker_thread.ts";
 import { ThreadPermissionsError } from "./errors.ts";
-import type { SpawnWorkerOptions, WorkerCommand } from "./spawn_worker.ts";
+import type { SpawnWorkerOptions, WorkerCommand } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { threadPermissions } from "./worker_permissions.ts";
 

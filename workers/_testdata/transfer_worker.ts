@@ -1,6 +1,6 @@
 // A worker for serve_bundle_test.ts: its echo hands each param back with the transfer() a
 // worker module imports, while its channel runs from the pre-built worker runtime.
-import { transfer } from "../../channel/transfer.ts";
+import { transfer } from "../../transfer.ts";
 import { rawCodec } from "../../codecs/raw.ts";
 import { serveWorker } from "../serve_worker.ts";
 

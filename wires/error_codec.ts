@@ -18,7 +18,7 @@
  * @module
  */
 
-import { MethodNotFoundError, RemoteError } from "./errors.ts";
+import { MethodNotFoundError, RemoteError } from "../errors.ts";
 
 /** The deepest `cause` chain sent; deeper causes are dropped. */
 export const MAX_ERROR_CAUSE_DEPTH = 8;

@@ -5,20 +5,14 @@
 // request in flight is reported and dropped. Only a framing failure (a message over the
 // limit, a broken header) ends the connection, since the next message cannot be found.
 
-import { ContentLengthDecoder } from "../framing/_content_length_decoder.ts";
-import { LineSplitter } from "../framing/_line_splitter.ts";
-import { QueueSplitter } from "../framing/_queue_splitter.ts";
-import { FrameWriter } from "../framing/frame_writer.ts";
-import { ProtocolError } from "../protocol/protocol_error.ts";
-import type { Transport } from "../transports/types.ts";
-import type { JsonRpcDialect, JsonRpcId } from "../jsonrpc/dialect.ts";
-import {
-  type Batch,
-  INVALID_PARAMS,
-  INVALID_REQUEST,
-  JsonRpcOutbox,
-  PARSE_ERROR,
-} from "./_jsonrpc_outbox.ts";
+import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
+import { LineSplitter } from "../../framing/_line_splitter.ts";
+import { QueueSplitter } from "../../framing/_queue_splitter.ts";
+import { FrameWriter } from "../../framing/frame_writer.ts";
+import { ProtocolError } from "../../protocol/protocol_error.ts";
+import type { Transport } from "../../transports/types.ts";
+import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
+import { type Batch, INVALID_REQUEST, JsonRpcOutbox, PARSE_ERROR } from "./outbox.ts";
 import type {
   ChunkReader,
   EventNames,
@@ -29,9 +23,9 @@ import type {
   WireEvents,
   WireFactory,
   WireOptions,
-} from "./_wire.ts";
-import { writeTarget } from "./_wire.ts";
-import { RemoteError } from "./errors.ts";
+} from "../types.ts";
+import { writeTarget } from "../types.ts";
+import { RemoteError } from "../../errors.ts";
 
 /** How JSON-RPC names each event in the engine's error messages. */
 const NAMES: EventNames = {
@@ -114,11 +108,6 @@ export class JsonRpcWire implements Wire {
         this.#closing = true;
         this.#lifecycle.goodbye(undefined, undefined);
       },
-      onUnsendable: (id, message) =>
-        queueMicrotask(() => {
-          if (!this.outbox.takeAwaited(id)) return;
-          this.#outgoing.callError(id, { code: INVALID_PARAMS, message });
-        }),
     });
   }
 

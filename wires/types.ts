@@ -1,66 +1,29 @@
 /**
- * The protocol seam: everything the engine knows about the wire. The engine (calls this side
- * starts, calls the peer starts, streams with credit, cancellation, deadlines, errors and the
- * lifecycle) talks to a {@linkcode Wire}; a wire protocol is one implementation of it. conduit's
- * own protocol (docs/protocol.md) is `_conduit_wire.ts` with its outbox `_conduit_outbox.ts`;
- * JSON-RPC 2.0 (LSP, MCP) is meant to be the second, beside it, reusing every engine file.
+ * The protocol seam: everything the engine (`channel/`) knows about a wire protocol. A wire is
+ * one folder under `wires/` (conduit's own in `wires/conduit/`, JSON-RPC 2.0 in
+ * `wires/jsonrpc/`) and is given to the engine explicitly (`new Channel(transport, options,
+ * wire)`); the engine never imports a particular wire. The long form, and what a third
+ * protocol needs, is docs/wires.md.
  *
- * ## The contract
- *
- * **Calls and ids.** The engine names a call by a positive integer *handle*. Handles of calls
- * this side starts are issued by the engine in increasing order (1, 2, 3…) and the wire may
- * send them as they are (conduit and JSON-RPC both accept numbers). Handles of calls the peer
- * starts are given by the wire, in increasing order: conduit's ids already are; a JSON-RPC
- * wire maps each request's id (number or string) to the next handle and back, and forgets the
- * pair once the call's terminal write (`result`, `resultEnd`, `resultError`, `failCall`) is
- * made. A frame about a handle above every handle seen is "never started", one at or below
- * it "already finished"; the engine checks this and raises `ProtocolError` naming the event
- * with the wire's {@linkcode EventNames}.
- *
- * **Reading.** The wire splits the transport's bytes into frames ({@linkcode Wire.decoder}:
- * length-prefixed for conduit; Content-Length or NDJSON for JSON-RPC) and turns each frame
- * into calls on the engine's three sinks: {@linkcode OutgoingEvents} (about calls this side
- * started), {@linkcode IncomingEvents} (calls the peer starts, notifications) and
- * {@linkcode LifecycleEvents} (handshake, the peer's goodbye). A frame is checked whole before
- * any sink sees it; a malformed frame throws `ProtocolError`, which closes the connection
- * (JSON-RPC, which answers a parse error and goes on, answers it inside `read` and returns).
- * Bodies stay opaque to the engine: it decodes them with the wire's {@linkcode Wire.decode}
- * and {@linkcode Wire.decodeError}, giving the codec and method it knows of the call.
- *
- * **Writing.** The engine writes through the {@linkcode Outbox}: one method per thing the
- * engine says (a call, a notification, a result, an error, a cancel, a stream item, credit,
- * a stream's end), taking values, never bytes. The outbox owns the encoding, the framing, the
- * peer's limits (a write over them throws `FrameTooLargeError` before anything is queued),
- * who owns a body's memory, and backpressure ({@linkcode Outbox.writable},
- * {@linkcode Outbox.desiredSize}). The call and stream objects hold the outbox and write
- * through it directly: a stream item goes from its pump to the outbox without passing the
- * engine's core.
- *
- * **Lifecycle.** {@linkcode Wire.start} begins: conduit sends HELLO and reports
- * {@linkcode LifecycleEvents.established} when the peer's HELLO checks out (or `refused`); a wire
- * without a handshake (JSON-RPC) reports `established` at once with its own limits.
- * {@linkcode Outbox.goodbye} announces a close (conduit's GOODBYE; JSON-RPC sends nothing),
- * and `LifecycleEvents.goodbye` reports the peer's.
- *
- * **Cancellation.** `Outbox.cancel` tells the peer to stop a call (conduit's CANCEL; for
- * JSON-RPC the configured notification, `$/cancelRequest` or `notifications/cancelled`).
- * {@linkcode Wire.answersCancelled} says whether the peer still answers a cancelled call: if
- * so (conduit, LSP) the engine keeps its handle until that answer arrives; if not (MCP) the
- * engine forgets the call at once. An incoming cancel is `IncomingEvents.cancel`, with the
- * reason and whether it was the caller's deadline.
- *
- * **Streams and progress.** Stream items, their credit and end are events and writes of
- * their own; a wire that has no streams (JSON-RPC) never reports them and rejects writing
- * them with a typed error. Progress tied to a call (JSON-RPC's `$/progress` and
- * `notifications/progress`) is one more event, {@linkcode OutgoingEvents.progress}, handed to
- * the call's `onProgress` callback: `Outbox.callParam` is told when the caller wants progress,
- * so the wire can put its progress token in the param (conduit has none and ignores it).
- *
- * **Errors.** The engine writes an error as a value (`resultError`, `paramError`) or as the
- * fields of one it made itself (`failCall`: `method_not_found`,
- * `invalid_param`, `cancelled`, `deadline_exceeded`); the wire maps them to its form
- * (conduit's error body, docs/protocol.md §8; JSON-RPC's `{ code, message, data }` with
- * -32601 for `method_not_found` and -32602 for `invalid_param`).
+ * - **Calls and ids.** The engine names a call by a positive integer handle: its own calls'
+ *   in increasing order, the peer's as the wire maps them (a JSON-RPC id to the next handle,
+ *   forgotten at the call's terminal write). A frame about a handle never started or already
+ *   finished is a `ProtocolError` named with the wire's {@linkcode EventNames}.
+ * - **Reading.** The wire splits bytes into frames ({@linkcode Wire.decoder}) and turns each,
+ *   checked whole, into calls on three sinks: {@linkcode OutgoingEvents},
+ *   {@linkcode IncomingEvents}, {@linkcode LifecycleEvents}. Bodies stay opaque until the
+ *   engine decodes them with {@linkcode Wire.decode} and {@linkcode Wire.decodeError}.
+ * - **Writing.** The engine writes values through the {@linkcode Outbox}, never bytes; the
+ *   outbox owns encoding, framing, the peer's limits (`FrameTooLargeError` before queueing),
+ *   body ownership and backpressure. Streams are its {@linkcode StreamOutbox} half, absent
+ *   for a wire without streams, where the engine refuses a stream param or result.
+ * - **Lifecycle.** {@linkcode Wire.start} begins; the wire reports `established` (at once
+ *   when it has no handshake) or `refused`; `Outbox.goodbye` announces a close.
+ * - **Cancellation.** `Outbox.cancel` tells the peer to stop; {@linkcode Wire.answersCancelled}
+ *   says whether the peer still answers a cancelled call (then the engine keeps its handle).
+ * - **Errors.** Written as values (`resultError`) or engine-made fields (`failCall`:
+ *   `method_not_found`, `invalid_param`, `cancelled`, `deadline_exceeded`); the wire maps
+ *   them to its own form.
  *
  * @module
  */
@@ -69,7 +32,7 @@ import type { AuthRole } from "../protocol/auth.ts";
 import type { PeerInfo } from "../protocol/handshake.ts";
 import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
-import type { CodecSlot, MethodCodecs } from "./_codecs.ts";
+import type { CodecSlot, MethodCodecs } from "./codec_slots.ts";
 import type { ErrorClass } from "./error_codec.ts";
 
 export type { CodecSlot, MethodCodecs, PeerInfo };
@@ -239,17 +202,6 @@ export interface WireOptions {
 /** Makes the wire of one connection (conduit's is the default). */
 export type WireFactory = (transport: Transport, options: WireOptions) => Wire;
 
-/**
- * The key of a channel option, outside the public `ChannelOptions`, that selects another
- * wire protocol than conduit's (`openJsonRpc` sets it).
- */
-export const WIRE_OPTION: unique symbol = Symbol("conduit.wire");
-
-/** Channel options that may carry {@linkcode WIRE_OPTION}. */
-export interface WireSelection {
-  readonly [WIRE_OPTION]?: WireFactory;
-}
-
 /** The read side and lifecycle of a wire protocol. */
 export interface Wire {
   /** The names of events, for error messages. */
@@ -288,6 +240,8 @@ export interface Outbox {
   readonly ready: Promise<void>;
   /** Undefined while the transport takes more; else a promise of when it will (pumps wait). */
   writable(): Promise<void> | undefined;
+  /** The stream half: undefined for a wire without streams (the engine refuses streams). */
+  readonly streams: StreamOutbox | undefined;
 
   /**
    * Encodes a call's param ahead of sending it, checking it against the peer's limit.
@@ -316,31 +270,15 @@ export interface Outbox {
   ): Promise<void> | undefined;
   /** Tells the peer to stop call `id`; `code` is `deadline_exceeded` for a passed deadline. */
   cancel(id: number, reason: string, code: string | undefined): void;
-  /** Grants credit for call `id`'s result stream. */
-  resultCredit(id: number, bytes: number): void;
-  /** Sends one item of call `id`'s param stream; returns its cost in credit. */
-  paramItem(id: number, slot: CodecSlot, value: unknown): number;
-  /** Ends call `id`'s param stream. */
-  paramEnd(id: number): void;
-  /** Fails call `id`'s param stream. */
-  paramError(id: number, error: unknown): void;
   /** Sends a notification. @throws {CodecError | FrameTooLargeError} */
   notify(method: string, slot: CodecSlot, value: unknown): void;
 
   /** Answers call `id` with a value (or with `frame_too_large` when it does not fit). */
   result(id: number, method: string, slot: CodecSlot, value: unknown): void;
-  /** Sends one item of call `id`'s result stream; returns its cost in credit. */
-  resultItem(id: number, slot: CodecSlot, value: unknown): number;
-  /** Ends call `id`'s result stream: its terminal write. */
-  resultEnd(id: number): void;
   /** Answers call `id` with the error its handler threw. */
   resultError(id: number, error: unknown): void;
   /** Answers call `id` with an error the engine made. */
   failCall(id: number, error: EngineError): void;
-  /** Grants credit for call `id`'s param stream. */
-  paramCredit(id: number, bytes: number): void;
-  /** Tells the caller the handler stopped reading call `id`'s param stream. */
-  paramCancel(id: number): void;
 
   /** Says this side closes: gracefully without a `code`. */
   goodbye(code?: string, reason?: string): void;
@@ -354,4 +292,24 @@ export interface Outbox {
   close(): Promise<void>;
   /** Drops what is queued and closes the write side. */
   abort(): Promise<void>;
+}
+
+/** The stream half of an {@linkcode Outbox}: items, their credit and their end, both ways. */
+export interface StreamOutbox {
+  /** Grants credit for call `id`'s result stream. */
+  resultCredit(id: number, bytes: number): void;
+  /** Sends one item of call `id`'s param stream; returns its cost in credit. */
+  paramItem(id: number, slot: CodecSlot, value: unknown): number;
+  /** Ends call `id`'s param stream. */
+  paramEnd(id: number): void;
+  /** Fails call `id`'s param stream. */
+  paramError(id: number, error: unknown): void;
+  /** Sends one item of call `id`'s result stream; returns its cost in credit. */
+  resultItem(id: number, slot: CodecSlot, value: unknown): number;
+  /** Ends call `id`'s result stream: its terminal write. */
+  resultEnd(id: number): void;
+  /** Grants credit for call `id`'s param stream. */
+  paramCredit(id: number, bytes: number): void;
+  /** Tells the caller the handler stopped reading call `id`'s param stream. */
+  paramCancel(id: number): void;
 }

@@ -1,15 +1,15 @@
 // transfer(): bytes given up to the channel are sent without a copy, settle without waiting
-// for their write, and a received frame given back is read into again (channel/transfer.ts).
+// for their write, and a received frame given back is read into again (transfer.ts).
 
 import assert from "node:assert/strict";
-import { jsonCodec } from "../codecs/json.ts";
-import { rawCodec } from "../codecs/raw.ts";
-import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
-import { connectUnix, listenUnix } from "../transports/unix.ts";
-import { sharedRingPair, sharedRingTransport } from "../transports/shared_ring.ts";
-import { messagePortTransport } from "../transports/web_worker.ts";
-import { heldRawChannel } from "./_test_scripted_transport.ts";
-import { type Channel, openChannel } from "./channel.ts";
+import { jsonCodec } from "./codecs/json.ts";
+import { rawCodec } from "./codecs/raw.ts";
+import { type TransportKind, transportKinds } from "./transports/_test_pairs.ts";
+import { connectUnix, listenUnix } from "./transports/unix.ts";
+import { sharedRingPair, sharedRingTransport } from "./transports/shared_ring.ts";
+import { messagePortTransport } from "./transports/web_worker.ts";
+import { heldRawChannel } from "./channel/_test_scripted_transport.ts";
+import { type Channel, openChannel } from "./channel/channel.ts";
 import { transfer } from "./transfer.ts";
 
 interface Api {

@@ -15,8 +15,8 @@ import {
   authTranscript,
   constantTimeEqual,
   RETIRED_AUTH_METHOD,
-} from "../protocol/auth.ts";
-import type { HelloAuth } from "../protocol/handshake.ts";
+} from "../../protocol/auth.ts";
+import type { HelloAuth } from "../../protocol/handshake.ts";
 
 /** What the authentication step does to the connection. */
 export interface AuthHost {

@@ -1,6 +1,6 @@
 // Handing bytes over to the channel instead of lending them.
 
-import { markTransfer } from "../transports/_transfer_marks.ts";
+import { markTransfer } from "./_transfer_marks.ts";
 
 /**
  * Gives up the memory of `bytes` to conduit, so that sending them costs no copy. Pass the

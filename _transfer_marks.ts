@@ -1,4 +1,4 @@
-// What `transfer()` (channel/transfer.ts) marks as given up: the very view, so that a channel
+// What `transfer()` (transfer.ts) marks as given up: the very view, so that a channel
 // keeps it without a copy, and its buffer, so that a thread transport moves the buffer instead
 // of copying it.
 

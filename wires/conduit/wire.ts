@@ -3,26 +3,26 @@
 // through protocol/'s one table of frame readers, which parses fields in place and matches
 // recent method names by their bytes, so a common frame costs no allocation to read.
 
-import { FrameDecoder } from "../framing/frame_decoder.ts";
-import { FrameReader } from "../framing/frame_reader.ts";
-import { FrameWriter } from "../framing/frame_writer.ts";
+import { FrameDecoder } from "../../framing/frame_decoder.ts";
+import { FrameReader } from "../../framing/frame_reader.ts";
+import { FrameWriter } from "../../framing/frame_writer.ts";
 import {
   bodyStart,
   FrameParser,
   type FrameSink,
   MethodNames,
   readFrame,
-} from "../protocol/_frame_table.ts";
-import { parseCancel } from "../protocol/_json.ts";
-import { decodeEnvelope } from "../protocol/envelope.ts";
-import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS } from "../protocol/frame_kinds.ts";
-import { helloBody, parseGoodbye, parseHello, type PeerInfo } from "../protocol/handshake.ts";
-import { MAX_CONTROL_FRAME_BYTES } from "../protocol/limits.ts";
-import { ProtocolError } from "../protocol/protocol_error.ts";
-import type { Transport } from "../transports/types.ts";
-import { type CodecSlot, decodeBody } from "./_codecs.ts";
-import { ConduitAuth } from "./_conduit_auth.ts";
-import { ConduitOutbox } from "./_conduit_outbox.ts";
+} from "../../protocol/_frame_table.ts";
+import { parseCancel } from "../../protocol/_json.ts";
+import { decodeEnvelope } from "../../protocol/envelope.ts";
+import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS } from "../../protocol/frame_kinds.ts";
+import { helloBody, parseGoodbye, parseHello, type PeerInfo } from "../../protocol/handshake.ts";
+import { MAX_CONTROL_FRAME_BYTES } from "../../protocol/limits.ts";
+import { ProtocolError } from "../../protocol/protocol_error.ts";
+import type { Transport } from "../../transports/types.ts";
+import { type CodecSlot, decodeBody } from "../codec_slots.ts";
+import { ConduitAuth } from "./auth.ts";
+import { ConduitOutbox } from "./outbox.ts";
 import type {
   EventNames,
   IncomingEvents,
@@ -32,9 +32,9 @@ import type {
   WireEvents,
   WireFactory,
   WireOptions,
-} from "./_wire.ts";
-import { writeTarget } from "./_wire.ts";
-import { decodeErrorBody } from "./error_codec.ts";
+} from "../types.ts";
+import { writeTarget } from "../types.ts";
+import { decodeErrorBody } from "../error_codec.ts";
 
 /** The frame names of conduit's events, as docs/protocol.md writes them. */
 const NAMES: EventNames = {

@@ -3,7 +3,7 @@
 
 import { CodecError } from "../errors.ts";
 import type { Codec } from "../codecs/types.ts";
-import { isGivenUp } from "../transports/_transfer_marks.ts";
+import { isGivenUp } from "../_transfer_marks.ts";
 
 /** A codec and whether an empty body means `undefined` for it. */
 export interface CodecSlot {

@@ -4,16 +4,16 @@
 // that is a codec's scratch view is copied before anything may change it, and the caller's
 // own bytes (the raw codec's) are written as they are, with a promise of when they are.
 
-import { WriterOutbox } from "./_writer_outbox.ts";
-import { AUTH_KIND } from "../protocol/auth.ts";
-import { FrameTooLargeError } from "../errors.ts";
-import type { FrameWriter } from "../framing/frame_writer.ts";
-import { encodeBodyFrame, encodeIdFrame } from "../protocol/_encode.ts";
-import { EnvelopeHeads } from "../protocol/_heads.ts";
-import { cancelBody } from "../protocol/_json.ts";
-import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "../protocol/frame_kinds.ts";
-import { goodbyeBody } from "../protocol/handshake.ts";
-import { MAX_CONTROL_FRAME_BYTES, MAX_METHOD_BYTES } from "../protocol/limits.ts";
+import { WriterOutbox } from "../writer_outbox.ts";
+import { AUTH_KIND } from "../../protocol/auth.ts";
+import { FrameTooLargeError } from "../../errors.ts";
+import type { FrameWriter } from "../../framing/frame_writer.ts";
+import { encodeBodyFrame, encodeIdFrame } from "../../protocol/_encode.ts";
+import { EnvelopeHeads } from "../../protocol/_heads.ts";
+import { cancelBody } from "../../protocol/_json.ts";
+import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "../../protocol/frame_kinds.ts";
+import { goodbyeBody } from "../../protocol/handshake.ts";
+import { MAX_CONTROL_FRAME_BYTES, MAX_METHOD_BYTES } from "../../protocol/limits.ts";
 import {
   BODY_GIVEN,
   BODY_LENT,
@@ -21,10 +21,10 @@ import {
   BODY_SCRATCH,
   bodyHolder,
   encodeBody,
-} from "./_codecs.ts";
-import { forgetGivenUp, isGivenUp } from "../transports/_transfer_marks.ts";
-import type { CodecSlot, EngineError, Outbox, PeerLimits } from "./_wire.ts";
-import { encodeErrorBody } from "./error_codec.ts";
+} from "../codec_slots.ts";
+import { forgetGivenUp, isGivenUp } from "../../_transfer_marks.ts";
+import type { CodecSlot, EngineError, Outbox, PeerLimits, StreamOutbox } from "../types.ts";
+import { encodeErrorBody } from "../error_codec.ts";
 
 /** Room kept for the envelope fields when checking a body against the peer's limit. */
 const ENVELOPE_SLACK = 32;
@@ -58,7 +58,8 @@ export interface OutboxOptions {
 }
 
 /** conduit's {@linkcode Outbox} over a FrameWriter. */
-export class ConduitOutbox extends WriterOutbox implements Outbox {
+export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox {
+  readonly streams: StreamOutbox = this;
   readonly #heads = new EnvelopeHeads();
   readonly #options: OutboxOptions;
   readonly #methodBytes = new Map<string, Uint8Array>();

@@ -4,11 +4,11 @@
 // the answer, which is forgotten with the handle once answered. Answers to the requests of a
 // batch are held until the whole batch is answered and leave as one array.
 
-import { WriterOutbox } from "./_writer_outbox.ts";
-import { FrameTooLargeError } from "../errors.ts";
-import type { FrameWriter } from "../framing/frame_writer.ts";
-import type { JsonRpcDialect, JsonRpcId } from "../jsonrpc/dialect.ts";
-import type { CodecSlot, EngineError, Outbox } from "./_wire.ts";
+import { WriterOutbox } from "../writer_outbox.ts";
+import { FrameTooLargeError } from "../../errors.ts";
+import type { FrameWriter } from "../../framing/frame_writer.ts";
+import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
+import type { CodecSlot, EngineError, Outbox } from "../types.ts";
 
 /** JSON-RPC's reserved error codes. */
 export const PARSE_ERROR = -32700;
@@ -37,8 +37,6 @@ export interface JsonRpcOutboxOptions {
   readonly onWriteError: (error: unknown) => void;
   /** This side closes: the wire reports the implied goodbye of the peer. */
   readonly onGoodbye: () => void;
-  /** A call whose param is a stream, which JSON-RPC cannot send, fails with `message`. */
-  readonly onUnsendable: (id: number, message: string) => void;
 }
 
 /** The answers of one received batch. */
@@ -50,6 +48,7 @@ export class Batch {
 
 /** JSON-RPC's {@linkcode Outbox}, and the ids of calls in both directions. */
 export class JsonRpcOutbox extends WriterOutbox implements Outbox {
+  readonly streams: undefined = undefined;
   readonly #options: JsonRpcOutboxOptions;
   readonly #methodHeads = new Map<string, string>();
   /** The peer's requests in flight: handle → its id, and its id (typed) → handle. */
@@ -146,18 +145,10 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   call(
     id: number,
     method: string,
-    streamParam: boolean,
+    _streamParam: boolean,
     _timeoutMs: number,
     body: Uint8Array,
   ): undefined {
-    if (streamParam) {
-      this.#options.onUnsendable(
-        id,
-        `A JSON-RPC call cannot take a stream as its param (method "${method}")`,
-      );
-      this.#awaited.add(id);
-      return undefined;
-    }
     this.#awaited.add(id);
     const token = this.#pendingTokens.get(body);
     if (token !== undefined) {
@@ -186,16 +177,6 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     this.#notifyValue(method, value);
   }
 
-  resultCredit(): void {}
-
-  paramItem(): number {
-    throw noStreams();
-  }
-
-  paramEnd(): void {}
-
-  paramError(): void {}
-
   // ---------------------------------------------------------------- calls the peer starts
 
   result(id: number, method: string, _slot: CodecSlot, value: unknown): void {
@@ -210,18 +191,6 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       return;
     }
     this.#answer(id, `,"result":${json}}`);
-  }
-
-  resultItem(): number {
-    throw noStreams();
-  }
-
-  resultEnd(id: number): void {
-    this.failCall(id, {
-      name: "TypeError",
-      message: "A JSON-RPC handler cannot return a stream",
-      code: "internal",
-    });
   }
 
   resultError(id: number, error: unknown): void {
@@ -242,10 +211,6 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const body = { code, message: error.message, data: { name: error.name, code: error.code } };
     this.#answer(id, `,"error":${JSON.stringify(body)}}`);
   }
-
-  paramCredit(): void {}
-
-  paramCancel(): void {}
 
   // ---------------------------------------------------------------- the connection
 
@@ -359,8 +324,4 @@ function stringifyParams(value: unknown): string {
     );
   }
   return JSON.stringify(value);
-}
-
-function noStreams(): TypeError {
-  return new TypeError("JSON-RPC has no streams");
 }
