@@ -11,8 +11,8 @@ import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { Deadlines } from "./_deadlines.ts";
-import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
-import { IdleTimer } from "./_idle.ts";
+import { ConnectionTimers } from "./_connection_timers.ts";
+import type { HeartbeatConfig } from "./_heartbeat.ts";
 import { IncomingCalls } from "./_incoming.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
@@ -84,12 +84,7 @@ export class ChannelCore implements LifecycleEvents {
   readonly #incoming: IncomingCalls;
   readonly #deadlines: Deadlines;
   readonly #reading: Promise<void>;
-  #heartbeat: Heartbeat | undefined;
-  #idle: IdleTimer | undefined;
-  /** When this side last started or finished a call or sent a notification. */
-  #activeAt = 0;
-  /** Whether the channel's timers keep the process alive (see holdProcess). */
-  #hold = true;
+  readonly #timers: ConnectionTimers;
   #closeController: AbortController | undefined;
   #shutdown: Promise<void> | undefined;
   readonly #codecsFor: (method: string) => MethodCodecs;
@@ -126,14 +121,13 @@ export class ChannelCore implements LifecycleEvents {
       : (method: string) => methodCodecs.get(method) ?? defaultCodecs;
     const ring = Math.min(config.maxInFlight, MAX_ID_RING);
     const onIdle = () => {
-      // Only the idle timer needs the time: a clock read per finished call shows in small
-      // calls in flight (bench/ab_engine.ts calls256).
-      if (this.#idle !== undefined) this.#activeAt = performance.now();
+      this.#timers.active();
       this.#maybeFinishClose();
     };
     this.#deadlines = new Deadlines((now) =>
       Math.min(this.#outgoing.expire(now), this.#incoming.expire(now))
     );
+    this.#timers = new ConnectionTimers(this.#deadlines);
     this.#outgoing = new OutgoingCalls(wire, this.#life, this.#deadlines, {
       maxInFlight: config.maxInFlight,
       ring,
@@ -184,7 +178,7 @@ export class ChannelCore implements LifecycleEvents {
 
   /** Starts a call; the returned object is both the promise and the stream of its result. */
   call(method: string, param: unknown, options: CallOptions | undefined): OutgoingCall {
-    if (this.#idle !== undefined) this.#activeAt = performance.now();
+    this.#timers.active();
     return this.#outgoing.call(method, param, options);
   }
 
@@ -195,7 +189,7 @@ export class ChannelCore implements LifecycleEvents {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
     this.#wire.outbox.notify(method, this.#codecsFor(method).param, param);
-    if (this.#idle !== undefined) this.#activeAt = performance.now();
+    this.#timers.active();
   }
 
   /** The outbox's room below its high-water mark while open, else 0. */
@@ -247,10 +241,7 @@ export class ChannelCore implements LifecycleEvents {
    * worker's channel lets go of them while idle.
    */
   holdProcess(hold: boolean): void {
-    this.#hold = hold;
-    this.#deadlines.hold(hold);
-    this.#heartbeat?.hold(hold);
-    this.#idle?.hold(hold);
+    this.#timers.hold(hold);
   }
 
   // ---------------------------------------------------------------- LifecycleEvents
@@ -262,8 +253,7 @@ export class ChannelCore implements LifecycleEvents {
     this.#outgoing.setPeer(peer);
     this.#incoming.setPeer(peer);
     if (heartbeat !== undefined) {
-      this.#heartbeat = new Heartbeat(heartbeat, {
-        silentFor: () => performance.now() - this.#deadlines.receivedAt,
+      this.#timers.startHeartbeat(heartbeat, {
         ping: () => this.#wire.outbox.ping(),
         timedOut: (silent) =>
           this.#fail(
@@ -276,9 +266,13 @@ export class ChannelCore implements LifecycleEvents {
             true,
           ),
       });
-      if (!this.#hold) this.#heartbeat.hold(false);
     }
-    this.#startIdleTimer();
+    this.#timers.startIdle(this.#config.idleTimeout, {
+      busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
+      idle: () => {
+        if (this.#life.open) this.#startClosing();
+      },
+    });
     this.#opened.resolve();
   }
 
@@ -477,24 +471,8 @@ export class ChannelCore implements LifecycleEvents {
     await this.#reading;
   }
 
-  #startIdleTimer(): void {
-    const timeout = this.#config.idleTimeout;
-    if (timeout === Infinity) return;
-    this.#activeAt = performance.now();
-    this.#idle = new IdleTimer(timeout, {
-      lastActivity: () => Math.max(this.#activeAt, this.#deadlines.receivedAt),
-      busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
-      idle: () => {
-        if (this.#life.open) this.#startClosing();
-      },
-    });
-    if (!this.#hold) this.#idle.hold(false);
-  }
-
   #stopTimers(): void {
-    this.#deadlines.stop();
-    this.#heartbeat?.stop();
-    this.#idle?.stop();
+    this.#timers.stop();
   }
 
   #settled(): Promise<void> {
