@@ -32,6 +32,7 @@ const ALLOWED: Record<string, string> = {
   "wires/conduit/wire.ts -> protocol/_json.ts": "control-frame bodies",
   "wires/conduit/outbox.ts -> protocol/_encode.ts": "frame encoders",
   "wires/conduit/outbox.ts -> protocol/_heads.ts": "cached envelope heads",
+  "wires/conduit/outbox.ts -> protocol/_varint.ts": "an ERROR's exact room",
   "wires/conduit/outbox.ts -> protocol/_json.ts": "control-frame bodies",
   // The JSON-RPC wire reuses the framing's synchronous splitters behind its FrameSplitter.
   "wires/jsonrpc/wire.ts -> framing/_content_length_decoder.ts": "LSP framing",

@@ -114,49 +114,57 @@ export function encodeErrorBody(error: unknown, options: EncodeErrorOptions = {}
   return bytes.length <= maxBytes ? bytes : fitted(wire, maxBytes);
 }
 
-/** The longest `name` and `code` kept when an error must shrink. */
-const MAX_SHRUNK_FIELD = 200;
-
 /**
- * `wire` shrunk to `maxBytes` at most, losing as little as it can: stacks first, then data,
- * then causes, then the end of the message (marked with "…"), then the end of name and code.
- * When even `{"name":"Error","message":""}` does not fit, that is what it returns.
+ * `wire` shrunk to `maxBytes` at most by the steps of docs/protocol.md §8, each taken only
+ * while the body is still too big: stacks at every level, then data at every level, then
+ * causes one level at a time from the deepest, then the end of the message (marked "…"),
+ * then the code, then the end of the name. Two senders that follow it send the same bytes.
  */
 function fitted(wire: WireError, maxBytes: number): Uint8Array {
+  const fits = () => size(wire) <= maxBytes;
   const levels: WireError[] = [];
   for (let level: WireError | undefined = wire; level; level = level.cause) levels.push(level);
-  const steps: Array<() => void> = [
-    () => levels.forEach((level) => delete level.stack),
-    () => levels.forEach((level) => delete level.data),
-    () => delete wire.cause,
-  ];
-  for (const step of steps) {
-    step();
-    const bytes = encoder.encode(JSON.stringify(wire));
-    if (bytes.length <= maxBytes) return bytes;
+  for (const level of levels) delete level.stack;
+  if (fits()) return encode(wire);
+  for (const level of levels) delete level.data;
+  if (fits()) return encode(wire);
+  while (levels.length > 1) {
+    levels.pop();
+    delete levels[levels.length - 1].cause;
+    if (fits()) return encode(wire);
   }
-  const slim: WireError = { name: wire.name.slice(0, MAX_SHRUNK_FIELD), message: "" };
-  if (wire.code !== undefined) slim.code = wire.code.slice(0, MAX_SHRUNK_FIELD);
-  const size = (message: string): number =>
-    encoder.encode(JSON.stringify({ ...slim, message })).length;
-  if (size("") > maxBytes) {
-    // Only an absurd name or code gets here: keep the smallest valid error.
-    slim.name = "Error";
-    delete slim.code;
-    if (size("") > maxBytes) return encoder.encode(JSON.stringify(slim));
-  }
-  // The longest start of the message that fits with its mark (a binary search: the size
-  // grows with the length).
-  const message = wire.message;
-  let low = 0;
-  let high = message.length;
+  shorten(wire, "message", "…", fits);
+  if (fits()) return encode(wire);
+  delete wire.code;
+  if (fits()) return encode(wire);
+  shorten(wire, "name", "", fits);
+  return encode(wire);
+}
+
+/**
+ * Sets `wire[key]` to its longest start, in whole code points and strictly shorter than it
+ * is, that fits followed by `mark`; to "" when none does.
+ */
+function shorten(wire: WireError, key: "message" | "name", mark: string, fits: () => boolean) {
+  const points = [...wire[key]];
+  // The size grows with the start's length: a binary search over it.
+  let low = -1;
+  let high = points.length - 1;
   while (low < high) {
     const mid = Math.ceil((low + high) / 2);
-    if (size(`${message.slice(0, mid)}…`) <= maxBytes) low = mid;
+    wire[key] = points.slice(0, mid).join("") + mark;
+    if (fits()) low = mid;
     else high = mid - 1;
   }
-  slim.message = low === 0 ? "" : `${message.slice(0, low)}…`;
-  return encoder.encode(JSON.stringify(slim));
+  wire[key] = low < 0 ? "" : points.slice(0, low).join("") + mark;
+}
+
+function size(wire: WireError): number {
+  return encode(wire).length;
+}
+
+function encode(wire: WireError): Uint8Array {
+  return encoder.encode(JSON.stringify(wire));
 }
 
 /**

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { encodeErrorBody } from "./error_codec.ts";
+import vectors from "../testdata/protocol/vectors.json" with { type: "json" };
 
 const parse = (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes));
 
@@ -43,4 +44,29 @@ Deno.test("encodeErrorBody: a long message is cut with a mark; any error fits 10
     maxBytes: 992,
   });
   assert.ok(escaped.length <= 992);
+});
+
+for (const vector of vectors.errorFitting.cases) {
+  Deno.test(`error_codec: §8 fitting vector ${vector.name}`, () => {
+    const body = encodeErrorBody(structuredClone(vector.error), {
+      stack: true,
+      maxBytes: vector.room,
+    });
+    assert.equal(new TextDecoder().decode(body), vector.body);
+    assert.ok(body.length <= vector.room);
+  });
+}
+
+Deno.test("error_codec: fitting keeps a name and code that fit, and marks only a shortened message", () => {
+  // Conduit once cut name and code to 200 characters and marked a whole message with "…".
+  const error = {
+    name: "N".repeat(300),
+    message: "whole",
+    code: "C".repeat(300),
+    stack: "s".repeat(2000),
+  };
+  const body = JSON.parse(
+    new TextDecoder().decode(encodeErrorBody(error, { stack: true, maxBytes: 1022 })),
+  );
+  assert.deepEqual(body, { name: error.name, message: "whole", code: error.code });
 });

@@ -347,17 +347,56 @@ def error_to_wire(err: BaseException, depth: int = 0) -> dict[str, Any]:
     return obj
 
 
-def error_body(err: BaseException, max_bytes: int) -> bytes:
-    """The ERROR body, shrunk as §8 says when the frame would exceed the receiver's limit."""
-    obj = error_to_wire(err)
-    body = json_body(obj)
-    budget = max_bytes - 16  # type byte + id varint, with room to spare
-    if len(body) <= budget:
-        return body
-    obj = {k: v for k, v in obj.items() if k in ("name", "message", "code")}
-    while len(body := json_body(obj)) > budget and obj["message"]:
-        obj["message"] = obj["message"][: len(obj["message"]) // 2]
-    return body
+def error_body(err: BaseException, max_bytes: int, call_id: int) -> bytes:
+    """The ERROR body about `call_id` for a receiver whose frames are at most `max_bytes`."""
+    return fit_error(error_to_wire(err), max_bytes - 1 - len(encode_varint(call_id)))
+
+
+def fit_error(obj: dict[str, Any], room: int) -> bytes:
+    """§8's shrinking, each step only while the body exceeds `room` bytes: stacks at every level,
+    data at every level, causes one level at a time from the deepest, the end of the message
+    (marked "…"), the code, the end of the name."""
+    def fits() -> bool:
+        return len(json_body(obj)) <= room
+
+    levels = [obj]
+    while isinstance(levels[-1].get("cause"), dict):
+        levels.append(levels[-1]["cause"])
+    if fits():
+        return json_body(obj)
+    for field in ("stack", "data"):
+        for level in levels:
+            level.pop(field, None)
+        if fits():
+            return json_body(obj)
+    while len(levels) > 1:
+        levels.pop()
+        levels[-1].pop("cause", None)
+        if fits():
+            return json_body(obj)
+    _shorten(obj, "message", "\u2026", fits)
+    if fits():
+        return json_body(obj)
+    obj.pop("code", None)
+    if fits():
+        return json_body(obj)
+    _shorten(obj, "name", "", fits)
+    return json_body(obj)
+
+
+def _shorten(obj: dict[str, Any], key: str, mark: str, fits: Any) -> None:
+    """obj[key] becomes its longest start (whole code points, shorter than it is) that fits
+    followed by `mark`, or "" when none does."""
+    text = obj[key]
+    low, high = -1, len(text) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        obj[key] = text[:mid] + mark
+        if fits():
+            low = mid
+        else:
+            high = mid - 1
+    obj[key] = "" if low < 0 else text[:low] + mark
 
 
 def error_from_wire(obj: Any, depth: int = 0) -> RemoteError:
@@ -1014,7 +1053,8 @@ class Peer:
         except Exception as err:  # the local source failed: ERROR(R=0) tells the handler
             if not credit.stopped and not self._closed.is_set():
                 self._send(Envelope(ERROR, id=call.id,
-                                    body=error_body(err, self.remote_hello["maxFrameBytes"])))
+                                    body=error_body(err, self.remote_hello["maxFrameBytes"],
+                                                    call.id)))
         finally:
             closer = getattr(iterator, "aclose", None)
             if closer is not None:
@@ -1329,7 +1369,8 @@ class Peer:
             self._send(Envelope(END, r=True, id=call_id))
 
     def _send_error(self, call_id: int, err: BaseException) -> None:
-        body = error_body(err, self.remote_hello.get("maxFrameBytes", MIN_MAX_FRAME_BYTES))
+        body = error_body(err, self.remote_hello.get("maxFrameBytes", MIN_MAX_FRAME_BYTES),
+                          call_id)
         self._send(Envelope(ERROR, r=True, id=call_id, body=body))
 
 

@@ -246,6 +246,12 @@ def check_auth(vector: dict[str, Any]) -> list[str]:
     return problems
 
 
+def check_error_fitting(vector: dict[str, Any]) -> list[str]:
+    """§8: the error shrunk to its room is exactly the vector's body."""
+    body = conduit_peer.fit_error(json.loads(json.dumps(vector["error"])), vector["room"])
+    return [] if body.decode("utf-8") == vector["body"] else [f"fitted to {body.decode()!r}"]
+
+
 def main(argv: list[str]) -> int:
     verbose = "-v" in argv
     paths = [arg for arg in argv if arg != "-v"]
@@ -280,6 +286,8 @@ def main(argv: list[str]) -> int:
                for name, problems in asyncio.run(play_all(vectors["sequences"]))]
     checked += [(f"auth/{vector['name']}", check_auth(vector))
                 for vector in vectors["auth"]["cases"]]
+    checked += [(f"errorFitting/{vector['name']}", check_error_fitting(vector))
+                for vector in vectors["errorFitting"]["cases"]]
     for label, problems in checked:
         failures += bool(problems)
         for problem in problems:
@@ -291,7 +299,8 @@ def main(argv: list[str]) -> int:
             failures += 1
             print(f"FAIL the HELLO vector {hello['name']} is longer than 1024 bytes")
     total = (len(vectors["valid"]) + len(vectors["invalid"]) + len(EXTRA_INVALID) +
-             len(vectors["sequences"]["cases"]) + len(vectors["auth"]["cases"]))
+             len(vectors["sequences"]["cases"]) + len(vectors["auth"]["cases"]) +
+             len(vectors["errorFitting"]["cases"]))
     print(f"{total - failures}/{total} vectors match the Python peer "
           f"(protocol version {vectors['protocolVersion']}; {len(EXTRA_INVALID)} extra invalid "
           f"payloads from test_vectors.py)")

@@ -6,6 +6,7 @@ import { encodeFrame } from "../../framing/frame_decoder.ts";
 import { implementation, peerHello, sequences, service } from "./_sequences.ts";
 import { AUTH_KIND, authProof, authTranscript } from "../../protocol/auth.ts";
 import { helloBody } from "../../protocol/handshake.ts";
+import { encodeErrorBody } from "../../wires/error_codec.ts";
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -196,6 +197,58 @@ const auth = [
   authVector("long-secret", new Uint8Array(100).fill(0x61), seq(7), seq(9)),
 ];
 
+/** §8: an error too big for the receiver, the room its body has, and the body a sender sends. */
+function fitVector(name: string, error: Record<string, unknown>, room: number) {
+  const body = new TextDecoder().decode(
+    encodeErrorBody(structuredClone(error), { stack: true, maxBytes: room }),
+  );
+  return { name, error, room, body };
+}
+
+const long = (word: string, times: number) => Array(times).fill(word).join(" ");
+const chain = (levels: number) => {
+  let error: Record<string, unknown> | undefined;
+  for (let level = levels - 1; level >= 0; level--) {
+    error = {
+      name: "Error",
+      message: `level ${level}: ${long("because", 20)}`,
+      ...(error && { cause: error }),
+    };
+  }
+  return error!;
+};
+const errorFitting = [
+  fitVector("fits-as-it-is", { name: "Error", message: "short", code: "E" }, 1000),
+  fitVector("stacks-dropped", {
+    name: "TypeError",
+    message: "bad",
+    stack: long("at frame", 40),
+    cause: { name: "Error", message: "deeper", stack: long("at frame", 40) },
+  }, 200),
+  fitVector("data-dropped-at-every-level", {
+    name: "Error",
+    message: "with data",
+    data: { rows: long("x", 100) },
+    cause: { name: "Error", message: "inner", data: [long("y", 100)] },
+  }, 120),
+  fitVector("causes-dropped-deepest-first", chain(6), 700),
+  fitVector("message-shortened-by-code-points", {
+    name: "Error",
+    message: long("héllo 🌍", 60),
+    code: "E_LONG",
+  }, 300),
+  fitVector("message-that-fits-gets-no-mark", {
+    name: "Error",
+    message: "x".repeat(60),
+    data: long("d", 200),
+  }, 90),
+  fitVector("code-dropped-then-name-shortened", {
+    name: "N".repeat(2000),
+    message: "m",
+    code: "C".repeat(2000),
+  }, 1000),
+];
+
 const out = {
   description:
     "Golden vectors for the conduit wire protocol (docs/protocol.md). `hex` is the whole frame: the 4-byte big-endian length, then the payload. " +
@@ -225,6 +278,13 @@ const out = {
       "\"conduit-auth-v2\" 0x00 \"initiator\" 0x00 || transcript; proofR likewise with \"responder\". " +
       "The initiator sends authFrameI; the responder checks it and only then sends authFrameR.",
     cases: auth,
+  },
+  errorFitting: {
+    description:
+      "§8 fitting an ERROR body to the receiver's limit: `error` is the body a sender would send, `room` the most " +
+      "bytes its body may take (the receiver's maxFrameBytes less the type byte and the id's varint), and `body` " +
+      "the exact UTF-8 JSON text every sender must produce from them.",
+    cases: errorFitting,
   },
   invalid: invalid.map(([name, error, payloadHex]) => ({ name, error, hex: frameHeader(payloadHex) })),
   sequences: {

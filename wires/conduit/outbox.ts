@@ -10,6 +10,7 @@ import { FrameTooLargeError } from "../../errors.ts";
 import type { FrameWriter } from "../../framing/frame_writer.ts";
 import { encodeBodyFrame, encodeIdFrame } from "../../protocol/_encode.ts";
 import { EnvelopeHeads } from "../../protocol/_heads.ts";
+import { varintSize } from "../../protocol/_varint.ts";
 import { cancelBody } from "../../protocol/_json.ts";
 import { CALL_FLAG_STREAM_PARAM, FRAME_KINDS, R_FLAG } from "../../protocol/frame_kinds.ts";
 import { goodbyeBody } from "../../protocol/handshake.ts";
@@ -149,7 +150,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   }
 
   paramError(id: number, error: unknown): void {
-    this.#write(encodeIdFrame(ERROR_R0, id, this.#errorBody(error)));
+    this.#write(encodeIdFrame(ERROR_R0, id, this.#errorBody(id, error)));
   }
 
   notify(method: string, slot: CodecSlot, value: unknown): void {
@@ -187,16 +188,14 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   }
 
   resultError(id: number, error: unknown): void {
-    this.#write(encodeIdFrame(ERROR_R1, id, this.#errorBody(error)));
+    this.#write(encodeIdFrame(ERROR_R1, id, this.#errorBody(id, error)));
   }
 
   failCall(id: number, error: EngineError): void {
     const { name, message, code } = error;
     // The message may quote the peer's own method name or a codec's message: shortened to
     // fit the peer's limit, like every error.
-    const body = encodeErrorBody({ name, message, code }, {
-      maxBytes: this.#peerMaxFrame - ENVELOPE_SLACK,
-    });
+    const body = encodeErrorBody({ name, message, code }, { maxBytes: this.#errorRoom(id) });
     this.#write(encodeIdFrame(ERROR_R1, id, body));
   }
 
@@ -295,13 +294,18 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     return size;
   }
 
-  #errorBody(error: unknown): Uint8Array {
+  #errorBody(id: number, error: unknown): Uint8Array {
     return encodeErrorBody(error, {
       stack: this.#options.trustPeer,
-      maxBytes: this.#peerMaxFrame - ENVELOPE_SLACK,
+      maxBytes: this.#errorRoom(id),
       // A stream item too big for the peer (#writeData) is reported like a too-big result.
       defaultCode: error instanceof FrameTooLargeError ? "frame_too_large" : undefined,
     });
+  }
+
+  /** The most an ERROR body about call `id` may take: the peer's limit less its envelope. */
+  #errorRoom(id: number): number {
+    return this.#peerMaxFrame - 1 - varintSize(id);
   }
 
   #methodName(method: string): Uint8Array {
