@@ -2,6 +2,7 @@
 // running the handler and routing what the wire reports about them (param stream items,
 // credit for result streams, cancels). Each call owns its state (_incoming_call.ts).
 
+import type { CallMeta } from "../protocol/call_meta.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { Deadlines } from "./_deadlines.ts";
@@ -23,6 +24,7 @@ interface HeldCall {
   readonly timeoutMs: number;
   readonly streamParam: boolean;
   readonly receivedAt: number;
+  readonly meta: CallMeta | undefined;
 }
 
 /** A NOTIFY held back until a notification handler finishes. */
@@ -140,6 +142,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
           held.timeoutMs,
           held.streamParam,
           held.receivedAt,
+          held.meta,
         );
         continue;
       }
@@ -172,7 +175,14 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 
   // ---------------------------------------------------------------- what the wire reports
 
-  call(id: number, method: string, body: unknown, timeoutMs: number, streamParam: boolean): void {
+  call(
+    id: number,
+    method: string,
+    body: unknown,
+    timeoutMs: number,
+    streamParam: boolean,
+    meta: CallMeta | undefined,
+  ): void {
     const names = this.wire.names;
     if (id <= this.#maxPeerId) {
       throw new ProtocolError(
@@ -190,10 +200,10 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     ) {
       // Beyond what a peer that reads its answers can send: hold it, and stop reading.
       const receivedAt = this.deadlines.receivedAt;
-      this.#held.push({ id, method, body, timeoutMs, streamParam, receivedAt });
+      this.#held.push({ id, method, body, timeoutMs, streamParam, receivedAt, meta });
       return;
     }
-    this.#serve(id, method, body, timeoutMs, streamParam, this.deadlines.receivedAt);
+    this.#serve(id, method, body, timeoutMs, streamParam, this.deadlines.receivedAt, meta);
   }
 
   #serve(
@@ -203,6 +213,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     timeoutMs: number,
     streamParam: boolean,
     receivedAt: number,
+    meta: CallMeta | undefined,
   ): void {
     const outbox = this.wire.outbox;
     const handler = this.#handler(method);
@@ -215,7 +226,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       return;
     }
     const codecs = this.#options.codecsFor(method);
-    const call = new IncomingCall(this, outbox, id, method, codecs);
+    const call = new IncomingCall(this, outbox, id, method, codecs, meta);
     let param: unknown;
     if (streamParam) {
       param = call.openInbox(this.#options.streamWindowBytes);

@@ -2,6 +2,7 @@
 // call's param stream (consumed) and result stream (produced). Its state changes only here;
 // it writes its own frames through the outbox, and tells its registry when it is over.
 
+import type { CallMeta } from "../protocol/call_meta.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { isAsyncIterable } from "./_outgoing_call.ts";
 import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_stream.ts";
@@ -22,6 +23,7 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   readonly id: number;
   readonly method: string;
   readonly codecs: MethodCodecs;
+  readonly #meta: CallMeta | undefined;
   readonly #calls: ServedCalls;
   readonly #outbox: Outbox;
   /** `performance.now()` deadline, `Infinity` for none. */
@@ -42,12 +44,22 @@ export class IncomingCall implements InboxOwner, PumpOwner {
     id: number,
     method: string,
     codecs: MethodCodecs,
+    meta: CallMeta | undefined,
   ) {
     this.#calls = calls;
     this.#outbox = outbox;
     this.id = id;
     this.method = method;
     this.codecs = codecs;
+    this.#meta = meta;
+  }
+
+  get key(): string | undefined {
+    return this.#meta?.key;
+  }
+
+  get attempt(): number {
+    return this.#meta?.attempt ?? 1;
   }
 
   get deadline(): number | undefined {
@@ -209,6 +221,8 @@ export class NotificationContext {
   readonly channel: object;
   readonly signal: AbortSignal;
   readonly deadline: undefined;
+  readonly key: undefined;
+  readonly attempt = 1;
 
   constructor(channel: object, method: string, signal: AbortSignal) {
     this.channel = channel;

@@ -3,6 +3,7 @@
 // writes its own frames (its param stream, its result stream's credit, its cancel) through
 // the outbox, and its outcome reaches the caller through its CallResult faces.
 
+import { type CallMeta, callMetaBody } from "../protocol/call_meta.ts";
 import { positiveOption } from "../_options.ts";
 import { ConduitError } from "../errors.ts";
 import { CallResult, reasonText } from "./_call_result.ts";
@@ -54,7 +55,8 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
   #deadline = Infinity;
   #timeoutMs = 0;
   #signal: AbortSignal | undefined;
-  #onProgress: ((value: unknown) => void) | undefined;
+  /** The caller's options: its progress callback, and the call's key and attempt. */
+  #options: CallOptions | undefined;
   /** Whether a stream item arrived (a single result may no longer follow). */
   #streaming = false;
   /** Set while the param is the caller's own bytes, still held for writing. */
@@ -107,6 +109,15 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     timeout: number,
     waits: boolean,
   ): boolean {
+    if (options?.key !== undefined || options?.attempt !== undefined) {
+      try {
+        callMetaBody({ key: options.key, attempt: options.attempt });
+      } catch (error) {
+        this.reject(error);
+        return false;
+      }
+    }
+    this.#options = options;
     if (isAsyncIterable(param)) {
       if (this.#outbox.streams === undefined) {
         this.reject(
@@ -119,13 +130,12 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
       this.#streamParam = true;
     } else {
       try {
-        this.#onProgress = options?.onProgress;
         this.#body = this.#outbox.callParam(
           this.method,
           this.codecs.param,
           param,
           waits,
-          this.#onProgress !== undefined,
+          options?.onProgress !== undefined,
         );
       } catch (error) {
         this.reject(error);
@@ -184,6 +194,7 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
       timeoutMs,
       this.#body,
       this.#param,
+      metaOf(this.#options),
     );
     this.#body = EMPTY;
     const source = this.#streamParam ? this.#param as AsyncIterable<unknown> : undefined;
@@ -210,9 +221,10 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
 
   /** A progress report arrived: the caller's callback gets it (its errors stay its own). */
   progress(value: unknown): void {
-    if (this.#state !== SENT || this.#onProgress === undefined) return;
+    const onProgress = this.#options?.onProgress;
+    if (this.#state !== SENT || onProgress === undefined) return;
     try {
-      this.#onProgress(value);
+      onProgress(value);
     } catch (error) {
       console.error(`conduit: the onProgress callback of "${this.method}" threw:`, error);
     }
@@ -318,4 +330,11 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
 /** Whether `value` is a stream (a param or a handler's result). */
 export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
+}
+
+/** The call's meta from its options, when it has any. */
+function metaOf(options: CallOptions | undefined): CallMeta | undefined {
+  if (options === undefined) return undefined;
+  const { key, attempt } = options;
+  return key === undefined && attempt === undefined ? undefined : { key, attempt };
 }

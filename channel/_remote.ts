@@ -39,7 +39,10 @@ export function remoteProxy<Api extends object>(invoke: Invoke): RemoteOf<Api> {
  */
 const CALL_OPTION_KEYS: ReadonlySet<string> = new Set(
   Object.keys(
-    { signal: true, timeout: true, onProgress: true } satisfies Record<keyof CallOptions, true>,
+    { signal: true, timeout: true, onProgress: true, key: true, attempt: true } satisfies Record<
+      keyof CallOptions,
+      true
+    >,
   ),
 );
 

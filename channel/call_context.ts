@@ -42,6 +42,13 @@ export interface CallContext<Peer extends object = Record<string, never>> {
   readonly signal: AbortSignal;
   /** The deadline as a `Date.now()` timestamp, or `undefined` when the caller set none. */
   readonly deadline: number | undefined;
+  /**
+   * The caller's stable name for this call, the same on each of its attempts (its `key` call
+   * option; pools set one on retryable calls), or `undefined`: what a handler de-duplicates by.
+   */
+  readonly key: string | undefined;
+  /** Which attempt of the call this is: 1 for the first, 2 for the first retry, … */
+  readonly attempt: number;
   /** The channel the call arrived on. */
   readonly channel: Channel<Peer>;
 }

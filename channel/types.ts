@@ -44,6 +44,19 @@ export interface CallOptions {
    * token in the param). A conduit channel never calls it.
    */
   onProgress?: (value: unknown) => void;
+  /**
+   * The caller's stable name for this call, sent so the handler sees it as `ctx.key`: keep it
+   * the same when you send the call again, and the handler can tell a retry from a new call.
+   * 1 to 128 characters. Pools set one on the calls they retry. Sent only to a peer that reads
+   * call meta (conduit does; JSON-RPC has none), else left out.
+   */
+  key?: string;
+  /**
+   * Which attempt of the call this is, seen by the handler as `ctx.attempt`: an integer >= 1.
+   *
+   * @default {1}
+   */
+  attempt?: number;
 }
 
 /**

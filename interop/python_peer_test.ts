@@ -29,6 +29,7 @@ const PYTHON_ENV = { PYTHONDONTWRITEBYTECODE: "1" };
 
 /** What the Python demo serves (interop/python/demo_server.py). */
 interface PythonPeer {
+  attempt(): { key: string | null; attempt: number };
   add(param: { a: number; b: number }): number;
   fail(): void;
   count(param: { n: number; size?: number }): AsyncIterable<{ i: number; pad: string }>;
@@ -227,6 +228,12 @@ async function exercise(
     });
 
     assert.equal(await channel.remote.add({ a: 2, b: 40 }), 42);
+    // The Python peer reads call meta (§6): a retry's key and attempt reach its handler.
+    assert.deepEqual(await channel.remote.attempt(), { key: null, attempt: 1 });
+    assert.deepEqual(await channel.remote.attempt(undefined, { key: "job-1", attempt: 2 }), {
+      key: "job-1",
+      attempt: 2,
+    });
     // Python calls ts.double while it serves our call: calls cross both ways at once.
     assert.equal(await channel.remote.callBack({ x: 21 }), 42);
 

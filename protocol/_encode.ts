@@ -30,25 +30,55 @@ export function encodeCredit(type: number, id: number, bytes: number): Uint8Arra
   return out;
 }
 
-/** Encodes CALL; `method` is the UTF-8 method name. */
+/** Encodes CALL; `method` is the UTF-8 method name, `meta` the call's meta when it has one. */
 export function encodeCall(
   id: number,
   flags: number,
   timeoutMs: number,
   method: Uint8Array,
   body: Uint8Array,
+  meta?: Uint8Array,
 ): Uint8Array {
-  const head = 1 + varintSize(id) + varintSize(flags) + varintSize(timeoutMs) +
-    varintSize(method.length) + method.length;
+  const head = callHeadSize(id, flags, timeoutMs, method, meta);
   const out = new Uint8Array(head + body.length);
+  writeCallHead(out, id, flags, timeoutMs, method, meta);
+  if (body.length > 0) out.set(body, head);
+  return out;
+}
+
+/** The length of a CALL's head (everything before its body). */
+export function callHeadSize(
+  id: number,
+  flags: number,
+  timeoutMs: number,
+  method: Uint8Array,
+  meta?: Uint8Array,
+): number {
+  return 1 + varintSize(id) + varintSize(flags) + varintSize(timeoutMs) +
+    varintSize(method.length) + method.length +
+    (meta === undefined ? 0 : varintSize(meta.length) + meta.length);
+}
+
+/** Writes a CALL's head at the start of `out`; returns where its body begins. */
+export function writeCallHead(
+  out: Uint8Array,
+  id: number,
+  flags: number,
+  timeoutMs: number,
+  method: Uint8Array,
+  meta?: Uint8Array,
+): number {
   out[0] = FRAME_KINDS.call;
   let offset = writeVarint(out, 1, id);
   offset = writeVarint(out, offset, flags);
   offset = writeVarint(out, offset, timeoutMs);
   offset = writeVarint(out, offset, method.length);
   out.set(method, offset);
-  if (body.length > 0) out.set(body, head);
-  return out;
+  offset += method.length;
+  if (meta === undefined) return offset;
+  offset = writeVarint(out, offset, meta.length);
+  out.set(meta, offset);
+  return offset + meta.length;
 }
 
 /** Encodes NOTIFY; `method` is the UTF-8 method name. */

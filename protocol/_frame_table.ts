@@ -6,6 +6,7 @@
 
 import { AUTH_KIND } from "./auth.ts";
 import { Cursor, readVarint, varintProblem } from "./_varint.ts";
+import { CALL_FLAG_META, MAX_CALL_META_BYTES } from "./call_meta.ts";
 import { CALL_FLAG_STREAM_PARAM, describeType, FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
 import { MAX_METHOD_BYTES } from "./limits.ts";
 import { ProtocolError } from "./protocol_error.ts";
@@ -22,7 +23,14 @@ export interface FrameSink {
   goodbye(body: Uint8Array): void;
   ping(nonce: number): void;
   pong(nonce: number): void;
-  call(id: number, flags: number, timeoutMs: number, method: string, body: Uint8Array): void;
+  call(
+    id: number,
+    flags: number,
+    timeoutMs: number,
+    method: string,
+    body: Uint8Array,
+    meta: Uint8Array | undefined,
+  ): void;
   notify(method: string, body: Uint8Array): void;
   /** RESULT(R=1). */
   result(id: number, body: Uint8Array): void;
@@ -273,12 +281,21 @@ export function bodyStart(start: Uint8Array): number | undefined {
   let end = 1;
   // The varints after the type byte: id (not NOTIFY), then flags and timeoutMs (CALL).
   const varints = kind === NOTIFY ? 0 : kind === CALL ? 3 : 1;
+  let flags = 0;
   for (let i = 0; i < varints; i++) {
-    readVarint(start, end, cursor);
+    const value = readVarint(start, end, cursor);
     if (cursor.end < 0) return undefined;
+    if (i === 1) flags = value;
     end = cursor.end;
   }
   if (kind === CALL || kind === NOTIFY) {
+    const length = readVarint(start, end, cursor);
+    if (cursor.end < 0) return undefined;
+    end = cursor.end + length;
+  }
+  if (kind === CALL && (flags & CALL_FLAG_META) !== 0) {
+    // The meta follows the method: its length varint, then its bytes.
+    if (end > start.length) return undefined;
     const length = readVarint(start, end, cursor);
     if (cursor.end < 0) return undefined;
     end = cursor.end + length;
@@ -295,16 +312,33 @@ function readCall(
   const cursor = parser.cursor;
   const id = idField(frame, cursor);
   const flags = field(frame, cursor.end, "flags", cursor);
-  if ((flags & ~CALL_FLAG_STREAM_PARAM) !== 0) {
+  if ((flags & ~(CALL_FLAG_STREAM_PARAM | CALL_FLAG_META)) !== 0) {
     throw new ProtocolError(`CALL ${id} has unknown flags 0x${flags.toString(16)}`);
   }
   const timeoutMs = field(frame, cursor.end, "timeoutMs", cursor);
   const method = methodField(frame, cursor.end, parser);
+  const meta = (flags & CALL_FLAG_META) === 0 ? undefined : metaField(frame, id, cursor);
   const body = bodyAt(frame, cursor.end, tail);
   if ((flags & CALL_FLAG_STREAM_PARAM) !== 0 && body.length > 0) {
     throw new ProtocolError(`CALL ${id} has STREAM_PARAM and a ${body.length}-byte body`);
   }
-  sink.call(id, flags, timeoutMs, method, body);
+  sink.call(id, flags, timeoutMs, method, body, meta);
+}
+
+/** A CALL's meta, its length varint at `cursor.end`; `cursor.end` is then after it. */
+function metaField(frame: Uint8Array, id: number, cursor: Cursor): Uint8Array {
+  const length = field(frame, cursor.end, "metaLength", cursor);
+  const start = cursor.end;
+  if (length < 1 || length > MAX_CALL_META_BYTES) {
+    throw new ProtocolError(
+      `CALL ${id} has meta of ${length} bytes (must be 1 to ${MAX_CALL_META_BYTES})`,
+    );
+  }
+  if (start + length > frame.length) {
+    throw new ProtocolError(`CALL ${id} has meta of ${length} bytes, overrunning the frame`);
+  }
+  cursor.end = start + length;
+  return frame.subarray(start, start + length);
 }
 
 function field(frame: Uint8Array, offset: number, name: string, cursor: Cursor): number {

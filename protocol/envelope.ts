@@ -16,6 +16,7 @@
  * @module
  */
 
+import { CALL_FLAG_META } from "./call_meta.ts";
 import {
   encodeBodyFrame,
   encodeCall,
@@ -50,6 +51,8 @@ export type Envelope =
     timeoutMs: number;
     method: string;
     body: Uint8Array;
+    /** The call's meta (§6), present exactly when flags has `CALL_FLAG_META`. */
+    meta?: Uint8Array;
   }
   | { kind: "notify"; method: string; body: Uint8Array }
   | { kind: "result"; id: number; body: Uint8Array }
@@ -89,10 +92,11 @@ export function encodeEnvelope(envelope: Envelope): Uint8Array {
     case "call":
       return encodeCall(
         envelope.id,
-        envelope.flags,
+        envelope.meta === undefined ? envelope.flags : envelope.flags | CALL_FLAG_META,
         envelope.timeoutMs,
         encoder.encode(envelope.method),
         envelope.body,
+        envelope.meta,
       );
     case "notify":
       return encodeNotify(encoder.encode(envelope.method), envelope.body);
@@ -164,8 +168,23 @@ class EnvelopeBuilder implements FrameSink {
   pong(nonce: number): void {
     this.envelope = { kind: "pong", nonce };
   }
-  call(id: number, flags: number, timeoutMs: number, method: string, body: Uint8Array): void {
-    this.envelope = { kind: "call", id, flags, timeoutMs, method, body };
+  call(
+    id: number,
+    flags: number,
+    timeoutMs: number,
+    method: string,
+    body: Uint8Array,
+    meta: Uint8Array | undefined,
+  ): void {
+    this.envelope = {
+      kind: "call",
+      id,
+      flags,
+      timeoutMs,
+      method,
+      body,
+      ...(meta !== undefined && { meta }),
+    };
   }
   notify(method: string, body: Uint8Array): void {
     this.envelope = { kind: "notify", method, body };

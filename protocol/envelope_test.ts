@@ -9,7 +9,12 @@ import { Cursor, readVarint, varintSize, writeVarint } from "./_varint.ts";
 interface Vector {
   name: string;
   hex: string;
-  frame: Record<string, unknown> & { bodyHex?: string; body?: unknown };
+  frame: Record<string, unknown> & {
+    bodyHex?: string;
+    body?: unknown;
+    metaHex?: string;
+    meta?: unknown;
+  };
 }
 interface Vectors {
   protocolVersion: number;
@@ -43,8 +48,12 @@ function payloadOf(hex: string): Uint8Array {
 }
 
 function envelopeOf(vector: Vector): Envelope {
-  const { bodyHex, body: _meaning, ...fields } = vector.frame;
-  return (bodyHex === undefined ? fields : { ...fields, body: fromHex(bodyHex) }) as Envelope;
+  const { bodyHex, body: _meaning, metaHex, meta: _metaMeaning, ...fields } = vector.frame;
+  return {
+    ...fields,
+    ...(bodyHex !== undefined && { body: fromHex(bodyHex) }),
+    ...(metaHex !== undefined && { meta: fromHex(metaHex) }),
+  } as Envelope;
 }
 
 Deno.test("golden vectors cover every frame kind and R value", () => {

@@ -75,6 +75,8 @@ export interface HelloOptions {
   maxInFlight: number;
   /** The credit this side grants to each stream it receives. */
   streamWindowBytes: number;
+  /** The extensions this side understands (docs/protocol.md §11). @default {[]} */
+  features?: readonly string[];
   /** This side's nonce and role, when it requires authentication (docs/protocol.md §5.1). */
   auth?: { readonly nonce: Uint8Array; readonly role: AuthRole };
 }
@@ -130,7 +132,7 @@ export function helloBody(options: HelloOptions): Uint8Array {
     maxFrameBytes: options.maxFrameBytes,
     maxInFlight: options.maxInFlight,
     streamWindowBytes: options.streamWindowBytes,
-    features: [],
+    features: options.features ?? [],
     ...(options.auth && {
       auth: { method: AUTH_METHOD, nonce: toHex(options.auth.nonce), role: options.auth.role },
     }),

@@ -23,3 +23,4 @@ export * from "./handshake.ts";
 export * from "./limits.ts";
 export * from "./protocol_error.ts";
 export * from "./auth.ts";
+export * from "./call_meta.ts";

@@ -29,6 +29,7 @@
  */
 
 import type { AuthRole } from "../protocol/auth.ts";
+import type { CallMeta } from "../protocol/call_meta.ts";
 import type { PeerInfo } from "../protocol/handshake.ts";
 import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
@@ -45,6 +46,8 @@ export interface PeerLimits {
   readonly maxInFlight: number;
   /** The credit the peer grants to each stream it receives. */
   readonly streamWindowBytes: number;
+  /** The extensions the peer understands (conduit's HELLO `features`). */
+  readonly features?: readonly string[];
 }
 
 /** An error the engine made itself, by its fields (docs/protocol.md §8). */
@@ -76,9 +79,16 @@ export interface OutgoingEvents {
 export interface IncomingEvents {
   /**
    * A call; `streamParam` when its param arrives as a stream (then `body` is empty).
-   * `timeoutMs` is its deadline from receipt, 0 for none.
+   * `timeoutMs` is its deadline from receipt, 0 for none; `meta` its key and attempt.
    */
-  call(id: number, method: string, body: unknown, timeoutMs: number, streamParam: boolean): void;
+  call(
+    id: number,
+    method: string,
+    body: unknown,
+    timeoutMs: number,
+    streamParam: boolean,
+    meta: CallMeta | undefined,
+  ): void;
   /** A notification. */
   notify(method: string, body: unknown): void;
   /** One item of the call's param stream. */
@@ -257,8 +267,9 @@ export interface Outbox {
     progress: boolean,
   ): Uint8Array;
   /**
-   * Sends a call whose param `callParam` encoded (empty for a streamed param). Returns, when
-   * the param is `value`'s own bytes still held for writing, when they are written.
+   * Sends a call whose param `callParam` encoded (empty for a streamed param), with its `meta`
+   * where the peer reads it. Returns, when the param is `value`'s own bytes still held for
+   * writing, when they are written.
    */
   call(
     id: number,
@@ -267,6 +278,7 @@ export interface Outbox {
     timeoutMs: number,
     body: Uint8Array,
     value: unknown,
+    meta: CallMeta | undefined,
   ): Promise<void> | undefined;
   /** Tells the peer to stop call `id`; `code` is `deadline_exceeded` for a passed deadline. */
   cancel(id: number, reason: string, code: string | undefined): void;

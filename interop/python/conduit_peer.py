@@ -59,6 +59,9 @@ KINDS_BY_NAME = {name: kind for kind, name in KIND_NAMES.items()}
 R_FLAG = 0x80
 KIND_MASK = 0x7F
 FLAG_STREAM_PARAM = 0x01
+FLAG_META = 0x02  # §6 call meta: a JSON object after the method (feature "call-meta")
+CALL_META_FEATURE = "call-meta"
+MAX_CALL_META_BYTES = 4096
 
 # Which R values each kind allows, and what follows the type byte.
 R_ZERO_ONLY = {HELLO, GOODBYE, PING, PONG, CALL, NOTIFY}
@@ -151,6 +154,7 @@ class Envelope:
     method: str = ""
     credit: int = 0
     body: bytes = b""
+    meta: bytes | None = None  # CALL: the meta's bytes, present exactly with FLAG_META
 
     def encode(self) -> bytes:
         """The frame payload (without the 4-byte length)."""
@@ -163,6 +167,8 @@ class Envelope:
         if self.kind in (CALL, NOTIFY):
             method = self.method.encode("utf-8")
             out += encode_varint(len(method)) + method
+        if self.kind == CALL and self.flags & FLAG_META:
+            out += encode_varint(len(self.meta or b"")) + (self.meta or b"")
         if self.kind == CREDIT:
             out += encode_varint(self.credit)
         out += self.body
@@ -199,10 +205,16 @@ def decode_envelope(payload: bytes) -> Envelope:
     if kind == CALL:
         env.flags, pos = decode_varint(payload, pos, "flags")
         env.timeout_ms, pos = decode_varint(payload, pos, "timeoutMs")
-        if env.flags & ~FLAG_STREAM_PARAM:
+        if env.flags & ~(FLAG_STREAM_PARAM | FLAG_META):
             raise ProtocolError(f"CALL flags 0x{env.flags:x} set bits undefined in version 1")
     if kind in (CALL, NOTIFY):
         env.method, pos = _read_method(payload, pos)
+    if kind == CALL and env.flags & FLAG_META:
+        length, pos = decode_varint(payload, pos, "metaLength")
+        if not 1 <= length <= MAX_CALL_META_BYTES or pos + length > len(payload):
+            raise ProtocolError(f"CALL meta of {length} bytes (1 to {MAX_CALL_META_BYTES}, "
+                                "within the frame)")
+        env.meta, pos = bytes(payload[pos:pos + length]), pos + length
     if kind == CREDIT:
         env.credit, pos = decode_varint(payload, pos, "bytes")
         if env.credit == 0:
@@ -546,7 +558,8 @@ class PeerOptions:
     stream_window_bytes: int = DEFAULT_STREAM_WINDOW_BYTES
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
-    features: list[str] = field(default_factory=list)
+    # §11: the extensions this peer reads; call meta (§6) by default.
+    features: list[str] = field(default_factory=lambda: [CALL_META_FEATURE])
     # §5.1: a shared secret the peer must prove it holds (bytes; None: no authentication).
     secret: bytes | None = None
     # §5.1: "initiator" for the side that opened the connection, "responder" for the side that
@@ -582,14 +595,38 @@ def parse_nonce(value: Any) -> bytes | None:
     return bytes.fromhex(value)
 
 
+def parse_call_meta(meta: bytes | None) -> dict[str, Any] | None:
+    """§6: a CALL's meta, a JSON object whose `key` (1 to 128 characters) and `attempt` (an
+    integer >= 1) are checked; a malformed one is a protocol error."""
+    if meta is None:
+        return None
+    try:
+        obj = json.loads(meta.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ProtocolError("a CALL's meta is not UTF-8 JSON") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError("a CALL's meta is not a JSON object")
+    key, attempt = obj.get("key"), obj.get("attempt")
+    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 128):
+        raise ProtocolError("a CALL's meta key must be a string of 1 to 128 characters")
+    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int)
+                                or attempt < 1):
+        raise ProtocolError(f"a CALL's meta attempt must be an integer >= 1, not {attempt!r}")
+    return obj
+
+
 class CallContext:
     """What a handler knows of its call; `cancelled` is set on CANCEL, deadline or close."""
 
-    def __init__(self, peer: Peer, call_id: int, method: str, timeout_ms: int) -> None:
+    def __init__(self, peer: Peer, call_id: int, method: str, timeout_ms: int,
+                 meta: dict[str, Any] | None = None) -> None:
         self.peer = peer
         self.id = call_id
         self.method = method
         self.timeout_ms = timeout_ms
+        # §6 call meta: the caller's stable key for the call, and which attempt this is.
+        self.key: str | None = (meta or {}).get("key")
+        self.attempt: int = (meta or {}).get("attempt", 1)
         self.cancelled = asyncio.Event()
         self.cancel_reason: str | None = None
 
@@ -1249,7 +1286,7 @@ class Peer:
                 f"CALL {env.id} exceeds maxInFlight ({self.options.max_in_flight})",
                 name="TooManyCallsError", code="too_many_calls"))
             return
-        ctx = CallContext(self, env.id, env.method, env.timeout_ms)
+        ctx = CallContext(self, env.id, env.method, env.timeout_ms, parse_call_meta(env.meta))
         incoming = _InCall(ctx)
         self._in[env.id] = incoming
         if env.flags & FLAG_STREAM_PARAM:

@@ -156,8 +156,11 @@ def build_handlers(state: DemoState) -> dict[str, Any]:
             report["cancelled"] = True
         return report
 
+    async def attempt(param: Any, ctx: CallContext) -> Any:
+        return {"key": ctx.key, "attempt": ctx.attempt}  # §6 call meta
+
     return {
-        "add": add, "fail": fail, "count": count, "sum": sum_, "measure": measure, "slow": slow,
+        "attempt": attempt, "add": add, "fail": fail, "count": count, "sum": sum_, "measure": measure, "slow": slow,
         "ticks": ticks, "callBack": call_back, "notifications": notifications,
         "wasCancelled": was_cancelled, "stats": stats, "reverse": reverse,
         "goodbye": goodbye,

@@ -58,7 +58,8 @@ def check_valid(vector: dict[str, Any]) -> list[str]:
     fields = vector["frame"]
     kind = KINDS_BY_NAME[fields["kind"]]
     r = fields.get("receiverId", kind == RESULT)
-    expected = Envelope(kind=kind, r=r, body=bytes.fromhex(fields.get("bodyHex", "")))
+    expected = Envelope(kind=kind, r=r, body=bytes.fromhex(fields.get("bodyHex", "")),
+                        meta=bytes.fromhex(fields["metaHex"]) if "metaHex" in fields else None)
     for name, attr in FIELDS.items():
         if name in fields:
             setattr(expected, attr, fields[name])

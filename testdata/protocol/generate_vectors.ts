@@ -44,6 +44,10 @@ const valid: Array<[string, string, Envelope]> = [
   ["call-stream-param", "CALL id 4 sum(stream) with STREAM_PARAM: empty body, items follow as DATA(R=0)", {
     kind: "call", id: 4, flags: 1, timeoutMs: 0, method: "sum", body: new Uint8Array(0),
   }],
+  ["call-with-meta", "CALL id 5 put(1) with META (flag bit 1): the call's key and attempt after the method (§6)", {
+    kind: "call", id: 5, flags: 2, timeoutMs: 0, method: "put", body: json(1),
+    meta: json({ key: "job-42", attempt: 2 }),
+  }],
   ["call-utf8-method", "CALL id 300 (varint ac 02) to a method with a non-ASCII name", {
     kind: "call", id: 300, flags: 0, timeoutMs: 0, method: "grüße", body: json("hi"),
   }],
@@ -131,7 +135,10 @@ const invalid: Array<[string, string, string]> = [
   ["ping-with-r", "PING does not allow the R flag", "8301"],
   ["result-without-r", "RESULT must have the R flag", "120133"],
   ["call-with-r", "CALL must not have the R flag", "900100000161"],
-  ["call-unknown-flags", "CALL flag bit 1 is not defined in version 1", "1001020001617b7d"],
+  ["call-unknown-flags", "CALL flag bit 2 is not defined in version 1", "1001040001617b7d"],
+  ["call-meta-empty", "CALL with META and a meta of 0 bytes", "100102000161" + "00" + "31"],
+  ["call-meta-too-long", "CALL with META and a meta of 4097 bytes (at most 4096)", "100102000161" + "8120" + "7b7d"],
+  ["call-meta-overrun", "CALL whose metaLength runs past the end of the frame", "100102000161" + "05" + "7b7d"],
   ["call-stream-param-with-body", "CALL with STREAM_PARAM must have an empty body", "100101000161" + "31"],
   ["call-empty-method", "CALL with a method of 0 bytes", "1001000000"],
   ["call-method-overrun", "CALL whose methodLength runs past the end of the frame", "10010000056164"],
@@ -266,6 +273,10 @@ const out = {
       frame.bodyHex = hex(envelope.body);
       delete frame.body;
       if (envelope.body.length > 0) frame.body = JSON.parse(new TextDecoder().decode(envelope.body));
+    }
+    if ("meta" in envelope && envelope.meta !== undefined) {
+      frame.metaHex = hex(envelope.meta);
+      frame.meta = JSON.parse(new TextDecoder().decode(envelope.meta));
     }
     return { name, description, hex: hex(encodeFrame(encodeEnvelope(envelope))), frame };
   }),

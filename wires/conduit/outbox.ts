@@ -8,7 +8,18 @@ import { WriterOutbox } from "../writer_outbox.ts";
 import { AUTH_KIND } from "../../protocol/auth.ts";
 import { FrameTooLargeError } from "../../errors.ts";
 import type { FrameWriter } from "../../framing/frame_writer.ts";
-import { encodeBodyFrame, encodeIdFrame } from "../../protocol/_encode.ts";
+import {
+  callHeadSize,
+  encodeBodyFrame,
+  encodeIdFrame,
+  writeCallHead,
+} from "../../protocol/_encode.ts";
+import {
+  CALL_FLAG_META,
+  CALL_META_FEATURE,
+  type CallMeta,
+  callMetaBody,
+} from "../../protocol/call_meta.ts";
 import { EnvelopeHeads } from "../../protocol/_heads.ts";
 import { varintSize } from "../../protocol/_varint.ts";
 import { cancelBody } from "../../protocol/_json.ts";
@@ -66,6 +77,8 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   readonly #methodBytes = new Map<string, Uint8Array>();
   /** Until the peer's HELLO: the control frame limit. */
   #peerMaxFrame = MAX_CONTROL_FRAME_BYTES;
+  /** Whether the peer's HELLO announced call meta (CALLs carry a key and attempt then). */
+  #peerReadsMeta = false;
   /** Settles once the stream items of the producers' own bytes queued so far are written. */
   #lentItemsWritten: Promise<void> | undefined;
   #pingNonce = 0;
@@ -78,6 +91,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   /** The peer's limits arrived. */
   setPeer(peer: PeerLimits): void {
     this.#peerMaxFrame = peer.maxFrameBytes;
+    this.#peerReadsMeta = peer.features?.includes(CALL_META_FEATURE) ?? false;
   }
 
   override writable(): Promise<void> | undefined {
@@ -108,10 +122,13 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     timeoutMs: number,
     body: Uint8Array,
     value: unknown,
+    meta: CallMeta | undefined,
   ): Promise<void> | undefined {
     const name = this.#methodName(method);
     const flags = streamParam ? CALL_FLAG_STREAM_PARAM : 0;
-    const head = this.#heads.call(id, flags, timeoutMs, name);
+    const head = meta !== undefined && this.#peerReadsMeta
+      ? this.#metaHead(id, flags, timeoutMs, name, meta, body.length)
+      : this.#heads.call(id, flags, timeoutMs, name);
     if (body !== value) {
       this.#writeParts(head, body);
       return undefined;
@@ -301,6 +318,27 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
       // A stream item too big for the peer (#writeData) is reported like a too-big result.
       defaultCode: error instanceof FrameTooLargeError ? "frame_too_large" : undefined,
     });
+  }
+
+  /**
+   * A CALL's head with its meta: built apart (heads with meta are rare and not cached); the
+   * meta is left out where it would take the frame past the peer's limit.
+   */
+  #metaHead(
+    id: number,
+    flags: number,
+    timeoutMs: number,
+    name: Uint8Array,
+    meta: CallMeta,
+    bodyLength: number,
+  ): Uint8Array {
+    const bytes = callMetaBody(meta);
+    const withMeta = flags | CALL_FLAG_META;
+    const size = callHeadSize(id, withMeta, timeoutMs, name, bytes);
+    if (size + bodyLength > this.#peerMaxFrame) return this.#heads.call(id, flags, timeoutMs, name);
+    const head = new Uint8Array(size);
+    writeCallHead(head, id, withMeta, timeoutMs, name, bytes);
+    return head;
   }
 
   /** The most an ERROR body about call `id` may take: the peer's limit less its envelope. */

@@ -3,6 +3,7 @@
 // through protocol/'s one table of frame readers, which parses fields in place and matches
 // recent method names by their bytes, so a common frame costs no allocation to read.
 
+import { CALL_META_FEATURE, parseCallMeta } from "../../protocol/call_meta.ts";
 import { FrameDecoder } from "../../framing/frame_decoder.ts";
 import { FrameReader } from "../../framing/frame_reader.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
@@ -55,6 +56,9 @@ const NAMES: EventNames = {
   goodbye: "GOODBYE",
 };
 
+/** The extensions this side reads (docs/protocol.md §11). */
+const FEATURES = [CALL_META_FEATURE];
+
 /** Makes conduit's wire for one connection: the default {@linkcode WireFactory}. */
 export const conduitWire: WireFactory = (transport, options) => new ConduitWire(transport, options);
 
@@ -82,6 +86,7 @@ export class ConduitWire implements Wire, FrameSink {
     const hello = helloBody({
       auth: auth && { nonce: auth.nonce, role: auth.role },
       codec: options.codec,
+      features: FEATURES,
       maxFrameBytes: options.maxFrameBytes,
       maxInFlight: options.maxInFlight,
       streamWindowBytes: options.streamWindowBytes,
@@ -226,8 +231,22 @@ export class ConduitWire implements Wire, FrameSink {
 
   pong(): void {}
 
-  call(id: number, flags: number, timeoutMs: number, method: string, body: Uint8Array): void {
-    this.#incoming.call(id, method, body, timeoutMs, (flags & CALL_FLAG_STREAM_PARAM) !== 0);
+  call(
+    id: number,
+    flags: number,
+    timeoutMs: number,
+    method: string,
+    body: Uint8Array,
+    meta: Uint8Array | undefined,
+  ): void {
+    this.#incoming.call(
+      id,
+      method,
+      body,
+      timeoutMs,
+      (flags & CALL_FLAG_STREAM_PARAM) !== 0,
+      meta && parseCallMeta(meta),
+    );
   }
 
   notify(method: string, body: Uint8Array): void {

@@ -233,7 +233,7 @@ export class JsonRpcWire implements Wire {
       return;
     }
     const handle = this.outbox.peerRequest(id, batch);
-    this.#incoming.call(handle, method, params, 0, false);
+    this.#incoming.call(handle, method, params, 0, false, undefined);
   }
 
   #notification(method: string, params: unknown): void {
