@@ -7,6 +7,7 @@
 // ratio is the second column of ratios.
 //
 //   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases=p50,calls256,notify,raw1m,spawn]
+//   (p50Stdio: small calls to a stdio worker with its default codec)
 //
 // (raw64k and raw64kStdio also exist; raw64kStdio's CPU column is the parent's only.)
 //
@@ -19,6 +20,7 @@ import process from "node:process";
 
 const CASES = {
   p50: { label: "small call p50, Unix socket (µs)", lowerIsBetter: true },
+  p50Stdio: { label: "small call p50, stdio worker (µs)", lowerIsBetter: true },
   calls256: { label: "calls/s, 256 in flight, Unix socket", lowerIsBetter: false },
   notify: { label: "notifications/s, raw 64 B, Unix socket", lowerIsBetter: false },
   raw1m: { label: "1 MiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
@@ -144,6 +146,7 @@ async function measure(name: CaseName, dir: string): Promise<Sample> {
   const root = `file://${dir}/`;
   if (name === "spawn") return { value: await spawnToFirstReply(root), cpu: NaN };
   if (name === "raw64kStdio") return await rawStdioWorker(root);
+  if (name === "p50Stdio") return await smallStdioWorker(root);
   const api: Api = await import(`${root}channel/mod.ts`);
   const { jsonCodec } = await import(`${root}codecs/json.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
@@ -256,6 +259,36 @@ async function run(name: CaseName, client: any, received: () => number): Promise
 }
 
 /** 64 KiB raw echo calls to a worker of the tree at `root` over its default transport. */
+/** Small echo calls to a stdio worker with the worker's default codec: the p50 (µs). */
+async function smallStdioWorker(root: string): Promise<Sample> {
+  const { spawnWorker } = await import(`${root}workers/mod.ts`);
+  const dir = await Deno.makeTempDir({ dir: new URL(root).pathname, prefix: ".ab-worker" });
+  const module = `${dir}/echo_worker.ts`;
+  await Deno.writeTextFile(
+    module,
+    `import { serveWorker } from "${root}workers/mod.ts";\n` +
+      "await serveWorker({ echo: (value: unknown) => value });\n",
+  );
+  const worker = await spawnWorker(new URL(`file://${module}`));
+  try {
+    const small = { id: 42, name: "conduit", tags: ["bench", "small", "call"] };
+    for (let i = 0; i < 3000; i++) await worker.remote.echo(small);
+    const samples = new Float64Array(20_000);
+    const [, cpu] = await cpuPer(samples.length, async () => {
+      for (let i = 0; i < samples.length; i++) {
+        const start = performance.now();
+        await worker.remote.echo(small);
+        samples[i] = performance.now() - start;
+      }
+    });
+    samples.sort();
+    return { value: samples[samples.length >> 1] * 1000, cpu };
+  } finally {
+    await worker.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 async function rawStdioWorker(root: string): Promise<Sample> {
   const { spawnWorker } = await import(`${root}workers/mod.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
