@@ -8,7 +8,8 @@
 //
 // The full run takes about 12 minutes on 2 cores; --quick exercises every code path in under
 // two minutes (CI runs it to prove the harness works; its figures mean little). --render
-// measures nothing: it rewrites the report, charts and targets from a results.json.
+// measures nothing: it rewrites the report, charts and targets from a results.json, such as
+// the one a full run leaves beside this file (git-ignored: it is rewritten by every run).
 
 import { runArrow } from "./_arrow.ts";
 import { runMachine } from "./_machine.ts";
@@ -43,7 +44,6 @@ const reportPath = outIndex >= 0
   ? `${chartDir}/REPORT.md`
   : new URL("../REPORT.md", import.meta.url).pathname;
 const chartPrefix = outIndex >= 0 ? "./" : "report/";
-const NOTES = new URL("./notes.md", import.meta.url);
 
 const started = performance.now();
 const log = (line: string) => {
@@ -132,12 +132,9 @@ async function write(results: ReportResults): Promise<void> {
     await Deno.writeTextFile(`${chartDir}/${name}`, svg);
   }
   await Deno.writeTextFile(`${chartDir}/results.json`, JSON.stringify(results, null, 1) + "\n");
-  const notes = results.config.mode === "full"
-    ? await Deno.readTextFile(NOTES).catch(() => "")
-    : "";
   await Deno.writeTextFile(
     reportPath,
-    renderMarkdown(results, { charts: Object.keys(charts), chartPrefix, notes }),
+    renderMarkdown(results, { charts: Object.keys(charts), chartPrefix }),
   );
   // Formatted as `deno fmt --check` (a CI gate) expects the committed files to be.
   const fmt = await new Deno.Command(Deno.execPath(), {
