@@ -1,4 +1,4 @@
-// The Markdown report: environment, targets, method, then every table, with the charts.
+// The Markdown report: environment, targets, method, then every table.
 
 import { bytes, mbps, percent, rate, sig, spreadOf, time, times } from "./_format.ts";
 import { machineMarkdown } from "./_machine.ts";
@@ -9,20 +9,11 @@ import type { ReportResults } from "./_results.ts";
 import { minSamplesFor, PERCENTILES } from "./_stats.ts";
 import type { SubjectResult } from "./_suite.ts";
 
-/** Options for {@linkcode renderMarkdown}. */
-export interface MarkdownOptions {
-  /** Chart file names, and the path from the report to their directory. */
-  charts: string[];
-  chartPrefix: string;
-}
-
 /** Renders the whole report. */
-export function renderMarkdown(results: ReportResults, options: MarkdownOptions): string {
+export function renderMarkdown(results: ReportResults): string {
   const out: string[] = [];
   const { config, environment: env } = results;
   const runs = config.runs;
-  const chart = (name: string, alt: string) =>
-    options.charts.includes(name) ? [`![${alt}](${options.chartPrefix}${name})`, ""] : [];
 
   out.push("# conduit benchmark report", "");
   out.push(
@@ -135,8 +126,6 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
       (subject.approach === "conduit" || subject.approach === "raw-frames")
     );
     out.push(...sequentialTable(rows, results, ndjson, ceiling), "");
-    out.push(...chart(`throughput_${transport}.svg`, `MB/s by payload over ${transport}`));
-    out.push(...chart(`latency_${transport}.svg`, `small-call latency over ${transport}`));
   }
   out.push("### Baselines", "");
   const baselineRows = results.suite.filter((subject) =>
@@ -162,9 +151,8 @@ export function renderMarkdown(results: ReportResults, options: MarkdownOptions)
     );
   }
   out.push("");
-  out.push(...chart("calls_in_flight.svg", "small calls per second by calls in flight"));
 
-  out.push(...nodePeersMarkdown(results.nodePeers, chart));
+  out.push(...nodePeersMarkdown(results.nodePeers));
   out.push(...machineMarkdown(results.machine));
   out.push(...workersMarkdown(results.workers));
   out.push(...threadsMarkdown(results.threads));
