@@ -23,15 +23,6 @@ const ROW_TITLES: Record<NodeRow, string> = {
   rawCpuUs: "Raw 64 KiB echo: CPU µs per call, both processes (lower is better)",
   pipelinedCpuUs: "32 pipelined small calls: CPU µs per call, both processes (lower is better)",
 };
-const SHORT: Record<NodeRow, string> = {
-  structuredMBps: "structured 1 KB",
-  rawMBps: "raw 64 KiB",
-  pipelinedCallsPerSec: "32 pipelined",
-  spawnMs: "spawn",
-  structuredCpuUs: "1 KB CPU",
-  rawCpuUs: "64 KiB CPU",
-  pipelinedCpuUs: "pipelined CPU",
-};
 const FORMAT: Record<NodeRow, (x: number) => string> = {
   structuredMBps: mbps,
   rawMBps: mbps,
