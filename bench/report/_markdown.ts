@@ -49,7 +49,7 @@ export function renderMarkdown(results: ReportResults): string {
     `| samples per run | small payload ${config.smallSamples.toLocaleString("en-US")}; others ` +
       `${config.minSamples}–${config.maxSamples.toLocaleString("en-US")} (about ` +
       `${config.sampleBudgetMs} ms per cell per run; at least ${config.largeMinSamples} for ` +
-      `10 MB, ${config.arrowMinSamples} for Arrow); each table shows n |`,
+      "10 MB); each table shows n |",
   );
   out.push(
     `| percentiles | shown only with n ≥ 10/(1−p) samples in every run: ${
@@ -58,8 +58,8 @@ export function renderMarkdown(results: ReportResults): string {
     } |`,
   );
   out.push(
-    `| harness peak RSS | ${sig(results.parentPeakRssMiB)} MiB (it holds every payload and ` +
-      "the Arrow tables; measurements run in driver processes of their own) |",
+    `| harness peak RSS | ${sig(results.parentPeakRssMiB)} MiB (it holds every payload; ` +
+      "measurements run in driver processes of their own) |",
   );
   out.push("");
 
@@ -179,37 +179,6 @@ export function renderMarkdown(results: ReportResults): string {
     }
   }
   out.push("");
-
-  if (results.arrow.length > 0) {
-    out.push("## Arrow by rows", "");
-    out.push(
-      "Rows of five columns (int32, float64, dictionary utf8, timestamp, bool) echoed as an " +
-        "Arrow table (arrow codec) and as an array of row objects (JSON). Rows/s count both " +
-        "directions. 1M rows as JSON (76 MB, seconds a call) are measured over the Unix socket " +
-        "only. Both codecs are driven from the harness process, which holds the tables and rows.",
-      "",
-    );
-    out.push(
-      "| transport | rows | codec | size | n/run | avg round trip | p50 | rows/s | arrow × json |",
-      "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    );
-    for (const cell of results.arrow) {
-      const json = results.arrow.find((other) =>
-        other.transport === cell.transport && other.rows === cell.rows && other.codec === "json"
-      );
-      const ratio = cell.codec === "arrow" && json
-        ? times(cell.rowsPerSec.median / json.rowsPerSec.median)
-        : "";
-      out.push(
-        `| ${cell.transport} | ${cell.rows.toLocaleString("en-US")} | ${cell.codec} | ${
-          bytes(cell.bytes)
-        } | ${cell.latencyMs.n} | ${spreadOf(cell.latencyMs.avg, time)} | ${
-          spreadOf(cell.latencyMs.percentiles[0], time)
-        } | ${spreadOf(cell.rowsPerSec, rate)} | ${ratio} |`,
-      );
-    }
-    out.push("");
-  }
 
   if (results.streams.length > 0) {
     const total = results.streams[0].bytes;

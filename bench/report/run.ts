@@ -11,7 +11,6 @@
 // measures nothing: it rewrites the report and its targets from a results.json, such as
 // the one a full run leaves beside this file (git-ignored: it is rewritten by every run).
 
-import { runArrow } from "./_arrow.ts";
 import { runMachine } from "./_machine.ts";
 import { runThreads } from "./_threads.ts";
 import { runWorkers } from "./_workers.ts";
@@ -82,8 +81,6 @@ async function measure(): Promise<ReportResults> {
         ),
       );
     });
-    log("arrow");
-    const arrow = await runArrow(config, socketDir, log);
     log("streams");
     const streams = await runStreams(config, socketDir, log);
     log("node peers");
@@ -108,7 +105,6 @@ async function measure(): Promise<ReportResults> {
       parentPeakRssMiB: (rssOf("self")?.peak ?? 0) / 2 ** 20,
       codecSpeed: combineCodecRuns(codecRuns),
       suite,
-      arrow,
       streams,
       nodePeers,
       machine,
