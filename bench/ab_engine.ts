@@ -6,9 +6,11 @@
 // operation (both ends run in the one process), which other processes disturb far less; its
 // ratio is the second column of ratios.
 //
-//   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases=p50,calls256,notify,raw1m,spawn]
+//   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases, comma-separated]
 //
-// (raw64k and raw64kStdio also exist; raw64kStdio's CPU column is the parent's only.)
+// Cases (all by default): p50, p50Stdio, calls256, notify, raw1m, raw1mHandover, raw64k,
+// raw64kStdio, spawn (the issue's no-regression set is p50,p50Stdio,calls256,notify,raw1m,spawn).
+// The stdio cases' CPU column is the parent's only.
 //
 // Both sides run this file's measurements against their own code through its public API
 // (channel/mod.ts, codecs, transports/unix.ts, workers/mod.ts), so any two commits compare.
@@ -19,6 +21,7 @@ import process from "node:process";
 
 const CASES = {
   p50: { label: "small call p50, Unix socket (µs)", lowerIsBetter: true },
+  p50Stdio: { label: "small call p50, stdio worker (µs)", lowerIsBetter: true },
   calls256: { label: "calls/s, 256 in flight, Unix socket", lowerIsBetter: false },
   notify: { label: "notifications/s, raw 64 B, Unix socket", lowerIsBetter: false },
   raw1m: { label: "1 MiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
@@ -143,7 +146,7 @@ interface Api {
 async function measure(name: CaseName, dir: string): Promise<Sample> {
   const root = `file://${dir}/`;
   if (name === "spawn") return { value: await spawnToFirstReply(root), cpu: NaN };
-  if (name === "raw64kStdio") return await rawStdioWorker(root);
+  if (name === "raw64kStdio" || name === "p50Stdio") return await stdioWorker(name, root);
   const api: Api = await import(`${root}channel/mod.ts`);
   const { jsonCodec } = await import(`${root}codecs/json.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
@@ -255,8 +258,11 @@ async function run(name: CaseName, client: any, received: () => number): Promise
   }
 }
 
-/** 64 KiB raw echo calls to a worker of the tree at `root` over its default transport. */
-async function rawStdioWorker(root: string): Promise<Sample> {
+/**
+ * Echo calls to a worker of the tree at `root` over its default transport (stdio): 64 KiB raw
+ * ones for `raw64kStdio`, small ones with the worker's default codec for `p50Stdio`.
+ */
+async function stdioWorker(name: "raw64kStdio" | "p50Stdio", root: string): Promise<Sample> {
   const { spawnWorker } = await import(`${root}workers/mod.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
   // Inside the tree, so that the worker finds the tree's deno.json (its import map).
@@ -267,11 +273,15 @@ async function rawStdioWorker(root: string): Promise<Sample> {
     `import { serveWorker } from "${root}workers/mod.ts";\n` +
       `import { rawCodec } from "${root}codecs/raw.ts";\n` +
       "const codec = typeof rawCodec === 'function' ? rawCodec() : rawCodec;\n" +
-      "await serveWorker({ echo: (value: Uint8Array) => value }, { codec });\n",
+      `await serveWorker({ echo: (value: unknown) => value }${
+        name === "p50Stdio" ? "" : ", { codec }"
+      });\n`,
   );
   const codec = typeof rawCodec === "function" ? rawCodec() : rawCodec;
-  const worker = await spawnWorker(new URL(`file://${module}`), { codec });
+  const options = name === "p50Stdio" ? {} : { codec };
+  const worker = await spawnWorker(new URL(`file://${module}`), options);
   try {
+    if (name === "p50Stdio") return await run("p50", worker, () => 0);
     const blob = new Uint8Array(64 * 1024).fill(3);
     for (let i = 0; i < 300; i++) await worker.remote.echo(blob);
     const calls = 3000;
