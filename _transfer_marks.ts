@@ -51,8 +51,8 @@ export function forgetGivenUp(bytes: Uint8Array): void {
 
 /**
  * Below this a chunk is cloned rather than transferred: posting a small message with a
- * transfer list took ~10-20 µs more per round trip than cloning it (bench/threads_ratios.ts,
- * 100-byte ping-pong; see bench/report/notes.md).
+ * transfer list took longer per round trip than cloning it (bench/report/_threads.ts, small
+ * call p50).
  */
 const CLONE_MAX_BYTES = 64 * 1024;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI gate: conduit used from a checkout, the way the README's "Install" section shows, by a
+# CI gate: conduit used from a checkout, the way docs/install.md ("Without JSR") shows, by a
 # small project in a temporary directory outside this package. The project imports EVERY
 # entrypoint deno.json `exports` lists (read from deno.json, so a new entrypoint is covered
 # without editing this script), type-checks, runs, and spawns a worker of its own with only

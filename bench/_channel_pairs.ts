@@ -1,4 +1,4 @@
-// Fixtures for bench/channel_bench.ts and bench/channel_latency.ts: both ends in this process,
+// Fixtures for bench/channel_bench.ts: both ends in this process,
 // over a memory pair or a real Unix socket, as a conduit channel or as raw frames echoed back
 // (the same transport and framing with no codec or protocol: the floor under a call).
 

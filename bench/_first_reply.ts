@@ -1,5 +1,4 @@
-// The worker side of the spawn-to-first-reply figure, shared by bench/spawn_time.ts and the
-// report's workers section: spawnWorker with default options, until the answer to the first
+// The worker side of the spawn-to-first-reply figure of the report's workers section: spawnWorker with default options, until the answer to the first
 // call (process start, module load, handshake, one round trip).
 
 import { spawnWorker, type SpawnWorkerOptions } from "@conduit/ipc/workers";

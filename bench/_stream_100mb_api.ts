@@ -1,4 +1,4 @@
-// What bench/stream_100mb.ts streams, shared by the parent and its child peer.
+// What the report's 100 MB worker stream sends (bench/report/_workers.ts).
 
 import type { Codec } from "@conduit/ipc/codecs";
 

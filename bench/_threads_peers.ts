@@ -1,4 +1,4 @@
-// The three ways bench/threads_bench.ts and bench/threads_ratios.ts reach a Deno module
+// The three ways bench/threads_bench.ts and the report's threads section reach a Deno module
 // Worker: comlink (npm) over postMessage, a conduit channel over the Web Worker transport,
 // and a conduit channel over a shared ring. Each serves `echo` (a value back) and `take` (a
 // buffer moved to the worker, its length back).

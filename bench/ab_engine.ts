@@ -6,10 +6,11 @@
 // operation (both ends run in the one process), which other processes disturb far less; its
 // ratio is the second column of ratios.
 //
-//   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases=p50,calls256,notify,raw1m,spawn]
-//   (p50Stdio: small calls to a stdio worker with its default codec)
+//   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases, comma-separated]
 //
-// (raw64k and raw64kStdio also exist; raw64kStdio's CPU column is the parent's only.)
+// Cases (all by default): p50, p50Stdio, calls256, notify, raw1m, raw1mHandover, raw64k,
+// raw64kStdio, spawn (the issue's no-regression set is p50,p50Stdio,calls256,notify,raw1m,spawn).
+// The stdio cases' CPU column is the parent's only.
 //
 // Both sides run this file's measurements against their own code through its public API
 // (channel/mod.ts, codecs, transports/unix.ts, workers/mod.ts), so any two commits compare.
@@ -145,8 +146,7 @@ interface Api {
 async function measure(name: CaseName, dir: string): Promise<Sample> {
   const root = `file://${dir}/`;
   if (name === "spawn") return { value: await spawnToFirstReply(root), cpu: NaN };
-  if (name === "raw64kStdio") return await rawStdioWorker(root);
-  if (name === "p50Stdio") return await smallStdioWorker(root);
+  if (name === "raw64kStdio" || name === "p50Stdio") return await stdioWorker(name, root);
   const api: Api = await import(`${root}channel/mod.ts`);
   const { jsonCodec } = await import(`${root}codecs/json.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
@@ -258,38 +258,11 @@ async function run(name: CaseName, client: any, received: () => number): Promise
   }
 }
 
-/** 64 KiB raw echo calls to a worker of the tree at `root` over its default transport. */
-/** Small echo calls to a stdio worker with the worker's default codec: the p50 (µs). */
-async function smallStdioWorker(root: string): Promise<Sample> {
-  const { spawnWorker } = await import(`${root}workers/mod.ts`);
-  const dir = await Deno.makeTempDir({ dir: new URL(root).pathname, prefix: ".ab-worker" });
-  const module = `${dir}/echo_worker.ts`;
-  await Deno.writeTextFile(
-    module,
-    `import { serveWorker } from "${root}workers/mod.ts";\n` +
-      "await serveWorker({ echo: (value: unknown) => value });\n",
-  );
-  const worker = await spawnWorker(new URL(`file://${module}`));
-  try {
-    const small = { id: 42, name: "conduit", tags: ["bench", "small", "call"] };
-    for (let i = 0; i < 3000; i++) await worker.remote.echo(small);
-    const samples = new Float64Array(20_000);
-    const [, cpu] = await cpuPer(samples.length, async () => {
-      for (let i = 0; i < samples.length; i++) {
-        const start = performance.now();
-        await worker.remote.echo(small);
-        samples[i] = performance.now() - start;
-      }
-    });
-    samples.sort();
-    return { value: samples[samples.length >> 1] * 1000, cpu };
-  } finally {
-    await worker.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
-async function rawStdioWorker(root: string): Promise<Sample> {
+/**
+ * Echo calls to a worker of the tree at `root` over its default transport (stdio): 64 KiB raw
+ * ones for `raw64kStdio`, small ones with the worker's default codec for `p50Stdio`.
+ */
+async function stdioWorker(name: "raw64kStdio" | "p50Stdio", root: string): Promise<Sample> {
   const { spawnWorker } = await import(`${root}workers/mod.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
   // Inside the tree, so that the worker finds the tree's deno.json (its import map).
@@ -300,11 +273,15 @@ async function rawStdioWorker(root: string): Promise<Sample> {
     `import { serveWorker } from "${root}workers/mod.ts";\n` +
       `import { rawCodec } from "${root}codecs/raw.ts";\n` +
       "const codec = typeof rawCodec === 'function' ? rawCodec() : rawCodec;\n" +
-      "await serveWorker({ echo: (value: Uint8Array) => value }, { codec });\n",
+      `await serveWorker({ echo: (value: unknown) => value }${
+        name === "p50Stdio" ? "" : ", { codec }"
+      });\n`,
   );
   const codec = typeof rawCodec === "function" ? rawCodec() : rawCodec;
-  const worker = await spawnWorker(new URL(`file://${module}`), { codec });
+  const options = name === "p50Stdio" ? {} : { codec };
+  const worker = await spawnWorker(new URL(`file://${module}`), options);
   try {
+    if (name === "p50Stdio") return await run("p50", worker, () => 0);
     const blob = new Uint8Array(64 * 1024).fill(3);
     for (let i = 0; i < 300; i++) await worker.remote.echo(blob);
     const calls = 3000;

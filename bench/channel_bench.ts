@@ -1,5 +1,5 @@
 // Small channel calls against raw frames echoed over the same transport, both ends in this
-// process (bench/channel_latency.ts prints the percentiles and calls/s of the same setups):
+// process:
 //
 //   deno bench -A bench/channel_bench.ts
 //

@@ -16,7 +16,7 @@ import {
   tableFromRows,
 } from "../codecs/arrow.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { makeRows, makeTable, type Row, START } from "./report/_arrow_rows.ts";
+import { makeRows, makeTable, type Row, START } from "./_arrow_rows.ts";
 
 const TYPES = { id: new Int32(), value: new Float64(), at: new TimestampMillisecond() };
 

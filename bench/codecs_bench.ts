@@ -3,7 +3,6 @@
 // pre-encode verification on (the default) and off. Arrow is in codecs_arrow_bench.ts.
 //
 //   deno bench -A bench/codecs_bench.ts
-//   deno bench -A --json bench/codecs_bench.ts > codecs.json && deno run -A bench/_codecs_table.ts codecs.json
 //
 // Cases: "round trip" is decode(encode(value)); "encode" and "decode" time one side, decode
 // from bytes encoded up front; "encode view" (codecs with `encodeView`, which the channel

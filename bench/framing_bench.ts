@@ -3,7 +3,6 @@
 // noise next to the per-frame cost being measured.
 //
 //   deno bench -A bench/framing_bench.ts
-//   deno bench -A --json bench/framing_bench.ts > framing.json && deno run -A bench/_framing_table.ts framing.json
 //
 // Groups:
 // - "decode <size>": a pre-built buffer of frames, cut into 64 KiB chunks as a socket read

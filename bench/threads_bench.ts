@@ -7,8 +7,8 @@
 // shared ring. Rows: a small call (the report's `small` RPC-like object, JSON for conduit,
 // structured clone for comlink), 256 small calls in flight, a 1 MiB buffer moved to the
 // worker (transferred by both), the report's 1 MB structured object echoed. The workers are
-// started at load time. bench/threads_ratios.ts measures the same with percentiles and
-// interleaved rounds, and prints the ratios.
+// started at load time. The report's threads section (bench/report/_threads.ts) measures
+// the same with percentiles and interleaved rounds, and prints the ratios.
 
 import { THREAD_PEERS, threadPeer } from "./_threads_peers.ts";
 import { reportPayloads } from "./report/_payloads.ts";

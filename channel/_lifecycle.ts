@@ -31,8 +31,8 @@ type Timer = ReturnType<typeof setTimeout>;
 
 /**
  * Cancels `timer`, if any, without touching the timer globals when there is none: their
- * first use loads Deno's Node-compatible timers (several milliseconds), which a worker that
- * sets no timer need not pay before its first reply (`bench/spawn_time.ts`).
+ * first use loads Deno's Node-compatible timers, which a worker that sets no timer need not
+ * pay before its first reply (`bench/ab_engine.ts` case `spawn`).
  */
 export function clearTimer(timer: Timer | undefined): void {
   if (timer !== undefined) clearTimeout(timer);

@@ -48,7 +48,8 @@
  */
 
 // The ESM build's modules, named explicitly: the package's main entry resolves to its CommonJS
-// build in Deno, which loads 5-10x slower (it dominated a worker's spawn-to-first-reply).
+// build in Deno, which loads far slower (it dominated a worker's spawn-to-first-reply:
+// `bench/ab_engine.ts` case `spawn`).
 import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
 import { encodeTimestampExtension, EXT_TIMESTAMP } from "@msgpack/msgpack/dist.esm/timestamp.mjs";
 import { CodecError } from "../errors.ts";

@@ -30,8 +30,8 @@
  * Typed arrays are sent in the machine's byte order (little-endian everywhere Deno runs).
  *
  * Why MessagePack and not V8's structured serialization (`node:v8` `serialize`): in
- * `bench/codecs_structured_bench.ts`, V8's round trip was about 3x slower for a small call and
- * for a 1 MiB `Uint8Array` (it won only on large batches of records holding a `Set` each); it
+ * `bench/codecs_structured_bench.ts`, V8's round trip is slower for a small call and for a
+ * 1 MiB `Uint8Array` (it won only on large batches of records holding a `Set` each); it
  * turns class instances into plain objects and custom errors into `Error` without a word, so
  * the walk that refuses them would be needed anyway; and its format is V8's own, which no
  * peer in another language reads, while MessagePack is a documented format.

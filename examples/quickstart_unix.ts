@@ -1,6 +1,6 @@
 /**
- * The README's second quickstart: a server over a Unix socket with `serve()`, and a client, in
- * the same process.
+ * The Unix socket example of docs/servers.md: a server over a Unix socket with `serve()`, and a
+ * client, in the same process.
  *
  *   deno run --allow-read --allow-write examples/quickstart_unix.ts
  *

@@ -23,8 +23,8 @@ const EMPTY_CHUNKS: Uint8Array[] = [];
  * With `reuseChunks` the packer owns the memory of the chunks it returns and reuses it from
  * the next `take()` on: for a writer that calls `take()` only once every chunk of the last one
  * was written, and a sink that copies what it keeps (every transport does). A fresh chunk is
- * a zeroed allocation: `take()` was 17% of the CPU of 64 KiB echo calls in one process, 3%
- * with reused chunks (`deno run -A --cpu-prof bench/ab_engine.ts --case raw64k <dir>`).
+ * a zeroed allocation, a large share of the CPU of 64 KiB echo calls without reused chunks
+ * (`deno run -A --cpu-prof bench/ab_engine.ts --case raw64k <dir>`).
  * Small chunks are views of a slab shared by the thread's packers instead (see
  * {@linkcode carve}).
  */
@@ -40,8 +40,8 @@ export abstract class BatchPacker {
   // the body and trailer too when the frame fits in a batch. #stagedEnds[i] is where frame
   // i's staged bytes end (they start where frame i-1's end, and frames queued by reference
   // stage none); #frames[i] is the rest of its payload, by reference.
-  // Why: allocating a buffer costs far more than copying a few hundred bytes (about 0.7 µs
-  // per ArrayBuffer in Deno 2.9, whatever its size), so a frame made of an envelope head and
+  // Why: allocating a buffer costs far more than copying a few hundred bytes, whatever its
+  // size (`bench/ab_engine.ts` case `notify`), so a frame made of an envelope head and
   // a codec's body is queued without a buffer of its own, the caller may reuse both, and a
   // run of staged frames reaches its chunk in one copy.
   #staged: Uint8Array = EMPTY;
@@ -265,9 +265,8 @@ export abstract class BatchPacker {
 
   /**
    * A chunk of `bytes`. One that holds a large frame's header is never `carvable`: carved,
-   * it made 1 MiB raw calls 11% slower in A/B runs (bench/ab_engine.ts raw1m, 12 rounds,
-   * paired 0.875, q1–q3 0.83–0.98; no slower under perf, nor in syscall counts: not
-   * understood).
+   * it made 1 MiB raw calls slower in A/B runs (bench/ab_engine.ts case raw1m; no slower
+   * under perf, nor in syscall counts: not understood).
    */
   #chunk(bytes: number, carvable: boolean): Uint8Array {
     if (this.#pool === undefined) return new Uint8Array(bytes);
@@ -327,15 +326,15 @@ export abstract class BatchPacker {
 /**
  * Chunks up to this size are allocated, not pooled: zeroing them costs little, and pooled views
  * cost 256-in-flight small calls and 1 MiB calls (whose large frames' headers are such chunks)
- * 5–13% CPU in A/B runs (bench/ab_engine.ts calls256,raw1m).
+ * CPU in A/B runs (bench/ab_engine.ts cases calls256, raw1m).
  */
 const SMALL_CHUNK_BYTES = 32 * 1024;
 /**
  * Chunks up to this size (with `reuseChunks`) are carved from a slab: a small call's whole
- * batch is one. An ArrayBuffer of its own costs about 0.7 µs whatever its size, and a typed
+ * batch is one. An ArrayBuffer of its own costs the same whatever its size, and a typed
  * array of 64 bytes or less lives on V8's heap, which the write's op must first move to a
- * backing store of its own. bench/report/_machine.ts conduit-small (16 B raw calls), 12
- * paired rounds: p50 0.975 (q1–q3 0.964–0.995) of a fresh array per chunk.
+ * backing store of its own (the report's "Closer to the machine" small raw calls,
+ * bench/report/_machine.ts case conduit-small).
  */
 const CARVED_CHUNK_BYTES = 1024;
 /**

@@ -38,9 +38,8 @@ export const DEFAULT_WRITE_HIGH_WATER_MARK: number = 1024 * 1024;
  * FrameWriter's default batch bound: a 64 KiB batch and 1 KiB of room, so that a frame with a
  * 64 KiB body (a pipe buffer's worth, a common chunk size), its header and an envelope head
  * is copied into one chunk and reaches the kernel in one `write()`, not a header write and a
- * body write. Measured (`bench/ab_engine.ts raw64kStdio`, 5 interleaved rounds on a loaded
- * 2-core machine): 64 KiB raw echo calls to a stdio worker 1.21x faster, 1.43x less parent
- * CPU per call.
+ * body write: faster 64 KiB raw echo calls to a stdio worker, with less parent CPU per call
+ * (`bench/ab_engine.ts` case `raw64kStdio`).
  */
 const WRITER_BATCH_BYTES = DEFAULT_MAX_BATCH_BYTES + 1024;
 

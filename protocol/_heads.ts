@@ -1,7 +1,7 @@
 // Envelope heads (docs/protocol.md §4): the type byte and varint fields before a frame's body,
 // written into one reused scratch buffer. The channel sends them with
 // FrameWriter.writeParts(head, body), so a frame costs no buffer of its own: allocating one
-// costs far more than the frame's few head bytes (about 0.7 µs per ArrayBuffer in Deno 2.9).
+// costs far more than the frame's few head bytes (`bench/ab_engine.ts` case `notify`).
 
 import { writeVarint } from "./_varint.ts";
 import { MAX_METHOD_BYTES, MAX_VARINT_BYTES } from "./limits.ts";

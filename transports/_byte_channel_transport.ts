@@ -56,7 +56,7 @@ const WRITE_HIGH_WATER_MARK = 64 * 1024;
  * `readable` and `writable` are created when first used: a caller that reads and writes with
  * `readChunk`, `readInto`, `writeChunk` and `closeWrite` (a channel's engine does) never makes
  * the process load Deno's Web Streams, which a worker would otherwise pay before its first
- * reply (`bench/spawn_time.ts`).
+ * reply (`bench/ab_engine.ts` case `spawn`).
  */
 export class ByteChannelTransport implements Transport {
   /**
@@ -472,8 +472,9 @@ const SHARED_MIN_REST_BYTES = 64 * 1024;
  * would detach the views handed out before), a large read that leaves much of a large buffer
  * unused (16 KiB or more, with 64 KiB or more left) is handed out as a view, and the next
  * reads go into the rest of the same buffer:
- * 64 KiB frames read into a 256 KiB buffer were each copied out (`slice()`, 15% of the CPU of
- * a 64 KiB echo in one process) where now four share one allocation. Such a view pins at
+ * 64 KiB frames read into a 256 KiB buffer were each copied out (`slice()`, a large share of
+ * the CPU of a 64 KiB echo: `bench/ab_engine.ts` case `raw64k`) where now four share one
+ * allocation. Such a view pins at
  * most 16 times its size.
  */
 export class ReadBuffer {

@@ -48,8 +48,8 @@ const COALESCE_HOPS = 4;
  * Channels of this thread that posted data and have had none back since. A spin waits for one
  * channel's answer while every other channel's messages wait behind it, so a channel spins
  * only when it is the one waiting: a pool's parent, talking to several workers at once, does
- * not (without this rule, a 2-thread pool whose ends all spun made 0.6-0.8x the calls/s of
- * one whose ends did not, at load 4-5).
+ * not (without this rule, a 2-thread pool whose ends all spun made fewer calls/s than one
+ * whose ends did not, on a loaded machine: `deno task demo`, its thread pool).
  */
 let awaitingChannels = 0;
 
@@ -359,7 +359,7 @@ export class PostMessageChannel implements ByteChannel {
    * the answer. A post to a thread whose CPU went idle wakes it through the OS (and, in a VM,
    * the hypervisor), which costs the poster and the wakee far more than a post to a thread
    * that is still running: staying awake after a post until the peer's answer is posted makes
-   * that answer the cheap kind (bench/threads_layers.ts, its spinMicros row).
+   * that answer the cheap kind (bench/report/notes.md, "The parent's end waits by default").
    */
   #postData(message: unknown, transfer: Transferable[]): void {
     const bell = this.#bell;

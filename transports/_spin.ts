@@ -1,14 +1,15 @@
 // The spin of the thread transports: a side that expects the other thread's answer soon spins
 // for it a short while instead of sleeping, since waking a thread that went to sleep costs far
-// more than the wait (bench/threads_layers.ts). One policy for the shared ring and the Web
-// Worker transport: spin for at most `spinMicros`, and back off while spins mostly miss.
+// more than the wait (bench/report/_threads.ts, small call p50). One policy for the shared
+// ring and the Web Worker transport: spin for at most `spinMicros`, and back off while spins
+// mostly miss.
 
 /**
  * Below this share of recent spins that saw an answer (a moving average, each spin weighing
  * 1/8), a side mostly sleeps at once. A few misses in a row are common even when answers come
  * quickly (a GC pause, the peer preempted once), and backing off after them cost most spins:
- * backing off after 4 misses in a row made the ring's small-call p50 70 µs, this 15 µs
- * (bench/threads_ratios.ts).
+ * backing off after 4 misses in a row made the ring's small-call p50 several times this
+ * rule's (bench/report/_threads.ts, shared ring, small call p50).
  */
 const HIT_RATE_TO_SPIN = 0.2;
 /** While backed off, one wait in this many spins again, to learn when answers come quickly. */

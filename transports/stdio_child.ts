@@ -17,12 +17,11 @@ import type { Transport } from "./types.ts";
  * 64 KiB body is one synchronous write).
  *
  * In a child, `await Deno.stdout.write()` runs its syscall on a worker thread while
- * `Deno.stdout.writeSync()` runs it on the main thread. Measured on a 2-core machine
- * (`bench/transport_throughput.ts`, `bench/transports_bench.ts`), synchronous small writes
- * carry 5.9M 64-byte frames/s from child to parent against 4.5M/s, and a 64-byte ping-pong
- * takes 64 µs against 75 µs. A synchronous write blocks the child's event loop while the
- * pipe is full (the parent not reading), so it is kept to about one pipe buffer; larger
- * chunks are written asynchronously, at the same speed.
+ * `Deno.stdout.writeSync()` runs it on the main thread. Synchronous small writes carry more
+ * 64-byte frames/s from child to parent and make a 64-byte ping-pong faster
+ * (`deno bench -A bench/transports_bench.ts`, "transport/stdio ping-pong 64B"). A
+ * synchronous write blocks the child's event loop while the pipe is full (the parent not
+ * reading), so it is kept to about one pipe buffer; larger chunks are written asynchronously, at the same speed.
  */
 export const DEFAULT_SYNC_WRITE_MAX_BYTES: number = 65 * 1024;
 
@@ -31,11 +30,10 @@ export const DEFAULT_SYNC_WRITE_MAX_BYTES: number = 65 * 1024;
  * unprivileged process (`/proc/sys/fs/pipe-max-size`).
  *
  * A pipe holds 64 KiB by default, exactly one of the frame writer's batches, so writer and
- * reader move each batch in lock step, with several thread wake-ups per batch. Measured on a
- * 2-core machine (`bench/stdio_notes.ts`, 64-byte notifications from parent to child), a
- * 1 MiB pipe takes the context switches per 1,000 messages from 1.2 (parent) and 1.6 (child)
- * to 0.7 and 1.0, near a Unix socket's 0.6 and 0.85; each one is a chance to wait for a CPU
- * on a busy machine. Child-to-parent bulk throughput rises 1.4-3x.
+ * reader move each batch in lock step, with several thread wake-ups per batch. A 1 MiB pipe
+ * takes the context switches per message near a Unix socket's; each one is a chance to wait
+ * for a CPU on a busy machine (the report's raw notifications over stdio against unix,
+ * bench/report/notes.md target 4).
  */
 export const DEFAULT_PIPE_BUFFER_BYTES: number = 1024 * 1024;
 

@@ -112,7 +112,7 @@ export interface Transport extends AsyncDisposable {
    * stream has ended, and rejects as `readInto` does. Optional, with `writeChunk` and
    * `closeWrite` a way to use the transport without its Web Streams: a caller that never
    * touches `readable` and `writable` spares the process loading Deno's Web Streams, which
-   * costs a worker several milliseconds before its first reply (`bench/spawn_time.ts`). The
+   * delays a worker's first reply (`bench/ab_engine.ts` case `spawn`). The
    * channel uses them when present; the Unix socket, TCP, TLS and stdio transports have them.
    * Mixes with `readInto`, not with reads of `readable`.
    *

@@ -1,7 +1,8 @@
 // The worker's side of serveWorker (serve_worker.ts): the code a worker process runs, kept in
 // one module graph so that it can be pre-built into one file, `_serve.bundle.js`, which is
-// what serve_worker.ts loads. A worker then loads one module where it loaded ~75, and its
-// start-up beyond a bare Deno child fell from ~25 ms to ~6 (`deno run -A bench/spawn_time.ts`).
+// what serve_worker.ts loads. A worker then loads one module where it loaded dozens, and
+// starts close to a bare Deno child (the report's "Worker spawn → first reply" target;
+// `bench/ab_engine.ts` case `spawn`).
 // `deno task bundle` rebuilds it; `serve_bundle_test.ts` fails while it is stale.
 //
 // The socket and thread transports stay outside the bundle, loaded from their own modules only

@@ -6,7 +6,7 @@
  * A worker module imports it from here, `@conduit/ipc/workers/serve`: this entrypoint loads
  * only the worker's side, so the worker starts faster than with `@conduit/ipc/workers`, which
  * also loads the parent's (`spawnWorker`, `WorkerPool`) and re-exports the same
- * {@linkcode serveWorker} (`bench/spawn_time.ts` measures the difference).
+ * {@linkcode serveWorker} (`bench/ab_engine.ts` case `spawn` measures a worker's start-up).
  *
  * @example A worker module
  * ```ts ignore

@@ -1,25 +1,22 @@
 // What the report's conduit peer serves, and the per-method codecs both ends configure for the
 // codec under test. Codec modules are imported on demand, so a peer only loads the codec it
-// uses and the spawn-to-first-reply figure of a JSON peer does not include apache-arrow.
+// uses and the spawn-to-first-reply figure of a JSON peer does not include protobufjs.
 
 import type { MethodCodec } from "../../channel/channel.ts";
 import type { Codec } from "../../codecs/types.ts";
 
 /** The codecs the report compares. */
-export type CodecName = "json" | "msgpack" | "protobuf" | "raw" | "arrow";
+export type CodecName = "json" | "msgpack" | "protobuf" | "raw";
 
 /** The transports the report spawns peers over. */
 export type TransportName = "stdio" | "unix" | "tcp";
 
-/**
- * The largest frame either end accepts: JSON of 1M Arrow-bench rows is ~70 MB, above the
- * 64 MiB default.
- */
+/** The largest frame either end accepts: above the 64 MiB default, so no payload is refused. */
 export const REPORT_MAX_FRAME_BYTES = 256 * 1024 * 1024;
 
 /** The peer's methods. Values are whatever the codec under test carries. */
 export interface BenchApi {
-  /** Returns its param: a payload (structured data, raw bytes or an Arrow table). */
+  /** Returns its param: a payload (structured data or raw bytes). */
   echo(value: unknown): unknown;
   /** Returns its param: a small message. */
   echoSmall(value: unknown): unknown;
@@ -78,9 +75,5 @@ export async function methodCodecsFor(codec: CodecName): Promise<BenchCodecs> {
     }
     case "raw":
       return both(raw, raw);
-    case "arrow": {
-      const { arrowCodec } = await import("../../codecs/arrow.ts");
-      return both(arrowCodec() as Codec<unknown>, jsonCodec());
-    }
   }
 }

@@ -11,7 +11,7 @@ export interface ReportConfig {
   /** Runs per cell; each cell reports the median with min–max. */
   runs: number;
   transports: TransportName[];
-  /** The codecs of the sequential and small-message cells (Arrow has its own section). */
+  /** The codecs of the sequential and small-message cells. */
   codecs: CodecName[];
   /** Payloads of the sequential cells, `small` first. */
   payloads: string[];
@@ -35,9 +35,6 @@ export interface ReportConfig {
   /** One-way messages per run, and how many are sent between acknowledgements. */
   notes: number;
   noteWindow: number;
-  arrowRows: number[];
-  /** Fewest samples per Arrow cell per run (1M rows as JSON take seconds a call). */
-  arrowMinSamples: number;
   /** Bytes per stream, and the item sizes each is streamed in (one cell per size). */
   streamBytes: number;
   streamItemSizes: number[];
@@ -78,8 +75,6 @@ export const FULL: ReportConfig = {
   inFlight: [[1, 3_000], [16, 10_000], [256, 30_000]],
   notes: 400_000,
   noteWindow: 8192,
-  arrowRows: [1_000, 100_000, 1_000_000],
-  arrowMinSamples: 1,
   streamBytes: 2 ** 30,
   streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 150,
@@ -109,8 +104,6 @@ export const QUICK: ReportConfig = {
   inFlight: [[1, 200], [16, 1_000], [256, 2_000]],
   notes: 10_000,
   noteWindow: 2048,
-  arrowRows: [1_000],
-  arrowMinSamples: 3,
   streamBytes: 16 * 1024 * 1024,
   streamItemSizes: [64 * 1024, 1024 * 1024],
   codecBudgetMs: 10,

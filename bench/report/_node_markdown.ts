@@ -1,5 +1,5 @@
 // The "Node peers" section of the report: one table per workload, the subjects side by side
-// with the ratio columns, and a chart of the ratios.
+// with the ratio columns.
 
 import { mbps, rate, sig, spreadOf, time, times } from "./_format.ts";
 import {
@@ -10,7 +10,6 @@ import {
   PLACEMENTS,
 } from "./_node_rows.ts";
 import { spread } from "./_stats.ts";
-import { barChart } from "./_svg.ts";
 
 /** The ratio every row aims at. */
 export const NODE_TARGET = 1.2;
@@ -24,15 +23,6 @@ const ROW_TITLES: Record<NodeRow, string> = {
   rawCpuUs: "Raw 64 KiB echo: CPU µs per call, both processes (lower is better)",
   pipelinedCpuUs: "32 pipelined small calls: CPU µs per call, both processes (lower is better)",
 };
-const SHORT: Record<NodeRow, string> = {
-  structuredMBps: "structured 1 KB",
-  rawMBps: "raw 64 KiB",
-  pipelinedCallsPerSec: "32 pipelined",
-  spawnMs: "spawn",
-  structuredCpuUs: "1 KB CPU",
-  rawCpuUs: "64 KiB CPU",
-  pipelinedCpuUs: "pipelined CPU",
-};
 const FORMAT: Record<NodeRow, (x: number) => string> = {
   structuredMBps: mbps,
   rawMBps: mbps,
@@ -44,10 +34,7 @@ const FORMAT: Record<NodeRow, (x: number) => string> = {
 };
 
 /** The section's Markdown lines. */
-export function nodePeersMarkdown(
-  result: NodePeersResult | undefined,
-  chart: (name: string, alt: string) => string[],
-): string[] {
+export function nodePeersMarkdown(result: NodePeersResult | undefined): string[] {
   const out = ["## Node peers", ""];
   if (result === undefined) {
     out.push("Not measured in this run.", "");
@@ -109,25 +96,5 @@ export function nodePeersMarkdown(
     }
     out.push("");
   }
-  if (hasRatios) out.push(...chart("node_ratios.svg", "conduit ÷ best Node fork mode, per row"));
   return out;
-}
-
-/** The chart of the ratios: one group per row and placement, a bar per conduit transport. */
-export function nodeRatiosChart(result: NodePeersResult | undefined): string | undefined {
-  if (result === undefined) return undefined;
-  const placements = PLACEMENTS.filter((placement) => result.ratios[placement] !== undefined);
-  if (placements.length === 0) return undefined;
-  const conduits = NODE_SUBJECTS.filter((subject) => subject.startsWith("conduit"));
-  const groups = placements.flatMap((placement) =>
-    NODE_ROWS.map((row) => ({
-      label: `${SHORT[row]}${placement === "pinned" ? ", 1 CPU" : ""}`,
-      values: conduits.map((subject) => result.ratios[placement]![subject][row]?.median),
-    }))
-  );
-  return barChart(groups, {
-    title: `conduit ÷ best Node fork mode (median of paired rounds; target ${times(NODE_TARGET)})`,
-    yLabel: "ratio (> 1: conduit ahead)",
-    bars: conduits,
-  });
 }

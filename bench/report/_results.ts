@@ -1,6 +1,5 @@
 // The shape of results.json: every figure of the report.
 
-import type { ArrowCell } from "./_arrow.ts";
 import type { CodecSpeed } from "./_codec_speed.ts";
 import type { ReportConfig } from "./_config.ts";
 import type { Environment } from "./_env.ts";
@@ -28,7 +27,6 @@ export interface ReportResults {
   /** codec → payload → in-memory speed. */
   codecSpeed: Record<string, Record<string, CodecSpeed>>;
   suite: SubjectResult[];
-  arrow: ArrowCell[];
   streams: StreamCell[];
   /** conduit against real Node fork IPC; absent from reports made before it existed. */
   nodePeers?: NodePeersResult;

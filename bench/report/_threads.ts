@@ -9,9 +9,10 @@
 // by round, reported as the median with min–max over the rounds. A ratio above 1 means
 // faster than comlink.
 //
-// bench/threads_ratios.ts prints this section alone; the report runs it as a fresh process:
+// Run alone it prints this section; the report runs it as a fresh process for one JSON line:
 //
-//   deno run -A bench/report/_threads.ts --json <rounds>    prints one JSON line
+//   deno run -A bench/report/_threads.ts [rounds=5]
+//   deno run -A bench/report/_threads.ts --json <rounds>
 
 import { THREAD_PEERS, threadPeer, type ThreadPeerKind } from "../_threads_peers.ts";
 import { loadAverage } from "./_env.ts";
@@ -163,8 +164,8 @@ export function threadsMarkdown(result: ThreadsResult | undefined): string[] {
   if (result === undefined) return [...out, "Not measured in this run.", ""];
   const ratios = threadsRatios(result);
   out.push(
-    "Three clients of one service in a Deno module Worker (`bench/report/_threads.ts`, also " +
-      "`deno run -A bench/threads_ratios.ts [rounds]`): comlink 4.4 over `postMessage`, a " +
+    "Three clients of one service in a Deno module Worker (`bench/report/_threads.ts`): " +
+      "comlink 4.4 over `postMessage`, a " +
       "conduit channel (JSON, raw bytes for the transfer) over the Web Worker transport, and " +
       "one over the shared ring. Small calls echo the report's `small` payload one at a time " +
       `(p50 and p99 of ${SMALL_CALLS.toLocaleString("en-US")} per round); the 1 MiB buffers ` +

@@ -1,16 +1,16 @@
 // The benchmark report: spawns real peer processes and measures conduit over stdio, Unix
 // sockets and TCP with every codec, against the baselines in the same run (NDJSON over stdio,
 // raw frames over the same transport, node:child_process fork IPC, a Web Worker). Writes
-// REPORT.md, SVG charts and results.json (every figure) to the output directory.
+// REPORT.md and results.json (every figure) to the output directory.
 //
 //   deno run -A bench/report/run.ts [--quick] [--out dir] [--runs n] [--payloads 1KB,1MB]
 //   deno run -A bench/report/run.ts --render bench/report/results.json
 //
 // The full run takes about 12 minutes on 2 cores; --quick exercises every code path in under
 // two minutes (CI runs it to prove the harness works; its figures mean little). --render
-// measures nothing: it rewrites the report, charts and targets from a results.json.
+// measures nothing: it rewrites the report and its targets from a results.json, such as
+// the one a full run leaves beside this file (git-ignored: it is rewritten by every run).
 
-import { runArrow } from "./_arrow.ts";
 import { runMachine } from "./_machine.ts";
 import { runThreads } from "./_threads.ts";
 import { runWorkers } from "./_workers.ts";
@@ -18,7 +18,6 @@ import { runNodePeers } from "./_node_rows.ts";
 import { type CodecSpeedRun, combineCodecRuns, measureCodecSpeed } from "./_codec_speed.ts";
 import { FULL, QUICK } from "./_config.ts";
 import { environment, loadAverage } from "./_env.ts";
-import { renderCharts } from "./_charts.ts";
 import { renderMarkdown } from "./_markdown.ts";
 import { rssOf } from "./_measure.ts";
 import { reportPayloads } from "./_payloads.ts";
@@ -35,15 +34,13 @@ if (runsArg >= 0) config.runs = Number(args[runsArg + 1]);
 const payloadsArg = args.indexOf("--payloads");
 if (payloadsArg >= 0) config.payloads = ["small", ...args[payloadsArg + 1].split(",")];
 const outIndex = args.indexOf("--out");
-// By default the report goes to bench/REPORT.md and its charts and results.json beside this
-// file; with --out everything goes to that directory.
-const chartDir = outIndex >= 0 ? args[outIndex + 1] : new URL(".", import.meta.url).pathname;
-if (!chartDir) throw new TypeError("--out needs a directory");
+// By default the report goes to bench/REPORT.md and results.json beside this file; with --out
+// both go to that directory.
+const outDir = outIndex >= 0 ? args[outIndex + 1] : new URL(".", import.meta.url).pathname;
+if (!outDir) throw new TypeError("--out needs a directory");
 const reportPath = outIndex >= 0
-  ? `${chartDir}/REPORT.md`
+  ? `${outDir}/REPORT.md`
   : new URL("../REPORT.md", import.meta.url).pathname;
-const chartPrefix = outIndex >= 0 ? "./" : "report/";
-const NOTES = new URL("./notes.md", import.meta.url);
 
 const started = performance.now();
 const log = (line: string) => {
@@ -84,8 +81,6 @@ async function measure(): Promise<ReportResults> {
         ),
       );
     });
-    log("arrow");
-    const arrow = await runArrow(config, socketDir, log);
     log("streams");
     const streams = await runStreams(config, socketDir, log);
     log("node peers");
@@ -110,7 +105,6 @@ async function measure(): Promise<ReportResults> {
       parentPeakRssMiB: (rssOf("self")?.peak ?? 0) / 2 ** 20,
       codecSpeed: combineCodecRuns(codecRuns),
       suite,
-      arrow,
       streams,
       nodePeers,
       machine,
@@ -126,31 +120,15 @@ async function measure(): Promise<ReportResults> {
 }
 
 async function write(results: ReportResults): Promise<void> {
-  await Deno.mkdir(chartDir, { recursive: true });
-  const charts = renderCharts(results);
-  for (const [name, svg] of Object.entries(charts)) {
-    await Deno.writeTextFile(`${chartDir}/${name}`, svg);
-  }
-  await Deno.writeTextFile(`${chartDir}/results.json`, JSON.stringify(results, null, 1) + "\n");
-  const notes = results.config.mode === "full"
-    ? await Deno.readTextFile(NOTES).catch(() => "")
-    : "";
-  await Deno.writeTextFile(
-    reportPath,
-    renderMarkdown(results, { charts: Object.keys(charts), chartPrefix, notes }),
-  );
-  // Formatted as `deno fmt --check` (a CI gate) expects the committed files to be.
+  await Deno.mkdir(outDir, { recursive: true });
+  await Deno.writeTextFile(`${outDir}/results.json`, JSON.stringify(results, null, 1) + "\n");
+  await Deno.writeTextFile(reportPath, renderMarkdown(results));
+  // Formatted as `deno fmt --check` (a CI gate) expects the committed report to be.
   const fmt = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "fmt",
-      "--quiet",
-      reportPath,
-      `${chartDir}/results.json`,
-      ...Object.keys(charts).map((name) => `${chartDir}/${name}`),
-    ],
+    args: ["fmt", "--quiet", reportPath, `${outDir}/results.json`],
   }).output();
   if (!fmt.success) throw new Error(`deno fmt failed: ${new TextDecoder().decode(fmt.stderr)}`);
-  log(`wrote ${reportPath}, ${chartDir}/results.json and ${Object.keys(charts).length} charts`);
+  log(`wrote ${reportPath} and ${outDir}/results.json`);
   for (const target of results.targets) {
     log(`${target.met ? "met   " : "MISSED"} ${target.target}: ${target.measured}`);
   }

@@ -1,9 +1,9 @@
-// Rows for the Arrow benchmarks (bench/codecs_arrow_bench.ts and the report): five
+// Rows for the Arrow benchmark (bench/codecs_arrow_bench.ts): five
 // columns (int32, float64, dictionary-encoded utf8, millisecond timestamp, bool), sent as an
 // Arrow table by the arrow codec and as an array of row objects by JSON.
 
 import { Bool, type Table, TimestampMillisecond, vectorFromArray } from "apache-arrow";
-import { tableFromColumns } from "../../codecs/arrow.ts";
+import { tableFromColumns } from "../codecs/arrow.ts";
 
 /** One row. */
 export interface Row {
