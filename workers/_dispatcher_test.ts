@@ -99,6 +99,7 @@ leakFreeTest(
 
 /** Both workers' pids: two slow calls at once, one per worker (`concurrency: 1`). */
 async function bothPids(workers: WorkerPool<EchoApi>): Promise<number[]> {
+  await workers.started();
   const pids = await Promise.all([workers.remote.slowPid(100), workers.remote.slowPid(100)]);
   assert.equal(new Set(pids).size, 2);
   return pids;
@@ -143,7 +144,8 @@ leakFreeTest(
 leakFreeTest(
   "pool cancel: a worker that ignores a cancel is replaced after the grace period",
   async () => {
-    const workers = pool({ size: 2, cancelGrace: 200 });
+    // The default: "replace" after DEFAULT_CANCEL_GRACE.
+    const workers = pool({ size: 2 });
     const pids = await bothPids(workers);
     const idle = await cancelSpin(workers, 60_000);
     const stuck = pids.find((pid) => pid !== idle)!;
