@@ -37,8 +37,12 @@ export interface TargetManager<T extends Target> {
   startingCapacity(): number;
   /** Starts `method` on `target`. */
   send(target: T, method: string, param: unknown, options: CallOptions | undefined): InnerCall;
-  /** A call on `target` failed: takes the target out if it is lost, and says so (a retry may follow). */
-  lost(target: T, error: unknown): boolean;
+  /**
+   * A call on `target` failed: takes the target out if it is lost, and says so (a retry may
+   * follow). `"unspent"`: lost with the connection under every target, which the attempt
+   * does not count against (the call waits, within its deadline, for a healthy target).
+   */
+  lost(target: T, error: unknown): boolean | "unspent";
   /** A call left `target` (its count is already down): recycle, close or arm timers. */
   released(target: T, ok: boolean): void;
   /**
@@ -255,11 +259,12 @@ export class Dispatcher<T extends Target> {
   /** A call left its target: count it, retry it, or say how it settles; free the target. */
   #finished(call: PoolCall, target: T, ok: boolean, error: unknown): boolean | Error {
     let verdict: boolean | Error = false;
-    let lost = false;
+    let lost: boolean | "unspent" = false;
     if (ok) this.counts.completed++;
     else {
       // The manager takes a lost target out now, so the retry cannot land on it again.
       lost = this.#manager.lost(target, error);
+      if (lost === "unspent") call.attempts--;
       const { retryable, maxAttempts } = this.limits;
       if (
         lost && retryable.has(call.method) && !call.streaming && call.attempts < maxAttempts &&

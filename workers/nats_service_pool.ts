@@ -223,10 +223,13 @@ class Member {
   joined = false;
   /** It announced its end: no new calls, its connections close once idle. */
   leaving = false;
+  /** Whether the pool's NATS connection is down (shared by every member). */
+  readonly offline: { now: boolean };
 
-  constructor(instance: Instance) {
+  constructor(instance: Instance, offline: { now: boolean }) {
     this.id = instance.instance;
     this.subject = instance.subject;
+    this.offline = offline;
   }
 }
 
@@ -243,7 +246,7 @@ class Conn implements Target {
   }
 
   get open(): boolean {
-    return this.alive && !this.member.leaving;
+    return this.alive && !this.member.leaving && !this.member.offline.now;
   }
 }
 
@@ -263,8 +266,12 @@ type RemoteFunctions = Record<string, (param: unknown, options?: CallOptions) =>
  * heartbeat) is dropped, and its calls fail with `ConnectionClosedError`, or run again on
  * another instance when their method is in `retryable`.
  *
- * When the NATS connection `nc` closes, waiting and new calls fail with
- * `TransportClosedError` (calls in flight fail with their connections); close the pool then.
+ * While `nc` is disconnected (nats.js reports it through `status()`), no call is sent: calls
+ * wait, within their deadlines, and a retryable call whose channel breaks meanwhile waits for
+ * the reconnect without spending an attempt. So connect `nc` with every server of the cluster
+ * and `maxReconnectAttempts: -1` (nats.js gives up after 10 attempts by default). When `nc`
+ * closes for good, waiting and new calls fail with `TransportClosedError` (calls in flight
+ * fail with their connections); close the pool then.
  *
  * As with `WorkerPool`, a call is dispatched in a microtask after it is made: iterate a stream
  * call in the same tick you make it.
@@ -311,6 +318,8 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
   readonly #pending = new Set<Promise<unknown>>();
   readonly #watcher: DiscoveryWatcher;
   #closing: Promise<void> | undefined;
+  /** The NATS connection is down (disconnected, reconnecting): no channel over it is used. */
+  readonly #offline = { now: false };
   /** Set once the NATS connection closed: the pool cannot reach any instance again. */
   #failure: Error | undefined;
 
@@ -358,6 +367,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       found: (instance) => this.#found(instance),
       gone: (instance) => this.#gone(instance.instance),
     });
+    this.#watchStatus(nc);
     void nc.closed().then((reason) => {
       if (this.#closing) return;
       const failure = new TransportClosedError(
@@ -443,7 +453,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
         if (!(error instanceof ConnectionClosedError) || this.#closing) return false;
         // Take the connection out now, so the retry cannot land on it again.
         this.#lost(conn, error);
-        return true;
+        return this.#offline.now ? "unspent" : true;
       },
       released: (conn, ok) => {
         if (ok) conn.member.completed++;
@@ -463,10 +473,10 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
   // ---------------------------------------------------------------- instances
 
   #found(instance: Instance): void {
-    if (this.#closing) return;
+    if (this.#closing || this.#offline.now) return;
     let member = this.#members.get(instance.instance);
     if (member === undefined) {
-      member = new Member(instance);
+      member = new Member(instance, this.#offline);
       this.#members.set(member.id, member);
     }
     if (member.leaving) return;
@@ -503,6 +513,30 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       }
       this.#dispatcher.schedulePump();
     })());
+  }
+
+  /**
+   * Follows the NATS connection's status, where the client reports it (nats.js `status()`).
+   * While it is down every channel over it is out of use at once: no call is sent on one, and
+   * a retryable call whose channel breaks meanwhile waits (within its deadline) for the
+   * reconnect without spending an attempt, rather than being retried one channel at a time
+   * onto channels that share the dead connection. Channels that outlive a short drop are used
+   * again after it; the instances are probed at once to replace those that did not.
+   */
+  #watchStatus(nc: NatsClient): void {
+    const status = (nc as { status?: () => AsyncIterable<{ type: string }> }).status;
+    if (typeof status !== "function") return;
+    void (async () => {
+      for await (const event of status.call(nc)) {
+        if (this.#closing) return;
+        if (event.type === "disconnect") this.#offline.now = true;
+        else if (event.type === "reconnect") {
+          this.#offline.now = false;
+          this.#watcher.probe();
+          this.#dispatcher.schedulePump();
+        }
+      }
+    })().catch(() => {});
   }
 
   /** The instance announced its end: no new calls; close its connections once idle. */

@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import { TransportClosedError } from "../errors.ts";
-import { type NatsServer, natsServerTest } from "../transports/_test_nats_server.ts";
+import { connect } from "@nats-io/transport-node";
+import {
+  type NatsServer,
+  natsServerTest,
+  startNatsServer,
+} from "../transports/_test_nats_server.ts";
 import { PoolClosedError } from "./errors.ts";
 import { type NatsPoolEvent, NatsServicePool } from "./nats_service_pool.ts";
 import { startTestService, type TestService, type TestServiceApi } from "./_test_nats_service.ts";
@@ -243,6 +248,38 @@ poolTest("several connections per instance share its calls", async (server) => {
   await pool.close();
   await Promise.all(instances.map((s) => s.stop()));
 });
+
+poolTest(
+  "when its NATS connection drops, retryable calls wait for the reconnect, none is lost",
+  async (first) => {
+    // Clients that reconnect at once, forever, so that the server can die and come back.
+    const dial = () =>
+      connect({ servers: first.url, reconnectTimeWait: 20, maxReconnectAttempts: -1 });
+    const clients = await Promise.all([dial(), dial(), dial()]);
+    const [a, b] = await Promise.all(
+      ["a", "b"].map((id, i) => startTestService(clients[i], "svc", id)),
+    );
+    const pool = poolOf(clients[2]);
+    await pool.waitForInstances(2);
+    const calls = Array.from({ length: 20 }, (_, n) => pool.remote.work({ n, ms: 400 }));
+    while (pool.stats.inFlight < 20) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Every channel of the pool runs over the one connection that now breaks; the server
+    // comes back only once the channels' heartbeats have given every one of them up.
+    Deno.kill(first.pid, "SIGKILL");
+    while (pool.stats.connections > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await using _again = await startNatsServer("", first.port);
+    const answers = await Promise.all(calls);
+    assert.deepEqual(answers.map((r) => r.n), Array.from({ length: 20 }, (_, n) => n));
+    const stats = pool.stats;
+    assert.equal(stats.failed, 0);
+    assert.equal(stats.completed, 20);
+    // Each call ran again once, on a channel dialled after the reconnect.
+    assert.equal(stats.retried, 20);
+    await pool.close();
+    await Promise.all([a.stop(), b.stop()]);
+    await Promise.all(clients.map((nc) => nc.isClosed() ? undefined : nc.close()));
+  },
+);
 
 Deno.test("nats pool: options out of range are RangeErrors naming them", () => {
   const nc = {} as never;
