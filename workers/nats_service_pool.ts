@@ -303,10 +303,13 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
   readonly remote: PoolRemoteOf<Api>;
   /** The service subject. */
   readonly subject: string;
-  readonly #nc: NatsClient;
-  readonly #channelOptions: ChannelOptions<Local>;
-  readonly #transportOptions: ConnectNatsOptions;
-  readonly #connections: number;
+  /** How the pool opens channels to an instance, and how many. */
+  readonly #dialing: {
+    nc: NatsClient;
+    channel: ChannelOptions<Local>;
+    transport: ConnectNatsOptions;
+    connections: number;
+  };
   readonly #onEvent: ((event: NatsPoolEvent) => void) | undefined;
   readonly #members = new Map<string, Member>();
   /** Every open connection, to every instance: the dispatcher's targets. */
@@ -343,7 +346,12 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       onEvent,
       ...channelOptions
     } = options;
-    this.#connections = integerOption("connectionsPerInstance", connectionsPerInstance, 1);
+    this.#dialing = {
+      nc,
+      channel: channelOptions,
+      transport,
+      connections: integerOption("connectionsPerInstance", connectionsPerInstance, 1),
+    };
     this.#dispatcher = new Dispatcher(this.#targets(), {
       concurrency: integerOption("concurrency", concurrency, 1),
       maxQueued: integerOption("maxQueued", maxQueued, 0),
@@ -351,10 +359,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       retryable: new Set(retryable),
     });
     positiveOption("discoveryInterval", discoveryInterval);
-    this.#nc = nc;
     this.subject = subject;
-    this.#channelOptions = channelOptions;
-    this.#transportOptions = transport;
     this.#onEvent = onEvent;
     const dispatcher = this.#dispatcher;
     this.remote = remoteProxy<Api>((method, param, callOptions) =>
@@ -480,7 +485,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       this.#members.set(member.id, member);
     }
     if (member.leaving) return;
-    while (member.conns.length + member.dialing < this.#connections) this.#dial(member);
+    while (member.conns.length + member.dialing < this.#dialing.connections) this.#dial(member);
   }
 
   #dial(member: Member): void {
@@ -488,8 +493,9 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     this.#track((async () => {
       let channel: Channel<Record<string, never>>;
       try {
-        const transport = await connectNats(this.#nc, member.subject, this.#transportOptions);
-        channel = await openChannel(transport, this.#channelOptions);
+        const { nc, transport: options, channel: channelOptions } = this.#dialing;
+        const transport = await connectNats(nc, member.subject, options);
+        channel = await openChannel(transport, channelOptions);
       } catch (error) {
         member.dialing--;
         if (member.conns.length === 0 && member.dialing === 0) this.#drop(member, error);
