@@ -8,7 +8,7 @@ import {
   natsServerTest,
   startNatsServer,
 } from "../transports/_test_nats_server.ts";
-import { PoolClosedError } from "./errors.ts";
+import { CallNotReplayableError, PoolClosedError } from "./errors.ts";
 import { type NatsPoolEvent, NatsServicePool } from "./nats_service_pool.ts";
 import { startTestService, type TestService, type TestServiceApi } from "./_test_nats_service.ts";
 
@@ -278,6 +278,58 @@ poolTest(
     await pool.close();
     await Promise.all([a.stop(), b.stop()]);
     await Promise.all(clients.map((nc) => nc.isClosed() ? undefined : nc.close()));
+  },
+);
+
+/** Yields 1..100; after the 10th value, `pause` (if any) before the rest. */
+async function* oneToHundred(pause?: () => Promise<void>): AsyncGenerator<number> {
+  for (let n = 1; n <= 100; n++) {
+    if (n === 11 && pause) await pause();
+    yield n;
+  }
+}
+
+poolTest(
+  "a retryable call's stream param: one-shot is not re-sent, a source function is",
+  async (server) => {
+    const instances = await services(server, ["a", "b"]);
+    const pool = new NatsServicePool<TestServiceApi>(await server.connect(), "svc", {
+      codec: jsonCodec(),
+      retryable: ["total"],
+      transport: { heartbeat: 100 },
+    });
+    await pool.waitForInstances(2);
+    /** Crashes the instance that started receiving the upload; the other one is left. */
+    const crashReceiver = async (): Promise<void> => {
+      while (!instances.some((i) => i.uploads.started > 0)) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      const receiver = instances.find((i) => i.uploads.started > 0)!;
+      instances.splice(instances.indexOf(receiver), 1);
+      await receiver.crash();
+      await receiver.settled();
+    };
+    const oneShot = await pool.remote.total(oneToHundred(crashReceiver)).then(
+      (answer) => assert.fail(`a wrong success: ${JSON.stringify(answer)}`),
+      (e) => e,
+    );
+    assert.ok(oneShot instanceof CallNotReplayableError, String(oneShot));
+    assert.ok(oneShot.cause instanceof ConnectionClosedError, String(oneShot.cause));
+    assert.equal(pool.stats.retried, 0);
+    // Again, with a source function: the first attempt's receiver crashes, the second is whole.
+    const more = await services(server, ["c"]);
+    instances.push(...more);
+    await pool.waitForInstances(2);
+    for (const i of instances) i.uploads.started = 0;
+    let attempts = 0;
+    const answer = await pool.remote.total(() =>
+      oneToHundred(attempts++ === 0 ? crashReceiver : undefined)
+    );
+    assert.equal(attempts, 2);
+    assert.equal(answer.total, 5050);
+    assert.equal(pool.stats.retried, 1);
+    await pool.close();
+    await Promise.all(instances.map((s) => s.stop()));
   },
 );
 
