@@ -17,8 +17,7 @@
 import { DeadlineExceededError } from "../channel/errors.ts";
 import type { CallOptions } from "../channel/types.ts";
 import { CallQueue } from "./_call_queue.ts";
-import type { InnerCall } from "./_pool_call.ts";
-import { PoolCall } from "./_pool_call.ts";
+import { type InnerCall, PoolCall } from "./_pool_call.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
 
 /** Something the dispatcher sends calls to: a worker slot, a channel to an instance. */
