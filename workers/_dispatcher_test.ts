@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { leakFreeTest, testEnv, waitUntilGone } from "./_test_processes.ts";
 import type { EchoApi } from "./_testdata/echo_worker.ts";
 import { CallNotReplayableError, WorkerExitedError } from "./errors.ts";
-import { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
+import { type PoolRemoteOf, WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
 
 const ECHO = new URL("./_testdata/echo_worker.ts", import.meta.url);
 
@@ -164,3 +164,23 @@ leakFreeTest(
     await waitUntilGone(answered);
   },
 );
+
+Deno.test("pool remote types: a stream param also takes a source function", () => {
+  type Api = {
+    // deno-lint-ignore no-explicit-any
+    loose(x: any): number;
+    upload(chunks: AsyncIterable<Uint8Array>): number;
+    square(n: number): number;
+  };
+  // Type-checked, never run.
+  const _calls = (remote: PoolRemoteOf<Api>) => [
+    remote.loose({ a: 1 }),
+    remote.upload(() => [new Uint8Array(1)]),
+    remote.upload(() => new Uint8Array(1)),
+    // @ts-expect-error a number is no stream source
+    remote.upload(5),
+    // @ts-expect-error a string is not a number
+    remote.square("x"),
+  ];
+  assert.equal(typeof _calls, "function");
+});

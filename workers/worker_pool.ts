@@ -104,10 +104,14 @@ export type StreamSource<T> =
  * ```
  */
 export type PoolRemoteOf<Api> = {
-  readonly [K in MethodName<Api>]: [ParamOf<Api[K]>] extends [AsyncIterable<infer Item>]
-    ? RemoteMethod<Api[K], K> extends (param: never, options?: CallOptions) => infer R
-      ? (param: StreamSource<Item>, options?: CallOptions) => R
-    : RemoteMethod<Api[K], K>
+  readonly [
+    // An `any` param (0 extends 1 & any) stays as it is rather than narrowing to a stream.
+    K in MethodName<Api>
+  ]: 0 extends 1 & ParamOf<Api[K]> ? RemoteMethod<Api[K], K>
+    : [ParamOf<Api[K]>] extends [AsyncIterable<infer Item>]
+      ? RemoteMethod<Api[K], K> extends (param: never, options?: CallOptions) => infer R
+        ? (param: StreamSource<Item>, options?: CallOptions) => R
+      : RemoteMethod<Api[K], K>
     : RemoteMethod<Api[K], K>;
 };
 
