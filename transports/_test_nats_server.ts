@@ -36,13 +36,13 @@ export interface NatsServer extends AsyncDisposable {
 
 /**
  * Starts nats-server on a random loopback port. `config` is the body of a config file
- * (e.g. `max_payload: 65536`).
+ * (e.g. `max_payload: 65536`); `fixedPort` a fixed port (to start a server again where one died).
  */
-export async function startNatsServer(config = ""): Promise<NatsServer> {
+export async function startNatsServer(config = "", fixedPort = -1): Promise<NatsServer> {
   const dir = await Deno.makeTempDir({ prefix: "conduit-nats-" });
   await Deno.writeTextFile(`${dir}/server.conf`, config);
   const child = new Deno.Command("nats-server", {
-    args: ["-a", "127.0.0.1", "-p", "-1", "-c", `${dir}/server.conf`],
+    args: ["-a", "127.0.0.1", "-p", String(fixedPort), "-c", `${dir}/server.conf`],
     stdin: "null",
     stdout: "null",
     stderr: "piped",

@@ -16,6 +16,8 @@ export interface TestServiceApi {
   once(param: { n: number; ms: number }): { instance: string; n: number };
   /** Streams 0 to `count - 1`, tagged with the instance. */
   items(count: number): AsyncIterable<string>;
+  /** Adds up a stream of numbers from the caller. */
+  total(values: AsyncIterable<number>): Promise<{ instance: string; total: number }>;
 }
 
 /** A running instance. */
@@ -23,6 +25,8 @@ export interface TestService {
   readonly instance: string;
   /** The call numbers it answered. */
   readonly answered: number[];
+  /** Calls of `total` it has started. */
+  readonly uploads: { started: number };
   /** Closes its listener (announcing its end), then its channels and NATS connection. */
   stop(): Promise<void>;
   /** Closes its NATS connection at once: its peers see it disappear. */
@@ -39,6 +43,7 @@ export async function startTestService(
 ): Promise<TestService> {
   const listener = await listenNats(nc, subject, { queue: subject, instance, heartbeat: 100 });
   const answered: number[] = [];
+  const uploads = { started: 0 };
   const channels: Channel[] = [];
   // Handlers still running (their timers), awaited when the instance stops or crashes.
   const running = new Set<Promise<unknown>>();
@@ -57,6 +62,12 @@ export async function startTestService(
     async *items(count: number) {
       for (let i = 0; i < count; i++) yield `${instance}:${i}`;
     },
+    async total(values: AsyncIterable<number>) {
+      uploads.started++;
+      let total = 0;
+      for await (const value of values) total += value;
+      return { instance, total };
+    },
   };
   const serving = (async () => {
     for await (const transport of listener) {
@@ -69,6 +80,7 @@ export async function startTestService(
   return {
     instance,
     answered,
+    uploads,
     async stop() {
       await listener.close();
       await serving;

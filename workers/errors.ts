@@ -4,7 +4,8 @@
  * ({@linkcode WorkerStdoutError}), a thread worker asked for permissions Deno cannot give
  * it ({@linkcode ThreadPermissionsError}), a pool whose workers keep crashing
  * ({@linkcode CrashLoopError}), a pool that is closed ({@linkcode PoolClosedError}) or whose
- * queue is full ({@linkcode PoolQueueFullError}).
+ * queue is full ({@linkcode PoolQueueFullError}), a retryable call a pool could not send again
+ * ({@linkcode CallNotReplayableError}).
  *
  * @example
  * ```ts
@@ -241,6 +242,50 @@ export class PoolQueueFullError extends ConduitError {
   constructor(limit: number) {
     super(`The pool's queue is full: ${limit} calls wait, maxQueued is ${limit}`);
     this.limit = limit;
+  }
+}
+
+/**
+ * A call of a retryable method lost its worker (or its NATS connection) and was not run again
+ * because its input cannot be sent again: its stream param was an iterator or a stream, which
+ * the first attempt consumed (a retry would send what was left of it, and the answer to part
+ * of the input would come back as a success). To make such a call retryable, pass a function
+ * that returns a fresh iterable (an array, a `Uint8Array`, an async iterable) each time it is
+ * called. `cause` is the error of the attempt that was lost.
+ *
+ * A subclass of `ConnectionClosedError`: code that handles a lost connection handles it too.
+ *
+ * @example
+ * ```ts
+ * import { CallNotReplayableError, WorkerExitedError } from "@conduit/ipc/workers";
+ * import { ConnectionClosedError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * const lost = new WorkerExitedError({ worker: "hash.ts", pid: 42, code: 137, signal: "SIGKILL" });
+ * const err = new CallNotReplayableError("upload", { cause: lost });
+ * assert.ok(err instanceof ConnectionClosedError);
+ * assert.equal(err.method, "upload");
+ * assert.equal(err.cause, lost);
+ * ```
+ */
+export class CallNotReplayableError extends ConnectionClosedError {
+  /** The method of the call. */
+  readonly method: string;
+
+  /**
+   * Creates the error; the message names the method and the fix.
+   *
+   * @param method The method of the call that was not retried.
+   * @param options `cause`: the error of the lost attempt.
+   */
+  constructor(method: string, options?: ErrorOptions) {
+    const why = options?.cause instanceof Error ? `: ${options.cause.message}` : "";
+    super(
+      `"${method}" was not retried: its stream param was consumed by the attempt that was ` +
+        `lost${why}; pass a function that returns a fresh iterable to make it retryable`,
+      options,
+    );
+    this.method = method;
   }
 }
 

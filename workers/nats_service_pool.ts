@@ -39,16 +39,16 @@
 
 import { integerOption, positiveOption } from "../_options.ts";
 import { type Channel, type ChannelOptions, openChannel } from "../channel/channel.ts";
-import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
+import { ConnectionClosedError } from "../channel/errors.ts";
 import { TransportClosedError } from "../errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
+import type { CallOptions, CheckedHandlers, MethodName } from "../channel/types.ts";
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
 import { connectNats, type ConnectNatsOptions, type NatsClient } from "../transports/nats.ts";
-import { CallQueue } from "./_call_queue.ts";
-import { type InnerCall, PoolCall } from "./_pool_call.ts";
-import { PoolClosedError, PoolQueueFullError } from "./errors.ts";
-import { DEFAULT_POOL_MAX_QUEUED } from "./worker_pool.ts";
+import { Dispatcher, type Target, type TargetManager } from "./_dispatcher.ts";
+import type { InnerCall } from "./_pool_call.ts";
+import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
+import { DEFAULT_POOL_MAX_QUEUED, type PoolRemoteOf, type StreamSource } from "./worker_pool.ts";
 
 // The types and errors this API shows, so that its documentation is complete on its own.
 export type * from "../channel/_shown_types.ts";
@@ -61,7 +61,8 @@ export type {
   NatsTransportOptions,
 } from "../transports/nats.ts";
 export { ConduitError, TransportClosedError } from "../errors.ts";
-export { PoolClosedError, PoolQueueFullError };
+export { CallNotReplayableError, ConnectionClosedError, PoolClosedError, PoolQueueFullError };
+export type { PoolRemoteOf, StreamSource };
 
 /** The default {@linkcode NatsServicePoolOptions.concurrency}: 64 calls per connection. */
 export const DEFAULT_NATS_POOL_CONCURRENCY = 64;
@@ -103,7 +104,10 @@ export interface NatsServicePoolOptions<Api extends object = object, Local exten
   /**
    * Methods safe to run again (idempotent): a call of one of these whose connection died
    * (its instance crashed, or became unreachable) runs again on another instance, up to
-   * `maxAttempts` tries in all. Stream calls are never retried.
+   * `maxAttempts` tries in all. Calls read as a stream are never retried, nor those whose
+   * stream param was an iterator (the lost attempt consumed it): those fail with
+   * `CallNotReplayableError`; pass a function that returns a fresh iterable instead (see
+   * `StreamSource`).
    *
    * @default {[]}
    */
@@ -219,15 +223,18 @@ class Member {
   joined = false;
   /** It announced its end: no new calls, its connections close once idle. */
   leaving = false;
+  /** Whether the pool's NATS connection is down (shared by every member). */
+  readonly offline: { now: boolean };
 
-  constructor(instance: Instance) {
+  constructor(instance: Instance, offline: { now: boolean }) {
     this.id = instance.instance;
     this.subject = instance.subject;
+    this.offline = offline;
   }
 }
 
 /** One channel to an instance. */
-class Conn {
+class Conn implements Target {
   readonly channel: Channel<Record<string, never>>;
   readonly member: Member;
   inFlight = 0;
@@ -236,6 +243,10 @@ class Conn {
   constructor(channel: Channel<Record<string, never>>, member: Member) {
     this.channel = channel;
     this.member = member;
+  }
+
+  get open(): boolean {
+    return this.alive && !this.member.leaving && !this.member.offline.now;
   }
 }
 
@@ -255,8 +266,12 @@ type RemoteFunctions = Record<string, (param: unknown, options?: CallOptions) =>
  * heartbeat) is dropped, and its calls fail with `ConnectionClosedError`, or run again on
  * another instance when their method is in `retryable`.
  *
- * When the NATS connection `nc` closes, waiting and new calls fail with
- * `TransportClosedError` (calls in flight fail with their connections); close the pool then.
+ * While `nc` is disconnected (nats.js reports it through `status()`), no call is sent: calls
+ * wait, within their deadlines, and a retryable call whose channel breaks meanwhile waits for
+ * the reconnect without spending an attempt. So connect `nc` with every server of the cluster
+ * and `maxReconnectAttempts: -1` (nats.js gives up after 10 attempts by default). When `nc`
+ * closes for good, waiting and new calls fail with `TransportClosedError` (calls in flight
+ * fail with their connections); close the pool then.
  *
  * As with `WorkerPool`, a call is dispatched in a microtask after it is made: iterate a stream
  * call in the same tick you make it.
@@ -285,32 +300,29 @@ type RemoteFunctions = Record<string, (param: unknown, options?: CallOptions) =>
 export class NatsServicePool<Api extends object, Local extends CheckedHandlers<Local> = object>
   implements AsyncDisposable {
   /** The service's methods; see the class description for how calls are dispatched. */
-  readonly remote: RemoteOf<Api>;
+  readonly remote: PoolRemoteOf<Api>;
   /** The service subject. */
   readonly subject: string;
-  readonly #nc: NatsClient;
-  readonly #channelOptions: ChannelOptions<Local>;
-  readonly #transportOptions: ConnectNatsOptions;
-  readonly #limits: {
+  /** How the pool opens channels to an instance, and how many. */
+  readonly #dialing: {
+    nc: NatsClient;
+    channel: ChannelOptions<Local>;
+    transport: ConnectNatsOptions;
     connections: number;
-    concurrency: number;
-    maxQueued: number;
-    maxAttempts: number;
-    retryable: ReadonlySet<string>;
   };
   readonly #onEvent: ((event: NatsPoolEvent) => void) | undefined;
   readonly #members = new Map<string, Member>();
-  readonly #queue = new CallQueue<PoolCall>();
-  /** The calls in the queue (a retried call is there again after its first dispatch). */
-  readonly #waiting = new WeakSet<PoolCall>();
-  readonly #counts = { inFlight: 0, completed: 0, failed: 0, retried: 0, joined: 0, left: 0 };
+  /** Every open connection, to every instance: the dispatcher's targets. */
+  readonly #conns: Conn[] = [];
+  readonly #dispatcher: Dispatcher<Conn>;
+  readonly #counts = { joined: 0, left: 0 };
   readonly #instanceWaiters: Array<{ count: number; waiter: PromiseWithResolvers<void> }> = [];
   /** Dials and channel closes under way, awaited by close(). */
   readonly #pending = new Set<Promise<unknown>>();
   readonly #watcher: DiscoveryWatcher;
-  #pumpScheduled = false;
-  #rotate = 0;
   #closing: Promise<void> | undefined;
+  /** The NATS connection is down (disconnected, reconnecting): no channel over it is used. */
+  readonly #offline = { now: false };
   /** Set once the NATS connection closed: the pool cannot reach any instance again. */
   #failure: Error | undefined;
 
@@ -334,22 +346,25 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       onEvent,
       ...channelOptions
     } = options;
-    this.#limits = {
+    this.#dialing = {
+      nc,
+      channel: channelOptions,
+      transport,
       connections: integerOption("connectionsPerInstance", connectionsPerInstance, 1),
+    };
+    this.#dispatcher = new Dispatcher(this.#targets(), {
       concurrency: integerOption("concurrency", concurrency, 1),
       maxQueued: integerOption("maxQueued", maxQueued, 0),
       maxAttempts: integerOption("maxAttempts", maxAttempts, 1),
       retryable: new Set(retryable),
-    };
+    });
     positiveOption("discoveryInterval", discoveryInterval);
-    this.#nc = nc;
     this.subject = subject;
-    this.#channelOptions = channelOptions;
-    this.#transportOptions = transport;
     this.#onEvent = onEvent;
+    const dispatcher = this.#dispatcher;
     this.remote = remoteProxy<Api>((method, param, callOptions) =>
-      this.#call(method, param, callOptions)
-    );
+      dispatcher.call(method, param, callOptions)
+    ) as unknown as PoolRemoteOf<Api>;
     this.#watcher = new DiscoveryWatcher(nc, subject, {
       interval: discoveryInterval,
       inboxPrefix: transport.inboxPrefix ?? "_INBOX",
@@ -357,19 +372,17 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       found: (instance) => this.#found(instance),
       gone: (instance) => this.#gone(instance.instance),
     });
+    this.#watchStatus(nc);
     void nc.closed().then((reason) => {
       if (this.#closing) return;
-      this.#failure = new TransportClosedError(
+      const failure = new TransportClosedError(
         `The pool's NATS connection closed${
           reason instanceof Error ? `: ${reason.message}` : ""
         }: cannot reach ${subject}`,
         { cause: reason },
       );
-      for (const call of this.#queue.clear()) {
-        this.#counts.failed++;
-        call.fail(this.#failure);
-      }
-      for (const { waiter } of this.#instanceWaiters.splice(0)) waiter.reject(this.#failure);
+      this.#dispatcher.fail(failure);
+      for (const { waiter } of this.#instanceWaiters.splice(0)) waiter.reject(failure);
     });
   }
 
@@ -381,7 +394,13 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       if (member.conns.length > 0) instances++;
       connections += member.conns.length;
     }
-    return { instances, connections, queued: this.#queue.waiting, ...this.#counts };
+    return {
+      instances,
+      connections,
+      queued: this.#dispatcher.queued,
+      ...this.#dispatcher.counts,
+      ...this.#counts,
+    };
   }
 
   /** The instances with an open connection, by id; see {@linkcode NatsInstanceStats}. */
@@ -403,7 +422,8 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
    */
   waitForInstances(count = 1): Promise<void> {
     if (this.#closing) return Promise.reject(new PoolClosedError("The pool is closed"));
-    if (this.#failure) return Promise.reject(this.#failure);
+    const failure = this.#dispatcher.failure;
+    if (failure) return Promise.reject(failure);
     if (this.#usable() >= count) return Promise.resolve();
     const waiter = Promise.withResolvers<void>();
     this.#instanceWaiters.push({ count, waiter });
@@ -426,156 +446,46 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     return this.close();
   }
 
-  // ---------------------------------------------------------------- calls
+  // ---------------------------------------------------------------- the dispatcher's targets
 
-  #call(method: string, param: unknown, options: CallOptions | undefined): PoolCall {
-    const call = new PoolCall(method, param, options);
-    let refusal: Error | undefined;
-    if (this.#closing) refusal = new PoolClosedError(`The pool is closed: cannot call "${method}"`);
-    else if (this.#failure) refusal = this.#failure;
-    else if (!this.#hasRoom()) refusal = new PoolQueueFullError(this.#limits.maxQueued);
-    const signal = options?.signal;
-    if (refusal !== undefined || signal?.aborted) {
-      this.#counts.failed++;
-      call.fail(refusal ?? signal!.reason);
-      return call;
-    }
-    this.#enqueue(call, false);
-    return call;
-  }
-
-  /** Queues `call` (at the front: a retry); while it waits, its signal and deadline apply. */
-  #enqueue(call: PoolCall, front: boolean): void {
-    const { method, options } = call;
-    const signal = options?.signal;
-    const onAbort = () => this.#dropQueued(call, signal!.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const remaining = call.remainingTime();
-    const timer = remaining === Infinity ? undefined : setTimeout(
-      () => this.#dropQueued(call, new DeadlineExceededError(method, options!.timeout!)),
-      remaining,
-    );
-    call.unlisten = () => {
-      signal?.removeEventListener("abort", onAbort);
-      clearTimeout(timer);
-    };
-    this.#waiting.add(call);
-    if (front) this.#queue.pushFront(call);
-    else this.#queue.push(call);
-    this.#schedulePump();
-  }
-
-  #schedulePump(): void {
-    if (this.#pumpScheduled) return;
-    this.#pumpScheduled = true;
-    queueMicrotask(() => {
-      this.#pumpScheduled = false;
-      this.#pump();
-    });
-  }
-
-  #pump(): void {
-    for (let call = this.#queue.peek(); call !== undefined; call = this.#queue.peek()) {
-      const conn = this.#leastLoaded();
-      if (conn === undefined) break;
-      this.#queue.take();
-      this.#waiting.delete(call);
-      this.#dispatch(call, conn);
-    }
-    this.#queue.compact();
-  }
-
-  #leastLoaded(): Conn | undefined {
-    const conns: Conn[] = [];
-    for (const member of this.#members.values()) {
-      if (!member.leaving) conns.push(...member.conns);
-    }
-    const n = conns.length;
-    // Start the scan at a rotating position so that ties spread over the instances.
-    const offset = this.#rotate++ % Math.max(1, n);
-    let best: Conn | undefined;
-    for (let i = 0; i < n; i++) {
-      const conn = conns[(offset + i) % n];
-      if (conn.inFlight >= this.#limits.concurrency) continue;
-      if (best === undefined || conn.inFlight < best.inFlight) best = conn;
-      if (best.inFlight === 0) break;
-    }
-    return best;
-  }
-
-  #dispatch(call: PoolCall, conn: Conn): void {
-    call.unlisten?.();
-    call.unlisten = undefined;
-    conn.inFlight++;
-    this.#counts.inFlight++;
-    call.attempts++;
-    const remaining = call.remainingTime();
-    const options = remaining === Infinity ? call.options : { ...call.options, timeout: remaining };
-    const remote = conn.channel.remote as unknown as RemoteFunctions;
-    const inner = remote[call.method](call.param, options);
-    call.run(inner, (ok, error) => this.#finished(call, conn, ok, error));
-  }
-
-  /** A call left its connection: count it, retry it or let it settle; returns whether retried. */
-  #finished(call: PoolCall, conn: Conn, ok: boolean, error: unknown): boolean {
-    conn.inFlight--;
-    this.#counts.inFlight--;
-    let retry = false;
-    if (ok) {
-      this.#counts.completed++;
-      conn.member.completed++;
-    } else {
-      const connectionDied = error instanceof ConnectionClosedError && !this.#closing;
-      // Take the connection out now, so the retry cannot land on it again.
-      if (connectionDied) this.#lost(conn, error);
-      retry = connectionDied && !call.streaming && this.#limits.retryable.has(call.method) &&
-        call.attempts < this.#limits.maxAttempts && call.remainingTime() > 0 &&
-        this.#failure === undefined;
-      if (retry) {
-        this.#counts.retried++;
+  #targets(): TargetManager<Conn> {
+    return {
+      targets: () => this.#conns,
+      startingCapacity: () => 0,
+      send: (conn, method, param, options) =>
+        (conn.channel.remote as unknown as RemoteFunctions)[method](param, options),
+      lost: (conn, error) => {
+        if (!(error instanceof ConnectionClosedError) || this.#closing) return false;
+        // Take the connection out now, so the retry cannot land on it again.
+        this.#lost(conn, error);
+        return this.#offline.now ? "unspent" : true;
+      },
+      released: (conn, ok) => {
+        if (ok) conn.member.completed++;
+        if (conn.member.leaving && conn.inFlight === 0) this.#closeConn(conn);
+      },
+      retrying: (conn, call, error) =>
         this.#emit({
           type: "retry",
           instance: conn.member.id,
           method: call.method,
           attempt: call.attempts + 1,
           error,
-        });
-        // Ahead of the queue: it was made before anything waiting there.
-        this.#enqueue(call, true);
-      } else this.#counts.failed++;
-    }
-    if (conn.member.leaving && conn.inFlight === 0) this.#closeConn(conn);
-    this.#schedulePump();
-    return retry;
-  }
-
-  #dropQueued(call: PoolCall, reason: unknown): void {
-    if (call.done || !this.#waiting.delete(call)) return;
-    this.#counts.failed++;
-    this.#queue.cancelled();
-    call.fail(reason);
-  }
-
-  #hasRoom(): boolean {
-    let free = 0;
-    for (const member of this.#members.values()) {
-      if (member.leaving) continue;
-      for (const conn of member.conns) free += this.#limits.concurrency - conn.inFlight;
-    }
-    return this.#queue.waiting < this.#limits.maxQueued + free;
+        }),
+    };
   }
 
   // ---------------------------------------------------------------- instances
 
   #found(instance: Instance): void {
-    if (this.#closing) return;
+    if (this.#closing || this.#offline.now) return;
     let member = this.#members.get(instance.instance);
     if (member === undefined) {
-      member = new Member(instance);
+      member = new Member(instance, this.#offline);
       this.#members.set(member.id, member);
     }
     if (member.leaving) return;
-    while (member.conns.length + member.dialing < this.#limits.connections) this.#dial(member);
+    while (member.conns.length + member.dialing < this.#dialing.connections) this.#dial(member);
   }
 
   #dial(member: Member): void {
@@ -583,8 +493,9 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     this.#track((async () => {
       let channel: Channel<Record<string, never>>;
       try {
-        const transport = await connectNats(this.#nc, member.subject, this.#transportOptions);
-        channel = await openChannel(transport, this.#channelOptions);
+        const { nc, transport: options, channel: channelOptions } = this.#dialing;
+        const transport = await connectNats(nc, member.subject, options);
+        channel = await openChannel(transport, channelOptions);
       } catch (error) {
         member.dialing--;
         if (member.conns.length === 0 && member.dialing === 0) this.#drop(member, error);
@@ -598,6 +509,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       }
       const conn = new Conn(channel, member);
       member.conns.push(conn);
+      this.#conns.push(conn);
       channel.closed.then(() => this.#lost(conn, undefined), (error) => this.#lost(conn, error));
       if (!member.joined) {
         member.joined = true;
@@ -605,8 +517,32 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
         this.#emit({ type: "joined", instance: member.id });
         this.#wakeInstanceWaiters();
       }
-      this.#schedulePump();
+      this.#dispatcher.schedulePump();
     })());
+  }
+
+  /**
+   * Follows the NATS connection's status, where the client reports it (nats.js `status()`).
+   * While it is down every channel over it is out of use at once: no call is sent on one, and
+   * a retryable call whose channel breaks meanwhile waits (within its deadline) for the
+   * reconnect without spending an attempt, rather than being retried one channel at a time
+   * onto channels that share the dead connection. Channels that outlive a short drop are used
+   * again after it; the instances are probed at once to replace those that did not.
+   */
+  #watchStatus(nc: NatsClient): void {
+    const status = (nc as { status?: () => AsyncIterable<{ type: string }> }).status;
+    if (typeof status !== "function") return;
+    void (async () => {
+      for await (const event of status.call(nc)) {
+        if (this.#closing) return;
+        if (event.type === "disconnect") this.#offline.now = true;
+        else if (event.type === "reconnect") {
+          this.#offline.now = false;
+          this.#watcher.probe();
+          this.#dispatcher.schedulePump();
+        }
+      }
+    })().catch(() => {});
   }
 
   /** The instance announced its end: no new calls; close its connections once idle. */
@@ -628,6 +564,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     conn.alive = false;
     const member = conn.member;
     member.conns.splice(member.conns.indexOf(conn), 1);
+    this.#conns.splice(this.#conns.indexOf(conn), 1);
     // A failed connection may still be open on this side: release it.
     if (error !== undefined) this.#closeConn(conn);
     if (member.conns.length === 0 && member.dialing === 0) this.#drop(member, error);
@@ -686,10 +623,8 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     this.#watcher.stop();
     const closed = new PoolClosedError("The pool was closed");
     for (const { waiter } of this.#instanceWaiters.splice(0)) waiter.reject(closed);
-    for (const call of this.#queue.clear()) {
-      this.#counts.failed++;
-      call.fail(closed);
-    }
+    this.#dispatcher.close();
+    this.#dispatcher.failQueued(closed);
     for (const member of this.#members.values()) {
       for (const conn of member.conns) this.#closeConn(conn);
     }

@@ -2,8 +2,13 @@ import assert from "node:assert/strict";
 import { ConnectionClosedError, DeadlineExceededError } from "../channel/errors.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import { TransportClosedError } from "../errors.ts";
-import { type NatsServer, natsServerTest } from "../transports/_test_nats_server.ts";
-import { PoolClosedError } from "./errors.ts";
+import { connect } from "@nats-io/transport-node";
+import {
+  type NatsServer,
+  natsServerTest,
+  startNatsServer,
+} from "../transports/_test_nats_server.ts";
+import { CallNotReplayableError, PoolClosedError } from "./errors.ts";
 import { type NatsPoolEvent, NatsServicePool } from "./nats_service_pool.ts";
 import { startTestService, type TestService, type TestServiceApi } from "./_test_nats_service.ts";
 
@@ -243,6 +248,90 @@ poolTest("several connections per instance share its calls", async (server) => {
   await pool.close();
   await Promise.all(instances.map((s) => s.stop()));
 });
+
+poolTest(
+  "when its NATS connection drops, retryable calls wait for the reconnect, none is lost",
+  async (first) => {
+    // Clients that reconnect at once, forever, so that the server can die and come back.
+    const dial = () =>
+      connect({ servers: first.url, reconnectTimeWait: 20, maxReconnectAttempts: -1 });
+    const clients = await Promise.all([dial(), dial(), dial()]);
+    const [a, b] = await Promise.all(
+      ["a", "b"].map((id, i) => startTestService(clients[i], "svc", id)),
+    );
+    const pool = poolOf(clients[2]);
+    await pool.waitForInstances(2);
+    const calls = Array.from({ length: 20 }, (_, n) => pool.remote.work({ n, ms: 400 }));
+    while (pool.stats.inFlight < 20) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Every channel of the pool runs over the one connection that now breaks; the server
+    // comes back only once the channels' heartbeats have given every one of them up.
+    Deno.kill(first.pid, "SIGKILL");
+    while (pool.stats.connections > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await using _again = await startNatsServer("", first.port);
+    const answers = await Promise.all(calls);
+    assert.deepEqual(answers.map((r) => r.n), Array.from({ length: 20 }, (_, n) => n));
+    const stats = pool.stats;
+    assert.equal(stats.failed, 0);
+    assert.equal(stats.completed, 20);
+    // Each call ran again once, on a channel dialled after the reconnect.
+    assert.equal(stats.retried, 20);
+    await pool.close();
+    await Promise.all([a.stop(), b.stop()]);
+    await Promise.all(clients.map((nc) => nc.isClosed() ? undefined : nc.close()));
+  },
+);
+
+/** Yields 1..100; after the 10th value, `pause` (if any) before the rest. */
+async function* oneToHundred(pause?: () => Promise<void>): AsyncGenerator<number> {
+  for (let n = 1; n <= 100; n++) {
+    if (n === 11 && pause) await pause();
+    yield n;
+  }
+}
+
+poolTest(
+  "a retryable call's stream param: one-shot is not re-sent, a source function is",
+  async (server) => {
+    const instances = await services(server, ["a", "b"]);
+    const pool = new NatsServicePool<TestServiceApi>(await server.connect(), "svc", {
+      codec: jsonCodec(),
+      retryable: ["total"],
+      transport: { heartbeat: 100 },
+    });
+    await pool.waitForInstances(2);
+    /** Crashes the instance that started receiving the upload; the other one is left. */
+    const crashReceiver = async (): Promise<void> => {
+      while (!instances.some((i) => i.uploads.started > 0)) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      const receiver = instances.find((i) => i.uploads.started > 0)!;
+      instances.splice(instances.indexOf(receiver), 1);
+      await receiver.crash();
+      await receiver.settled();
+    };
+    const oneShot = await pool.remote.total(oneToHundred(crashReceiver)).then(
+      (answer) => assert.fail(`a wrong success: ${JSON.stringify(answer)}`),
+      (e) => e,
+    );
+    assert.ok(oneShot instanceof CallNotReplayableError, String(oneShot));
+    assert.ok(oneShot.cause instanceof ConnectionClosedError, String(oneShot.cause));
+    assert.equal(pool.stats.retried, 0);
+    // Again, with a source function: the first attempt's receiver crashes, the second is whole.
+    const more = await services(server, ["c"]);
+    instances.push(...more);
+    await pool.waitForInstances(2);
+    for (const i of instances) i.uploads.started = 0;
+    let attempts = 0;
+    const answer = await pool.remote.total(() =>
+      oneToHundred(attempts++ === 0 ? crashReceiver : undefined)
+    );
+    assert.equal(attempts, 2);
+    assert.equal(answer.total, 5050);
+    assert.equal(pool.stats.retried, 1);
+    await pool.close();
+    await Promise.all(instances.map((s) => s.stop()));
+  },
+);
 
 Deno.test("nats pool: options out of range are RangeErrors naming them", () => {
   const nc = {} as never;

@@ -26,20 +26,21 @@
  */
 
 import { integerOption, numberOption } from "../_options.ts";
-import { ConnectionClosedError, DeadlineExceededError, HandshakeError } from "../channel/errors.ts";
+import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, CheckedHandlers, MethodName, RemoteOf } from "../channel/types.ts";
-import { CallQueue } from "./_call_queue.ts";
+import type {
+  CallOptions,
+  CheckedHandlers,
+  MethodName,
+  ParamOf,
+  RemoteMethod,
+} from "../channel/types.ts";
+import { Dispatcher, type Target, type TargetManager } from "./_dispatcher.ts";
 import { moduleSpecifier } from "./_module_specifier.ts";
 import { checkThreadOptions } from "./_spawn_thread.ts";
-import { type InnerCall, PoolCall } from "./_pool_call.ts";
+import type { InnerCall } from "./_pool_call.ts";
 import { RestartPolicy } from "./_restart_policy.ts";
-import {
-  CrashLoopError,
-  PoolClosedError,
-  PoolQueueFullError,
-  WorkerExitedError,
-} from "./errors.ts";
+import { CrashLoopError, PoolClosedError, WorkerExitedError } from "./errors.ts";
 import { spawnWorker, type SpawnWorkerOptions, type WorkerCommand } from "./spawn_worker.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 
@@ -57,6 +58,62 @@ export const DEFAULT_MAX_RESTARTS = 5;
 export const DEFAULT_RESTART_WINDOW = 30_000;
 /** The default {@linkcode WorkerPoolOptions.maxAttempts}: 3 tries for a retryable call. */
 export const DEFAULT_MAX_ATTEMPTS = 3;
+/** The default {@linkcode WorkerPoolOptions.ignoredCancel}: replace the worker. */
+export const DEFAULT_IGNORED_CANCEL: "wait" | "replace" = "replace";
+/** The default {@linkcode WorkerPoolOptions.cancelGrace}: 1 s. */
+export const DEFAULT_CANCEL_GRACE = 1_000;
+
+/**
+ * A stream param a pool can send again: an async iterable is consumed by the first attempt,
+ * so a call given one is never retried; a function is called for each attempt and returns a
+ * fresh iterable (an array, a `Uint8Array` sent as one chunk, or an async iterable), which
+ * makes the call retryable.
+ *
+ * @typeParam T The stream's items.
+ *
+ * @example
+ * ```ts
+ * import type { StreamSource } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const chunks = [new Uint8Array([1, 2]), new Uint8Array([3])];
+ * const replayable: StreamSource<Uint8Array> = () => chunks;
+ * assert.equal(typeof replayable, "function");
+ * ```
+ */
+export type StreamSource<T> =
+  | AsyncIterable<T>
+  | (() => AsyncIterable<T> | Iterable<T> | (T extends Uint8Array ? Uint8Array : never));
+
+/**
+ * The `remote` of a pool: as a channel's `remote` (`RemoteOf`), except that a method whose
+ * handler takes a stream also takes a {@linkcode StreamSource}, which a retry can send again.
+ *
+ * @typeParam Api The handler interface the pool's workers or instances serve.
+ *
+ * @example
+ * ```ts
+ * import type { PoolRemoteOf } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * type Api = { size(chunks: AsyncIterable<Uint8Array>): number };
+ * const remote: Pick<PoolRemoteOf<Api>, "size"> = {
+ *   size: async (source) => (typeof source === "function" ? 1 : 0),
+ * };
+ * assert.equal(await remote.size(() => [new Uint8Array(3)]), 1);
+ * ```
+ */
+export type PoolRemoteOf<Api> = {
+  readonly [
+    // An `any` param (0 extends 1 & any) stays as it is rather than narrowing to a stream.
+    K in MethodName<Api>
+  ]: 0 extends 1 & ParamOf<Api[K]> ? RemoteMethod<Api[K], K>
+    : [ParamOf<Api[K]>] extends [AsyncIterable<infer Item>]
+      ? RemoteMethod<Api[K], K> extends (param: never, options?: CallOptions) => infer R
+        ? (param: StreamSource<Item>, options?: CallOptions) => R
+      : RemoteMethod<Api[K], K>
+    : RemoteMethod<Api[K], K>;
+};
 
 /**
  * Options for {@linkcode WorkerPool}: the pool's own, and those every worker is spawned
@@ -90,7 +147,10 @@ export interface WorkerPoolOptions<Api extends object = object, Local extends ob
   /**
    * Methods that are safe to run again (idempotent): a call of one of these that fails
    * because its worker crashed is retried on another worker, up to `maxAttempts` tries.
-   * A call being read as a stream when its worker crashed is not retried.
+   * A call being read as a stream when its worker crashed is not retried, nor one whose
+   * stream param was an iterator (the lost attempt consumed it): that one fails with
+   * `CallNotReplayableError`; pass a function that returns a fresh iterable instead (see
+   * {@linkcode StreamSource}).
    *
    * @default {[]}
    */
@@ -140,6 +200,28 @@ export interface WorkerPoolOptions<Api extends object = object, Local extends ob
    * @default {Infinity}
    */
   idleTimeout?: number;
+  /**
+   * What to do with a worker whose cancelled call keeps it busy: a cancelled call (its
+   * signal, `cancel()`, its timeout) frees its place only once the worker has answered the
+   * cancel, which a synchronous handler does only when it returns. `"replace"` kills such a
+   * worker after `cancelGrace` and starts another (its other calls fail as in a crash, and
+   * retryable ones run again); `"wait"` keeps the place busy until the worker answers.
+   *
+   * `"replace"` by default, as Piscina and workerpool terminate a worker whose task is
+   * aborted: a pool's handlers are mostly CPU-bound (the default `concurrency` is 1), and
+   * such a handler holds its core until it returns, so only a new worker gives the place
+   * back; the grace period spares the restart when the handler does watch its signal.
+   *
+   * @default {DEFAULT_IGNORED_CANCEL} ("replace")
+   */
+  ignoredCancel?: "wait" | "replace";
+  /**
+   * How long a worker has to answer a cancel before `ignoredCancel: "replace"` replaces it,
+   * in milliseconds.
+   *
+   * @default {DEFAULT_CANCEL_GRACE} (1000)
+   */
+  cancelGrace?: number;
 }
 
 /**
@@ -153,6 +235,7 @@ export interface WorkerPoolOptions<Api extends object = object, Local extends ob
  * const idle: WorkerPoolStats = {
  *   workers: 2, starting: 0, inFlight: 0, queued: 0,
  *   completed: 10, failed: 0, retried: 0, crashes: 0, restarts: 0, recycled: 0,
+ *   replaced: 0,
  * };
  * assert.equal(idle.inFlight + idle.queued, 0);
  * ```
@@ -178,6 +261,8 @@ export interface WorkerPoolStats {
   restarts: number;
   /** Workers replaced after `maxCallsPerWorker`, or stopped after `idleTimeout`. */
   recycled: number;
+  /** Workers replaced because a cancelled call kept them busy past `cancelGrace`. */
+  replaced: number;
 }
 
 const STARTING = 0;
@@ -189,14 +274,20 @@ const WAITING = 3;
 const GONE = 4;
 
 /** One place in the pool: a worker, or one about to be. */
-class Slot<Api extends object> {
+class Slot<Api extends object> implements Target {
   state = STARTING;
   handle: WorkerHandle<Api> | undefined;
   inFlight = 0;
   calls = 0;
   timer: ReturnType<typeof setTimeout> | undefined;
-  /** The pool stopped it (idle, recycled, closing): its exit is no crash. */
+  /** The pool stopped it (idle, recycled, closing, replaced): its exit is no crash. */
   stopped = false;
+  /** The pool killed it (a cancelled call kept it busy): its other calls may run again. */
+  killed = false;
+
+  get open(): boolean {
+    return this.state === READY;
+  }
 }
 
 /**
@@ -211,7 +302,8 @@ class Slot<Api extends object> {
  * wait in a bounded buffer meanwhile, and the worker stays busy until the stream ends.
  *
  * A call's `timeout` counts from the moment it is made, queueing included; its `signal`
- * removes it from the queue.
+ * removes it from the queue. A cancelled call frees its worker once the worker has answered
+ * the cancel (see `ignoredCancel` for one that does not).
  *
  * @typeParam Api The handler interface the workers serve.
  * @typeParam Local The handler object this side serves to each worker (call-backs).
@@ -249,37 +341,20 @@ class Slot<Api extends object> {
 export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local> = object>
   implements AsyncDisposable {
   /** The workers' methods; see the class description for how calls are dispatched. */
-  readonly remote: RemoteOf<Api>;
+  readonly remote: PoolRemoteOf<Api>;
   /** How many workers the pool runs. */
   readonly size: number;
   /** Starts one worker. */
   readonly #spawn: () => Promise<WorkerHandle<Api>>;
   readonly #limits: PoolLimits;
   readonly #restarts: RestartPolicy;
-  readonly #queue = new CallQueue<PoolCall>();
-  readonly #counts: Omit<WorkerPoolStats, "workers" | "starting" | "queued"> = {
-    inFlight: 0,
-    completed: 0,
-    failed: 0,
-    retried: 0,
-    crashes: 0,
-    restarts: 0,
-    recycled: 0,
-  };
-  /** Who waits for what: every worker started, room in the queue, idle, an empty queue. */
-  readonly #waiters = {
-    started: [] as PromiseWithResolvers<void>[],
-    room: [] as Array<() => void>,
-    drain: [] as Array<() => void>,
-    queue: [] as Array<() => void>,
-  };
+  readonly #dispatcher: Dispatcher<Slot<Api>>;
+  readonly #counts = { crashes: 0, restarts: 0, recycled: 0, replaced: 0 };
+  /** Who waits for every worker to start. */
+  readonly #startWaiters: PromiseWithResolvers<void>[] = [];
   /** Every exit and close of a worker, awaited by close(). */
   readonly #exits = new Set<Promise<unknown>>();
   #slots: Slot<Api>[] = [];
-  #pumpScheduled = false;
-  #rotate = 0;
-  /** Why the pool cannot go on: a crash loop, or workers that cannot be spawned at all. */
-  #failure: Error | undefined;
   #closing: Promise<void> | undefined;
   /** unref() was called: idle workers and timers do not keep the program alive. */
   #unref = false;
@@ -309,18 +384,24 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       restartWindow = DEFAULT_RESTART_WINDOW,
       maxCallsPerWorker = Infinity,
       idleTimeout = Infinity,
+      ignoredCancel = DEFAULT_IGNORED_CANCEL,
+      cancelGrace = DEFAULT_CANCEL_GRACE,
       ...spawnOptions
     } = options;
     if (spawnOptions.thread) checkThreadOptions(worker, spawnOptions as SpawnWorkerOptions);
     else if (typeof worker === "string" || worker instanceof URL) moduleSpecifier(worker);
+    if (ignoredCancel !== "wait" && ignoredCancel !== "replace") {
+      throw new TypeError(
+        `ignoredCancel must be "wait" or "replace", not ${JSON.stringify(ignoredCancel)}`,
+      );
+    }
     this.size = integerOption("size", size, 1);
     this.#limits = {
       concurrency: integerOption("concurrency", concurrency, 1),
-      maxQueued: integerOption("maxQueued", maxQueued, 0),
-      maxAttempts: integerOption("maxAttempts", maxAttempts, 1),
       maxCallsPerWorker: numberOption("maxCallsPerWorker", maxCallsPerWorker, 1),
       idleTimeout: numberOption("idleTimeout", idleTimeout, 0),
-      retryable: new Set(retryable),
+      ignoredCancel,
+      cancelGrace: numberOption("cancelGrace", cancelGrace, 0),
     };
     this.#restarts = new RestartPolicy({
       restartDelay,
@@ -329,9 +410,16 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       restartWindow,
     });
     this.#spawn = () => spawnWorker<Api, Local>(worker, spawnOptions);
+    this.#dispatcher = new Dispatcher(this.#targets(), {
+      concurrency: this.#limits.concurrency,
+      maxQueued: integerOption("maxQueued", maxQueued, 0),
+      maxAttempts: integerOption("maxAttempts", maxAttempts, 1),
+      retryable: new Set(retryable),
+    });
+    const dispatcher = this.#dispatcher;
     this.remote = remoteProxy<Api>((method, param, callOptions) =>
-      this.#call(method, param, callOptions)
-    );
+      dispatcher.call(method, param, callOptions)
+    ) as unknown as PoolRemoteOf<Api>;
     for (let i = 0; i < this.size; i++) this.#start(new Slot());
   }
 
@@ -346,8 +434,9 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     return {
       workers,
       starting,
+      ...this.#dispatcher.counts,
       ...this.#counts,
-      queued: this.#queue.waiting,
+      queued: this.#dispatcher.queued,
     };
   }
 
@@ -360,11 +449,12 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
    * closed first.
    */
   started(): Promise<void> {
-    if (this.#failure) return Promise.reject(this.#failure);
+    const failure = this.#dispatcher.failure;
+    if (failure) return Promise.reject(failure);
     if (this.#closing) return Promise.reject(new PoolClosedError("The pool is closed"));
     if (this.#allReady()) return Promise.resolve();
     const waiter = Promise.withResolvers<void>();
-    this.#waiters.started.push(waiter);
+    this.#startWaiters.push(waiter);
     return waiter.promise;
   }
 
@@ -375,8 +465,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
    * @returns A promise that resolves once there is room (at once if there is).
    */
   waitForRoom(): Promise<void> {
-    if (this.#hasRoom()) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.room.push(resolve));
+    return this.#dispatcher.waitForRoom();
   }
 
   /**
@@ -385,8 +474,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
    * @returns A promise that resolves when the pool is idle.
    */
   drain(): Promise<void> {
-    if (this.#idle()) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.drain.push(resolve));
+    return this.#dispatcher.drain();
   }
 
   /**
@@ -444,136 +532,83 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     return this.close();
   }
 
-  // ---------------------------------------------------------------- calls
+  // ---------------------------------------------------------------- the dispatcher's targets
 
-  #call(method: string, param: unknown, options: CallOptions | undefined): PoolCall {
-    const call = new PoolCall(method, param, options);
-    const refusal = this.#failure ??
-      (this.#closing ? new PoolClosedError(`The pool is closed: cannot call "${method}"`) : (
-        this.#hasRoom() ? undefined : new PoolQueueFullError(this.#limits.maxQueued)
-      ));
-    if (refusal) {
-      call.fail(refusal);
-      this.#counts.failed++;
-      return call;
-    }
-    const signal = options?.signal;
-    if (signal?.aborted) {
-      call.fail(signal.reason);
-      this.#counts.failed++;
-      return call;
-    }
-    if (signal) {
-      const onAbort = () => this.#abortQueued(call);
-      signal.addEventListener("abort", onAbort, { once: true });
-      call.unlisten = () => signal.removeEventListener("abort", onAbort);
-    }
-    this.#queue.push(call);
-    this.#schedulePump();
-    return call;
+  #targets(): TargetManager<Slot<Api>> {
+    return {
+      targets: () => this.#slots,
+      startingCapacity: () => {
+        let starting = 0;
+        for (const slot of this.#slots) {
+          if (slot.state === STARTING || slot.state === WAITING) starting++;
+        }
+        return starting * this.#limits.concurrency;
+      },
+      send: (slot, method, param, options) => {
+        clearTimeout(slot.timer);
+        slot.timer = undefined;
+        return (slot.handle!.remote as unknown as RemoteFunctions)[method](param, options);
+      },
+      lost: (slot, error) => this.#lost(slot, error),
+      released: (slot) => this.#released(slot),
+      afterCancel: (slot) => this.#afterCancel(slot),
+      // Workers stopped for idleness come back when calls wait.
+      needed: () => {
+        while (this.#slots.length < this.size) this.#start(new Slot());
+      },
+    };
   }
 
-  #schedulePump(): void {
-    if (this.#pumpScheduled) return;
-    this.#pumpScheduled = true;
-    queueMicrotask(() => {
-      this.#pumpScheduled = false;
-      this.#pump();
-    });
+  /** A call on `slot` failed: whether its worker is gone (a crash, or the pool killed it). */
+  #lost(slot: Slot<Api>, error: unknown): boolean {
+    if (!(error instanceof WorkerExitedError)) return false;
+    // The handle reports WorkerExitedError only once the process is gone: take the worker
+    // out now, before the call is retried, rather than when its exit is processed. Every
+    // call the crash took is retried, not only the first to report it (the worker is GONE
+    // by the time the others do). A worker the pool stopped itself did not crash.
+    if (slot.stopped) return slot.killed;
+    if (slot.state !== GONE) this.#crashed(slot, error);
+    return true;
   }
 
-  /** Hands queued calls to free workers; starts workers the queue needs. */
-  #pump(): void {
-    for (let call = this.#queue.peek(); call !== undefined; call = this.#queue.peek()) {
-      const slot = this.#leastLoaded();
-      if (slot === undefined) break;
-      this.#queue.take();
-      this.#dispatch(call, slot);
-    }
-    this.#queue.compact();
-    // Workers stopped for idleness come back when calls wait.
-    if (this.#queue.waiting > 0 && !this.#failure) {
-      while (this.#slots.length < this.size) this.#start(new Slot());
-    }
-    this.#wake();
-  }
-
-  #leastLoaded(): Slot<Api> | undefined {
-    let best: Slot<Api> | undefined;
-    // Start the scan at a rotating position so that ties spread over the workers.
-    const slots = this.#slots;
-    const n = slots.length;
-    const offset = this.#rotate++ % Math.max(1, n);
-    for (let i = 0; i < n; i++) {
-      const slot = slots[(offset + i) % n];
-      if (slot.state !== READY || slot.inFlight >= this.#limits.concurrency) continue;
-      if (best === undefined || slot.inFlight < best.inFlight) best = slot;
-      if (best.inFlight === 0) break;
-    }
-    return best;
-  }
-
-  #dispatch(call: PoolCall, slot: Slot<Api>): void {
-    call.unlisten?.();
-    call.unlisten = undefined;
-    clearTimeout(slot.timer);
-    slot.timer = undefined;
-    const remaining = call.remainingTime();
-    if (remaining <= 0) {
-      this.#counts.failed++;
-      call.fail(new DeadlineExceededError(call.method, call.options!.timeout!));
-      return;
-    }
-    slot.inFlight++;
-    this.#counts.inFlight++;
-    call.attempts++;
-    const options = remaining === Infinity ? call.options : { ...call.options, timeout: remaining };
-    const remote = slot.handle!.remote as unknown as Record<
-      string,
-      (param: unknown, options?: CallOptions) => InnerCall
-    >;
-    const inner = remote[call.method](call.param, options);
-    call.run(inner, (outcome, error) => this.#finished(call, slot, outcome, error));
-  }
-
-  /** A call left its worker: count it, retry it, or settle it, and reuse the worker. */
-  #finished(call: PoolCall, slot: Slot<Api>, ok: boolean, error: unknown): boolean {
-    slot.inFlight--;
+  /** A call left `slot`: recycle it, stop it, or arm its idle timer. */
+  #released(slot: Slot<Api>): void {
     slot.calls++;
-    this.#counts.inFlight--;
-    let retry = false;
-    if (ok) this.#counts.completed++;
-    else {
-      // The handle reports WorkerExitedError only once the process is gone: take the worker
-      // out now, before the call is retried, rather than when its exit is processed. Every
-      // call the crash took is retried, not only the first to report it (the worker is
-      // GONE by the time the others do). A worker the pool stopped itself did not crash.
-      const crashed = error instanceof WorkerExitedError && !slot.stopped;
-      if (crashed && slot.state !== GONE) this.#crashed(slot, error);
-      const { retryable, maxAttempts } = this.#limits;
-      retry = crashed && !call.streaming && retryable.has(call.method) &&
-        call.attempts < maxAttempts && !this.#failure && call.remainingTime() > 0;
-      if (retry) {
-        this.#counts.retried++;
-        // Ahead of the queue: it was made before anything waiting there.
-        this.#queue.pushFront(call);
-      } else this.#counts.failed++;
-    }
     if (slot.state === READY && slot.calls >= this.#limits.maxCallsPerWorker) {
       this.#retire(slot, true);
     }
     if (slot.state === RETIRING && slot.inFlight === 0) this.#stop(slot);
     if (slot.state === READY && slot.inFlight === 0) this.#armIdle(slot);
-    this.#schedulePump();
-    return retry;
   }
 
-  #abortQueued(call: PoolCall): void {
-    if (call.done || call.dispatched) return;
-    this.#counts.failed++;
-    this.#queue.cancelled();
-    call.fail(call.options!.signal!.reason);
-    this.#wake();
+  /**
+   * A call on `slot` was cancelled: the worker is free of it once it answers a probe sent
+   * after the cancel (frames are handled in order, so the cancel was seen first), or, with
+   * `ignoredCancel: "replace"`, once it is replaced after `cancelGrace`.
+   */
+  #afterCancel(slot: Slot<Api>): Promise<void> {
+    const handle = slot.handle!;
+    const probe = (handle.remote as unknown as RemoteFunctions)[PROBE_METHOD](undefined);
+    const answered = new Promise<void>((resolve) => probe.then(() => resolve(), () => resolve()));
+    if (this.#limits.ignoredCancel === "wait") return answered;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), this.#limits.cancelGrace);
+    });
+    return Promise.race([answered.then(() => false), late]).then((ignored) => {
+      clearTimeout(timer);
+      if (ignored && slot.handle === handle && !slot.stopped) this.#replaceStuck(slot);
+      return answered;
+    });
+  }
+
+  /** Kills a worker a cancelled call keeps busy, and starts another in its place. */
+  #replaceStuck(slot: Slot<Api>): void {
+    this.#counts.replaced++;
+    slot.killed = true;
+    const replace = slot.state === READY && !this.#closing && !this.#dispatcher.failure;
+    this.#stop(slot, true);
+    if (replace) this.#start(new Slot());
   }
 
   // ---------------------------------------------------------------- workers
@@ -593,9 +628,9 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
         if (this.#unref) handle.unref();
         this.#track(handle.exited.then((status) => this.#onExit(slot, handle, status)));
         this.#armIdle(slot);
-        this.#schedulePump();
+        this.#dispatcher.schedulePump();
         if (this.#allReady()) {
-          for (const waiter of this.#waiters.started.splice(0)) waiter.resolve();
+          for (const waiter of this.#startWaiters.splice(0)) waiter.resolve();
         }
       },
       (error) => {
@@ -637,9 +672,9 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     // A retiring worker has its replacement already.
     const replace = slot.state !== RETIRING;
     slot.state = GONE;
-    if (this.#failure || !replace) return;
+    if (this.#dispatcher.failure || !replace) return;
     // While closing, a worker is only worth restarting for calls that still wait.
-    if (this.#closing && this.#queue.waiting === 0) return;
+    if (this.#closing && this.#dispatcher.queued === 0) return;
     const decision = this.#restarts.crashed(performance.now());
     if (!decision.restart) {
       const { maxRestarts, restartWindow } = this.#restarts;
@@ -662,17 +697,17 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
   #retire(slot: Slot<Api>, replace: boolean): void {
     slot.state = RETIRING;
     this.#counts.recycled++;
-    if (replace && !this.#closing && !this.#failure) this.#start(new Slot());
+    if (replace && !this.#closing && !this.#dispatcher.failure) this.#start(new Slot());
   }
 
-  /** Closes a worker the pool no longer needs. */
-  #stop(slot: Slot<Api>): void {
+  /** Closes a worker the pool no longer needs (kills it, with `kill`). */
+  #stop(slot: Slot<Api>, kill = false): void {
     slot.stopped = true;
     clearTimeout(slot.timer);
     slot.timer = undefined;
     slot.state = GONE;
     this.#remove(slot);
-    if (slot.handle) this.#track(slot.handle.close());
+    if (slot.handle) this.#track(kill ? slot.handle.kill() : slot.handle.close());
   }
 
   #remove(slot: Slot<Api>): void {
@@ -702,25 +737,19 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
 
   /** The pool cannot go on: fail everything waiting, stop every worker. */
   #fail(error: Error): void {
-    this.#failure = error;
-    for (const call of this.#queue.clear()) {
-      this.#counts.failed++;
-      call.fail(error);
-    }
-    for (const waiter of this.#waiters.started.splice(0)) waiter.reject(error);
+    this.#dispatcher.fail(error);
+    for (const waiter of this.#startWaiters.splice(0)) waiter.reject(error);
     for (const slot of [...this.#slots]) this.#stop(slot);
-    this.#wake();
   }
 
   async #close(): Promise<void> {
-    for (const waiter of this.#waiters.started.splice(0)) {
+    this.#dispatcher.close();
+    for (const waiter of this.#startWaiters.splice(0)) {
       waiter.reject(new PoolClosedError("The pool was closed before its workers started"));
     }
     // Queued calls still run; calls in flight then drain as each worker closes (bounded by
     // its drainTimeout and exit timeouts, unlike waiting here for every call to end).
-    while (this.#queue.waiting > 0) {
-      await new Promise<void>((resolve) => this.#waiters.queue.push(resolve));
-    }
+    while (this.#dispatcher.queued > 0) await this.#dispatcher.queueEmpty();
     for (const slot of [...this.#slots]) this.#stop(slot);
     while (this.#exits.size > 0) await Promise.all([...this.#exits]);
   }
@@ -730,41 +759,21 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     for (const slot of this.#slots) if (slot.state === READY) ready++;
     return ready >= this.size;
   }
-
-  #hasRoom(): boolean {
-    const { concurrency, maxQueued } = this.#limits;
-    let free = 0;
-    for (const slot of this.#slots) {
-      if (slot.state === READY) free += concurrency - slot.inFlight;
-      else if (slot.state === STARTING || slot.state === WAITING) free += concurrency;
-    }
-    return this.#queue.waiting < maxQueued + Math.max(0, free);
-  }
-
-  #idle(): boolean {
-    return this.#counts.inFlight === 0 && this.#queue.waiting === 0;
-  }
-
-  #wake(): void {
-    const waiters = this.#waiters;
-    if (waiters.room.length > 0 && this.#hasRoom()) {
-      for (const wake of waiters.room.splice(0)) wake();
-    }
-    if (waiters.drain.length > 0 && this.#idle()) {
-      for (const wake of waiters.drain.splice(0)) wake();
-    }
-    if (waiters.queue.length > 0 && this.#queue.waiting === 0) {
-      for (const wake of waiters.queue.splice(0)) wake();
-    }
-  }
 }
 
-/** The pool's limits, checked once. */
+/**
+ * The method a pool calls to learn that a worker has seen a cancel: no worker serves it, so
+ * the answer (method not found) comes as soon as the worker reads its frames again.
+ */
+const PROBE_METHOD = "conduit.pool.probe";
+
+type RemoteFunctions = Record<string, (param: unknown, options?: CallOptions) => InnerCall>;
+
+/** The pool's own limits, checked once (the dispatcher holds the others). */
 interface PoolLimits {
   concurrency: number;
-  maxQueued: number;
-  maxAttempts: number;
   maxCallsPerWorker: number;
   idleTimeout: number;
-  retryable: ReadonlySet<string>;
+  ignoredCancel: "wait" | "replace";
+  cancelGrace: number;
 }

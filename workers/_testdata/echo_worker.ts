@@ -46,6 +46,26 @@ const handlers = {
     }
     return "unblocked";
   },
+  /** Blocks the event loop (a cancel goes unseen), then answers with this worker's pid. */
+  spin(ms: number): number {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      // Spinning on purpose.
+    }
+    return Deno.pid;
+  },
+  /** Counts and hashes an upload: the bytes it received, their SHA-256, and who received them. */
+  async digest(
+    chunks: AsyncIterable<Uint8Array>,
+  ): Promise<{ bytes: number; sha256: string; pid: number }> {
+    const parts: Uint8Array[] = [];
+    for await (const chunk of chunks) parts.push(chunk);
+    const all = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+    parts.reduce((at, part) => (all.set(part, at), at + part.length), 0);
+    const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", all));
+    const sha256 = Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
+    return { bytes: all.length, sha256, pid: Deno.pid };
+  },
   /** Adds up a stream from the caller. */
   async sum(values: AsyncIterable<number>): Promise<number> {
     let total = 0;

@@ -1,0 +1,320 @@
+// The one dispatcher both pools share (WorkerPool: worker slots; NatsServicePool: channels to
+// instances). It owns what a pooled call goes through: admission (closed, failed, queue full),
+// the bounded queue with the call's signal and deadline armed while it waits, the choice of the
+// least-loaded target, the rewrite of `timeout` to what is left of it, the retry rule and the
+// counts. The pools own their targets: how they start, fail, leave and are released.
+//
+// The retry rule, so that a retry can never change an answer: a call is run again only when
+// its target was lost (the manager says so), its method is retryable, it is not being read as
+// a stream, attempts and time remain, and its whole input can be sent again. A stream param
+// given as an iterator cannot (the lost attempt consumed it): such a call fails with
+// CallNotReplayableError rather than being re-sent with what was left of its input.
+//
+// A cancelled call (signal, cancel(), deadline) frees its target only when the manager says
+// the target is free again (`afterCancel`): a worker stuck in a synchronous handler does not
+// see the cancel, and must not be handed the next call while another sits idle.
+
+import { DeadlineExceededError } from "../channel/errors.ts";
+import type { CallOptions } from "../channel/types.ts";
+import { CallQueue } from "./_call_queue.ts";
+import { type InnerCall, PoolCall } from "./_pool_call.ts";
+import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
+
+/** Something the dispatcher sends calls to: a worker slot, a channel to an instance. */
+export interface Target {
+  /** Calls on it now, counted by the dispatcher (a cancelled call until the target is free). */
+  inFlight: number;
+  /** Whether it takes new calls. */
+  readonly open: boolean;
+}
+
+/** What a pool tells the dispatcher about its targets, and hears from it. */
+export interface TargetManager<T extends Target> {
+  /** The pool's targets (open or not: the dispatcher skips the closed ones). */
+  targets(): readonly T[];
+  /** Calls that targets being started or restarted will take: room the queue may count on. */
+  startingCapacity(): number;
+  /** Starts `method` on `target`. */
+  send(target: T, method: string, param: unknown, options: CallOptions | undefined): InnerCall;
+  /**
+   * A call on `target` failed: takes the target out if it is lost, and says so (a retry may
+   * follow). `"unspent"`: lost with the connection under every target, which the attempt
+   * does not count against (the call waits, within its deadline, for a healthy target).
+   */
+  lost(target: T, error: unknown): boolean | "unspent";
+  /** A call left `target` (its count is already down): recycle, close or arm timers. */
+  released(target: T, ok: boolean): void;
+  /**
+   * A call on `target` was cancelled by its caller: resolves once the target is free of it
+   * (its worker answered the cancel, or was replaced). Without it the target is free at once.
+   */
+  afterCancel?(target: T): Promise<void>;
+  /** Calls wait: start targets that were stopped. */
+  needed?(): void;
+  /** A call is about to run again after `error` lost it on `target`. */
+  retrying?(target: T, call: PoolCall, error: unknown): void;
+}
+
+/** The dispatcher's limits, checked by the pool. */
+export interface DispatchLimits {
+  /** Calls one target runs at once. */
+  concurrency: number;
+  /** Calls that may wait beyond the room the targets have. */
+  maxQueued: number;
+  /** Tries in all for a retryable call. */
+  maxAttempts: number;
+  /** The methods safe to run again. */
+  retryable: ReadonlySet<string>;
+}
+
+/** What the dispatcher counts. */
+export interface DispatchCounts {
+  inFlight: number;
+  completed: number;
+  failed: number;
+  retried: number;
+}
+
+/** Queues calls and sends them to the least-loaded target of a {@linkcode TargetManager}. */
+export class Dispatcher<T extends Target> {
+  readonly counts: DispatchCounts = { inFlight: 0, completed: 0, failed: 0, retried: 0 };
+  readonly limits: DispatchLimits;
+  readonly #manager: TargetManager<T>;
+  readonly #queue = new CallQueue<PoolCall>();
+  /** Who waits for what: room in the queue, no call at all, an empty queue. */
+  readonly #waiters = {
+    room: [] as Array<() => void>,
+    idle: [] as Array<() => void>,
+    emptyQueue: [] as Array<() => void>,
+  };
+  #pumpScheduled = false;
+  #rotate = 0;
+  /** Why no call can run any more (new and queued calls fail with it). */
+  #failure: Error | undefined;
+  #closed = false;
+
+  constructor(manager: TargetManager<T>, limits: DispatchLimits) {
+    this.#manager = manager;
+    this.limits = limits;
+  }
+
+  /** Calls waiting for a target. */
+  get queued(): number {
+    return this.#queue.waiting;
+  }
+
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
+  /** Starts a call: refused at once, or queued until a target takes it. */
+  call(method: string, param: unknown, options: CallOptions | undefined): PoolCall {
+    const call = new PoolCall(method, param, options);
+    const refusal = this.#failure ??
+      (this.#closed ? new PoolClosedError(`The pool is closed: cannot call "${method}"`) : (
+        this.hasRoom() ? undefined : new PoolQueueFullError(this.limits.maxQueued)
+      ));
+    const signal = options?.signal;
+    if (refusal !== undefined || signal?.aborted) {
+      this.counts.failed++;
+      call.fail(refusal ?? signal!.reason);
+      return call;
+    }
+    this.#enqueue(call, false);
+    return call;
+  }
+
+  /** New calls are refused with `PoolClosedError`; queued ones still run. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /** No call can run any more: new calls, and those waiting, fail with `error`. */
+  fail(error: Error): void {
+    this.#failure = error;
+    this.failQueued(error);
+  }
+
+  /** Fails every waiting call with `error`. */
+  failQueued(error: unknown): void {
+    for (const call of this.#queue.clear()) {
+      this.counts.failed++;
+      call.fail(error);
+    }
+    this.#wake();
+  }
+
+  /** Whether a call made now would find room (targets' free places, starting ones, the queue). */
+  hasRoom(): boolean {
+    const { concurrency, maxQueued } = this.limits;
+    let free = this.#manager.startingCapacity();
+    for (const target of this.#manager.targets()) {
+      if (target.open) free += Math.max(0, concurrency - target.inFlight);
+    }
+    return this.#queue.waiting < maxQueued + free;
+  }
+
+  /** Resolves once a call made now would find room. */
+  waitForRoom(): Promise<void> {
+    if (this.hasRoom()) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.room.push(resolve));
+  }
+
+  /** Resolves once no call is queued or on a target. */
+  drain(): Promise<void> {
+    if (this.#idle()) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.idle.push(resolve));
+  }
+
+  /** Resolves once no call waits in the queue. */
+  queueEmpty(): Promise<void> {
+    if (this.#queue.waiting === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.emptyQueue.push(resolve));
+  }
+
+  /** Targets changed (one became ready, or free): hand them waiting calls soon. */
+  schedulePump(): void {
+    if (this.#pumpScheduled) return;
+    this.#pumpScheduled = true;
+    queueMicrotask(() => {
+      this.#pumpScheduled = false;
+      this.#pump();
+    });
+  }
+
+  /** Queues `call` (at the front: a retry); while it waits, its signal and deadline apply. */
+  #enqueue(call: PoolCall, front: boolean): void {
+    const { method, options } = call;
+    const signal = options?.signal;
+    const onAbort = () => this.#dropQueued(call, signal!.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const remaining = call.remainingTime();
+    const timer = remaining === Infinity ? undefined : setTimeout(
+      () => this.#dropQueued(call, new DeadlineExceededError(method, options!.timeout!)),
+      Math.max(0, remaining),
+    );
+    call.unlisten = () => {
+      signal?.removeEventListener("abort", onAbort);
+      clearTimeout(timer);
+    };
+    if (front) this.#queue.pushFront(call);
+    else this.#queue.push(call);
+    this.schedulePump();
+  }
+
+  #pump(): void {
+    for (let call = this.#queue.peek(); call !== undefined; call = this.#queue.peek()) {
+      const target = this.#leastLoaded();
+      if (target === undefined) break;
+      this.#queue.take();
+      this.#dispatch(call, target);
+    }
+    this.#queue.compact();
+    if (this.#queue.waiting > 0 && this.#failure === undefined) this.#manager.needed?.();
+    this.#wake();
+  }
+
+  #leastLoaded(): T | undefined {
+    const targets = this.#manager.targets();
+    const n = targets.length;
+    const concurrency = this.limits.concurrency;
+    // Start the scan at a rotating position so that ties spread over the targets.
+    const offset = this.#rotate++ % Math.max(1, n);
+    let best: T | undefined;
+    for (let i = 0; i < n; i++) {
+      const target = targets[(offset + i) % n];
+      if (!target.open || target.inFlight >= concurrency) continue;
+      if (best === undefined || target.inFlight < best.inFlight) best = target;
+      if (best.inFlight === 0) break;
+    }
+    return best;
+  }
+
+  #dispatch(call: PoolCall, target: T): void {
+    call.unlisten?.();
+    call.unlisten = undefined;
+    const remaining = call.remainingTime();
+    if (remaining <= 0) {
+      this.counts.failed++;
+      call.fail(new DeadlineExceededError(call.method, call.options!.timeout!));
+      return;
+    }
+    let param: unknown;
+    try {
+      param = call.nextParam();
+    } catch (error) {
+      this.counts.failed++;
+      call.fail(error);
+      return;
+    }
+    target.inFlight++;
+    this.counts.inFlight++;
+    call.attempts++;
+    const options = remaining === Infinity ? call.options : { ...call.options, timeout: remaining };
+    const inner = this.#manager.send(target, call.method, param, options);
+    call.run(inner, (ok, error) => this.#finished(call, target, ok, error));
+  }
+
+  /** A call left its target: count it, retry it, or say how it settles; free the target. */
+  #finished(call: PoolCall, target: T, ok: boolean, error: unknown): boolean | Error {
+    let verdict: boolean | Error = false;
+    let lost: boolean | "unspent" = false;
+    if (ok) this.counts.completed++;
+    else {
+      // The manager takes a lost target out now, so the retry cannot land on it again.
+      lost = this.#manager.lost(target, error);
+      if (lost === "unspent") call.attempts--;
+      const { retryable, maxAttempts } = this.limits;
+      if (
+        lost && retryable.has(call.method) && !call.streaming && call.attempts < maxAttempts &&
+        this.#failure === undefined && call.remainingTime() > 0
+      ) {
+        verdict = call.replayable
+          ? true
+          : new CallNotReplayableError(call.method, { cause: error });
+      }
+      if (verdict === true) {
+        this.counts.retried++;
+        this.#manager.retrying?.(target, call, error);
+        // Ahead of the queue: it was made before anything waiting there.
+        this.#enqueue(call, true);
+      } else this.counts.failed++;
+    }
+    const busy = !lost && call.cancelled ? this.#manager.afterCancel?.(target) : undefined;
+    if (busy === undefined) this.#release(target, ok);
+    else busy.finally(() => this.#release(target, ok));
+    return verdict;
+  }
+
+  #release(target: T, ok: boolean): void {
+    target.inFlight--;
+    this.counts.inFlight--;
+    this.#manager.released(target, ok);
+    this.schedulePump();
+  }
+
+  #dropQueued(call: PoolCall, reason: unknown): void {
+    if (call.done || call.dispatched) return;
+    this.counts.failed++;
+    this.#queue.cancelled();
+    call.fail(reason);
+    this.#wake();
+  }
+
+  #idle(): boolean {
+    return this.counts.inFlight === 0 && this.#queue.waiting === 0;
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters;
+    if (waiters.room.length > 0 && this.hasRoom()) {
+      for (const wake of waiters.room.splice(0)) wake();
+    }
+    if (waiters.idle.length > 0 && this.#idle()) {
+      for (const wake of waiters.idle.splice(0)) wake();
+    }
+    if (waiters.emptyQueue.length > 0 && this.#queue.waiting === 0) {
+      for (const wake of waiters.emptyQueue.splice(0)) wake();
+    }
+  }
+}
