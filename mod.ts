@@ -73,7 +73,12 @@ export type { WorkerPermissions } from "./workers/worker_permissions.ts";
 export { serveWorker } from "./workers/serve_worker.ts";
 export type { ServeWorkerOptions } from "./workers/serve_worker.ts";
 export { WorkerPool } from "./workers/worker_pool.ts";
-export type { WorkerPoolOptions, WorkerPoolStats } from "./workers/worker_pool.ts";
+export type {
+  PoolRemoteOf,
+  StreamSource,
+  WorkerPoolOptions,
+  WorkerPoolStats,
+} from "./workers/worker_pool.ts";
 
 // Errors: every failure conduit reports is one of these, all `ConduitError`s.
 export {
@@ -94,6 +99,7 @@ export {
   RemoteError,
 } from "./channel/errors.ts";
 export {
+  CallNotReplayableError,
   CrashLoopError,
   PoolClosedError,
   PoolQueueFullError,

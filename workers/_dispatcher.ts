@@ -250,7 +250,19 @@ export class Dispatcher<T extends Target> {
     target.inFlight++;
     this.counts.inFlight++;
     call.attempts++;
-    const options = remaining === Infinity ? call.options : { ...call.options, timeout: remaining };
+    if (this.limits.retryable.has(call.method)) {
+      // Every attempt of a call the pool may send again carries one key and its number, so
+      // its handler can tell a retry from a new call (ctx.key, ctx.attempt).
+      call.options = { ...call.options, key: call.options?.key ?? crypto.randomUUID() };
+    }
+    // The attempts the pool counts (one lost with the connection under every target is not
+    // spent, so its number comes again), after any the caller made itself.
+    const meta = call.options?.key === undefined
+      ? undefined
+      : { attempt: (call.options.attempt ?? 1) + call.attempts - 1 };
+    const options = remaining === Infinity && meta === undefined
+      ? call.options
+      : { ...call.options, ...meta, ...(remaining !== Infinity && { timeout: remaining }) };
     const inner = this.#manager.send(target, call.method, param, options);
     call.run(inner, (ok, error) => this.#finished(call, target, ok, error));
   }

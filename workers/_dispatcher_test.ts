@@ -86,11 +86,16 @@ leakFreeTest(
     assert.notEqual(answer.pid, victim);
     assert.equal(answer.bytes, CHUNKS * CHUNK_BYTES);
     assert.equal(answer.sha256, await expectedSha256());
+    // The retry's handler sees that it is one: the call's key, and attempt 2.
+    assert.equal(answer.attempt, 2);
+    assert.equal(typeof answer.key, "string");
     assert.equal(workers.stats.retried, 1);
     assert.equal(workers.stats.completed, 2);
     // An array and a Uint8Array are replayable sources too.
-    const bytes = await workers.remote.digest(() => [chunk(0), chunk(1)]);
+    const bytes = await workers.remote.digest(() => [chunk(0), chunk(1)], { key: "mine" });
     assert.equal(bytes.bytes, 2 * CHUNK_BYTES);
+    assert.deepEqual([bytes.key, bytes.attempt], ["mine", 1]); // the caller's own key is kept
+    assert.notEqual(bytes.key, answer.key);
     assert.equal((await workers.remote.digest(() => chunk(2))).bytes, CHUNK_BYTES);
     await workers.close();
     await waitUntilGone([victim, answer.pid]);

@@ -25,7 +25,8 @@ const ignore = (): void => {};
 /** A call made through a pool: awaitable and async-iterable like a channel call. */
 export class PoolCall extends DualCall {
   readonly method: string;
-  readonly options: CallOptions | undefined;
+  /** The caller's options; a retryable call's gain its key on its first dispatch. */
+  options: CallOptions | undefined;
   readonly #param: unknown;
   readonly #deadline: number;
   attempts = 0;
@@ -38,10 +39,11 @@ export class PoolCall extends DualCall {
   #failure: { error: unknown } | undefined;
   /** The target's call this one runs as, while dispatched and once done. */
   #inner: InnerCall | undefined;
-  /** The caller stopped reading the stream early: its end is no failure. */
-  #abandoned = false;
-  /** The caller cancelled it (`cancel()`, or stopped reading its stream). */
-  #cancelled = false;
+  /**
+   * How the caller stopped it: `cancelled` (`cancel()`), or `abandoned` (it stopped reading the
+   * stream early, whose end is then no failure).
+   */
+  #stop: "cancelled" | "abandoned" | undefined;
   /** Exists once the caller awaited the call (the promise face). */
   #result: PromiseWithResolvers<unknown> | undefined;
   /** Exists once the caller iterated the call (the stream face). */
@@ -75,7 +77,7 @@ export class PoolCall extends DualCall {
 
   /** Whether the call ended because its caller gave up on it (cancel, signal, deadline). */
   get cancelled(): boolean {
-    return this.#cancelled || this.options?.signal?.aborted === true ||
+    return this.#stop !== undefined || this.options?.signal?.aborted === true ||
       (this.#deadline !== Infinity && this.remainingTime() <= 0);
   }
 
@@ -129,9 +131,8 @@ export class PoolCall extends DualCall {
       this.fail(error);
       return Promise.resolve();
     }
-    this.#cancelled = true;
     // A stream its reader stops ended as far as the pool counts; a cancelled value failed.
-    if (this.#stream !== undefined) this.#abandoned = true;
+    this.#stop = this.#stream !== undefined ? "abandoned" : "cancelled";
     return this.#inner.cancel(error);
   }
 
@@ -155,7 +156,7 @@ export class PoolCall extends DualCall {
     this.#connect();
     inner.whenOver((ok, error) => {
       this.dispatched = false;
-      const verdict = finished(ok || this.#abandoned, error);
+      const verdict = finished(ok || this.#stop === "abandoned", error);
       if (verdict === true) {
         this.#inner = undefined;
         return;
@@ -198,10 +199,7 @@ export class PoolCall extends DualCall {
       ended = true;
       throw error;
     } finally {
-      if (!ended) {
-        this.#abandoned = true;
-        this.#cancelled = true;
-      }
+      if (!ended) this.#stop = "abandoned";
       await iterator.return?.();
     }
   }

@@ -1,4 +1,5 @@
 // A worker for the tests and the examples: echo, streams, call-backs, crashes and hangs.
+import type { CallContext } from "../../channel/call_context.ts";
 import { echoHandlers } from "../../examples/_echo_worker.ts";
 import { msgpackCodec } from "../../codecs/msgpack.ts";
 import { serveWorker } from "../serve_worker.ts";
@@ -54,17 +55,23 @@ const handlers = {
     }
     return Deno.pid;
   },
-  /** Counts and hashes an upload: the bytes it received, their SHA-256, and who received them. */
+  /**
+   * Counts and hashes an upload: the bytes it received, their SHA-256, who received them, and
+   * the call's key and attempt.
+   */
   async digest(
     chunks: AsyncIterable<Uint8Array>,
-  ): Promise<{ bytes: number; sha256: string; pid: number }> {
+    ctx: CallContext,
+  ): Promise<
+    { bytes: number; sha256: string; pid: number; key: string | undefined; attempt: number }
+  > {
     const parts: Uint8Array[] = [];
     for await (const chunk of chunks) parts.push(chunk);
     const all = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
     parts.reduce((at, part) => (all.set(part, at), at + part.length), 0);
     const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", all));
     const sha256 = Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
-    return { bytes: all.length, sha256, pid: Deno.pid };
+    return { bytes: all.length, sha256, pid: Deno.pid, key: ctx.key, attempt: ctx.attempt };
   },
   /** Adds up a stream from the caller. */
   async sum(values: AsyncIterable<number>): Promise<number> {
