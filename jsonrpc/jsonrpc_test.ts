@@ -284,6 +284,32 @@ Deno.test("jsonrpc: a batch of exactly maxBatchMessages is answered whole", asyn
   await peer.close();
 });
 
+Deno.test("jsonrpc: a batch's answers past maxFrameBytes in all become short errors", async () => {
+  const maxFrameBytes = 1024;
+  const { channel, peer } = await setup({
+    maxFrameBytes,
+    handlers: { big: () => "x".repeat(420) },
+  });
+  await peer.send([1, 2, 3].map((id) => ({ jsonrpc: "2.0", id, method: "big" })));
+  const answers = await peer.next() as {
+    id: number;
+    result?: string;
+    error?: { code: number; message: string };
+  }[];
+  // The answers kept fit maxFrameBytes; the one that would not is a short error instead.
+  assert.ok(JSON.stringify(answers.slice(0, 2)).length <= maxFrameBytes);
+  assert.deepEqual(answers.map((answer) => answer.id), [1, 2, 3]);
+  assert.equal(answers[0].result, "x".repeat(420));
+  assert.equal(answers[1].result, "x".repeat(420));
+  assert.equal(answers[2].error?.code, -32603);
+  assert.match(
+    answers[2].error?.message ?? "",
+    /would take the batch's answer past maxFrameBytes \(1024\)/,
+  );
+  await channel.close();
+  await peer.close();
+});
+
 Deno.test("jsonrpc: maxBatchMessages is an option: raised, lowered, 0 refuses every batch", async () => {
   for (const limit of [0, 3]) {
     const { channel, peer } = await setup({

@@ -114,7 +114,8 @@ export interface JsonRpcOptions<Local extends object = object> {
    * refused whole with one error response (-32600, id null, its message naming this limit)
    * and none of it runs; the connection goes on. `0` refuses every batch (MCP dropped
    * batches in its 2025-06-18 revision). A batch within the limit is answered as one array
-   * once every request in it is; requests past `maxInFlight` wait their turn in order.
+   * once every request in it is (an answer that would take that array past `maxFrameBytes`
+   * is replaced by a -32603 error); requests past `maxInFlight` wait their turn in order.
    *
    * @default {1000} ({@linkcode DEFAULT_MAX_BATCH_MESSAGES})
    */
