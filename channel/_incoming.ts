@@ -6,6 +6,7 @@ import type { CallMeta } from "../protocol/call_meta.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { Deadlines } from "./_deadlines.ts";
+import { Fifo } from "./_fifo.ts";
 import { CallTable } from "./_call_table.ts";
 import { IncomingCall, NotificationContext, type ServedCalls } from "./_incoming_call.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
@@ -70,9 +71,9 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   /**
    * The calls past the limit, in order, until they can be served; the read loop waits
    * meanwhile. One at most for conduit (it stops after the frame); a JSON-RPC batch is one
-   * frame of several calls.
+   * frame of several calls (up to the wire's batch limit), taken from the front one by one.
    */
-  readonly #held: Array<HeldCall | HeldNotification> = [];
+  readonly #held = new Fifo<HeldCall | HeldNotification>();
   /**
    * Notification handlers whose promise has not settled: at `maxInFlight` a further NOTIFY is
    * held like a call, so a peer cannot start handlers without bound by notifying faster than
@@ -100,7 +101,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   dropAll(error: unknown): void {
     for (const call of this.calls.values()) call.drop(error);
     this.calls.clear();
-    this.#held.length = 0;
+    this.#held.clear();
     this.#room?.resolve();
   }
 
@@ -122,7 +123,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    */
   async serveHeld(): Promise<void> {
     const max = this.#options.maxInFlight;
-    for (let held = this.#held[0]; held !== undefined; held = this.#held[0]) {
+    for (let held = this.#held.peek(); held !== undefined; held = this.#held.peek()) {
       if (held.notification) {
         if (this.#notifying < max) {
           this.#held.shift();

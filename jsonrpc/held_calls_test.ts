@@ -33,3 +33,46 @@ Deno.test("jsonrpc: a batch of more requests than maxInFlight is answered whole"
   await reader.cancel().catch(() => {});
   await b.close();
 });
+
+Deno.test("jsonrpc: a 20k batch (maxBatchMessages raised) is answered whole, held calls in order", async () => {
+  const count = 20_000;
+  const [a, b] = memoryPair();
+  // What the handlers saw, in the order they ran: calls and notifications are held in one queue.
+  const ran: number[] = [];
+  const channel = await openJsonRpc(a, {
+    framing: "ndjson",
+    maxInFlight: 16,
+    maxBatchMessages: count,
+    handlers: {
+      echo: async (params: [number]) => {
+        ran.push(params[0]);
+        await null;
+        return params[0];
+      },
+      note: (params: [number]) => void ran.push(params[0]),
+    },
+  });
+  const writer = b.writable.getWriter();
+  const reader = b.readable.pipeThrough(new NdjsonDecoderStream()).getReader();
+  const batch = Array.from(
+    { length: count },
+    (_, i) =>
+      i % 100 === 99
+        ? { jsonrpc: "2.0", method: "note", params: [i] }
+        : { jsonrpc: "2.0", id: i, method: "echo", params: [i] },
+  );
+  await writer.write(new TextEncoder().encode(`${JSON.stringify(batch)}\n`));
+  const { value } = await reader.read();
+  const answers = JSON.parse(new TextDecoder().decode(value)) as { id: number; result: number }[];
+  const requests = batch.filter((message) => "id" in message) as { id: number }[];
+  assert.equal(answers.length, requests.length);
+  assert.deepEqual(
+    answers.map(({ id, result }) => [id, result]).sort((x, y) => x[0] - y[0]),
+    requests.map(({ id }) => [id, id]),
+  );
+  assert.deepEqual(ran, batch.map((_, i) => i));
+  await channel.close();
+  await writer.close().catch(() => {});
+  await reader.cancel().catch(() => {});
+  await b.close();
+});

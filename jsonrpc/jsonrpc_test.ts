@@ -6,7 +6,12 @@ import type { CallContext } from "../channel/mod.ts";
 import { ContentLengthDecoderStream, NdjsonDecoderStream } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
 import type { Transport } from "../transports/types.ts";
-import { type JsonRpcOptions, openJsonRpc, type ProtocolError } from "./mod.ts";
+import {
+  DEFAULT_MAX_BATCH_MESSAGES,
+  type JsonRpcOptions,
+  openJsonRpc,
+  type ProtocolError,
+} from "./mod.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -211,6 +216,134 @@ Deno.test("jsonrpc: a batch is answered as one array once every request in it is
   assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 9, result: 0 });
   await channel.close();
   await peer.close();
+});
+
+/** A batch of `count` "echo" requests, ids from 0, with a notification after every tenth. */
+function echoBatch(count: number): unknown[] {
+  const batch: unknown[] = [];
+  for (let id = 0; id < count; id++) {
+    batch.push(
+      id % 10 === 9
+        ? { jsonrpc: "2.0", method: "note", params: [id] }
+        : { jsonrpc: "2.0", id, method: "echo", params: [id] },
+    );
+  }
+  return batch;
+}
+
+Deno.test("jsonrpc: a batch over maxBatchMessages is refused whole with one -32600, none of it run", async () => {
+  let ran = 0;
+  const { channel, peer, errors } = await setup({
+    handlers: { echo: (params: [number]) => (ran++, params[0]), note: () => void ran++ },
+  });
+  const refused = async (batch: unknown[], limit: number) => {
+    await peer.send(batch);
+    const answer = await peer.next() as { id: unknown; error: { code: number; message: string } };
+    assert.equal(answer.id, null);
+    assert.equal(answer.error.code, -32600);
+    assert.equal(
+      answer.error.message,
+      `Invalid Request: a batch of ${batch.length} messages exceeds maxBatchMessages (${limit})`,
+    );
+  };
+  await refused(echoBatch(DEFAULT_MAX_BATCH_MESSAGES + 1), DEFAULT_MAX_BATCH_MESSAGES);
+  // Notifications alone, which a batch within the limit would not answer, are refused too.
+  await refused(
+    Array.from({ length: 5000 }, () => ({ jsonrpc: "2.0", method: "note" })),
+    DEFAULT_MAX_BATCH_MESSAGES,
+  );
+  assert.equal(ran, 0);
+  assert.equal(errors.length, 2);
+  assert.match(errors[0].message, /maxBatchMessages \(1000\)/);
+  // The connection goes on.
+  await peer.send({ jsonrpc: "2.0", id: "after", method: "echo", params: [1] });
+  assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: "after", result: 1 });
+  await channel.close();
+  await peer.close();
+});
+
+Deno.test("jsonrpc: a batch of exactly maxBatchMessages is answered whole", async () => {
+  const notes: number[] = [];
+  const { channel, peer } = await setup({
+    handlers: {
+      echo: (params: [number]) => params[0],
+      note: (params: [number]) => void notes.push(params[0]),
+    },
+  });
+  const batch = echoBatch(DEFAULT_MAX_BATCH_MESSAGES);
+  await peer.send(batch);
+  const answers = await peer.next() as { id: number; result: number }[];
+  const requests = batch.filter((m) => "id" in (m as object)) as { id: number }[];
+  assert.equal(answers.length, requests.length);
+  assert.deepEqual(
+    answers.map(({ id, result }) => [id, result]).sort((x, y) => x[0] - y[0]),
+    requests.map(({ id }) => [id, id]),
+  );
+  assert.equal(notes.length, batch.length - requests.length);
+  await channel.close();
+  await peer.close();
+});
+
+Deno.test("jsonrpc: a batch's answers past maxFrameBytes in all become short errors", async () => {
+  const maxFrameBytes = 1024;
+  const { channel, peer } = await setup({
+    maxFrameBytes,
+    handlers: { big: () => "x".repeat(420) },
+  });
+  await peer.send([1, 2, 3].map((id) => ({ jsonrpc: "2.0", id, method: "big" })));
+  const answers = await peer.next() as {
+    id: number;
+    result?: string;
+    error?: { code: number; message: string };
+  }[];
+  // The answers kept fit maxFrameBytes; the one that would not is a short error instead.
+  assert.ok(JSON.stringify(answers.slice(0, 2)).length <= maxFrameBytes);
+  assert.deepEqual(answers.map((answer) => answer.id), [1, 2, 3]);
+  assert.equal(answers[0].result, "x".repeat(420));
+  assert.equal(answers[1].result, "x".repeat(420));
+  assert.equal(answers[2].error?.code, -32603);
+  assert.match(
+    answers[2].error?.message ?? "",
+    /would take the batch's answer past maxFrameBytes \(1024\)/,
+  );
+  await channel.close();
+  await peer.close();
+});
+
+Deno.test("jsonrpc: maxBatchMessages is an option: raised, lowered, 0 refuses every batch", async () => {
+  for (const limit of [0, 3]) {
+    const { channel, peer } = await setup({
+      maxBatchMessages: limit,
+      handlers: { echo: (params: [number]) => params[0] },
+    });
+    const over = echoBatch(limit + 1);
+    await peer.send(over);
+    const answer = await peer.next() as { error: { code: number; message: string } };
+    assert.equal(answer.error.code, -32600);
+    assert.match(
+      answer.error.message,
+      new RegExp(`a batch of ${limit + 1} messages? exceeds maxBatchMessages \\(${limit}\\)`),
+    );
+    if (limit > 0) {
+      await peer.send(echoBatch(limit));
+      assert.equal((await peer.next() as unknown[]).length, limit);
+    }
+    await channel.close();
+    await peer.close();
+  }
+  for (const bad of [-1, 1.5, NaN]) {
+    // openJsonRpc rejects (it is async): nothing was opened on the transport.
+    const [end] = memoryPair();
+    await assert.rejects(
+      openJsonRpc(end, { framing: "ndjson", maxBatchMessages: bad }),
+      {
+        name: "RangeError",
+        message:
+          `maxBatchMessages must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}, got ${bad}`,
+      },
+    );
+    await end.close();
+  }
 });
 
 Deno.test("jsonrpc: cancellation both ways, LSP and MCP", async () => {

@@ -13,6 +13,8 @@
  *   that is not JSON -32700 and one that is no request -32600, and the connection goes on
  *   (each is reported to `onProtocolError`); a message over `maxFrameBytes` ends it with a
  *   `FrameTooLargeError` as the cause, since the next message can no longer be found.
+ * - A batch received of more than `maxBatchMessages` requests and notifications is refused
+ *   whole with one -32600 error (id null), and none of it runs.
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
  *   cancel notification; the peer's cancel fires the handler's `ctx.signal`.
  * - `onProgress` on a call puts a progress token in its params and receives the progress
@@ -46,9 +48,11 @@
  * @module
  */
 
+import { integerOption } from "../_options.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import { LSP_DIALECT, MCP_DIALECT } from "../wires/jsonrpc/dialect.ts";
 import type { JsonRpcDialect, JsonRpcId } from "../wires/jsonrpc/dialect.ts";
+import { DEFAULT_MAX_BATCH_MESSAGES } from "../wires/jsonrpc/limits.ts";
 import { jsonRpcWire } from "../wires/jsonrpc/wire.ts";
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/protocol_error.ts";
@@ -77,7 +81,7 @@ export type {
   ResultOf,
 } from "../channel/mod.ts";
 export type { ConduitError } from "../errors.ts";
-export { LSP_DIALECT, MCP_DIALECT };
+export { DEFAULT_MAX_BATCH_MESSAGES, LSP_DIALECT, MCP_DIALECT };
 
 /**
  * Options for {@linkcode openJsonRpc}.
@@ -104,6 +108,17 @@ export interface JsonRpcOptions<Local extends object = object> {
   maxFrameBytes?: number;
   /** How many requests each side keeps in flight. @default {1024} */
   maxInFlight?: number;
+  /**
+   * The most requests and notifications one batch received may hold. A larger batch is
+   * refused whole with one error response (-32600, id null, its message naming this limit)
+   * and none of it runs; the connection goes on. `0` refuses every batch (MCP dropped
+   * batches in its 2025-06-18 revision). A batch within the limit is answered as one array
+   * once every request in it is (an answer that would take that array past `maxFrameBytes`
+   * is replaced by a -32603 error); requests past `maxInFlight` wait their turn in order.
+   *
+   * @default {1000} ({@linkcode DEFAULT_MAX_BATCH_MESSAGES})
+   */
+  maxBatchMessages?: number;
   /** The deadline of a call that sets no `timeout`, in ms. @default {60000} */
   defaultTimeout?: number;
   /** How long `close()` lets calls in flight finish, in ms. @default {5000} */
@@ -178,13 +193,25 @@ export async function openJsonRpc<
     throw new TypeError(`framing must be "content-length" or "ndjson", got ${String(framing)}`);
   }
   const dialect = resolveDialect(options.dialect ?? (framing === "ndjson" ? "mcp" : "lsp"));
+  const maxBatchMessages = integerOption(
+    "maxBatchMessages",
+    options.maxBatchMessages ?? DEFAULT_MAX_BATCH_MESSAGES,
+    0,
+  );
   const wire = jsonRpcWire({
     framing,
     dialect,
+    maxBatchMessages,
     onProtocolError: options.onProtocolError ?? warnProtocolError,
   });
   // The channel's own options pass through as they are; the wire's are taken out.
-  const { framing: _, dialect: __, onProtocolError: ___, ...channelOptions } = options;
+  const {
+    framing: _,
+    dialect: __,
+    onProtocolError: ___,
+    maxBatchMessages: ____,
+    ...channelOptions
+  } = options;
   const channel = new Channel<Remote>(
     transport,
     { ...channelOptions, codec: jsonCodec() } satisfies ChannelOptions<Local>,

@@ -2,7 +2,8 @@
 // directions: this side's requests go out with the engine's handles as their ids; the peer's
 // requests, whose ids are numbers or strings, get the next handle and keep their own id for
 // the answer, which is forgotten with the handle once answered. Answers to the requests of a
-// batch are held until the whole batch is answered and leave as one array.
+// batch are held until the whole batch is answered and leave as one array; an answer that
+// would take the array past maxFrameBytes is replaced by a short error.
 
 import { WriterOutbox } from "../writer_outbox.ts";
 import { FrameTooLargeError } from "../../errors.ts";
@@ -43,6 +44,8 @@ export interface JsonRpcOutboxOptions {
 export class Batch {
   open = 0;
   sealed = false;
+  /** Characters of the array written so far: brackets, parts and commas. */
+  chars = 2;
   readonly parts: string[] = [];
 }
 
@@ -116,7 +119,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":${
       JSON.stringify({ code, message })
     }}`;
-    if (batch !== undefined) batch.parts.push(text);
+    if (batch !== undefined) this.#collect(batch, id, text);
     else this.#writeText(text);
   }
 
@@ -240,7 +243,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       this.#writeText(text);
       return;
     }
-    batch.parts.push(text);
+    this.#collect(batch, id, text);
     batch.open--;
     this.#flushBatch(batch);
   }
@@ -254,6 +257,27 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const batch = this.#batches.get(handle);
     if (batch !== undefined) this.#batches.delete(handle);
     return batch;
+  }
+
+  /**
+   * Adds the answer `text` to request `id` to `batch`, or a short error in its place when it
+   * would make the batch's array longer than maxFrameBytes (the peer's limit is unknown: ours
+   * is assumed). So a batch holds at most maxFrameBytes of answers and a short error for each
+   * request past them (go-ethereum bounds a batch's response the same way); those errors may
+   * take the array a little past the limit.
+   */
+  #collect(batch: Batch, id: JsonRpcId | null, text: string): void {
+    const max = this.#options.maxFrameBytes;
+    if (batch.chars + text.length + 1 > max) {
+      const error = {
+        code: INTERNAL_ERROR,
+        message: `The answer (${text.length} characters) would take the batch's answer past ` +
+          `maxFrameBytes (${max})`,
+      };
+      text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":${JSON.stringify(error)}}`;
+    }
+    batch.chars += text.length + 1;
+    batch.parts.push(text);
   }
 
   #flushBatch(batch: Batch): void {

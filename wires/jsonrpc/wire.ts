@@ -1,9 +1,10 @@
-// JSON-RPC 2.0 (LSP, MCP) behind the engine's seam (_wire.ts): Content-Length or NDJSON
+// JSON-RPC 2.0 (LSP, MCP) behind the engine's seam (wires/types.ts): Content-Length or NDJSON
 // framing, no handshake, and each message (or each member of a batch) turned into an engine
 // event. What JSON-RPC answers and goes on after — a parse error (-32700), an invalid
-// request (-32600) — is answered here and reported to `onProtocolError`; an answer to no
-// request in flight is reported and dropped. Only a framing failure (a message over the
-// limit, a broken header) ends the connection, since the next message cannot be found.
+// request (-32600), a batch over `maxBatchMessages` refused whole — is answered here and
+// reported to `onProtocolError`; an answer to no request in flight is reported and dropped.
+// Only a framing failure (a message over the limit, a broken header) ends the connection,
+// since the next message cannot be found.
 
 import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
 import { LineSplitter } from "../../framing/_line_splitter.ts";
@@ -13,6 +14,7 @@ import { ProtocolError } from "../../protocol/protocol_error.ts";
 import type { Transport } from "../../transports/types.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
 import { type Batch, INVALID_REQUEST, JsonRpcOutbox, PARSE_ERROR } from "./outbox.ts";
+import { DEFAULT_MAX_BATCH_MESSAGES } from "./limits.ts";
 import type {
   ChunkReader,
   EventNames,
@@ -50,6 +52,11 @@ const NAMES: EventNames = {
 export interface JsonRpcWireOptions {
   readonly framing: "content-length" | "ndjson";
   readonly dialect: JsonRpcDialect;
+  /**
+   * The most requests and notifications one received batch may hold; a larger one is
+   * refused. @default {DEFAULT_MAX_BATCH_MESSAGES}
+   */
+  readonly maxBatchMessages?: number;
   /** Told of what the peer sent wrong that JSON-RPC lets the connection survive. */
   readonly onProtocolError: (error: ProtocolError) => void;
 }
@@ -149,6 +156,18 @@ export class JsonRpcWire implements Wire {
     if (message.length === 0) {
       this.#report("An empty batch");
       this.outbox.errorResponse(null, INVALID_REQUEST, "Invalid Request: an empty batch");
+      return;
+    }
+    const max = this.#rpc.maxBatchMessages ?? DEFAULT_MAX_BATCH_MESSAGES;
+    if (message.length > max) {
+      // Refused whole, before any member is looked at: nothing of it runs, and a batch costs
+      // no more than its parse (bounded by maxFrameBytes) beyond this limit.
+      this.#invalid(
+        null,
+        `a batch of ${message.length} message${message.length === 1 ? "" : "s"} exceeds ` +
+          `maxBatchMessages (${max})`,
+        undefined,
+      );
       return;
     }
     const batch = this.outbox.openBatch();
