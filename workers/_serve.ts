@@ -1,13 +1,6 @@
-// The worker's side of serveWorker (serve_worker.ts): the code a worker process runs, kept in
-// one module graph so that it can be pre-built into one file, `_serve.bundle.js`, which is
-// what serve_worker.ts loads. A worker then loads one module where it loaded ~75, and its
-// start-up beyond a bare Deno child fell from ~25 ms to ~6 (`deno run -A bench/spawn_time.ts`).
-// `deno task bundle` rebuilds it; `serve_bundle_test.ts` fails while it is stale.
-//
-// The socket and thread transports stay outside the bundle, loaded from their own modules only
-// when used. Code in the bundle is a second copy of conduit's classes beside the sources a
-// worker module imports: errors still agree on `instanceof` (`ConduitError`), and `transfer()`
-// marks are one registry per process.
+// The worker's side of serveWorker (serve_worker.ts), which loads this module when it is
+// called, so that a parent importing serveWorker never loads it. The socket and thread
+// transports are loaded only when used.
 
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";

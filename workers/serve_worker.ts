@@ -30,9 +30,6 @@
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 import type { Codec } from "../codecs/types.ts";
-// The worker's side, pre-built into one module from ./_serve.ts (see there): a worker loads it
-// in place of the ~75 modules it is built from.
-import { serve } from "./_serve.bundle.js";
 import {
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,
@@ -134,5 +131,8 @@ export async function serveWorker<
   handlers: Handlers & CheckedHandlers<Handlers>,
   options: ServeWorkerOptions = {},
 ): Promise<Channel<Parent>> {
+  // Loaded on the call, not with this module: a parent imports serveWorker through
+  // `@conduit/ipc` or `@conduit/ipc/workers` and never runs the worker's side.
+  const { serve } = await import("./_serve.ts");
   return await serve<Parent>(handlers, options);
 }
