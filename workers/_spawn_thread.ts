@@ -2,7 +2,7 @@
 // worker's channel defaults; the options that only make sense for a process are refused.
 
 import { DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
-import { structuredCodec } from "../codecs/structured.ts";
+import { defaultWorkerCodec } from "./_default_codec.ts";
 import { moduleUrl, workerName } from "./_module_specifier.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { workerOptionsEnabled } from "./_worker_options_flag.ts";
@@ -78,10 +78,14 @@ export async function spawnThread<Api extends object, Local extends object>(
     permissions: _permissions,
     unstableWorkerOptions: _unstable,
     name: _name,
-    codec = structuredCodec(),
+    codec: givenCodec,
     drainTimeout = DEFAULT_DRAIN_TIMEOUT,
     ...channelOptions
   } = options;
+  // The default codec loads while the thread starts.
+  const codec = givenCodec ?? defaultWorkerCodec();
   const handle = new WorkerThread<Api>(start.module, start);
-  return await handle.open(withWorkerDefaults({ ...channelOptions, drainTimeout, codec }));
+  return await handle.open(
+    withWorkerDefaults({ ...channelOptions, drainTimeout, codec: await codec }),
+  );
 }

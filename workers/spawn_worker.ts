@@ -39,10 +39,10 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { type ChannelOptions, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
+import { defaultWorkerCodec } from "./_default_codec.ts";
 import { moduleSpecifier, workerName } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
@@ -320,7 +320,7 @@ export async function spawnWorker<
   if (options.thread) return await spawnThread<Api, Local>(worker, options);
   const isCommand = typeof worker === "object" && !(worker instanceof URL);
   const {
-    codec = isCommand ? jsonCodec() : structuredCodec(),
+    codec: givenCodec,
     permissions = {},
     denoArgs = [],
     args = [],
@@ -347,6 +347,8 @@ export async function spawnWorker<
   }
   if (!isCommand) moduleSpecifier(worker);
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
+  // The default codec of a module loads while the child starts.
+  const codec = givenCodec ?? (isCommand ? jsonCodec() : defaultWorkerCodec());
 
   let socket: WorkerSocket | undefined;
   const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
@@ -399,7 +401,7 @@ export async function spawnWorker<
   }
   return await process.open(
     connection,
-    withWorkerDefaults({ ...channelOptions, drainTimeout, codec }),
+    withWorkerDefaults({ ...channelOptions, drainTimeout, codec: await codec }),
   );
 }
 
