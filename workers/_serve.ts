@@ -1,6 +1,6 @@
-// The worker's side of serveWorker (serve_worker.ts), which loads this module when it is
-// called, so that a parent importing serveWorker never loads it. The socket and thread
-// transports are loaded only when used.
+// The worker's side of serveWorker (serve_worker.ts). A parent never loads it: the
+// `serveWorker` of `@conduit/ipc` and `@conduit/ipc/workers` loads serve_worker.ts when it is
+// called (serve_worker_lazy.ts). The socket and thread transports are loaded only when used.
 
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";

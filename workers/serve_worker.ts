@@ -4,9 +4,10 @@
  * names), and exits when the parent says goodbye or goes away.
  *
  * A worker module imports it from here, `@conduit/ipc/workers/serve`: this entrypoint loads
- * only the worker's side, so the worker starts faster than with `@conduit/ipc/workers`, which
- * also loads the parent's (`spawnWorker`, `WorkerPool`) and re-exports the same
- * {@linkcode serveWorker} (`bench/spawn_time.ts` measures the difference).
+ * only the worker's side, at once, so the worker starts faster than with `@conduit/ipc/workers`
+ * or `@conduit/ipc`, which load the parent's side (`spawnWorker`, `WorkerPool`) and export a
+ * `serveWorker` that loads this module when it is called (`bench/spawn_time.ts` measures the
+ * difference).
  *
  * @example A worker module
  * ```ts ignore
@@ -30,6 +31,7 @@
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 import type { Codec } from "../codecs/types.ts";
+import { serve } from "./_serve.ts";
 import {
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,
@@ -131,8 +133,5 @@ export async function serveWorker<
   handlers: Handlers & CheckedHandlers<Handlers>,
   options: ServeWorkerOptions = {},
 ): Promise<Channel<Parent>> {
-  // Loaded on the call, not with this module: a parent imports serveWorker through
-  // `@conduit/ipc` or `@conduit/ipc/workers` and never runs the worker's side.
-  const { serve } = await import("./_serve.ts");
   return await serve<Parent>(handlers, options);
 }
