@@ -12,8 +12,8 @@ import type { Transport } from "../transports/types.ts";
 import type { MethodCodecs } from "./_codecs.ts";
 import { conduitWire } from "./_conduit_wire.ts";
 import { Deadlines } from "./_deadlines.ts";
-import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
-import { IdleTimer } from "./_idle.ts";
+import type { Heartbeat, HeartbeatConfig } from "./_heartbeat.ts";
+import type { IdleTimer } from "./_idle.ts";
 import { IncomingCalls } from "./_incoming.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { OutgoingCalls } from "./_outgoing.ts";
@@ -263,23 +263,7 @@ export class ChannelCore implements LifecycleEvents {
     this.peer = peer;
     this.#outgoing.setPeer(peer);
     this.#incoming.setPeer(peer);
-    if (heartbeat !== undefined) {
-      this.#heartbeat = new Heartbeat(heartbeat, {
-        silentFor: () => performance.now() - this.#deadlines.receivedAt,
-        ping: () => this.#wire.outbox.ping(),
-        timedOut: (silent) =>
-          this.#fail(
-            new ConnectionClosedError(
-              `No frame from the peer for ${
-                Math.round(silent)
-              } ms (heartbeat timeout ${heartbeat.timeout} ms)`,
-            ),
-            { code: "heartbeat_timeout", reason: `silent for ${Math.round(silent)} ms` },
-            true,
-          ),
-      });
-      if (!this.#hold) this.#heartbeat.hold(false);
-    }
+    if (heartbeat !== undefined) this.#startHeartbeat(heartbeat);
     this.#startIdleTimer();
     this.#opened.resolve();
   }
@@ -479,18 +463,44 @@ export class ChannelCore implements LifecycleEvents {
     await this.#reading;
   }
 
+  // The heartbeat and the idle timer load with the first channel that uses them: most do not
+  // (a worker's channel uses neither by default), and a worker starts sooner without them.
+  #startHeartbeat(heartbeat: HeartbeatConfig): void {
+    import("./_heartbeat.ts").then(({ Heartbeat }) => {
+      if (!this.#life.open) return;
+      this.#heartbeat = new Heartbeat(heartbeat, {
+        silentFor: () => performance.now() - this.#deadlines.receivedAt,
+        ping: () => this.#wire.outbox.ping(),
+        timedOut: (silent) =>
+          this.#fail(
+            new ConnectionClosedError(
+              `No frame from the peer for ${
+                Math.round(silent)
+              } ms (heartbeat timeout ${heartbeat.timeout} ms)`,
+            ),
+            { code: "heartbeat_timeout", reason: `silent for ${Math.round(silent)} ms` },
+            true,
+          ),
+      });
+      if (!this.#hold) this.#heartbeat.hold(false);
+    });
+  }
+
   #startIdleTimer(): void {
     const timeout = this.#config.idleTimeout;
     if (timeout === Infinity) return;
     this.#activeAt = performance.now();
-    this.#idle = new IdleTimer(timeout, {
-      lastActivity: () => Math.max(this.#activeAt, this.#deadlines.receivedAt),
-      busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
-      idle: () => {
-        if (this.#life.open) this.#startClosing();
-      },
+    import("./_idle.ts").then(({ IdleTimer }) => {
+      if (!this.#life.open) return;
+      this.#idle = new IdleTimer(timeout, {
+        lastActivity: () => Math.max(this.#activeAt, this.#deadlines.receivedAt),
+        busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
+        idle: () => {
+          if (this.#life.open) this.#startClosing();
+        },
+      });
+      if (!this.#hold) this.#idle.hold(false);
     });
-    if (!this.#hold) this.#idle.hold(false);
   }
 
   #stopTimers(): void {
