@@ -6,7 +6,6 @@ import { defaultWorkerCodec } from "./_default_codec.ts";
 import { moduleUrl, workerName } from "./_module_specifier.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { workerOptionsEnabled } from "./_worker_options_flag.ts";
-import { WorkerThread } from "./_worker_thread.ts";
 import { ThreadPermissionsError } from "./errors.ts";
 import type { SpawnWorkerOptions, WorkerCommand } from "./spawn_worker.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
@@ -82,10 +81,13 @@ export async function spawnThread<Api extends object, Local extends object>(
     drainTimeout = DEFAULT_DRAIN_TIMEOUT,
     ...channelOptions
   } = options;
-  // The default codec loads while the thread starts.
-  const codec = givenCodec ?? defaultWorkerCodec();
+  // The default codec and the thread's side of things (with the Web Worker transport) load
+  // with the first thread a program spawns, before the thread starts: its first messages
+  // must find the channel listening.
+  const [codec, { WorkerThread }] = await Promise.all([
+    givenCodec ?? defaultWorkerCodec(),
+    import("./_worker_thread.ts"),
+  ]);
   const handle = new WorkerThread<Api>(start.module, start);
-  return await handle.open(
-    withWorkerDefaults({ ...channelOptions, drainTimeout, codec: await codec }),
-  );
+  return await handle.open(withWorkerDefaults({ ...channelOptions, drainTimeout, codec }));
 }

@@ -47,7 +47,7 @@ import { moduleSpecifier, workerName } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
 import { WorkerProcess } from "./_worker_process.ts";
-import { WorkerSocket } from "./_worker_socket.ts";
+import type { WorkerSocket } from "./_worker_socket.ts";
 import { spawnThread } from "./_spawn_thread.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
@@ -347,14 +347,15 @@ export async function spawnWorker<
   }
   if (!isCommand) moduleSpecifier(worker);
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
-  // The default codec of a module loads while the child starts.
-  const codec = givenCodec ?? (isCommand ? jsonCodec() : defaultWorkerCodec());
+  // The default codec of a module loads while the child starts (awaited once it runs).
+  const loadingCodec = givenCodec ?? (isCommand ? jsonCodec() : defaultWorkerCodec());
 
   let socket: WorkerSocket | undefined;
   const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
   let grants = withWorkerEnvGrant(permissions);
   if (kind === "unix") {
-    socket = await WorkerSocket.open();
+    // The socket transport loads only for a worker that uses it.
+    socket = await (await import("./_worker_socket.ts")).WorkerSocket.open();
     childEnv[WORKER_SOCKET_ENV] = socket.path;
     grants = withSocketGrants(grants, socket.path);
   }
@@ -381,6 +382,7 @@ export async function spawnWorker<
     throw error;
   }
 
+  const codec = await loadingCodec;
   const process = new WorkerProcess<Api>(child, {
     name,
     stderr,
@@ -401,7 +403,7 @@ export async function spawnWorker<
   }
   return await process.open(
     connection,
-    withWorkerDefaults({ ...channelOptions, drainTimeout, codec: await codec }),
+    withWorkerDefaults({ ...channelOptions, drainTimeout, codec }),
   );
 }
 
