@@ -2,28 +2,14 @@
 // keeps it without a copy, and its buffer, so that a thread transport moves the buffer instead
 // of copying it.
 
-/** The marks, shared by every copy of this module in the process (see below). */
-interface Marks {
-  /** Buffers given up: a thread transport may transfer them. */
-  readonly buffers: WeakSet<ArrayBufferLike>;
-  /**
-   * The very views given up: a channel takes over a value only if it is one of these, so a
-   * mark left on a buffer that other views share (a received frame is a view of a read
-   * buffer) never makes it skip the copy of another view of it.
-   */
-  readonly views: WeakSet<Uint8Array>;
-}
-
-// One registry per process, not per copy of this module: a worker's channel runs from the
-// pre-built runtime (workers/_serve.bundle.js), while its handlers import transfer() from
-// the source modules.
-const MARKS_KEY = Symbol.for("@conduit/ipc/transfer-marks");
-const marks: Marks = ((globalThis as Record<symbol, Marks | undefined>)[MARKS_KEY] ??= {
-  buffers: new WeakSet(),
-  views: new WeakSet(),
-});
-const given = marks.buffers;
-const givenViews = marks.views;
+/** Buffers given up: a thread transport may transfer them. */
+const given = new WeakSet<ArrayBufferLike>();
+/**
+ * The very views given up: a channel takes over a value only if it is one of these, so a mark
+ * left on a buffer that other views share (a received frame is a view of a read buffer) never
+ * makes it skip the copy of another view of it.
+ */
+const givenViews = new WeakSet<Uint8Array>();
 
 /** Marks the buffer under `bytes` as given up; returns `bytes`. */
 export function markTransfer(bytes: Uint8Array): Uint8Array {

@@ -39,52 +39,6 @@ export class ConduitError extends Error {
     super(message, options);
     this.name = new.target.name;
   }
-
-  /**
-   * `instanceof` for conduit's errors, which also holds for an error that another copy of
-   * conduit made (the worker runtime, pre-built into one module, is one; two versions of the
-   * package in one program are another): such an error is an instance of a class here when
-   * the classes from it up to `ConduitError` have the same names in both copies.
-   *
-   * @param value What `instanceof` tests.
-   * @returns Whether `value` is an instance of this class, or of its twin in another copy.
-   *
-   * @example
-   * ```ts
-   * import { ConduitError, FramingError } from "@conduit/ipc/errors";
-   * import assert from "node:assert/strict";
-   *
-   * assert.ok(new FramingError("bad header") instanceof ConduitError);
-   * assert.ok(!(new Error("bad header") instanceof FramingError));
-   * ```
-   */
-  static override [Symbol.hasInstance]<T extends abstract new (...args: never[]) => unknown>(
-    this: T,
-    value: unknown,
-  ): value is InstanceType<T> {
-    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
-    if (typeof value !== "object" || value === null || !(CONDUIT_ERROR in value)) return false;
-    const wanted = lineage(this.prototype);
-    for (let proto = Object.getPrototypeOf(value); proto !== null;) {
-      if (lineage(proto) === wanted) return true;
-      proto = Object.getPrototypeOf(proto);
-    }
-    return false;
-  }
-}
-
-/** Marks conduit's errors in every copy of conduit: a registered symbol is the same in each. */
-const CONDUIT_ERROR = Symbol.for("@conduit/ipc ConduitError");
-Object.defineProperty(ConduitError.prototype, CONDUIT_ERROR, { value: true });
-
-/** The class names from `proto`'s class up to conduit's root error class, as one string. */
-function lineage(proto: object | null): string {
-  const names: string[] = [];
-  for (; proto !== null; proto = Object.getPrototypeOf(proto)) {
-    names.push((proto as { constructor: { name: string } }).constructor.name);
-    if (Object.hasOwn(proto, CONDUIT_ERROR)) return names.join(" < ");
-  }
-  return "";
 }
 
 /**

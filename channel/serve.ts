@@ -31,6 +31,7 @@
  */
 
 import { integerOption, positiveOption } from "../_options.ts";
+import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import { Channel, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
@@ -253,7 +254,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
         transport = await this.#listener.accept();
       } catch (error) {
         if (this.#closing !== undefined) return;
-        if (error instanceof Error && error.name === "TransportClosedError") return;
+        if (error instanceof TransportClosedError) return;
         // Out of file descriptors, a connection reset before it was accepted…: wait a little
         // and go on, rather than spin or stop serving.
         this.#report(error, undefined);

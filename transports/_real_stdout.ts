@@ -1,8 +1,8 @@
 // Where this process's real stdout is kept when something moved `Deno.stdout` away from it:
 // a conduit worker runs a preload first (`workers/_quiet_preload.ts`), which points `Deno.stdout` at
 // stderr (so no stray write lands between two frames) and keeps the real one here for the
-// stdio transport. A global symbol, because the preload and the transport may be loaded from
-// two copies of this package.
+// stdio transport. A registered symbol, because the preload is a data: URL that cannot import
+// this module.
 
 /** The `Symbol.for` key of the global under which the real `Deno.stdout` is kept. */
 export const REAL_STDOUT_KEY = "conduit.stdout";

@@ -1,14 +1,6 @@
-// The worker's side of serveWorker (serve_worker.ts): the code a worker process runs, kept in
-// one module graph so that it can be pre-built into one file, `_serve.bundle.js`, which is
-// what serve_worker.ts loads. A worker then loads one module where it loaded dozens, and
-// starts close to a bare Deno child (the report's "Worker spawn → first reply" target;
-// `bench/ab_engine.ts` case `spawn`).
-// `deno task bundle` rebuilds it; `serve_bundle_test.ts` fails while it is stale.
-//
-// The socket and thread transports stay outside the bundle, loaded from their own modules only
-// when used. Code in the bundle is a second copy of conduit's classes beside the sources a
-// worker module imports: errors still agree on `instanceof` (`ConduitError`), and `transfer()`
-// marks are one registry per process.
+// The worker's side of serveWorker (serve_worker.ts). A parent never loads it: the
+// `serveWorker` of `@conduit/ipc` and `@conduit/ipc/workers` loads serve_worker.ts when it is
+// called (serve_worker_lazy.ts). The socket and thread transports are loaded only when used.
 
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";

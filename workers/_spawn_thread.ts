@@ -2,11 +2,10 @@
 // worker's channel defaults; the options that only make sense for a process are refused.
 
 import { DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
-import { structuredCodec } from "../codecs/structured.ts";
+import { defaultWorkerCodec } from "./_default_codec.ts";
 import { moduleUrl, workerName } from "./_module_specifier.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { workerOptionsEnabled } from "./_worker_options_flag.ts";
-import { WorkerThread } from "./_worker_thread.ts";
 import { ThreadPermissionsError } from "./errors.ts";
 import type { SpawnWorkerOptions, WorkerCommand } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
@@ -78,10 +77,17 @@ export async function spawnThread<Api extends object, Local extends object>(
     permissions: _permissions,
     unstableWorkerOptions: _unstable,
     name: _name,
-    codec = structuredCodec(),
+    codec: givenCodec,
     drainTimeout = DEFAULT_DRAIN_TIMEOUT,
     ...channelOptions
   } = options;
+  // The default codec and the thread's side of things (with the Web Worker transport) load
+  // with the first thread a program spawns, before the thread starts: its first messages
+  // must find the channel listening.
+  const [codec, { WorkerThread }] = await Promise.all([
+    givenCodec ?? defaultWorkerCodec(),
+    import("./_worker_thread.ts"),
+  ]);
   const handle = new WorkerThread<Api>(start.module, start);
   return await handle.open(withWorkerDefaults({ ...channelOptions, drainTimeout, codec }));
 }

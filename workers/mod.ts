@@ -4,8 +4,9 @@
  * least-privilege permissions, or any command that speaks the conduit protocol) and
  * {@linkcode serveWorker} is the worker's side;
  * {@linkcode WorkerPool} spreads calls over several workers and restarts crashed ones.
- * A worker module imports `serveWorker` from `@conduit/ipc/workers/serve` instead, which
- * loads only the worker's side and so starts the worker faster.
+ * The {@linkcode serveWorker} here loads the worker's side when it is called; a worker module
+ * imports it from `@conduit/ipc/workers/serve` instead, which loads only the worker's side,
+ * at once, and so starts the worker faster.
  * Worker exits surface as {@linkcode WorkerExitedError}; nothing hangs and no worker
  * outlives its parent.
  *
@@ -25,6 +26,6 @@
  */
 
 export * from "./spawn_worker.ts";
-export * from "./serve_worker.ts";
+export * from "./serve_worker_lazy.ts";
 export * from "./worker_pool.ts";
 export * from "./errors.ts";

@@ -4,9 +4,10 @@
  * names), and exits when the parent says goodbye or goes away.
  *
  * A worker module imports it from here, `@conduit/ipc/workers/serve`: this entrypoint loads
- * only the worker's side, so the worker starts faster than with `@conduit/ipc/workers`, which
- * also loads the parent's (`spawnWorker`, `WorkerPool`) and re-exports the same
- * {@linkcode serveWorker} (`bench/ab_engine.ts` case `spawn` measures a worker's start-up).
+ * only the worker's side, at once, so the worker starts faster than with `@conduit/ipc/workers`
+ * or `@conduit/ipc`, which load the parent's side (`spawnWorker`, `WorkerPool`) and export a
+ * `serveWorker` that loads this module when it is called (`bench/ab_engine.ts` case `spawn`
+ * measures a worker's start-up).
  *
  * @example A worker module
  * ```ts ignore
@@ -30,9 +31,7 @@
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 import type { Codec } from "../codecs/types.ts";
-// The worker's side, pre-built into one module from ./_serve.ts (see there): a worker loads it
-// in place of the ~75 modules it is built from.
-import { serve } from "./_serve.bundle.js";
+import { serve } from "./_serve.ts";
 import {
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,

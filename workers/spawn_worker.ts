@@ -39,14 +39,14 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { structuredCodec } from "../codecs/structured.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
+import { defaultWorkerCodec } from "./_default_codec.ts";
 import { moduleSpecifier, workerName } from "./_module_specifier.ts";
 import { spawnProcess } from "./_parent_death.ts";
 import { quietPreloadUrl } from "./_quiet_preload.ts";
 import { WorkerProcess } from "./_worker_process.ts";
-import { WorkerSocket } from "./_worker_socket.ts";
+import type { WorkerSocket } from "./_worker_socket.ts";
 import { spawnThread } from "./_spawn_thread.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
@@ -132,7 +132,7 @@ export async function spawnWorker<
   if (options.thread) return await spawnThread<Api, Local>(worker, options);
   const isCommand = typeof worker === "object" && !(worker instanceof URL);
   const {
-    codec = isCommand ? jsonCodec() : structuredCodec(),
+    codec: givenCodec,
     permissions = {},
     denoArgs = [],
     args = [],
@@ -159,12 +159,15 @@ export async function spawnWorker<
   }
   if (!isCommand) moduleSpecifier(worker);
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
+  // The default codec of a module loads while the child starts (awaited once it runs).
+  const loadingCodec = givenCodec ?? (isCommand ? jsonCodec() : defaultWorkerCodec());
 
   let socket: WorkerSocket | undefined;
   const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
   let grants = withWorkerEnvGrant(permissions);
   if (kind === "unix") {
-    socket = await WorkerSocket.open();
+    // The socket transport loads only for a worker that uses it.
+    socket = await (await import("./_worker_socket.ts")).WorkerSocket.open();
     childEnv[WORKER_SOCKET_ENV] = socket.path;
     grants = withSocketGrants(grants, socket.path);
   }
@@ -191,6 +194,7 @@ export async function spawnWorker<
     throw error;
   }
 
+  const codec = await loadingCodec;
   const process = new WorkerProcess<Api>(child, {
     name,
     stderr,

@@ -185,7 +185,8 @@ threadLeakFreeTest(
     const url = new URL("./_testdata/slow_start_worker.ts", import.meta.url);
     await using worker = await spawnWorker<SlowStartApi>(url, {
       thread: true,
-      handshakeTimeout: 5000,
+      // Generous: the thread loads its modules from source, slowly on a loaded machine.
+      handshakeTimeout: 20_000,
     });
     assert.equal(await worker.remote.ping(), "pong");
   },

@@ -1,5 +1,5 @@
-// A worker for serve_bundle_test.ts: it tells errors apart with the classes a worker module
-// imports, while the channel that raised them runs from the pre-built worker runtime.
+// A worker for serve_worker_test.ts: it tells the errors its channel raised apart with the
+// classes a worker module imports.
 import type { CallContext } from "../../channel/call_context.ts";
 import { MethodNotFoundError, RemoteError } from "../../channel/errors.ts";
 import { ConduitError, TransportClosedError } from "../../errors.ts";

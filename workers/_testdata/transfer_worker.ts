@@ -1,5 +1,5 @@
-// A worker for serve_bundle_test.ts: its echo hands each param back with the transfer() a
-// worker module imports, while its channel runs from the pre-built worker runtime.
+// A worker for serve_worker_test.ts: its echo hands each param back with the transfer() a
+// worker module imports, which the channel serveWorker runs must see.
 import { transfer } from "../../transfer.ts";
 import { rawCodec } from "../../codecs/raw.ts";
 import { serveWorker } from "../serve_worker.ts";

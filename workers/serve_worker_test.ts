@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
-import { buildServeBundle, BUNDLE } from "../.ci/serve_bundle.ts";
 import { spawnWorker } from "./spawn_worker.ts";
 import type { ErrorsApi } from "./_testdata/errors_worker.ts";
 import type { TransferApi } from "./_testdata/transfer_worker.ts";
+import type { RootWorkerApi } from "./_testdata/root_worker.ts";
 import { rawCodec } from "../codecs/raw.ts";
-
-Deno.test("the pre-built worker runtime is what its sources build (else: deno task bundle)", async () => {
-  const committed = await Deno.readTextFile(BUNDLE);
-  assert.ok(
-    committed === await buildServeBundle(),
-    "workers/_serve.bundle.js is stale: run `deno task bundle`",
-  );
-});
 
 Deno.test("a worker module tells the runtime's errors apart with the classes it imports", async () => {
   await using worker = await spawnWorker<ErrorsApi>(
@@ -39,4 +31,11 @@ Deno.test("a worker module's transfer() reaches the runtime's channel: echoed pa
   // Each 1 MiB param spanned reads (a buffer of its own): once its echo was written, the
   // runtime's channel took it back, which it does only for bytes given up with transfer().
   assert.deepEqual(await worker.remote.takenBack(new Uint8Array(0)), new Uint8Array([4]));
+});
+
+Deno.test("the serveWorker of the package root serves, loading the worker's side on its call", async () => {
+  await using worker = await spawnWorker<RootWorkerApi>(
+    new URL("./_testdata/root_worker.ts", import.meta.url),
+  );
+  assert.equal(await worker.remote.ping(), "pong");
 });
