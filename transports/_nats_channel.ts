@@ -17,7 +17,8 @@ import {
   readCredit,
 } from "./_nats_wire.ts";
 import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
-import { ChunkQueue, flushWithin, Heartbeat, ReceiveCredit, SendCredit } from "./_nats_flow.ts";
+import { ChunkQueue, flushWithin, Heartbeat } from "./_nats_flow.ts";
+import { ReceiveCredit, SendCredit } from "./_credit_window.ts";
 
 /** The settings one end keeps; the peer learns them in the handshake. */
 export interface NatsChannelSettings {
