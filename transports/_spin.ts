@@ -7,8 +7,8 @@
  * Below this share of recent spins that saw an answer (a moving average, each spin weighing
  * 1/8), a side mostly sleeps at once. A few misses in a row are common even when answers come
  * quickly (a GC pause, the peer preempted once), and backing off after them cost most spins:
- * backing off after 4 misses in a row made the ring's small-call p50 70 µs, this 15 µs
- * (bench/threads_ratios.ts).
+ * backing off after 4 misses in a row made the ring's small call several times slower than
+ * this rule does (bench/threads_ratios.ts, its shared ring row).
  */
 const HIT_RATE_TO_SPIN = 0.2;
 /** While backed off, one wait in this many spins again, to learn when answers come quickly. */

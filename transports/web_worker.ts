@@ -111,12 +111,11 @@ export interface WebWorkerTransportOptions {
    * thread may sleep. A message posted to a thread that went to sleep wakes it through the OS
    * (in a VM, through the hypervisor too), which costs the poster and the wakee far more than
    * a message to a thread still running; waiting awake turns the answer into the cheap kind.
-   * The parent's end ({@linkcode workerTransport}) waits 150 µs by default: on an idle 2-core
-   * VM a small channel call's p50 went from 0.83–0.87× comlink's to 1.46–1.69×
-   * (`bench/threads_ratios.ts`, three alternating runs); with another process keeping a core
-   * busy, where wake-ups are cheap, it did not help (0.60–0.78× against 0.67–0.96×). The
-   * worker's end ({@linkcode selfTransport}) does not by default: it would spend its CPU after
-   * every answer waiting for the next call. Nor does {@linkcode messagePortTransport}: its peer
+   * The parent's end ({@linkcode workerTransport}) waits 150 µs by default: on an idle machine
+   * that makes a small call markedly faster, and with another process keeping a core busy,
+   * where wake-ups are cheap, it does not help (`bench/threads_ratios.ts`). The worker's end
+   * ({@linkcode selfTransport}) does not by default: it would spend its CPU after every answer
+   * waiting for the next call. Nor does {@linkcode messagePortTransport}: its peer
    * may run in the same thread, where no answer can come while it waits.
    *
    * A side that waits sends the peer a `SharedArrayBuffer` of 8 bytes, in which the peer
