@@ -4,7 +4,6 @@
 // and of what it took. Every end keeps the bell of a peer that sent one, whether or not it
 // spins itself: one side may spin alone.
 
-import type { MessageEndpoint } from "./_post_message_channel.ts";
 import { Spinner } from "./_spin.ts";
 
 /** Slots of a bell (see `PostBell.#own`). */
@@ -20,9 +19,14 @@ const BELL_TAKEN = 1;
  */
 let awaitingChannels = 0;
 
+/** Where a bell's channel posts: its endpoint (a Worker, a worker's `self`, a MessagePort). */
+export interface PostTarget {
+  postMessage(message: unknown, transfer: Transferable[]): void;
+}
+
 /** A channel's data posts and arrivals, counted for both bells, and its spin after a post. */
 export class PostBell {
-  readonly #endpoint: MessageEndpoint;
+  readonly #endpoint: PostTarget;
   /**
    * Shared memory only the peer writes (sent to it before our first data message): at
    * BELL_POSTED the count of data messages it posted here, stored after each post; at
@@ -44,7 +48,7 @@ export class PostBell {
   /** Whether a read of the channel waits for the answer (a spin is of use only then). */
   readonly #readWaits: () => boolean;
 
-  constructor(endpoint: MessageEndpoint, spinMicros: number, readWaits: () => boolean) {
+  constructor(endpoint: PostTarget, spinMicros: number, readWaits: () => boolean) {
     this.#endpoint = endpoint;
     this.#readWaits = readWaits;
     this.#spinner = new Spinner(spinMicros);
