@@ -1,6 +1,16 @@
-// One conduit connection over NATS as a ByteChannel: its own sequence numbers, a credit
-// window per direction and a heartbeat, over two inbox subjects (one per end). The message
-// format and the rules are described in transports/nats.ts's module doc.
+// One conduit connection over NATS as a ByteChannel: its own sequence numbers and a heartbeat
+// (_nats_link.ts), a credit window per direction (_credit_window.ts), over two inbox subjects
+// (one per end). The message format and the rules are described in transports/nats.ts's
+// module doc.
+//
+// An end's lifecycle is one state, its transitions in TRANSITIONS:
+//
+//   UNCONNECTED ──connect()──▶ OPEN (the client's end)
+//        └─────connect(…, onOpen)──▶ AWAITING_OPEN ──the client's Open──▶ OPEN
+//   OPEN ──the peer's Bye or Reset──▶ PEER_CLOSED
+//   any but FAILED, RELEASED ──fail()──▶ FAILED;  any but RELEASED ──close(), abandon()──▶ RELEASED
+//
+// What the end failed with stays in `#failure` once it is released.
 
 import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
 import { createInbox } from "@nats-io/transport-node";
@@ -8,16 +18,16 @@ import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
 import {
   creditMessage,
-  decode,
   HEADER_BYTES,
   type Hello,
   Kind,
-  message,
   PROTOCOL,
   readCredit,
 } from "./_nats_wire.ts";
-import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
-import { ChunkQueue, flushWithin, Heartbeat, ReceiveCredit, SendCredit } from "./_nats_flow.ts";
+import { NatsPeerGoneError } from "./_nats_errors.ts";
+import { ChunkQueue, flushWithin } from "./_nats_flow.ts";
+import { ReceiveCredit, SendCredit } from "./_credit_window.ts";
+import { NatsLink } from "./_nats_link.ts";
 
 /** The settings one end keeps; the peer learns them in the handshake. */
 export interface NatsChannelSettings {
@@ -31,6 +41,25 @@ const COPY_BELOW_BYTES = 4096;
 /** The peer is gone once nothing came from it for this many of its heartbeat intervals. */
 const MISSED_HEARTBEATS = 3;
 
+/** Before connect(): what comes is kept for then. */
+const UNCONNECTED = 0;
+/** The listener's end, connected, until the client's Open comes. */
+const AWAITING_OPEN = 1;
+const OPEN = 2;
+/** The peer sent Bye (or Reset): it reads nothing any more. */
+const PEER_CLOSED = 3;
+const FAILED = 4;
+const RELEASED = 5;
+
+const TRANSITIONS: readonly (readonly number[])[] = [
+  /* UNCONNECTED */ [AWAITING_OPEN, OPEN, FAILED, RELEASED],
+  /* AWAITING_OPEN */ [OPEN, FAILED, RELEASED],
+  /* OPEN */ [PEER_CLOSED, FAILED, RELEASED],
+  /* PEER_CLOSED */ [FAILED, RELEASED],
+  /* FAILED */ [RELEASED],
+  /* RELEASED */ [],
+];
+
 /** A connection's end: reads its inbox, publishes to the peer's. */
 export class NatsChannel implements ByteChannel {
   label: string;
@@ -39,19 +68,16 @@ export class NatsChannel implements ByteChannel {
   readonly #nc: NatsClient;
   readonly #settings: NatsChannelSettings;
   readonly #subscription: NatsSubscription;
-  #peer: Hello | undefined;
-  #sendSeq = 0;
-  #recvSeq = 0;
-  #sendCredit = new SendCredit(0);
+  #state = UNCONNECTED;
+  #failure: Error | undefined;
+  /** The numbered messages to and from the peer, from connect() on. */
+  #link: NatsLink | undefined;
+  /** What the peer allows this end to send; its window once connected. */
+  readonly #sendCredit = new SendCredit(0);
   readonly #receiveCredit: ReceiveCredit;
   readonly #queue = new ChunkQueue((chunk) => this.#take(chunk));
   /** Messages that came before `connect()`: the client's first ones can pass its reply. */
   #early: NatsMessage[] | undefined = [];
-  /** The peer sent Bye: it reads nothing any more. */
-  #peerClosed = false;
-  #failure: Error | undefined;
-  #released = false;
-  #heartbeat: Heartbeat | undefined;
   /** On the listener's side until the client's Open came: called then. */
   #onOpen: (() => void) | undefined;
   readonly #onStop: ((channel: NatsChannel) => void) | undefined;
@@ -87,12 +113,13 @@ export class NatsChannel implements ByteChannel {
    * never disturbs the client's connection to the one that won.
    */
   connect(peer: Hello, label: string, onOpen?: () => void): void {
-    this.#peer = peer;
-    this.#sendCredit = new SendCredit(peer.window);
     this.label = label;
+    if (!this.#enter(onOpen === undefined ? OPEN : AWAITING_OPEN)) return;
+    this.#link = new NatsLink(this.#nc, peer);
+    this.#sendCredit.grant(peer.window);
     this.#onOpen = onOpen;
     if (onOpen !== undefined) return;
-    this.#send(message(Kind.Open, this.#nextSeq(), 0));
+    this.#send(this.#link.message(Kind.Open));
     this.#startHeartbeat();
     const early = this.#early!;
     this.#early = undefined;
@@ -101,8 +128,7 @@ export class NatsChannel implements ByteChannel {
 
   /** Releases the subscription without a word to the peer (a connection never opened). */
   abandon(): void {
-    if (this.#released) return;
-    this.#released = true;
+    if (!this.#enter(RELEASED)) return;
     this.#stop(new TransportClosedError(`${this.label} was never opened`));
   }
 
@@ -111,7 +137,7 @@ export class NatsChannel implements ByteChannel {
   }
 
   write(chunk: Uint8Array): Promise<void> | undefined {
-    this.#assertWritable();
+    if (this.#state !== OPEN && this.#state !== AWAITING_OPEN) this.#throwUnwritable();
     if (chunk.length === 0) return undefined;
     const piece = this.#maxPiece();
     if (chunk.length <= piece && chunk.length <= this.#sendCredit.available) {
@@ -122,19 +148,18 @@ export class NatsChannel implements ByteChannel {
   }
 
   closeWrite(): Promise<void> {
-    if (this.#failure === undefined && !this.#released && !this.#peerClosed) {
-      this.#send(message(Kind.End, this.#nextSeq(), 0));
+    if (this.#state === OPEN || this.#state === AWAITING_OPEN) {
+      this.#send(this.#link!.message(Kind.End));
     }
     return Promise.resolve();
   }
 
   async close(abortive: boolean): Promise<void> {
-    if (this.#released) return;
-    this.#released = true;
-    const notify = this.#failure === undefined && !this.#peerClosed && this.#peer !== undefined;
+    const notify = this.#state === OPEN || this.#state === AWAITING_OPEN;
+    if (!this.#enter(RELEASED)) return;
     if (notify) {
       try {
-        this.#send(message(abortive ? Kind.Reset : Kind.Bye, this.#nextSeq(), 0));
+        this.#send(this.#link!.message(abortive ? Kind.Reset : Kind.Bye));
       } catch {
         // The NATS connection is closed: the peer learns it from its heartbeat.
       }
@@ -147,12 +172,13 @@ export class NatsChannel implements ByteChannel {
 
   /** Ends the connection with `error`: reads and writes fail with it, the peer gets a Reset. */
   fail(error: Error): void {
-    if (this.#failure !== undefined || this.#released) return;
+    const notify = this.#state === OPEN || this.#state === AWAITING_OPEN;
+    if (!this.#enter(FAILED)) return;
     this.#failure = error;
-    if (!this.#peerClosed && this.#peer !== undefined && !this.#nc.isClosed()) {
+    if (notify && !this.#nc.isClosed()) {
       try {
         const reason = new TextEncoder().encode(error.message);
-        const reset = message(Kind.Reset, this.#nextSeq(), reason.length);
+        const reset = this.#link!.message(Kind.Reset, reason.length);
         reset.set(reason, HEADER_BYTES);
         this.#send(reset);
       } catch {
@@ -163,34 +189,43 @@ export class NatsChannel implements ByteChannel {
     this.#queue.fail(error);
   }
 
+  /** Moves to `next`; false (and nothing changes) when TRANSITIONS has no such move. */
+  #enter(next: number): boolean {
+    if (!TRANSITIONS[this.#state].includes(next)) return false;
+    this.#state = next;
+    return true;
+  }
+
   async #writeInPieces(chunk: Uint8Array, piece: number): Promise<void> {
     for (let offset = 0; offset < chunk.length;) {
       await this.#sendCredit.wait();
-      this.#assertWritable();
+      if (this.#state !== OPEN && this.#state !== AWAITING_OPEN) this.#throwUnwritable();
       const size = Math.min(chunk.length - offset, piece, this.#sendCredit.available);
       this.#sendData(chunk.subarray(offset, offset + size));
       offset += size;
     }
   }
 
-  #assertWritable(): void {
+  /** Why this end takes no writes (in any state but OPEN and AWAITING_OPEN). */
+  #throwUnwritable(): never {
     if (this.#failure !== undefined) throw this.#failure;
-    if (this.#released) throw new TransportClosedError(`${this.label} is closed`);
-    if (this.#peerClosed) {
+    if (this.#state === RELEASED) throw new TransportClosedError(`${this.label} is closed`);
+    if (this.#state === PEER_CLOSED) {
       throw new TransportClosedError(`${this.label}: the peer closed the connection`);
     }
+    throw new TransportClosedError(`${this.label} is not open yet`);
   }
 
   /** The largest Data body the server takes now (a reconnect may change its limit). */
   #maxPiece(): number {
     const maxPayload = this.#nc.info?.max_payload ?? 1024 * 1024;
-    return Math.min(maxPayload - HEADER_BYTES, this.#peer!.window);
+    return Math.min(maxPayload - HEADER_BYTES, this.#link!.peer.window);
   }
 
   #sendData(bytes: Uint8Array): void {
     // A copy: NATS keeps the payload queued after publish() returns, and the writer may
     // reuse its buffer once the write settled.
-    const data = message(Kind.Data, this.#nextSeq(), bytes.length);
+    const data = this.#link!.message(Kind.Data, bytes.length);
     data.set(bytes, HEADER_BYTES);
     this.#send(data);
     this.#sendCredit.spend(bytes.length);
@@ -198,7 +233,7 @@ export class NatsChannel implements ByteChannel {
 
   #send(payload: Uint8Array, reply?: string): void {
     try {
-      this.#nc.publish(this.#peer!.inbox, payload, reply === undefined ? undefined : { reply });
+      this.#link!.publish(payload, reply);
     } catch (cause) {
       const error = new TransportClosedError(
         `Publish to ${this.label} failed: ${cause instanceof Error ? cause.message : cause}`,
@@ -207,42 +242,45 @@ export class NatsChannel implements ByteChannel {
       this.fail(error);
       throw error;
     }
-    this.#heartbeat?.sent();
-  }
-
-  #nextSeq(): number {
-    const seq = this.#sendSeq;
-    this.#sendSeq = (seq + 1) >>> 0;
-    return seq;
   }
 
   /** A read took `chunk`: grant the peer more once enough was read. */
   #take(chunk: Uint8Array): void {
     const grant = this.#receiveCredit.consume(chunk.length);
-    if (grant !== undefined && this.#canNotify()) {
+    if (grant !== undefined && (this.#state === OPEN || this.#state === AWAITING_OPEN)) {
       try {
-        this.#send(creditMessage(this.#nextSeq(), grant));
+        this.#send(creditMessage(this.#link!.nextSeq(), grant));
       } catch {
         // fail() has run: the next read reports it.
       }
     }
   }
 
-  #canNotify(): boolean {
-    return this.#failure === undefined && !this.#released && !this.#peerClosed;
-  }
-
   #startHeartbeat(): void {
-    this.#heartbeat = new Heartbeat(
+    this.#link!.startHeartbeat(
       this.#settings.heartbeat,
-      MISSED_HEARTBEATS * this.#peer!.heartbeat,
-      this.#heartbeatEvents,
+      MISSED_HEARTBEATS * this.#link!.peer.heartbeat,
+      {
+        ping: (): void => {
+          try {
+            // With our inbox as reply subject: the server answers 503 if the peer's is gone.
+            this.#send(this.#link!.message(Kind.Ping), this.inbox);
+          } catch {
+            // fail() has run.
+          }
+        },
+        gone: (silentMs: number): void => {
+          this.fail(
+            new NatsPeerGoneError(`${this.label}: nothing heard from the peer for ${silentMs} ms`),
+          );
+        },
+      },
     );
   }
 
   readonly #onMessage = (error: Error | null, msg: NatsMessage): void => {
-    if (this.#released || this.#failure !== undefined) return;
-    if (this.#peer === undefined && error === null) {
+    if (this.#state >= FAILED) return;
+    if (this.#state === UNCONNECTED && error === null) {
       // The peer keeps to the window this end announced, so these are bounded by it.
       this.#early!.push(msg);
       return;
@@ -267,35 +305,19 @@ export class NatsChannel implements ByteChannel {
   };
 
   #receive(msg: NatsMessage): void {
-    if (msg.headers?.code === 503) {
-      // Our Ping found no subscriber on the peer's inbox: its NATS connection is gone.
-      throw new NatsPeerGoneError(`${this.label}: the peer's inbox has no subscriber any more`);
-    }
-    const decoded = decode(msg.data);
-    if (decoded === null) {
-      throw new TransportClosedError(
-        `${this.label}: a message of ${msg.data.length} bytes is not conduit's`,
-      );
-    }
-    if (decoded.seq !== this.#recvSeq) {
-      throw new NatsMessagesLostError(this.label, this.#recvSeq, decoded.seq);
-    }
-    this.#recvSeq = (this.#recvSeq + 1) >>> 0;
-    this.#heartbeat?.heard();
-    const { kind, body } = decoded;
-    if (this.#onOpen !== undefined || kind === Kind.Open) return this.#receiveOpen(kind);
+    const { kind, body } = this.#link!.receive(msg, this.label);
+    if (this.#state === AWAITING_OPEN || kind === Kind.Open) return this.#receiveOpen(kind);
     if (kind === Kind.Data) return this.#receiveData(body);
     if (kind === Kind.Credit) {
       this.#sendCredit.grant(readCredit(body));
     } else if (kind === Kind.End || kind === Kind.Bye) {
       this.#queue.end();
-      if (kind === Kind.Bye) {
-        this.#peerClosed = true;
+      if (kind === Kind.Bye && this.#enter(PEER_CLOSED)) {
         this.#stop(new TransportClosedError(`${this.label}: the peer closed the connection`));
       }
     } else if (kind === Kind.Reset) {
       const reason = new TextDecoder().decode(body);
-      this.#peerClosed = true;
+      this.#enter(PEER_CLOSED);
       throw new TransportClosedError(
         `${this.label}: the peer aborted the connection${reason === "" ? "" : `: ${reason}`}`,
       );
@@ -307,7 +329,7 @@ export class NatsChannel implements ByteChannel {
   /** The listener's end waits for Open first; it comes once, and only from the client. */
   #receiveOpen(kind: number): void {
     const onOpen = this.#onOpen;
-    if (kind !== Kind.Open || onOpen === undefined) {
+    if (kind !== Kind.Open || onOpen === undefined || !this.#enter(OPEN)) {
       throw new TransportClosedError(`${this.label}: message kind ${kind} out of turn`);
     }
     this.#onOpen = undefined;
@@ -329,25 +351,9 @@ export class NatsChannel implements ByteChannel {
     if (chunk.length > 0) this.#queue.push(chunk);
   }
 
-  readonly #heartbeatEvents = {
-    ping: (): void => {
-      try {
-        // With our inbox as reply subject: the server answers 503 if the peer's is gone.
-        this.#send(message(Kind.Ping, this.#nextSeq(), 0), this.inbox);
-      } catch {
-        // fail() has run.
-      }
-    },
-    gone: (silentMs: number): void => {
-      this.fail(
-        new NatsPeerGoneError(`${this.label}: nothing heard from the peer for ${silentMs} ms`),
-      );
-    },
-  };
-
   /** Stops the heartbeat and the subscription; a waiting writer fails with `error`. */
   #stop(error: Error): void {
-    this.#heartbeat?.stop();
+    this.#link?.stopHeartbeat();
     this.#sendCredit.fail(error);
     if (!this.#subscription.isClosed()) {
       try {
