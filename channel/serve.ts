@@ -3,8 +3,8 @@
  * It accepts connections concurrently, opens one channel per connection with shared handlers or
  * handlers made for each connection, and keeps every connection's failure to itself: a peer that
  * sends garbage, aborts, or says nothing affects neither the other connections nor the server.
- * It caps the connections it holds, closes idle ones, and shuts down gracefully on `close()` or
- * an `AbortSignal`.
+ * It caps the connections it holds, and more tightly those still in their handshake, closes idle
+ * ones, and shuts down gracefully on `close()` or an `AbortSignal`.
  *
  * @example
  * ```ts
@@ -59,6 +59,38 @@ export const DEFAULT_MAX_CONNECTIONS = 200;
  */
 export const DEFAULT_IDLE_TIMEOUT: number = 5 * 60_000;
 
+/**
+ * The default {@linkcode ServeOptions.maxHandshakes}: 64 connections in their handshake at once.
+ *
+ * A connection that has not finished its handshake has proved nothing, so these get a smaller
+ * share of {@linkcode DEFAULT_MAX_CONNECTIONS}: silent connections never take the slots of
+ * authenticated ones. When the share is full, a new connection takes the place of the oldest
+ * handshaking one as soon as that one has had half a second, so connections that never send a
+ * HELLO cannot keep out a client that does (its handshake takes a round trip, two with `auth`);
+ * the half second lets a burst of good clients connecting together wait in the backlog rather
+ * than push each other out.
+ */
+export const DEFAULT_MAX_HANDSHAKES = 64;
+
+/**
+ * The default {@linkcode ServeOptions.handshakeTimeout} of a served connection: 5 s, half a
+ * plain channel's (`DEFAULT_HANDSHAKE_TIMEOUT`).
+ *
+ * A client that connects to a server sends its HELLO at once, so its handshake takes a round
+ * trip or two (and TLS's own before them); 5 s leaves room for a slow link and a loaded server
+ * while silent connections give their slots back soon. A flood does not wait for it: the
+ * handshake cap drops the oldest handshaking connection for a new one
+ * ({@linkcode DEFAULT_MAX_HANDSHAKES}).
+ */
+export const DEFAULT_SERVE_HANDSHAKE_TIMEOUT = 5_000;
+
+/**
+ * How long a connection keeps its place in its handshake before a newer one may take it when
+ * `maxHandshakes` or `maxConnections` is reached: a good client sends its HELLO at once, and
+ * the server reads it within this even when a burst of clients keeps it busy.
+ */
+const HANDSHAKE_GRACE_MS = 500;
+
 /** How long the accept loop waits after a failed accept (e.g. out of file descriptors). */
 const ACCEPT_RETRY_MS = 100;
 
@@ -79,7 +111,7 @@ export interface Connection {
 export interface ServeOptions<
   Local extends object = object,
   Remote extends object = Record<string, never>,
-> extends Omit<ChannelOptions<Local>, "handlers"> {
+> extends Omit<ChannelOptions<Local>, "handlers" | "handshakeTimeout"> {
   /**
    * The methods served: one handler object shared by every connection, or a function that
    * makes one for each connection (for per-connection state). A function throwing refuses
@@ -87,12 +119,32 @@ export interface ServeOptions<
    */
   handlers?: Local | ((connection: Connection) => Local);
   /**
-   * The most connections held at once, handshaking ones included. Above it the server stops
-   * accepting (new connections wait in the OS's backlog) until one closes.
+   * The most connections held at once, handshaking ones included. When it is reached, a new
+   * connection takes the place of the oldest one still in its handshake; when every one held
+   * has finished its handshake, the server stops accepting (new connections wait in the OS's
+   * backlog) until one closes.
    *
    * @default {DEFAULT_MAX_CONNECTIONS} (200)
    */
   maxConnections?: number;
+  /**
+   * The most connections held at once that have not finished their handshake (part of
+   * `maxConnections`). A new connection that comes with this many in their handshake takes
+   * the place of the oldest of them once that one has been in its handshake for half a second
+   * (until then it waits, unless a handshake ends); the one dropped is reported to `onError`.
+   * So a flood of connections that never send a HELLO cannot keep out a client that does.
+   *
+   * @default {DEFAULT_MAX_HANDSHAKES} (64)
+   */
+  maxHandshakes?: number;
+  /**
+   * How long a connection may take to finish its handshake, in milliseconds, before it is
+   * closed (`Infinity` for ever). Shorter than a plain channel's: a client connecting to a
+   * server sends its HELLO at once.
+   *
+   * @default {DEFAULT_SERVE_HANDSHAKE_TIMEOUT} (5 s)
+   */
+  handshakeTimeout?: number;
   /**
    * Close a connection gracefully (GOODBYE, then drain) once, after its handshake, no frame has
    * passed in either direction and nothing has been in flight for this long, in milliseconds.
@@ -185,13 +237,19 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   readonly #options: ServeOptions<Local, Remote>;
   readonly #channelOptions: ChannelOptions<Local>;
   readonly #maxConnections: number;
+  readonly #maxHandshakes: number;
   /** Each connection held, and when it is released (its `closed` settled and handled). */
   readonly #held = new Map<Channel<Remote>, Promise<void>>();
+  /** The connections held that are still in their handshake, oldest first, and when each began. */
+  readonly #handshaking = new Map<Channel<Remote>, number>();
   readonly #finished = Promise.withResolvers<void>();
   readonly #stopping = Promise.withResolvers<void>();
   #closing: Promise<void> | undefined;
   #nextId = 0;
-  /** Settles when a connection closes (or the server stops): the accept loop waits on it. */
+  /**
+   * Settles when a connection closes or ends its handshake (or the server stops): the accept
+   * loop waits on it.
+   */
   #room = Promise.withResolvers<void>();
 
   constructor(listener: Listener, options: ServeOptions<Local, Remote>) {
@@ -202,10 +260,26 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       1,
     );
-    const { maxConnections: _, signal: __, onOpen: ___, onError: ____, ...channel } = options;
+    this.#maxHandshakes = integerOption(
+      "maxHandshakes",
+      options.maxHandshakes ?? DEFAULT_MAX_HANDSHAKES,
+      1,
+    );
+    const {
+      maxConnections: _,
+      maxHandshakes: __,
+      signal: ___,
+      onOpen: ____,
+      onError: _____,
+      ...channel
+    } = options;
     this.#channelOptions = {
       ...channel,
       handlers: undefined,
+      handshakeTimeout: positiveOption(
+        "handshakeTimeout",
+        options.handshakeTimeout ?? DEFAULT_SERVE_HANDSHAKE_TIMEOUT,
+      ),
       idleTimeout: positiveOption("idleTimeout", options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT),
     };
     const signal = options.signal;
@@ -243,7 +317,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   async #acceptLoop(): Promise<void> {
     const stopped = this.#stopping.promise;
     while (this.#closing === undefined) {
-      if (this.#held.size >= this.#maxConnections) {
+      if (!this.#hasRoom()) {
         await this.#room.promise;
         continue;
       }
@@ -264,11 +338,58 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
         clearTimeout(timer);
         continue;
       }
+      await this.#makeRoom();
       if (this.#closing !== undefined) {
         await transport.abort().catch(() => {});
         return;
       }
       this.#open(transport);
+    }
+  }
+
+  /** Whether a new connection can be held: below the cap, or one to drop is handshaking. */
+  #hasRoom(): boolean {
+    return this.#held.size < this.#maxConnections || this.#handshaking.size > 0;
+  }
+
+  /**
+   * Makes room for an accepted connection within both caps: drops the connection that has been
+   * in its handshake longest once it has had {@linkcode HANDSHAKE_GRACE_MS}, and waits until it
+   * has, or until a connection ends. The oldest, not a random one nor the new one: a client
+   * that answers at once gets in while silent ones push each other out. The grace keeps a
+   * burst of good clients (a thousand reconnecting at once) from pushing each other out: they
+   * wait in the backlog instead, as they would for `maxConnections`.
+   */
+  async #makeRoom(): Promise<void> {
+    while (this.#closing === undefined) {
+      const full = this.#held.size >= this.#maxConnections;
+      if (!full && this.#handshaking.size < this.#maxHandshakes) return;
+      const [oldest] = this.#handshaking;
+      if (oldest === undefined) {
+        // Handshakes that ended while accept() waited filled the server with open
+        // connections: this one waits (as it would have in the backlog) until one closes.
+        await this.#room.promise;
+        continue;
+      }
+      const [channel, since] = oldest;
+      const wait = since + HANDSHAKE_GRACE_MS - performance.now();
+      if (wait > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          this.#room.promise,
+          new Promise<void>((resolve) => timer = setTimeout(resolve, wait)),
+        ]);
+        clearTimeout(timer);
+        continue;
+      }
+      this.#handshaking.delete(channel);
+      channel.abort(
+        new Error(
+          `Dropped during its handshake for a newer connection: maxHandshakes (${this.#maxHandshakes}) or maxConnections (${this.#maxConnections}) reached`,
+        ),
+      );
+      // Below maxConnections once it is released, not before.
+      if (full) await this.#held.get(channel);
     }
   }
 
@@ -288,7 +409,9 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       transport.abort(error).catch(() => {});
       return;
     }
+    this.#handshaking.set(channel, performance.now());
     channel.opened.then(() => {
+      this.#handshakeEnded(channel);
       if (this.#closing !== undefined) {
         channel.close();
         return;
@@ -300,17 +423,26 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       } catch (error) {
         this.#report(error, connection);
       }
-    }, () => {});
+    }, () => this.#handshakeEnded(channel));
     this.#held.set(
       channel,
       channel.closed.catch((error) => this.#report(error, connection)).finally(() => {
         this.#held.delete(channel);
         controller.abort();
-        const room = this.#room;
-        this.#room = Promise.withResolvers();
-        room.resolve();
+        this.#signalRoom();
       }),
     );
+  }
+
+  #handshakeEnded(channel: Channel<Remote>): void {
+    if (this.#handshaking.delete(channel)) this.#signalRoom();
+  }
+
+  /** Wakes the accept loop when it waits for room. */
+  #signalRoom(): void {
+    const room = this.#room;
+    this.#room = Promise.withResolvers();
+    room.resolve();
   }
 
   async #shutdown(): Promise<void> {

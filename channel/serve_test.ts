@@ -6,7 +6,16 @@ import { connectTcp, listenTcp } from "../transports/tcp.ts";
 import type { Transport } from "../transports/types.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { openChannel } from "./channel.ts";
-import { DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, serve } from "./serve.ts";
+import {
+  DEFAULT_IDLE_TIMEOUT,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_HANDSHAKES,
+  DEFAULT_SERVE_HANDSHAKE_TIMEOUT,
+  type Listener,
+  serve,
+  type ServeOptions,
+} from "./serve.ts";
+import { DEFAULT_HANDSHAKE_TIMEOUT } from "./channel.ts";
 
 const codec = jsonCodec();
 
@@ -66,7 +75,10 @@ Deno.test("serve: 1,000 concurrent good clients beside garbage, silent and abort
   const server = serve(await listenUnix(path), {
     codec,
     handlers,
+    // Room for every client at once, handshaking or not: this test is about concurrency (the
+    // caps have their own tests below), and its silent clients must stay to the end.
     maxConnections: 2000,
+    maxHandshakes: 2000,
     // Long, so that no good client's HELLO waits longer than this on a loaded machine (5 s
     // did not always do with a thousand handshakes queued while the whole suite runs): the
     // silent clients are ended by the server's close below instead.
@@ -164,6 +176,126 @@ Deno.test("serve: above maxConnections accepting pauses until a connection close
   assert.equal(most, 2);
   await server.close();
   await Promise.all([second.closed, channel.closed]);
+});
+
+/** A listener of `kind` and how to connect to it; `cleanup` removes a Unix socket's directory. */
+async function listenerOf(kind: "tcp" | "unix"): Promise<{
+  listener: Listener;
+  connect: () => Promise<Transport>;
+  cleanup: () => Promise<void>;
+}> {
+  if (kind === "tcp") {
+    const listener = listenTcp({ port: 0 });
+    const { port } = listener.addr as Deno.NetAddr;
+    return { listener, connect: () => connectTcp({ port }), cleanup: async () => {} };
+  }
+  const { dir, path } = await tempSocket();
+  return {
+    listener: await listenUnix(path),
+    connect: () => connect(path),
+    cleanup: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+/**
+ * Fills the server with `silent` connections that never send a HELLO, then connects a good
+ * client and makes a call. The handshake timeout is a minute: the good client must get in
+ * long before it, by taking the place of the oldest silent connection. Returns nothing;
+ * asserts which silent connections the server ended, and its count of connections.
+ */
+async function silentFlood(
+  kind: "tcp" | "unix",
+  silent: number,
+  options: Pick<ServeOptions, "maxConnections" | "maxHandshakes">,
+): Promise<void> {
+  const cap = Math.min(
+    options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    options.maxHandshakes ?? DEFAULT_MAX_HANDSHAKES,
+  );
+  const { listener, connect, cleanup } = await listenerOf(kind);
+  const handlers = { echo: (n: number) => n };
+  const errors: unknown[] = [];
+  const server = serve(listener, {
+    codec,
+    handlers,
+    ...options,
+    handshakeTimeout: 60_000,
+    onError: (error) => errors.push(error),
+  });
+  const ended: number[] = [];
+  const reading: Promise<void>[] = [];
+  for (let i = 0; i < silent; i++) {
+    const transport = await connect();
+    reading.push(
+      readToEnd(transport).then(() => {
+        ended.push(i);
+        return transport.close();
+      }),
+    );
+  }
+  // The server holds the newest `cap` of them and has ended the others.
+  while (server.connections !== cap || ended.length !== silent - cap) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  // Well before the handshake timeout (a minute): in the old server's flood the good client
+  // waited for it.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("the good client waited 20 s")), 20_000);
+  });
+  const client = await Promise.race([
+    connect().then((transport) => openChannel<typeof handlers>(transport, { codec })),
+    bound,
+  ]);
+  assert.equal(await Promise.race([client.remote.echo(42), bound]), 42);
+  clearTimeout(timer);
+  // It took the place of the oldest silent connection, which the server ended.
+  while (ended.length !== silent - cap + 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(ended.toSorted((a, b) => a - b), Array.from(ended, (_, i) => i));
+  while (server.connections !== cap) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.ok(errors.length >= silent - cap + 1);
+  assert.match(String((errors[0] as Error).cause), /Dropped during its handshake/);
+  await client.close();
+  while (server.connections !== cap - 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  await server.close();
+  await Promise.all(reading);
+  assert.equal(ended.length, silent);
+  assert.equal(server.connections, 0);
+  await cleanup();
+}
+
+for (const kind of ["tcp", "unix"] as const) {
+  Deno.test(`serve over ${kind}: silent connections filling maxHandshakes do not keep a good client out`, async () => {
+    assert.equal(DEFAULT_MAX_HANDSHAKES, 64);
+    await silentFlood(kind, 4, { maxHandshakes: 4 });
+  });
+
+  Deno.test(`serve over ${kind}: five times maxHandshakes silent connections: the oldest are ended, a good client gets in`, async () => {
+    await silentFlood(kind, 20, { maxHandshakes: 4 });
+  });
+
+  Deno.test(`serve over ${kind}: silent connections filling maxConnections do not keep a good client out`, async () => {
+    await silentFlood(kind, 4, { maxConnections: 4 });
+  });
+}
+
+Deno.test("serve: a connection that sends no HELLO is closed after handshakeTimeout", async () => {
+  assert.equal(DEFAULT_SERVE_HANDSHAKE_TIMEOUT, 5_000);
+  assert.ok(DEFAULT_SERVE_HANDSHAKE_TIMEOUT < DEFAULT_HANDSHAKE_TIMEOUT);
+  const { dir, path } = await tempSocket();
+  const errors: unknown[] = [];
+  const server = serve(await listenUnix(path), {
+    codec,
+    handshakeTimeout: 50,
+    onError: (error) => errors.push(error),
+  });
+  const silent = await connectUnix(path);
+  assert.ok(await readToEnd(silent) > 0); // the server's HELLO, then the end
+  await silent.close();
+  while (server.connections > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.match(String((errors[0] as Error).cause), /handshakeTimeout \(50 ms\)/);
+  await server.close();
+  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("serve: an idle connection is closed with a GOODBYE, a busy one is not", async () => {
@@ -272,5 +404,7 @@ Deno.test("serve: options out of range are refused", async () => {
   const listener = listenTcp({ port: 0 });
   assert.throws(() => serve(listener, { codec, maxConnections: 0 }), RangeError);
   assert.throws(() => serve(listener, { codec, idleTimeout: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, maxHandshakes: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, handshakeTimeout: 0 }), RangeError);
   await listener.close();
 });
