@@ -32,7 +32,7 @@
 
 import { integerOption, positiveOption } from "../_options.ts";
 import type { Listener, Transport } from "../transports/types.ts";
-import { Channel, type ChannelOptions } from "./channel.ts";
+import { type AuthOptions, Channel, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
 
 export type { Listener };
@@ -111,13 +111,33 @@ export interface Connection {
 export interface ServeOptions<
   Local extends object = object,
   Remote extends object = Record<string, never>,
-> extends Omit<ChannelOptions<Local>, "handlers" | "handshakeTimeout"> {
+> extends Omit<ChannelOptions<Local>, "handlers" | "handshakeTimeout" | "auth"> {
   /**
    * The methods served: one handler object shared by every connection, or a function that
    * makes one for each connection (for per-connection state). A function throwing refuses
    * that connection only.
    */
   handlers?: Local | ((connection: Connection) => Local);
+  /**
+   * Authenticate each client in the handshake with a shared secret (see
+   * {@linkcode ChannelOptions.auth}), or `false` to serve without it. A TCP or TLS listener
+   * (its `encryption` is set) needs one or the other: without `auth`, any process that can
+   * connect calls the handlers — on loopback, any local user's — so `serve()` throws a
+   * `TypeError` naming `auth: false` rather than do it silently. Unix sockets (owner-only
+   * files) and NATS listeners (the NATS server's permissions) need neither.
+   *
+   * @default none: no authentication (refused on TCP and TLS listeners)
+   */
+  auth?: AuthOptions | false;
+  /**
+   * Serve a plain TCP listener bound to a non-loopback address with `auth: false`: any host
+   * that reaches the address calls the handlers, and everything crosses the network in clear
+   * text. Without it `serve()` throws a `TypeError` for such a listener; bind to loopback, set
+   * `auth`, or listen with TLS instead. No effect elsewhere.
+   *
+   * @default {false}
+   */
+  insecure?: boolean;
   /**
    * The most connections held at once, handshaking ones included. When it is reached, a new
    * connection takes the place of the oldest one still in its handshake; when every one held
@@ -192,6 +212,9 @@ export interface Server extends AsyncDisposable {
  * @param options The channel options of each connection and the server's own.
  * @returns The running server.
  * @throws {RangeError} When an option is out of range.
+ * @throws {TypeError} When `listener` is a TCP or TLS listener and `auth` is not set (pass
+ * `auth: false` to serve without it), or a plain TCP one off loopback has `auth: false` without
+ * `insecure: true` (see {@linkcode ServeOptions.auth}). The listener is still the caller's.
  *
  * @example Handlers made for each connection, shut down with a signal
  * ```ts
@@ -208,6 +231,7 @@ export interface Server extends AsyncDisposable {
  * const { port } = listener.addr as Deno.NetAddr;
  * const server = serve(listener, {
  *   codec: jsonCodec(),
+ *   auth: false, // plain TCP on loopback: any local process may call
  *   signal: stop.signal,
  *   handlers: (): Counter => {
  *     let count = 0;
@@ -222,6 +246,23 @@ export interface Server extends AsyncDisposable {
  * stop.abort();
  * await server.finished;
  * await Promise.all([a.closed, b.closed]);
+ * ```
+ *
+ * @example TCP without `auth` is refused until the choice is explicit
+ * ```ts
+ * import { serve } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { listenTcp } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
+ *
+ * const handlers = { ping: () => "pong" };
+ * const listener = listenTcp({ hostname: "0.0.0.0", port: 0 });
+ * assert.throws(() => serve(listener, { codec: jsonCodec(), handlers }), /auth: false/);
+ * // Off loopback, plain TCP without auth takes a second, louder word.
+ * const options = { codec: jsonCodec(), handlers, auth: false } as const;
+ * assert.throws(() => serve(listener, options), /insecure: true/);
+ * const server = serve(listener, { ...options, insecure: true });
+ * await server.close();
  * ```
  */
 export function serve<
@@ -253,6 +294,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   #room = Promise.withResolvers<void>();
 
   constructor(listener: Listener, options: ServeOptions<Local, Remote>) {
+    checkExposure(listener, options);
     this.#listener = listener;
     this.#options = options;
     this.#maxConnections = integerOption(
@@ -271,11 +313,14 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       signal: ___,
       onOpen: ____,
       onError: _____,
+      insecure: ______,
+      auth,
       ...channel
     } = options;
     this.#channelOptions = {
       ...channel,
       handlers: undefined,
+      auth: auth === false ? undefined : auth,
       handshakeTimeout: positiveOption(
         "handshakeTimeout",
         options.handshakeTimeout ?? DEFAULT_SERVE_HANDSHAKE_TIMEOUT,
@@ -468,4 +513,47 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       // A failing reporter must not stop the server.
     }
   }
+}
+
+/**
+ * Refuses to serve a network listener without authentication unless told so: `auth: false` on
+ * any TCP or TLS listener, and `insecure: true` as well for plain TCP off loopback (Redis's
+ * protected mode, made explicit). Two opt-outs, because they accept two risks: `auth: false`
+ * lets other local users' processes in, which the error for a missing `auth` suggests; moving
+ * that listener to `0.0.0.0` later would let in every host on the network, in clear text, and
+ * must not follow from the same word.
+ */
+function checkExposure(
+  listener: Listener,
+  options: Pick<ServeOptions, "auth" | "insecure">,
+): void {
+  const encryption = listener.encryption;
+  if (encryption === undefined || options.auth !== undefined && options.auth !== false) return;
+  const addr = listener.addr as Deno.NetAddr;
+  const where = `${encryption === "tls" ? "TLS" : "TCP"} at ${formatHost(addr)}`;
+  const loopback = isLoopback(addr.hostname);
+  if (options.auth === undefined) {
+    throw new TypeError(
+      `serve() on ${where} without auth: set auth: { secret } (clients prove they hold it), ` +
+        `or auth: false to serve any process that connects${
+          loopback ? " (on loopback, any local user's)" : ""
+        }`,
+    );
+  }
+  if (encryption === "none" && !loopback && options.insecure !== true) {
+    throw new TypeError(
+      `serve() on plain TCP at ${formatHost(addr)} with auth: false serves any host that ` +
+        `reaches it, in clear text: set auth: { secret }, listen with listenTls or on ` +
+        `loopback, or pass insecure: true as well`,
+    );
+  }
+}
+
+/** Whether `hostname` (an address the listener is bound to) is a loopback address. */
+function isLoopback(hostname: string): boolean {
+  return /^(::ffff:)?127\./i.test(hostname) || hostname === "::1";
+}
+
+function formatHost({ hostname, port }: Deno.NetAddr): string {
+  return hostname.includes(":") ? `[${hostname}]:${port}` : `${hostname}:${port}`;
 }

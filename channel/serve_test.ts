@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { encodeFrame } from "../framing/mod.ts";
 import { helloBody } from "../protocol/handshake.ts";
-import { connectTcp, listenTcp } from "../transports/tcp.ts";
+import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.ts";
 import type { Transport } from "../transports/types.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { openChannel } from "./channel.ts";
@@ -150,6 +150,7 @@ Deno.test("serve: above maxConnections accepting pauses until a connection close
   const handlers = { ping: () => "pong" };
   const server = serve(listener, {
     codec,
+    auth: false,
     handlers,
     maxConnections: 2,
     onOpen: () => most = Math.max(most, server.connections),
@@ -217,6 +218,7 @@ async function silentFlood(
   const errors: unknown[] = [];
   const server = serve(listener, {
     codec,
+    auth: false,
     handlers,
     ...options,
     handshakeTimeout: 60_000,
@@ -295,6 +297,83 @@ Deno.test("serve: a connection that sends no HELLO is closed after handshakeTime
   while (server.connections > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   assert.match(String((errors[0] as Error).cause), /handshakeTimeout \(50 ms\)/);
   await server.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+const tlsFile = (name: string) =>
+  Deno.readTextFile(new URL(`../testdata/tls/${name}`, import.meta.url));
+
+/** Serves `listener` with `options`, makes one call from a client over `connect`, closes. */
+async function callOnce(
+  listener: Listener,
+  options: Pick<ServeOptions, "auth" | "insecure">,
+  connect: (port: number) => Promise<Transport>,
+): Promise<void> {
+  const handlers = { ping: () => "pong" };
+  const server = serve(listener, { codec, handlers, ...options });
+  const { port } = listener.addr as Deno.NetAddr;
+  const client = await openChannel<typeof handlers>(await connect(port), {
+    codec,
+    auth: options.auth === false ? undefined : options.auth,
+  });
+  assert.equal(await client.remote.ping(), "pong");
+  await server.close();
+  await client.closed;
+}
+
+Deno.test("serve: a TCP or TLS listener without auth is refused with a TypeError naming auth: false", async () => {
+  const tcp = listenTcp({ port: 0 });
+  const tls = listenTls({ cert: await tlsFile("server.pem"), key: await tlsFile("server.key") });
+  assert.equal(tcp.encryption, "none");
+  assert.equal(tls.encryption, "tls");
+  for (const listener of [tcp, tls]) {
+    assert.throws(
+      () => serve(listener, { codec, handlers: { ping: () => "pong" } }),
+      (error: Error) =>
+        error instanceof TypeError && /without auth/.test(error.message) &&
+        error.message.includes("auth: false") && error.message.includes("any local user"),
+    );
+  }
+  // The listeners are still the caller's, and usable: with auth: false they serve.
+  await callOnce(tcp, { auth: false }, (port) => connectTcp({ port }));
+  const caCerts = [await tlsFile("ca.pem")];
+  await callOnce(tls, { auth: false }, (port) => connectTls({ port, caCerts }));
+});
+
+Deno.test("serve: plain TCP off loopback needs auth, or auth: false with insecure: true", async () => {
+  // Bound to every interface; the client connects over loopback only.
+  const any = () => listenTcp({ hostname: "0.0.0.0", port: 0 });
+  const connect = (port: number) => connectTcp({ port });
+  for (const options of [{}, { insecure: true }, { auth: false } as const]) {
+    const listener = any();
+    assert.throws(
+      () => serve(listener, { codec, ...options }),
+      (error: Error) =>
+        error instanceof TypeError &&
+        error.message.includes(options.auth === false ? "insecure: true" : "auth: false"),
+    );
+    await listener.close();
+  }
+  await callOnce(any(), { auth: false, insecure: true }, connect);
+  await callOnce(any(), { auth: { secret: "a secret both ends hold, 32 bytes+" } }, connect);
+  // TLS off loopback: auth: false is enough, the traffic is encrypted.
+  const caCerts = [await tlsFile("ca.pem")];
+  await callOnce(
+    listenTls({
+      hostname: "0.0.0.0",
+      cert: await tlsFile("server.pem"),
+      key: await tlsFile("server.key"),
+    }),
+    { auth: false },
+    (port) => connectTls({ port, caCerts }),
+  );
+});
+
+Deno.test("serve: a Unix socket needs no auth and no opt-out", async () => {
+  const { dir, path } = await tempSocket();
+  const listener = await listenUnix(path);
+  assert.equal(listener.encryption, undefined);
+  await callOnce(listener, {}, () => connectUnix(path));
   await Deno.remove(dir, { recursive: true });
 });
 
@@ -402,9 +481,10 @@ Deno.test("serve: a handler factory that throws refuses its connection only", as
 
 Deno.test("serve: options out of range are refused", async () => {
   const listener = listenTcp({ port: 0 });
-  assert.throws(() => serve(listener, { codec, maxConnections: 0 }), RangeError);
-  assert.throws(() => serve(listener, { codec, idleTimeout: 0 }), RangeError);
-  assert.throws(() => serve(listener, { codec, maxHandshakes: 0 }), RangeError);
-  assert.throws(() => serve(listener, { codec, handshakeTimeout: 0 }), RangeError);
+  const auth = false;
+  assert.throws(() => serve(listener, { codec, auth, maxConnections: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, auth, idleTimeout: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, auth, maxHandshakes: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, auth, handshakeTimeout: 0 }), RangeError);
   await listener.close();
 });
