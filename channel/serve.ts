@@ -3,8 +3,8 @@
  * It accepts connections concurrently, opens one channel per connection with shared handlers or
  * handlers made for each connection, and keeps every connection's failure to itself: a peer that
  * sends garbage, aborts, or says nothing affects neither the other connections nor the server.
- * It caps the connections it holds, closes idle ones, and shuts down gracefully on `close()` or
- * an `AbortSignal`.
+ * It caps the connections it holds, and more tightly those still in their handshake, closes idle
+ * ones, and shuts down gracefully on `close()` or an `AbortSignal`.
  *
  * @example
  * ```ts
@@ -33,7 +33,7 @@
 import { integerOption, positiveOption } from "../_options.ts";
 import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "../transports/types.ts";
-import { Channel, type ChannelOptions } from "./channel.ts";
+import { type AuthOptions, Channel, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
 
 export type { Listener };
@@ -60,6 +60,38 @@ export const DEFAULT_MAX_CONNECTIONS = 200;
  */
 export const DEFAULT_IDLE_TIMEOUT: number = 5 * 60_000;
 
+/**
+ * The default {@linkcode ServeOptions.maxHandshakes}: 64 connections in their handshake at once.
+ *
+ * A connection that has not finished its handshake has proved nothing, so these get a smaller
+ * share of {@linkcode DEFAULT_MAX_CONNECTIONS}: silent connections never take the slots of
+ * authenticated ones. When the share is full, a new connection takes the place of the oldest
+ * handshaking one as soon as that one has had half a second, so connections that never send a
+ * HELLO cannot keep out a client that does (its handshake takes a round trip, two with `auth`);
+ * the half second lets a burst of good clients connecting together wait in the backlog rather
+ * than push each other out.
+ */
+export const DEFAULT_MAX_HANDSHAKES = 64;
+
+/**
+ * The default {@linkcode ServeOptions.handshakeTimeout} of a served connection: 5 s, half a
+ * plain channel's (`DEFAULT_HANDSHAKE_TIMEOUT`).
+ *
+ * A client that connects to a server sends its HELLO at once, so its handshake takes a round
+ * trip or two (and TLS's own before them); 5 s leaves room for a slow link and a loaded server
+ * while silent connections give their slots back soon. A flood does not wait for it: the
+ * handshake cap drops the oldest handshaking connection for a new one
+ * ({@linkcode DEFAULT_MAX_HANDSHAKES}).
+ */
+export const DEFAULT_SERVE_HANDSHAKE_TIMEOUT = 5_000;
+
+/**
+ * How long a connection keeps its place in its handshake before a newer one may take it when
+ * `maxHandshakes` or `maxConnections` is reached: a good client sends its HELLO at once, and
+ * the server reads it within this even when a burst of clients keeps it busy.
+ */
+const HANDSHAKE_GRACE_MS = 500;
+
 /** How long the accept loop waits after a failed accept (e.g. out of file descriptors). */
 const ACCEPT_RETRY_MS = 100;
 
@@ -80,7 +112,7 @@ export interface Connection {
 export interface ServeOptions<
   Local extends object = object,
   Remote extends object = Record<string, never>,
-> extends Omit<ChannelOptions<Local>, "handlers"> {
+> extends Omit<ChannelOptions<Local>, "handlers" | "handshakeTimeout" | "auth"> {
   /**
    * The methods served: one handler object shared by every connection, or a function that
    * makes one for each connection (for per-connection state). A function throwing refuses
@@ -88,12 +120,52 @@ export interface ServeOptions<
    */
   handlers?: Local | ((connection: Connection) => Local);
   /**
-   * The most connections held at once, handshaking ones included. Above it the server stops
-   * accepting (new connections wait in the OS's backlog) until one closes.
+   * Authenticate each client in the handshake with a shared secret (see
+   * {@linkcode ChannelOptions.auth}), or `false` to serve without it. A TCP or TLS listener
+   * (its `encryption` is set) needs one or the other: without `auth`, any process that can
+   * connect calls the handlers — on loopback, any local user's — so `serve()` throws a
+   * `TypeError` naming `auth: false` rather than do it silently. Unix sockets (owner-only
+   * files) and NATS listeners (the NATS server's permissions) need neither.
+   *
+   * @default none: no authentication (refused on TCP and TLS listeners)
+   */
+  auth?: AuthOptions | false;
+  /**
+   * Serve a plain TCP listener bound to a non-loopback address with `auth: false`: any host
+   * that reaches the address calls the handlers, and everything crosses the network in clear
+   * text. Without it `serve()` throws a `TypeError` for such a listener; bind to loopback, set
+   * `auth`, or listen with TLS instead. No effect elsewhere.
+   *
+   * @default {false}
+   */
+  insecure?: boolean;
+  /**
+   * The most connections held at once, handshaking ones included. When it is reached, a new
+   * connection takes the place of the oldest one still in its handshake; when every one held
+   * has finished its handshake, the server stops accepting (new connections wait in the OS's
+   * backlog) until one closes.
    *
    * @default {DEFAULT_MAX_CONNECTIONS} (200)
    */
   maxConnections?: number;
+  /**
+   * The most connections held at once that have not finished their handshake (part of
+   * `maxConnections`). A new connection that comes with this many in their handshake takes
+   * the place of the oldest of them once that one has been in its handshake for half a second
+   * (until then it waits, unless a handshake ends); the one dropped is reported to `onError`.
+   * So a flood of connections that never send a HELLO cannot keep out a client that does.
+   *
+   * @default {DEFAULT_MAX_HANDSHAKES} (64)
+   */
+  maxHandshakes?: number;
+  /**
+   * How long a connection may take to finish its handshake, in milliseconds, before it is
+   * closed (`Infinity` for ever). Shorter than a plain channel's: a client connecting to a
+   * server sends its HELLO at once.
+   *
+   * @default {DEFAULT_SERVE_HANDSHAKE_TIMEOUT} (5 s)
+   */
+  handshakeTimeout?: number;
   /**
    * Close a connection gracefully (GOODBYE, then drain) once, after its handshake, no frame has
    * passed in either direction and nothing has been in flight for this long, in milliseconds.
@@ -141,6 +213,9 @@ export interface Server extends AsyncDisposable {
  * @param options The channel options of each connection and the server's own.
  * @returns The running server.
  * @throws {RangeError} When an option is out of range.
+ * @throws {TypeError} When `listener` is a TCP or TLS listener and `auth` is not set (pass
+ * `auth: false` to serve without it), or a plain TCP one off loopback has `auth: false` without
+ * `insecure: true` (see {@linkcode ServeOptions.auth}). The listener is still the caller's.
  *
  * @example Handlers made for each connection, shut down with a signal
  * ```ts
@@ -157,6 +232,7 @@ export interface Server extends AsyncDisposable {
  * const { port } = listener.addr as Deno.NetAddr;
  * const server = serve(listener, {
  *   codec: jsonCodec(),
+ *   auth: false, // plain TCP on loopback: any local process may call
  *   signal: stop.signal,
  *   handlers: (): Counter => {
  *     let count = 0;
@@ -172,6 +248,23 @@ export interface Server extends AsyncDisposable {
  * await server.finished;
  * await Promise.all([a.closed, b.closed]);
  * ```
+ *
+ * @example TCP without `auth` is refused until the choice is explicit
+ * ```ts
+ * import { serve } from "@conduit/ipc/channel";
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import { listenTcp } from "@conduit/ipc/transports/tcp";
+ * import assert from "node:assert/strict";
+ *
+ * const handlers = { ping: () => "pong" };
+ * const listener = listenTcp({ hostname: "0.0.0.0", port: 0 });
+ * assert.throws(() => serve(listener, { codec: jsonCodec(), handlers }), /auth: false/);
+ * // Off loopback, plain TCP without auth takes a second, louder word.
+ * const options = { codec: jsonCodec(), handlers, auth: false } as const;
+ * assert.throws(() => serve(listener, options), /insecure: true/);
+ * const server = serve(listener, { ...options, insecure: true });
+ * await server.close();
+ * ```
  */
 export function serve<
   Local extends CheckedHandlers<Local> = object,
@@ -186,16 +279,23 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   readonly #options: ServeOptions<Local, Remote>;
   readonly #channelOptions: ChannelOptions<Local>;
   readonly #maxConnections: number;
+  readonly #maxHandshakes: number;
   /** Each connection held, and when it is released (its `closed` settled and handled). */
   readonly #held = new Map<Channel<Remote>, Promise<void>>();
+  /** The connections held that are still in their handshake, oldest first, and when each began. */
+  readonly #handshaking = new Map<Channel<Remote>, number>();
   readonly #finished = Promise.withResolvers<void>();
   readonly #stopping = Promise.withResolvers<void>();
   #closing: Promise<void> | undefined;
   #nextId = 0;
-  /** Settles when a connection closes (or the server stops): the accept loop waits on it. */
+  /**
+   * Settles when a connection closes or ends its handshake (or the server stops): the accept
+   * loop waits on it.
+   */
   #room = Promise.withResolvers<void>();
 
   constructor(listener: Listener, options: ServeOptions<Local, Remote>) {
+    checkExposure(listener, options);
     this.#listener = listener;
     this.#options = options;
     this.#maxConnections = integerOption(
@@ -203,11 +303,29 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       1,
     );
-    const { maxConnections: _, signal: __, onOpen: ___, onError: ____, ...channel } = options;
+    this.#maxHandshakes = integerOption(
+      "maxHandshakes",
+      options.maxHandshakes ?? DEFAULT_MAX_HANDSHAKES,
+      1,
+    );
+    const {
+      maxConnections: _,
+      maxHandshakes: __,
+      signal: ___,
+      onOpen: ____,
+      onError: _____,
+      insecure: ______,
+      auth,
+      ...channel
+    } = options;
     this.#channelOptions = {
       ...channel,
-      auth: responderAuth(channel.auth),
       handlers: undefined,
+      auth: auth === false ? undefined : responderAuth(auth),
+      handshakeTimeout: positiveOption(
+        "handshakeTimeout",
+        options.handshakeTimeout ?? DEFAULT_SERVE_HANDSHAKE_TIMEOUT,
+      ),
       idleTimeout: positiveOption("idleTimeout", options.idleTimeout ?? DEFAULT_IDLE_TIMEOUT),
     };
     const signal = options.signal;
@@ -245,7 +363,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   async #acceptLoop(): Promise<void> {
     const stopped = this.#stopping.promise;
     while (this.#closing === undefined) {
-      if (this.#held.size >= this.#maxConnections) {
+      if (!this.#hasRoom()) {
         await this.#room.promise;
         continue;
       }
@@ -266,11 +384,58 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
         clearTimeout(timer);
         continue;
       }
+      await this.#makeRoom();
       if (this.#closing !== undefined) {
         await transport.abort().catch(() => {});
         return;
       }
       this.#open(transport);
+    }
+  }
+
+  /** Whether a new connection can be held: below the cap, or one to drop is handshaking. */
+  #hasRoom(): boolean {
+    return this.#held.size < this.#maxConnections || this.#handshaking.size > 0;
+  }
+
+  /**
+   * Makes room for an accepted connection within both caps: drops the connection that has been
+   * in its handshake longest once it has had {@linkcode HANDSHAKE_GRACE_MS}, and waits until it
+   * has, or until a connection ends. The oldest, not a random one nor the new one: a client
+   * that answers at once gets in while silent ones push each other out. The grace keeps a
+   * burst of good clients (a thousand reconnecting at once) from pushing each other out: they
+   * wait in the backlog instead, as they would for `maxConnections`.
+   */
+  async #makeRoom(): Promise<void> {
+    while (this.#closing === undefined) {
+      const full = this.#held.size >= this.#maxConnections;
+      if (!full && this.#handshaking.size < this.#maxHandshakes) return;
+      const [oldest] = this.#handshaking;
+      if (oldest === undefined) {
+        // Handshakes that ended while accept() waited filled the server with open
+        // connections: this one waits (as it would have in the backlog) until one closes.
+        await this.#room.promise;
+        continue;
+      }
+      const [channel, since] = oldest;
+      const wait = since + HANDSHAKE_GRACE_MS - performance.now();
+      if (wait > 0) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          this.#room.promise,
+          new Promise<void>((resolve) => timer = setTimeout(resolve, wait)),
+        ]);
+        clearTimeout(timer);
+        continue;
+      }
+      this.#handshaking.delete(channel);
+      channel.abort(
+        new Error(
+          `Dropped during its handshake for a newer connection: maxHandshakes (${this.#maxHandshakes}) or maxConnections (${this.#maxConnections}) reached`,
+        ),
+      );
+      // Below maxConnections once it is released, not before.
+      if (full) await this.#held.get(channel);
     }
   }
 
@@ -290,7 +455,9 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       transport.abort(error).catch(() => {});
       return;
     }
+    this.#handshaking.set(channel, performance.now());
     channel.opened.then(() => {
+      this.#handshakeEnded(channel);
       if (this.#closing !== undefined) {
         channel.close();
         return;
@@ -302,17 +469,26 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       } catch (error) {
         this.#report(error, connection);
       }
-    }, () => {});
+    }, () => this.#handshakeEnded(channel));
     this.#held.set(
       channel,
       channel.closed.catch((error) => this.#report(error, connection)).finally(() => {
         this.#held.delete(channel);
         controller.abort();
-        const room = this.#room;
-        this.#room = Promise.withResolvers();
-        room.resolve();
+        this.#signalRoom();
       }),
     );
+  }
+
+  #handshakeEnded(channel: Channel<Remote>): void {
+    if (this.#handshaking.delete(channel)) this.#signalRoom();
+  }
+
+  /** Wakes the accept loop when it waits for room. */
+  #signalRoom(): void {
+    const room = this.#room;
+    this.#room = Promise.withResolvers();
+    room.resolve();
   }
 
   async #shutdown(): Promise<void> {
@@ -351,4 +527,47 @@ function responderAuth<T extends { role?: string }>(auth: T | undefined): T | un
     );
   }
   return { ...auth, role: "responder" };
+}
+
+/**
+ * Refuses to serve a network listener without authentication unless told so: `auth: false` on
+ * any TCP or TLS listener, and `insecure: true` as well for plain TCP off loopback (Redis's
+ * protected mode, made explicit). Two opt-outs, because they accept two risks: `auth: false`
+ * lets other local users' processes in, which the error for a missing `auth` suggests; moving
+ * that listener to `0.0.0.0` later would let in every host on the network, in clear text, and
+ * must not follow from the same word.
+ */
+function checkExposure(
+  listener: Listener,
+  options: Pick<ServeOptions, "auth" | "insecure">,
+): void {
+  const encryption = listener.encryption;
+  if (encryption === undefined || options.auth !== undefined && options.auth !== false) return;
+  const addr = listener.addr as Deno.NetAddr;
+  const where = `${encryption === "tls" ? "TLS" : "TCP"} at ${formatHost(addr)}`;
+  const loopback = isLoopback(addr.hostname);
+  if (options.auth === undefined) {
+    throw new TypeError(
+      `serve() on ${where} without auth: set auth: { secret } (clients prove they hold it), ` +
+        `or auth: false to serve any process that connects${
+          loopback ? " (on loopback, any local user's)" : ""
+        }`,
+    );
+  }
+  if (encryption === "none" && !loopback && options.insecure !== true) {
+    throw new TypeError(
+      `serve() on plain TCP at ${formatHost(addr)} with auth: false serves any host that ` +
+        `reaches it, in clear text: set auth: { secret }, listen with listenTls or on ` +
+        `loopback, or pass insecure: true as well`,
+    );
+  }
+}
+
+/** Whether `hostname` (an address the listener is bound to) is a loopback address. */
+function isLoopback(hostname: string): boolean {
+  return /^(::ffff:)?127\./i.test(hostname) || hostname === "::1";
+}
+
+function formatHost({ hostname, port }: Deno.NetAddr): string {
+  return hostname.includes(":") ? `[${hostname}]:${port}` : `${hostname}:${port}`;
 }

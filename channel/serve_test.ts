@@ -2,11 +2,20 @@ import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
 import { encodeFrame } from "../framing/mod.ts";
 import { helloBody } from "../protocol/handshake.ts";
-import { connectTcp, listenTcp } from "../transports/tcp.ts";
+import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.ts";
 import type { Transport } from "../transports/types.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { openChannel } from "./channel.ts";
-import { DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, serve } from "./serve.ts";
+import {
+  DEFAULT_IDLE_TIMEOUT,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_HANDSHAKES,
+  DEFAULT_SERVE_HANDSHAKE_TIMEOUT,
+  type Listener,
+  serve,
+  type ServeOptions,
+} from "./serve.ts";
+import { DEFAULT_HANDSHAKE_TIMEOUT } from "./channel.ts";
 
 const codec = jsonCodec();
 
@@ -66,7 +75,10 @@ Deno.test("serve: 1,000 concurrent good clients beside garbage, silent and abort
   const server = serve(await listenUnix(path), {
     codec,
     handlers,
+    // Room for every client at once, handshaking or not: this test is about concurrency (the
+    // caps have their own tests below), and its silent clients must stay to the end.
     maxConnections: 2000,
+    maxHandshakes: 2000,
     // Long, so that no good client's HELLO waits longer than this on a loaded machine (5 s
     // did not always do with a thousand handshakes queued while the whole suite runs): the
     // silent clients are ended by the server's close below instead.
@@ -138,6 +150,7 @@ Deno.test("serve: above maxConnections accepting pauses until a connection close
   const handlers = { ping: () => "pong" };
   const server = serve(listener, {
     codec,
+    auth: false,
     handlers,
     maxConnections: 2,
     onOpen: () => most = Math.max(most, server.connections),
@@ -164,6 +177,204 @@ Deno.test("serve: above maxConnections accepting pauses until a connection close
   assert.equal(most, 2);
   await server.close();
   await Promise.all([second.closed, channel.closed]);
+});
+
+/** A listener of `kind` and how to connect to it; `cleanup` removes a Unix socket's directory. */
+async function listenerOf(kind: "tcp" | "unix"): Promise<{
+  listener: Listener;
+  connect: () => Promise<Transport>;
+  cleanup: () => Promise<void>;
+}> {
+  if (kind === "tcp") {
+    const listener = listenTcp({ port: 0 });
+    const { port } = listener.addr as Deno.NetAddr;
+    return { listener, connect: () => connectTcp({ port }), cleanup: async () => {} };
+  }
+  const { dir, path } = await tempSocket();
+  return {
+    listener: await listenUnix(path),
+    connect: () => connect(path),
+    cleanup: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+/**
+ * Fills the server with `silent` connections that never send a HELLO, then connects a good
+ * client and makes a call. The handshake timeout is a minute: the good client must get in
+ * long before it, by taking the place of the oldest silent connection. Returns nothing;
+ * asserts which silent connections the server ended, and its count of connections.
+ */
+async function silentFlood(
+  kind: "tcp" | "unix",
+  silent: number,
+  options: Pick<ServeOptions, "maxConnections" | "maxHandshakes">,
+): Promise<void> {
+  const cap = Math.min(
+    options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    options.maxHandshakes ?? DEFAULT_MAX_HANDSHAKES,
+  );
+  const { listener, connect, cleanup } = await listenerOf(kind);
+  const handlers = { echo: (n: number) => n };
+  const errors: unknown[] = [];
+  const server = serve(listener, {
+    codec,
+    auth: false,
+    handlers,
+    ...options,
+    handshakeTimeout: 60_000,
+    onError: (error) => errors.push(error),
+  });
+  const ended: number[] = [];
+  const reading: Promise<void>[] = [];
+  for (let i = 0; i < silent; i++) {
+    const transport = await connect();
+    reading.push(
+      readToEnd(transport).then(() => {
+        ended.push(i);
+        return transport.close();
+      }),
+    );
+  }
+  // The server holds the newest `cap` of them and has ended the others.
+  while (server.connections !== cap || ended.length !== silent - cap) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  // Well before the handshake timeout (a minute): in the old server's flood the good client
+  // waited for it.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("the good client waited 20 s")), 20_000);
+  });
+  const client = await Promise.race([
+    connect().then((transport) => openChannel<typeof handlers>(transport, { codec })),
+    bound,
+  ]);
+  assert.equal(await Promise.race([client.remote.echo(42), bound]), 42);
+  clearTimeout(timer);
+  // It took the place of the oldest silent connection, which the server ended.
+  while (ended.length !== silent - cap + 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.deepEqual(ended.toSorted((a, b) => a - b), Array.from(ended, (_, i) => i));
+  while (server.connections !== cap) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.ok(errors.length >= silent - cap + 1);
+  assert.match(String((errors[0] as Error).cause), /Dropped during its handshake/);
+  await client.close();
+  while (server.connections !== cap - 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  await server.close();
+  await Promise.all(reading);
+  assert.equal(ended.length, silent);
+  assert.equal(server.connections, 0);
+  await cleanup();
+}
+
+for (const kind of ["tcp", "unix"] as const) {
+  Deno.test(`serve over ${kind}: silent connections filling maxHandshakes do not keep a good client out`, async () => {
+    assert.equal(DEFAULT_MAX_HANDSHAKES, 64);
+    await silentFlood(kind, 4, { maxHandshakes: 4 });
+  });
+
+  Deno.test(`serve over ${kind}: five times maxHandshakes silent connections: the oldest are ended, a good client gets in`, async () => {
+    await silentFlood(kind, 20, { maxHandshakes: 4 });
+  });
+
+  Deno.test(`serve over ${kind}: silent connections filling maxConnections do not keep a good client out`, async () => {
+    await silentFlood(kind, 4, { maxConnections: 4 });
+  });
+}
+
+Deno.test("serve: a connection that sends no HELLO is closed after handshakeTimeout", async () => {
+  assert.equal(DEFAULT_SERVE_HANDSHAKE_TIMEOUT, 5_000);
+  assert.ok(DEFAULT_SERVE_HANDSHAKE_TIMEOUT < DEFAULT_HANDSHAKE_TIMEOUT);
+  const { dir, path } = await tempSocket();
+  const errors: unknown[] = [];
+  const server = serve(await listenUnix(path), {
+    codec,
+    handshakeTimeout: 50,
+    onError: (error) => errors.push(error),
+  });
+  const silent = await connectUnix(path);
+  assert.ok(await readToEnd(silent) > 0); // the server's HELLO, then the end
+  await silent.close();
+  while (server.connections > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.match(String((errors[0] as Error).cause), /handshakeTimeout \(50 ms\)/);
+  await server.close();
+  await Deno.remove(dir, { recursive: true });
+});
+
+const tlsFile = (name: string) =>
+  Deno.readTextFile(new URL(`../testdata/tls/${name}`, import.meta.url));
+
+/** Serves `listener` with `options`, makes one call from a client over `connect`, closes. */
+async function callOnce(
+  listener: Listener,
+  options: Pick<ServeOptions, "auth" | "insecure">,
+  connect: (port: number) => Promise<Transport>,
+): Promise<void> {
+  const handlers = { ping: () => "pong" };
+  const server = serve(listener, { codec, handlers, ...options });
+  const { port } = listener.addr as Deno.NetAddr;
+  const client = await openChannel<typeof handlers>(await connect(port), {
+    codec,
+    auth: options.auth === false ? undefined : options.auth,
+  });
+  assert.equal(await client.remote.ping(), "pong");
+  await server.close();
+  await client.closed;
+}
+
+Deno.test("serve: a TCP or TLS listener without auth is refused with a TypeError naming auth: false", async () => {
+  const tcp = listenTcp({ port: 0 });
+  const tls = listenTls({ cert: await tlsFile("server.pem"), key: await tlsFile("server.key") });
+  assert.equal(tcp.encryption, "none");
+  assert.equal(tls.encryption, "tls");
+  for (const listener of [tcp, tls]) {
+    assert.throws(
+      () => serve(listener, { codec, handlers: { ping: () => "pong" } }),
+      (error: Error) =>
+        error instanceof TypeError && /without auth/.test(error.message) &&
+        error.message.includes("auth: false") && error.message.includes("any local user"),
+    );
+  }
+  // The listeners are still the caller's, and usable: with auth: false they serve.
+  await callOnce(tcp, { auth: false }, (port) => connectTcp({ port }));
+  const caCerts = [await tlsFile("ca.pem")];
+  await callOnce(tls, { auth: false }, (port) => connectTls({ port, caCerts }));
+});
+
+Deno.test("serve: plain TCP off loopback needs auth, or auth: false with insecure: true", async () => {
+  // Bound to every interface; the client connects over loopback only.
+  const any = () => listenTcp({ hostname: "0.0.0.0", port: 0 });
+  const connect = (port: number) => connectTcp({ port });
+  for (const options of [{}, { insecure: true }, { auth: false } as const]) {
+    const listener = any();
+    assert.throws(
+      () => serve(listener, { codec, ...options }),
+      (error: Error) =>
+        error instanceof TypeError &&
+        error.message.includes(options.auth === false ? "insecure: true" : "auth: false"),
+    );
+    await listener.close();
+  }
+  await callOnce(any(), { auth: false, insecure: true }, connect);
+  await callOnce(any(), { auth: { secret: "a secret both ends hold, 32 bytes+" } }, connect);
+  // TLS off loopback: auth: false is enough, the traffic is encrypted.
+  const caCerts = [await tlsFile("ca.pem")];
+  await callOnce(
+    listenTls({
+      hostname: "0.0.0.0",
+      cert: await tlsFile("server.pem"),
+      key: await tlsFile("server.key"),
+    }),
+    { auth: false },
+    (port) => connectTls({ port, caCerts }),
+  );
+});
+
+Deno.test("serve: a Unix socket needs no auth and no opt-out", async () => {
+  const { dir, path } = await tempSocket();
+  const listener = await listenUnix(path);
+  assert.equal(listener.encryption, undefined);
+  await callOnce(listener, {}, () => connectUnix(path));
+  await Deno.remove(dir, { recursive: true });
 });
 
 Deno.test("serve: an idle connection is closed with a GOODBYE, a busy one is not", async () => {
@@ -270,7 +481,10 @@ Deno.test("serve: a handler factory that throws refuses its connection only", as
 
 Deno.test("serve: options out of range are refused", async () => {
   const listener = listenTcp({ port: 0 });
-  assert.throws(() => serve(listener, { codec, maxConnections: 0 }), RangeError);
-  assert.throws(() => serve(listener, { codec, idleTimeout: 0 }), RangeError);
+  const auth = false;
+  assert.throws(() => serve(listener, { codec, auth, maxConnections: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, auth, idleTimeout: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, auth, maxHandshakes: 0 }), RangeError);
+  assert.throws(() => serve(listener, { codec, auth, handshakeTimeout: 0 }), RangeError);
   await listener.close();
 });

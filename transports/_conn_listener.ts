@@ -7,6 +7,7 @@ import { ListenerBase } from "./_listener_base.ts";
 /** Turns each accepted connection into a Transport; runs `onClose` once the listener closed. */
 export class ConnListener<C extends Deno.Conn> extends ListenerBase {
   readonly addr: Deno.Addr;
+  readonly encryption: "none" | "tls" | undefined;
   readonly #listener: Deno.Listener<C>;
   readonly #wrap: (conn: C) => Transport;
   readonly #onClose: (() => Promise<void>) | undefined;
@@ -15,12 +16,17 @@ export class ConnListener<C extends Deno.Conn> extends ListenerBase {
   constructor(
     listener: Deno.Listener<C>,
     wrap: (conn: C) => Transport,
-    options: { addr?: Deno.Addr; onClose?: () => Promise<void> } = {},
+    options: {
+      addr?: Deno.Addr;
+      encryption?: "none" | "tls";
+      onClose?: () => Promise<void>;
+    } = {},
   ) {
     super();
     this.#listener = listener;
     this.#wrap = wrap;
     this.addr = options.addr ?? listener.addr;
+    this.encryption = options.encryption;
     this.#onClose = options.onClose;
   }
 

@@ -50,7 +50,8 @@ export const DEFAULT_TCP_HOSTNAME = "127.0.0.1";
 export interface TcpListenOptions {
   /**
    * The address to bind. Anything other than loopback accepts connections from other
-   * machines: use TLS ({@linkcode listenTls}) for those.
+   * machines: use TLS ({@linkcode listenTls}) for those (`serve()` refuses a plain TCP
+   * listener off loopback without `auth` unless told `insecure: true`).
    *
    * @default {DEFAULT_TCP_HOSTNAME} ("127.0.0.1")
    */
@@ -103,7 +104,8 @@ export interface TlsConnectOptions extends TcpConnectOptions {
 
 /**
  * Listens for TCP connections; each accepted connection is a {@linkcode Transport} with
- * `setNoDelay(true)`.
+ * `setNoDelay(true)`. Its `encryption` is `"none"`: `serve()` on it needs `auth`, or
+ * `auth: false` to serve without it (and `insecure: true` too off loopback).
  *
  * @param options Address to bind; see {@linkcode TcpListenOptions}.
  * @returns A listener; iterate it to accept, `close()` it to stop.
@@ -115,6 +117,7 @@ export interface TlsConnectOptions extends TcpConnectOptions {
  *
  * const listener = listenTcp({ port: 0 });
  * assert.equal((listener.addr as Deno.NetAddr).hostname, "127.0.0.1");
+ * assert.equal(listener.encryption, "none");
  * await listener.close();
  * ```
  */
@@ -127,7 +130,7 @@ export function listenTcp(options: TcpListenOptions = {}): Listener {
   return new ConnListener(listener, (conn) => {
     conn.setNoDelay(true);
     return connTransport(conn, `TCP connection from ${formatAddr(conn.remoteAddr)}`);
-  });
+  }, { encryption: "none" });
 }
 
 /**
@@ -161,7 +164,8 @@ export async function connectTcp(options: TcpConnectOptions): Promise<Transport>
 /**
  * Listens for TLS connections. The handshake of an accepted connection runs on its first
  * read or write; a client that fails it shows up as a read error on that transport, not on
- * the listener.
+ * the listener. Its `encryption` is `"tls"`: `serve()` on it needs `auth`, or `auth: false` to
+ * serve any client that connects.
  *
  * @param options Address, certificate and key; see {@linkcode TlsListenOptions}.
  * @returns A listener; iterate it to accept, `close()` it to stop.
@@ -204,6 +208,7 @@ export function listenTls(options: TlsListenOptions): Listener {
   return new ConnListener(
     listener,
     (conn) => connTransport(conn, `TLS connection from ${formatAddr(conn.remoteAddr)}`),
+    { encryption: "tls" },
   );
 }
 

@@ -183,6 +183,13 @@ export interface Listener extends AsyncIterable<Transport>, AsyncDisposable {
   /** The address the listener is bound to. */
   readonly addr: Deno.Addr;
   /**
+   * How connections taken straight from a network address are protected in transit: `"none"`
+   * (`listenTcp`) or `"tls"` (`listenTls`). Absent where who can connect is settled elsewhere:
+   * a Unix socket's owner-only file, a NATS server's permissions. `serve()` reads it to require
+   * authentication, or an explicit opt-out, on network listeners.
+   */
+  readonly encryption?: "none" | "tls";
+  /**
    * Waits for the next connection. Rejects with `TransportClosedError` once the listener is
    * closed. Use it, or iterate the listener, not both at once.
    */
