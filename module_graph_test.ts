@@ -4,27 +4,13 @@
 // that imports `@conduit/ipc/workers/serve` loads its side and not the parent's.
 
 import assert from "node:assert/strict";
+import { denoInfo } from "./_test_deno_info.ts";
 
 const root = new URL("./", import.meta.url);
 
-interface Dependency {
-  code?: { specifier: string };
-  isDynamic?: boolean;
-}
-interface DenoInfo {
-  roots: string[];
-  modules: Array<{ specifier: string; dependencies?: Dependency[] }>;
-}
-
 /** The specifiers `file` loads as it is imported, relative to the package root. */
 async function loaded(file: string): Promise<Set<string>> {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "--config", new URL("deno.json", root).pathname, file],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(code, 0, new TextDecoder().decode(stderr));
-  const info = JSON.parse(new TextDecoder().decode(stdout)) as DenoInfo;
+  const info = await denoInfo(file);
   const modules = new Map(info.modules.map((m) => [m.specifier, m]));
   const seen = new Set<string>();
   const pending = [...info.roots];

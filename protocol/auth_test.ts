@@ -13,6 +13,15 @@ import { helloBody, parseHello } from "./handshake.ts";
 
 const fromHex = (hex: string) => Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
 const utf8 = new TextEncoder();
+/** A valid HELLO's members, for the tests that change one. */
+const HELLO = {
+  protocol: "conduit",
+  version: 1,
+  codec: "json",
+  maxFrameBytes: 1024,
+  maxInFlight: 1,
+  streamWindowBytes: 1,
+};
 
 for (const vector of vectors.auth.cases) {
   Deno.test(`protocol/auth: vector ${vector.name}`, () => {
@@ -82,12 +91,7 @@ Deno.test("protocol/auth: a HELLO's role is read; anything but the two roles is 
     ]
   ) {
     const body = utf8.encode(JSON.stringify({
-      protocol: "conduit",
-      version: 1,
-      codec: "json",
-      maxFrameBytes: 1024,
-      maxInFlight: 1,
-      streamWindowBytes: 1,
+      ...HELLO,
       auth: { method: "hmac-sha256-v2", nonce: "00".repeat(32), role },
     }));
     const outcome = parseHello(body, "json");
@@ -97,14 +101,7 @@ Deno.test("protocol/auth: a HELLO's role is read; anything but the two roles is 
 });
 
 Deno.test("protocol/handshake: a member set to null is not absent, and a HELLO must be UTF-8", () => {
-  const hello = {
-    protocol: "conduit",
-    version: 1,
-    codec: "json",
-    maxFrameBytes: 1024,
-    maxInFlight: 1,
-    streamWindowBytes: 1,
-  };
+  const hello = HELLO;
   for (const member of ["features", "auth"]) {
     const outcome = parseHello(utf8.encode(JSON.stringify({ ...hello, [member]: null })), "json");
     assert.equal(!outcome.ok && outcome.code, "invalid_hello", member);
@@ -118,15 +115,7 @@ Deno.test("protocol/handshake: a member set to null is not absent, and a HELLO m
 
 Deno.test("protocol/auth: a HELLO's auth that is not an object with a method is invalid_hello", () => {
   for (const auth of [null, 5, "hmac-sha256", {}, { method: 1 }]) {
-    const body = new TextEncoder().encode(JSON.stringify({
-      protocol: "conduit",
-      version: 1,
-      codec: "json",
-      maxFrameBytes: 1024,
-      maxInFlight: 1,
-      streamWindowBytes: 1,
-      auth,
-    }));
+    const body = utf8.encode(JSON.stringify({ ...HELLO, auth }));
     const outcome = parseHello(body, "json");
     assert.equal(!outcome.ok && outcome.code, "invalid_hello", JSON.stringify(auth));
   }

@@ -2,6 +2,7 @@
 // `deno info` of every other entrypoint deno.json exports has no @nats-io package in its graph.
 
 import assert from "node:assert/strict";
+import { denoInfo } from "../_test_deno_info.ts";
 
 const root = new URL("../", import.meta.url);
 const { exports } = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
@@ -10,15 +11,7 @@ const { exports } = JSON.parse(await Deno.readTextFile(new URL("deno.json", root
 
 /** The @nats-io packages in the module graph of `file`, as `deno info --json` reports it. */
 async function natsPackages(file: string): Promise<string[]> {
-  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "--config", new URL("deno.json", root).pathname, file],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(code, 0, new TextDecoder().decode(stderr));
-  const info = JSON.parse(new TextDecoder().decode(stdout)) as {
-    modules: Array<{ npmPackage?: string }>;
-  };
+  const info = await denoInfo(file);
   // The packages the graph imports directly (theirs come with them): ids like `name@1.2.3`.
   return info.modules.flatMap((m) => m.npmPackage ?? []).filter((id) => id.startsWith("@nats-io/"));
 }
