@@ -140,10 +140,15 @@ export abstract class BatchPacker {
     this.#bytes += this.headerBytes(payload.length) + payload.length + this.trailer.length;
   }
 
-  /** Drops every queued frame. */
+  /** Drops every queued frame, and frees the memory kept for later batches. */
   clear(): void {
     // Chunks handed out may still be in a write that is being abandoned: never reuse them.
     this.#pool?.clear();
+    // Staged bytes are copied into chunks, never handed out: the staging buffer is ours alone,
+    // and freeing it now rather than at a full garbage collection keeps a server under
+    // connection churn from piling such buffers up.
+    if (this.#staged !== EMPTY) free(this.#staged);
+    this.#staged = EMPTY;
     this.#frames = [];
     this.#stagedEnds = [];
     this.#count = 0;
@@ -393,15 +398,20 @@ class ChunkPool {
     this.#lent.length = 0;
   }
 
+  /** Drops every buffer: frees those no write holds; the lent ones may still be written. */
   clear(): void {
+    for (const buffer of this.#free) buffer.transfer(0);
     this.#free = [];
     this.#lent = [];
   }
 }
 
 const EMPTY = new Uint8Array(0);
-/** The first size of the staging buffer. */
-const MIN_STAGING_BYTES = 16 * 1024;
+/**
+ * The first size of the staging buffer: a few small frames. It doubles as batches need, so a
+ * connection that sends small frames holds no more than that.
+ */
+const MIN_STAGING_BYTES = 1024;
 /** Queue arrays longer than this are dropped once emptied. */
 const MAX_KEPT_QUEUE_LENGTH = 16 * 1024;
 /** A staging buffer larger than this is dropped once emptied. */
@@ -411,6 +421,11 @@ const MAX_KEPT_STAGING_BYTES = 1024 * 1024;
 /** Frame k's staged bytes (header included), 0 when it was queued by reference. */
 function stagedBytesOf(stagedEnds: number[], k: number): number {
   return stagedEnds[k] - (k === 0 ? 0 : stagedEnds[k - 1]);
+}
+
+/** Frees `bytes`' memory now (detaching every view of it), rather than at a garbage collection. */
+function free(bytes: Uint8Array): void {
+  (bytes.buffer as ArrayBuffer).transfer(0);
 }
 
 function copyInto(target: Uint8Array, offset: number, source: Uint8Array): void {

@@ -443,6 +443,8 @@ export class FrameWriter {
       this.#fail(failedError(error));
       throw this.#failure;
     }
+    // Every frame is written and none can follow: the memory kept for batches is freed now.
+    this.#packer.clear();
   }
 
   #belowMark(): boolean {

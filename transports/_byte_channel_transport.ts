@@ -33,6 +33,11 @@ export interface ByteChannel {
    * `abortive`; called once.
    */
   close(abortive: boolean): Promise<void>;
+  /**
+   * Frees the memory the channel reads into. Optional; called once, after `close` and once no
+   * read is pending.
+   */
+  freeBuffers?(): void;
 }
 
 /** What `pull` returns: the read it starts is followed by `#reading`, not by the stream. */
@@ -438,6 +443,7 @@ export class ByteChannelTransport implements Transport {
       // Releasing is best effort: the OS object may be gone with its peer already.
     }
     await this.#reading?.catch(() => {});
+    this.#channel.freeBuffers?.();
   }
 }
 
@@ -451,8 +457,12 @@ function typeOf(value: unknown): string {
   return value.constructor?.name ?? "object";
 }
 
-/** The first read buffer: small, so thousands of idle connections cost little. */
-const MIN_READ_BUFFER_BYTES = 16 * 1024;
+/**
+ * The first read buffer: room for a handshake's control frames (at most 1 KiB each), so a
+ * connection refused in its handshake, or one that only ever exchanges small messages, never
+ * holds more; reads that fill it double it (MAX_READ_BUFFER_BYTES).
+ */
+const MIN_READ_BUFFER_BYTES = 2 * 1024;
 /** Reads stop growing here: 256 KiB beat 64 KiB and 1 MiB on one-way throughput. */
 const MAX_READ_BUFFER_BYTES = 256 * 1024;
 
@@ -460,6 +470,19 @@ const MAX_READ_BUFFER_BYTES = 256 * 1024;
 const SHARED_MIN_READ_BYTES = 16 * 1024;
 /** ... when at least this much of the buffer is left after it. */
 const SHARED_MIN_REST_BYTES = 64 * 1024;
+
+/** Bytes of read buffer allocated in this thread, for tests (see readBufferBytes). */
+let allocatedBytes = 0;
+/** Bytes of read buffer that ReadBuffers hold now: allocated, neither handed out nor freed. */
+let heldBytes = 0;
+
+/**
+ * What this thread's {@linkcode ReadBuffer}s allocated so far and hold now, in bytes: for
+ * tests that a refused connection allocates little and a closed one keeps nothing.
+ */
+export function readBufferBytes(): { allocated: number; held: number } {
+  return { allocated: allocatedBytes, held: heldBytes };
+}
 
 /**
  * The read buffer of a channel, and the rule that turns bytes read into a chunk that can be
@@ -476,14 +499,21 @@ const SHARED_MIN_REST_BYTES = 64 * 1024;
  * the CPU of a 64 KiB echo: `bench/ab_engine.ts` case `raw64k`) where now four share one
  * allocation. Such a view pins at
  * most 16 times its size.
+ *
+ * The buffer is allocated at the first read, small, and grows only with reads that fill it;
+ * {@linkcode free} gives its memory back at once when the channel is released, rather than at
+ * the garbage collection that finds it unreachable, which under connection churn may come
+ * only after tens of megabytes of such buffers have piled up.
  */
 export class ReadBuffer {
   /** Where the next read goes: a fresh buffer, or the unused rest of the last one. */
-  buffer: Uint8Array = new Uint8Array(MIN_READ_BUFFER_BYTES);
+  #buffer: Uint8Array | undefined;
   /** The size of `buffer`, kept apart because a BYOB read detaches it (length 0). */
-  #size = MIN_READ_BUFFER_BYTES;
-  /** The size of the last buffer allocated, from which reads grow. */
+  #size = 0;
+  /** The size of the next buffer allocated, from which reads grow. */
   #capacity = MIN_READ_BUFFER_BYTES;
+  /** Part of `buffer`'s ArrayBuffer was handed out: it is no longer this buffer's alone. */
+  #shared = false;
   readonly #maxSize: number;
   readonly #inPlace: boolean;
 
@@ -497,6 +527,11 @@ export class ReadBuffer {
     this.#inPlace = readsInPlace;
   }
 
+  /** Where the next read goes, allocated now if need be. */
+  get buffer(): Uint8Array {
+    return this.#buffer ?? this.#allocate();
+  }
+
   /**
    * Returns the bytes just read as a chunk the caller owns.
    *
@@ -507,21 +542,53 @@ export class ReadBuffer {
     const size = this.#size;
     const n = view.length;
     if (this.#inPlace && n >= SHARED_MIN_READ_BYTES && size - n >= SHARED_MIN_REST_BYTES) {
-      this.buffer = new Uint8Array(view.buffer, view.byteOffset + n, size - n);
+      heldBytes -= n;
+      this.#buffer = new Uint8Array(view.buffer, view.byteOffset + n, size - n);
       this.#size = size - n;
+      this.#shared = true;
       return view;
     }
     if (n >= size >>> 1) {
-      const capacity = this.#capacity;
-      if (n === capacity && capacity < this.#maxSize) this.#capacity = capacity * 2;
-      this.buffer = new Uint8Array(this.#capacity);
-      this.#size = this.#capacity;
+      // Handed out whole: the next read allocates the next buffer.
+      heldBytes -= size;
+      if (n === this.#capacity && this.#capacity < this.#maxSize) this.#capacity *= 2;
+      this.#buffer = undefined;
+      this.#size = 0;
       return view;
     }
     const chunk = view.slice();
-    if (view.buffer !== this.buffer.buffer) {
-      this.buffer = new Uint8Array(view.buffer, view.byteOffset, size);
+    if (view.buffer !== this.#buffer?.buffer) {
+      this.#buffer = new Uint8Array(view.buffer, view.byteOffset, size);
     }
     return chunk;
+  }
+
+  /**
+   * Frees the buffer's memory now, unless part of it was handed out. Call it only once no
+   * read into `buffer` is pending and none will be made.
+   */
+  free(): void {
+    const buffer = this.#buffer;
+    this.#buffer = undefined;
+    heldBytes -= this.#size;
+    this.#size = 0;
+    // A detached buffer (a BYOB read moved it) has nothing left to free.
+    if (buffer === undefined || this.#shared || buffer.buffer.byteLength === 0) return;
+    // Detaching frees the memory at once, not at the next full garbage collection.
+    (buffer.buffer as ArrayBuffer).transfer(0);
+  }
+
+  /** Takes back the buffer a BYOB read transferred and returned at the end of the stream. */
+  restore(view: Uint8Array): void {
+    this.#buffer = new Uint8Array(view.buffer);
+  }
+
+  #allocate(): Uint8Array {
+    const size = this.#capacity;
+    allocatedBytes += size;
+    heldBytes += size;
+    this.#size = size;
+    this.#shared = false;
+    return this.#buffer = new Uint8Array(size);
   }
 }

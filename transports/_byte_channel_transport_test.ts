@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { TransportClosedError } from "../errors.ts";
 import { concat } from "../framing/_test_util.ts";
-import { ReadBuffer } from "./_byte_channel_transport.ts";
+import { ReadBuffer, readBufferBytes } from "./_byte_channel_transport.ts";
 import { readMixed } from "./_conformance.ts";
 import { connTransport } from "./_conn_transport.ts";
 import { memoryPair } from "./memory.ts";
@@ -207,13 +207,14 @@ Deno.test("memory: a transport over a channel that cannot read into a buffer has
 });
 
 Deno.test("ReadBuffer: a read filling half the buffer or more is handed out, a smaller one copied", () => {
-  const buffer = new ReadBuffer(64 * 1024);
+  const K = 1024;
+  const buffer = new ReadBuffer(8 * K);
   const first = buffer.buffer;
-  assert.equal(first.length, 16 * 1024);
+  assert.equal(first.length, 2 * K);
   // A full read: handed out as is, and the next buffer is twice as large.
   const full = buffer.take(first.subarray(0, first.length));
   assert.equal(full.buffer, first.buffer);
-  assert.equal(buffer.buffer.length, 32 * 1024);
+  assert.equal(buffer.buffer.length, 4 * K);
   // A small read: copied out at its size, and the buffer is kept.
   const second = buffer.buffer;
   second.fill(9, 0, 100);
@@ -222,21 +223,43 @@ Deno.test("ReadBuffer: a read filling half the buffer or more is handed out, a s
   assert.equal(small.buffer.byteLength, 100);
   assert.equal(buffer.buffer, second);
   // Half of it: handed out, and the buffer does not grow.
-  const half = buffer.take(second.subarray(0, 16 * 1024));
+  const half = buffer.take(second.subarray(0, 2 * K));
   assert.equal(half.buffer, second.buffer);
-  assert.equal(buffer.buffer.length, 32 * 1024);
+  assert.equal(buffer.buffer.length, 4 * K);
   assert.notEqual(buffer.buffer, second);
   // Growth stops at the maximum.
-  buffer.take(buffer.buffer.subarray(0, 32 * 1024));
-  buffer.take(buffer.buffer.subarray(0, 64 * 1024));
-  assert.equal(buffer.buffer.length, 64 * 1024);
+  buffer.take(buffer.buffer.subarray(0, 4 * K));
+  buffer.take(buffer.buffer.subarray(0, 8 * K));
+  assert.equal(buffer.buffer.length, 8 * K);
   assert.deepEqual(small, new Uint8Array(100).fill(9));
+});
+
+Deno.test("ReadBuffer: allocates at the first read, and free() gives back what it holds alone", () => {
+  const buffer = new ReadBuffer(256 * 1024, true);
+  const before = readBufferBytes();
+  buffer.free(); // never read: nothing to free
+  assert.deepEqual(readBufferBytes(), before);
+  const first = buffer.buffer;
+  assert.equal(readBufferBytes().allocated - before.allocated, first.length);
+  const small = buffer.take(first.subarray(0, 10));
+  buffer.free();
+  assert.equal(first.buffer.byteLength, 0); // detached: its memory is freed
+  assert.equal(small.length, 10); // a copy, untouched
+  assert.equal(readBufferBytes().held, before.held);
+  // Grown to 256 KiB, then a large read handed out as a view of it: that buffer is not freed.
+  for (let size = 2 * 1024; size < 256 * 1024; size *= 2) {
+    buffer.take(buffer.buffer.subarray(0, size));
+  }
+  const shared = buffer.take(buffer.buffer.subarray(0, 64 * 1024).fill(3));
+  buffer.free();
+  assert.deepEqual(shared, new Uint8Array(64 * 1024).fill(3));
+  assert.equal(readBufferBytes().held, before.held);
 });
 
 Deno.test("ReadBuffer: over in-place reads, large reads share one buffer and stay intact", () => {
   const buffer = new ReadBuffer(256 * 1024, true);
   // Grow to 256 KiB with full reads.
-  for (const size of [16, 32, 64, 128]) {
+  for (const size of [2, 4, 8, 16, 32, 64, 128]) {
     const full = buffer.buffer.subarray(0, size * 1024);
     assert.equal(buffer.take(full), full);
   }
@@ -267,7 +290,9 @@ Deno.test("ReadBuffer: over in-place reads, large reads share one buffer and sta
 
 Deno.test("ReadBuffer: without in-place reads, a large read is copied or takes the buffer", () => {
   const buffer = new ReadBuffer(256 * 1024);
-  for (const size of [16, 32, 64, 128]) buffer.take(buffer.buffer.subarray(0, size * 1024));
+  for (const size of [2, 4, 8, 16, 32, 64, 128]) {
+    buffer.take(buffer.buffer.subarray(0, size * 1024));
+  }
   const store = buffer.buffer;
   const chunk = buffer.take(store.subarray(0, 64 * 1024));
   assert.notEqual(chunk.buffer, store.buffer); // copied: a BYOB read would detach a view

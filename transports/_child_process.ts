@@ -75,7 +75,7 @@ class ChildChannel implements ByteChannel {
       return this.#buffer.take(value);
     }
     // The read transferred the buffer: take it back for a reader that reads past the end.
-    if (value) this.#buffer.buffer = new Uint8Array(value.buffer);
+    if (value) this.#buffer.restore(value);
     return null;
   };
 

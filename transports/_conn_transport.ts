@@ -50,6 +50,10 @@ class ConnChannel implements ByteChannel {
     while (written < chunk.length) written += await this.#conn.write(chunk.subarray(written));
   }
 
+  freeBuffers(): void {
+    this.#buffer.free();
+  }
+
   closeWrite(): Promise<void> {
     return this.#conn.closeWrite();
   }
