@@ -440,8 +440,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   }
 
   #open(transport: Transport): void {
-    const controller = new AbortController();
-    const connection: Connection = { id: ++this.#nextId, signal: controller.signal };
+    const connection = new AcceptedConnection(++this.#nextId);
     const handlers = this.#options.handlers;
     let channel: Channel<Remote>;
     try {
@@ -450,7 +449,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
         handlers: typeof handlers === "function" ? handlers(connection) : handlers,
       });
     } catch (error) {
-      controller.abort();
+      connection.release();
       this.#report(error, connection);
       transport.abort(error).catch(() => {});
       return;
@@ -474,7 +473,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       channel,
       channel.closed.catch((error) => this.#report(error, connection)).finally(() => {
         this.#held.delete(channel);
-        controller.abort();
+        connection.release();
         this.#signalRoom();
       }),
     );
@@ -513,6 +512,35 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
     } catch {
       // A failing reporter must not stop the server.
     }
+  }
+}
+
+/**
+ * One accepted connection as handler factories and reports see it. Its signal is made when
+ * first read: most connections (every refused handshake) never need one, and aborting one
+ * makes an exception object with a stack.
+ */
+class AcceptedConnection implements Connection {
+  readonly id: number;
+  #controller: AbortController | undefined;
+  #released = false;
+
+  constructor(id: number) {
+    this.id = id;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#released) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  /** The connection is closed and its transport released: its signal fires. */
+  release(): void {
+    this.#released = true;
+    this.#controller?.abort();
   }
 }
 

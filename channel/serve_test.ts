@@ -488,3 +488,28 @@ Deno.test("serve: options out of range are refused", async () => {
   assert.throws(() => serve(listener, { codec, auth, handshakeTimeout: 0 }), RangeError);
   await listener.close();
 });
+
+Deno.test("serve: a connection's signal fires once it is closed, read early or late", async () => {
+  const { dir, path } = await tempSocket();
+  const early: AbortSignal[] = [];
+  const connections: Array<{ signal: AbortSignal }> = [];
+  const server = serve(await listenUnix(path), {
+    codec,
+    handlers: (connection) => {
+      connections.push(connection);
+      if (connections.length === 1) early.push(connection.signal); // read while open
+      return { ping: () => "pong" };
+    },
+  });
+  for (let i = 0; i < 2; i++) {
+    const client = await openChannel<{ ping(): string }>(await connectUnix(path), { codec });
+    assert.equal(await client.remote.ping(), "pong");
+    if (i === 0) assert.equal(early[0].aborted, false);
+    await client.close();
+  }
+  await server.close();
+  assert.equal(early[0].aborted, true);
+  // Read only after the connection closed: already aborted.
+  assert.equal(connections[1].signal.aborted, true);
+  await Deno.remove(dir, { recursive: true });
+});
