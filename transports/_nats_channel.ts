@@ -24,7 +24,7 @@ import {
   PROTOCOL,
   readCredit,
 } from "./_nats_wire.ts";
-import { NatsPeerGoneError } from "./_nats_errors.ts";
+import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
 import { ChunkQueue, flushWithin } from "./_nats_flow.ts";
 import { ReceiveCredit, SendCredit } from "./_credit_window.ts";
 import { NatsLink } from "./_nats_link.ts";
@@ -177,7 +177,7 @@ export class NatsChannel implements ByteChannel {
     this.#failure = error;
     if (notify && !this.#nc.isClosed()) {
       try {
-        const reason = new TextEncoder().encode(error.message);
+        const reason = new TextEncoder().encode(resetReason(error));
         const reset = this.#link!.message(Kind.Reset, reason.length);
         reset.set(reason, HEADER_BYTES);
         this.#send(reset);
@@ -318,7 +318,7 @@ export class NatsChannel implements ByteChannel {
     } else if (kind === Kind.Reset) {
       const reason = new TextDecoder().decode(body);
       this.#enter(PEER_CLOSED);
-      throw new TransportClosedError(
+      throw lostByPeer(this.label, reason) ?? new TransportClosedError(
         `${this.label}: the peer aborted the connection${reason === "" ? "" : `: ${reason}`}`,
       );
     } else if (kind !== Kind.Ping) {
@@ -363,5 +363,28 @@ export class NatsChannel implements ByteChannel {
       }
     }
     this.#onStop?.(this);
+  }
+}
+
+/**
+ * A Reset's reason: the error's message, or for lost messages a JSON object the peer turns
+ * back into a NatsMessagesLostError, so both ends fail with the same type.
+ */
+function resetReason(error: Error): string {
+  if (!(error instanceof NatsMessagesLostError)) return error.message;
+  const { name, message, expected, received } = error;
+  return JSON.stringify({ name, message, expected, received });
+}
+
+/** The NatsMessagesLostError a peer's Reset reports, if it reports one. */
+function lostByPeer(label: string, reason: string): NatsMessagesLostError | undefined {
+  if (!reason.startsWith("{")) return undefined;
+  try {
+    const { name, expected, received } = JSON.parse(reason);
+    if (name !== "NatsMessagesLostError") return undefined;
+    if (!Number.isSafeInteger(expected) || !Number.isSafeInteger(received)) return undefined;
+    return new NatsMessagesLostError(`${label} (found by the peer)`, expected, received);
+  } catch {
+    return undefined;
   }
 }
