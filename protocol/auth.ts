@@ -5,7 +5,7 @@
  * both HELLO bodies as sent; the responder checks the initiator's proof before it sends its
  * own. So a proof cannot be reflected (to another connection or back), replayed (the other
  * side's nonce is fresh) or kept across an altered HELLO. Synchronous pure functions for peer
- * implementers.
+ * implementers (the HMAC is conduit's own, checked against RFC 4231 and WebCrypto).
  *
  * @example
  * ```ts
@@ -26,7 +26,7 @@
  * @module
  */
 
-import { createHmac } from "node:crypto";
+import { hmacSha256 } from "./_sha256.ts";
 
 /** The kind byte of the AUTH frame: its payload is this byte and the 32-byte proof. */
 export const AUTH_KIND = 0x05;
@@ -106,8 +106,7 @@ export function authTranscript(initiatorHello: Uint8Array, responderHello: Uint8
  * ```
  */
 export function authProof(secret: Uint8Array, role: AuthRole, transcript: Uint8Array): Uint8Array {
-  const mac = createHmac("sha256", secret).update(LABELS[role]).update(transcript).digest();
-  return new Uint8Array(mac.buffer, mac.byteOffset, mac.byteLength);
+  return hmacSha256(secret, LABELS[role], transcript);
 }
 
 /**
