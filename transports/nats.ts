@@ -292,7 +292,9 @@ export interface NatsListener extends Listener {
  * Listeners on the same subject with the same `queue` share the connections (each one goes
  * to a single listener, and stays with it). `nc` is yours: create it with the servers,
  * credentials, token or TLS options your deployment needs; closing the listener does not
- * close it, closing it ends the listener and its transports.
+ * close it, closing it ends the listener and its transports. A service should list every
+ * cluster URL and reconnect forever (`maxReconnectAttempts: -1`): with nats.js's default of 10
+ * attempts, a service whose node dies gives up after about 20 s and its listener ends.
  *
  * @param nc An open NATS connection.
  * @param subject The subject clients connect to.
