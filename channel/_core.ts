@@ -13,9 +13,9 @@ import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { Deadlines } from "./_deadlines.ts";
 import { ConnectionTimers } from "./_connection_timers.ts";
 import type { HeartbeatConfig } from "./_heartbeat.ts";
-import { IncomingCalls } from "./_incoming.ts";
+import { IncomingCalls } from "./_incoming_calls.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
-import { OutgoingCalls } from "./_outgoing.ts";
+import { OutgoingCalls } from "./_outgoing_calls.ts";
 import { isAsyncIterable, type OutgoingCall } from "./_outgoing_call.ts";
 import type { LifecycleEvents, Wire, WireAuth, WireFactory } from "../wires/types.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
@@ -154,7 +154,7 @@ export class ChannelCore implements LifecycleEvents {
     this.#life.startHandshake(
       handshakeTimeout === Infinity ? undefined : setTimeout(() => {
         this.#life.timerFired();
-        this.refused(
+        this.onRefused(
           "handshake_timeout",
           `The handshake did not complete within handshakeTimeout (${handshakeTimeout} ms)`,
           true,
@@ -188,7 +188,7 @@ export class ChannelCore implements LifecycleEvents {
     if (isAsyncIterable(param)) {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
-    this.#wire.outbox.notify(method, this.#codecsFor(method).param, param);
+    this.#wire.outbox.sendNotify(method, this.#codecsFor(method).param, param);
     this.#timers.active();
   }
 
@@ -246,7 +246,7 @@ export class ChannelCore implements LifecycleEvents {
 
   // ---------------------------------------------------------------- LifecycleEvents
 
-  established(peer: PeerInfo): void {
+  onEstablished(peer: PeerInfo): void {
     const heartbeat = this.#config.heartbeat;
     if (!this.#life.enter(OPEN)) return;
     this.peer = peer;
@@ -254,7 +254,7 @@ export class ChannelCore implements LifecycleEvents {
     this.#incoming.setPeer(peer);
     if (heartbeat !== undefined) {
       this.#timers.startHeartbeat(heartbeat, {
-        ping: () => this.#wire.outbox.ping(),
+        ping: () => this.#wire.outbox.sendPing(),
         timedOut: (silent) =>
           this.#fail(
             new ConnectionClosedError(
@@ -276,7 +276,7 @@ export class ChannelCore implements LifecycleEvents {
     this.#opened.resolve();
   }
 
-  refused(code: string, message: string, goodbye: boolean): void {
+  onRefused(code: string, message: string, goodbye: boolean): void {
     if (!this.#life.handshaking) return;
     const error = handshakeError(code, message);
     this.#fail(
@@ -287,7 +287,7 @@ export class ChannelCore implements LifecycleEvents {
     );
   }
 
-  goodbye(code: string | undefined, reason: string | undefined): void {
+  onGoodbye(code: string | undefined, reason: string | undefined): void {
     this.#life.peerSaidGoodbye({ code, reason });
     if (code !== undefined) {
       // The peer is closing because of a failure; nothing pending will complete.
@@ -398,7 +398,7 @@ export class ChannelCore implements LifecycleEvents {
       }, drain),
     );
     this.#life.sayGoodbye();
-    this.#wire.outbox.goodbye();
+    this.#wire.outbox.sendGoodbye();
     this.#outgoing.failQueued(
       new ConnectionClosedError("The channel closed before the call was sent"),
     );
@@ -434,7 +434,7 @@ export class ChannelCore implements LifecycleEvents {
     // tells the peer why the connection ends.
     if (goodbye !== undefined) {
       this.#life.sayGoodbye();
-      this.#wire.outbox.goodbye(goodbye.code, goodbye.reason);
+      this.#wire.outbox.sendGoodbye(goodbye.code, goodbye.reason);
     }
     this.#outgoing.failAll(error);
     this.#incoming.dropAll(error);

@@ -123,7 +123,7 @@ export class IncomingCall implements InboxOwner, PumpOwner {
     if (this.#done) return;
     if (isAsyncIterable(value)) {
       if (this.#outbox.streams === undefined) {
-        this.#outbox.failCall(this.id, {
+        this.#outbox.sendCallFailure(this.id, {
           name: "TypeError",
           message:
             `The handler of "${this.method}" returned a stream, and this wire has no streams`,
@@ -137,7 +137,7 @@ export class IncomingCall implements InboxOwner, PumpOwner {
       return;
     }
     try {
-      this.#outbox.result(this.id, this.method, this.codecs.result, value);
+      this.#outbox.sendResult(this.id, this.method, this.codecs.result, value);
     } catch (error) {
       this.sendFailure(error);
       return;
@@ -149,7 +149,7 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   stop(reason: Error, code: string): void {
     this.#abort(reason);
     this.#pump?.stop();
-    this.#outbox.failCall(this.id, errorFields(reason, code));
+    this.#outbox.sendCallFailure(this.id, errorFields(reason, code));
     this.#calls.finished(this);
   }
 
@@ -175,30 +175,30 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   // ---- InboxOwner: the param stream ----
 
   grantCredit(bytes: number): void {
-    if (!this.#done) this.#outbox.streams!.paramCredit(this.id, bytes);
+    if (!this.#done) this.#outbox.streams!.sendParamCredit(this.id, bytes);
   }
 
   abandonStream(): void {
     this.#paramCancelled = true;
-    if (!this.#done) this.#outbox.streams!.paramCancel(this.id);
+    if (!this.#done) this.#outbox.streams!.sendParamCancel(this.id);
   }
 
   // ---- PumpOwner: the result stream ----
 
   sendItem(value: unknown): number {
     if (this.#done) return 0;
-    return this.#outbox.streams!.resultItem(this.id, this.codecs.result, value);
+    return this.#outbox.streams!.sendResultItem(this.id, this.codecs.result, value);
   }
 
   sendEnd(): void {
     if (this.#done) return;
-    this.#outbox.streams!.resultEnd(this.id);
+    this.#outbox.streams!.sendResultEnd(this.id);
     this.#calls.finished(this);
   }
 
   sendFailure(error: unknown): void {
     if (this.#done) return;
-    this.#outbox.resultError(this.id, error);
+    this.#outbox.sendResultError(this.id, error);
     this.#calls.finished(this);
   }
 

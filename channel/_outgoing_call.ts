@@ -1,5 +1,5 @@
 // The caller's side of one call on the wire: queued for a slot, sent, cancelled, done. Its
-// state changes only here; the registry of calls (_outgoing.ts) asks for the changes. It
+// state changes only here; the registry of calls (_outgoing_calls.ts) asks for the changes. It
 // writes its own frames (its param stream, its result stream's credit, its cancel) through
 // the outbox, and its outcome reaches the caller through its CallResult faces.
 
@@ -187,7 +187,7 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
       : fresh
       ? Math.ceil(this.#timeoutMs)
       : Math.max(1, Math.ceil(this.#deadline - performance.now()));
-    const written = this.#outbox.call(
+    const written = this.#outbox.sendCall(
       id,
       this.method,
       this.#streamParam,
@@ -273,7 +273,7 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     } else {
       this.fail(error, true);
     }
-    this.#outbox.cancel(this.#id, reason, code);
+    this.#outbox.sendCancel(this.#id, reason, code);
     if (!this.#registry.answersCancelled) this.#registry.finished(this);
   }
 
@@ -297,7 +297,7 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
   // ---- InboxOwner: the result stream ----
 
   grantCredit(bytes: number): void {
-    if (this.#state === SENT) this.#outbox.streams!.resultCredit(this.#id, bytes);
+    if (this.#state === SENT) this.#outbox.streams!.sendResultCredit(this.#id, bytes);
   }
 
   abandonStream(): void {
@@ -311,15 +311,15 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
 
   sendItem(value: unknown): number {
     if (this.#state !== SENT) return 0;
-    return this.#outbox.streams!.paramItem(this.#id, this.codecs.param, value);
+    return this.#outbox.streams!.sendParamItem(this.#id, this.codecs.param, value);
   }
 
   sendEnd(): void {
-    if (this.#state === SENT) this.#outbox.streams!.paramEnd(this.#id);
+    if (this.#state === SENT) this.#outbox.streams!.sendParamEnd(this.#id);
   }
 
   sendFailure(error: unknown): void {
-    if (this.#state === SENT) this.#outbox.streams!.paramError(this.#id, error);
+    if (this.#state === SENT) this.#outbox.streams!.sendParamError(this.#id, error);
   }
 
   writable(): Promise<void> | undefined {

@@ -19,11 +19,11 @@ export { Cursor };
  * whole frame payload's length (a stream item's credit cost).
  */
 export interface FrameSink {
-  hello(body: Uint8Array): void;
-  goodbye(body: Uint8Array): void;
-  ping(nonce: number): void;
-  pong(nonce: number): void;
-  call(
+  onHello(body: Uint8Array): void;
+  onGoodbye(body: Uint8Array): void;
+  onPing(nonce: number): void;
+  onPong(nonce: number): void;
+  onCall(
     id: number,
     flags: number,
     timeoutMs: number,
@@ -31,29 +31,29 @@ export interface FrameSink {
     body: Uint8Array,
     meta: Uint8Array | undefined,
   ): void;
-  notify(method: string, body: Uint8Array): void;
+  onNotify(method: string, body: Uint8Array): void;
   /** RESULT(R=1). */
-  result(id: number, body: Uint8Array): void;
+  onResult(id: number, body: Uint8Array): void;
   /** ERROR(R=1): the terminal error of a call this side started. */
-  callError(id: number, body: Uint8Array): void;
+  onCallError(id: number, body: Uint8Array): void;
   /** ERROR(R=0): the caller's param stream failed. */
-  paramError(id: number, body: Uint8Array): void;
+  onParamError(id: number, body: Uint8Array): void;
   /** CANCEL(R=0): the caller cancels a call this side serves. */
-  cancel(id: number, body: Uint8Array): void;
+  onCancel(id: number, body: Uint8Array): void;
   /** CANCEL(R=1): the handler stopped reading this side's param stream. */
-  paramCancel(id: number, body: Uint8Array): void;
+  onParamCancel(id: number, body: Uint8Array): void;
   /** DATA(R=1). */
-  resultItem(id: number, body: Uint8Array, frameBytes: number): void;
+  onResultItem(id: number, body: Uint8Array, frameBytes: number): void;
   /** DATA(R=0). */
-  paramItem(id: number, body: Uint8Array, frameBytes: number): void;
+  onParamItem(id: number, body: Uint8Array, frameBytes: number): void;
   /** END(R=1). */
-  resultEnd(id: number): void;
+  onResultEnd(id: number): void;
   /** END(R=0). */
-  paramEnd(id: number): void;
+  onParamEnd(id: number): void;
   /** CREDIT(R=1): credit for this side's param stream. */
-  paramCredit(id: number, bytes: number): void;
+  onParamCredit(id: number, bytes: number): void;
   /** CREDIT(R=0): credit for this side's result stream. */
-  resultCredit(id: number, bytes: number): void;
+  onResultCredit(id: number, bytes: number): void;
 }
 
 /**
@@ -180,58 +180,58 @@ export function readFrame(
   switch (kind) {
     case RESULT: {
       const id = idField(frame, cursor);
-      return sink.result(id, bodyAt(frame, cursor.end, tail));
+      return sink.onResult(id, bodyAt(frame, cursor.end, tail));
     }
     case CALL:
       return readCall(frame, sink, parser, tail);
     case NOTIFY: {
       const method = methodField(frame, 1, parser);
-      return sink.notify(method, bodyAt(frame, cursor.end, tail));
+      return sink.onNotify(method, bodyAt(frame, cursor.end, tail));
     }
     case RESULT_ITEM: {
       const id = idField(frame, cursor);
-      return sink.resultItem(id, bodyAt(frame, cursor.end, tail), bytesOf(frame, tail));
+      return sink.onResultItem(id, bodyAt(frame, cursor.end, tail), bytesOf(frame, tail));
     }
     case PARAM_ITEM: {
       const id = idField(frame, cursor);
-      return sink.paramItem(id, bodyAt(frame, cursor.end, tail), bytesOf(frame, tail));
+      return sink.onParamItem(id, bodyAt(frame, cursor.end, tail), bytesOf(frame, tail));
     }
     case PARAM_CREDIT: {
       const id = idField(frame, cursor);
-      return sink.paramCredit(id, creditField(frame, id, cursor));
+      return sink.onParamCredit(id, creditField(frame, id, cursor));
     }
     case RESULT_CREDIT: {
       const id = idField(frame, cursor);
-      return sink.resultCredit(id, creditField(frame, id, cursor));
+      return sink.onResultCredit(id, creditField(frame, id, cursor));
     }
     case CALL_ERROR: {
       const id = idField(frame, cursor);
-      return sink.callError(id, frame.subarray(cursor.end));
+      return sink.onCallError(id, frame.subarray(cursor.end));
     }
     case PARAM_ERROR: {
       const id = idField(frame, cursor);
-      return sink.paramError(id, frame.subarray(cursor.end));
+      return sink.onParamError(id, frame.subarray(cursor.end));
     }
     case CANCEL: {
       const id = idField(frame, cursor);
-      return sink.cancel(id, frame.subarray(cursor.end));
+      return sink.onCancel(id, frame.subarray(cursor.end));
     }
     case PARAM_CANCEL: {
       const id = idField(frame, cursor);
-      return sink.paramCancel(id, frame.subarray(cursor.end));
+      return sink.onParamCancel(id, frame.subarray(cursor.end));
     }
     case RESULT_END:
-      return sink.resultEnd(endField(frame, cursor));
+      return sink.onResultEnd(endField(frame, cursor));
     case PARAM_END:
-      return sink.paramEnd(endField(frame, cursor));
+      return sink.onParamEnd(endField(frame, cursor));
     case HELLO:
-      return sink.hello(frame.subarray(1));
+      return sink.onHello(frame.subarray(1));
     case GOODBYE:
-      return sink.goodbye(frame.subarray(1));
+      return sink.onGoodbye(frame.subarray(1));
     case PING:
-      return sink.ping(nonceField(frame, cursor));
+      return sink.onPing(nonceField(frame, cursor));
     case PONG:
-      return sink.pong(nonceField(frame, cursor));
+      return sink.onPong(nonceField(frame, cursor));
     case RESULT_WITHOUT_R:
       throw new ProtocolError("RESULT frame without the R flag");
     case R_NOT_ALLOWED:
@@ -322,7 +322,7 @@ function readCall(
   if ((flags & CALL_FLAG_STREAM_PARAM) !== 0 && body.length > 0) {
     throw new ProtocolError(`CALL ${id} has STREAM_PARAM and a ${body.length}-byte body`);
   }
-  sink.call(id, flags, timeoutMs, method, body, meta);
+  sink.onCall(id, flags, timeoutMs, method, body, meta);
 }
 
 /** A CALL's meta, its length varint at `cursor.end`; `cursor.end` is then after it. */

@@ -96,7 +96,7 @@ Deno.test("readFrame: a stream item read split counts its whole length as its co
   const frame = encodeEnvelope({ kind: "data", id: 3, receiverId: true, body: new Uint8Array(9) });
   const end = bodyStart(frame)!;
   const calls = read(frame.subarray(0, end), frame.slice(end));
-  assert.deepEqual(calls[0].slice(0, 2), ["resultItem", 3]);
+  assert.deepEqual(calls[0].slice(0, 2), ["onResultItem", 3]);
   assert.equal(calls[0][3], frame.length);
 });
 

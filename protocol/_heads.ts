@@ -25,14 +25,14 @@ export class EnvelopeHeads {
   }
 
   /** A whole CREDIT frame (it has no body). */
-  credit(type: number, id: number, bytes: number): Uint8Array {
+  creditHead(type: number, id: number, bytes: number): Uint8Array {
     const head = this.#scratch;
     head[0] = type;
     return this.#view(writeVarint(head, writeVarint(head, 1, id), bytes));
   }
 
   /** CALL up to its body; `method` is the UTF-8 method name. */
-  call(id: number, flags: number, timeoutMs: number, method: Uint8Array): Uint8Array {
+  callHead(id: number, flags: number, timeoutMs: number, method: Uint8Array): Uint8Array {
     const head = this.#scratch;
     head[0] = FRAME_KINDS.call;
     let offset = writeVarint(head, 1, id);
@@ -42,7 +42,7 @@ export class EnvelopeHeads {
   }
 
   /** NOTIFY up to its body; `method` is the UTF-8 method name. */
-  notify(method: Uint8Array): Uint8Array {
+  notifyHead(method: Uint8Array): Uint8Array {
     const head = this.#scratch;
     head[0] = FRAME_KINDS.notify;
     return this.#view(this.#method(1, method));

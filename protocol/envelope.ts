@@ -156,19 +156,19 @@ const parser = new FrameParser();
 class EnvelopeBuilder implements FrameSink {
   envelope: Envelope | undefined;
 
-  hello(body: Uint8Array): void {
+  onHello(body: Uint8Array): void {
     this.envelope = { kind: "hello", body };
   }
-  goodbye(body: Uint8Array): void {
+  onGoodbye(body: Uint8Array): void {
     this.envelope = { kind: "goodbye", body };
   }
-  ping(nonce: number): void {
+  onPing(nonce: number): void {
     this.envelope = { kind: "ping", nonce };
   }
-  pong(nonce: number): void {
+  onPong(nonce: number): void {
     this.envelope = { kind: "pong", nonce };
   }
-  call(
+  onCall(
     id: number,
     flags: number,
     timeoutMs: number,
@@ -186,40 +186,40 @@ class EnvelopeBuilder implements FrameSink {
       ...(meta !== undefined && { meta }),
     };
   }
-  notify(method: string, body: Uint8Array): void {
+  onNotify(method: string, body: Uint8Array): void {
     this.envelope = { kind: "notify", method, body };
   }
-  result(id: number, body: Uint8Array): void {
+  onResult(id: number, body: Uint8Array): void {
     this.envelope = { kind: "result", id, body };
   }
-  callError(id: number, body: Uint8Array): void {
+  onCallError(id: number, body: Uint8Array): void {
     this.envelope = { kind: "error", id, receiverId: true, body };
   }
-  paramError(id: number, body: Uint8Array): void {
+  onParamError(id: number, body: Uint8Array): void {
     this.envelope = { kind: "error", id, receiverId: false, body };
   }
-  cancel(id: number, body: Uint8Array): void {
+  onCancel(id: number, body: Uint8Array): void {
     this.envelope = { kind: "cancel", id, receiverId: false, body };
   }
-  paramCancel(id: number, body: Uint8Array): void {
+  onParamCancel(id: number, body: Uint8Array): void {
     this.envelope = { kind: "cancel", id, receiverId: true, body };
   }
-  resultItem(id: number, body: Uint8Array): void {
+  onResultItem(id: number, body: Uint8Array): void {
     this.envelope = { kind: "data", id, receiverId: true, body };
   }
-  paramItem(id: number, body: Uint8Array): void {
+  onParamItem(id: number, body: Uint8Array): void {
     this.envelope = { kind: "data", id, receiverId: false, body };
   }
-  resultEnd(id: number): void {
+  onResultEnd(id: number): void {
     this.envelope = { kind: "end", id, receiverId: true };
   }
-  paramEnd(id: number): void {
+  onParamEnd(id: number): void {
     this.envelope = { kind: "end", id, receiverId: false };
   }
-  paramCredit(id: number, bytes: number): void {
+  onParamCredit(id: number, bytes: number): void {
     this.envelope = { kind: "credit", id, receiverId: true, bytes };
   }
-  resultCredit(id: number, bytes: number): void {
+  onResultCredit(id: number, bytes: number): void {
     this.envelope = { kind: "credit", id, receiverId: false, bytes };
   }
 }

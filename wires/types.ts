@@ -17,11 +17,11 @@
  *   outbox owns encoding, framing, the peer's limits (`FrameTooLargeError` before queueing),
  *   body ownership and backpressure. Streams are its {@linkcode StreamOutbox} half, absent
  *   for a wire without streams, where the engine refuses a stream param or result.
- * - **Lifecycle.** {@linkcode Wire.start} begins; the wire reports `established` (at once
- *   when it has no handshake) or `refused`; `Outbox.goodbye` announces a close.
- * - **Cancellation.** `Outbox.cancel` tells the peer to stop; {@linkcode Wire.answersCancelled}
+ * - **Lifecycle.** {@linkcode Wire.start} begins; the wire reports `onEstablished` (at once
+ *   when it has no handshake) or `onRefused`; `Outbox.sendGoodbye` announces a close.
+ * - **Cancellation.** `Outbox.sendCancel` tells the peer to stop; {@linkcode Wire.answersCancelled}
  *   says whether the peer still answers a cancelled call (then the engine keeps its handle).
- * - **Errors.** Written as values (`resultError`) or engine-made fields (`failCall`:
+ * - **Errors.** Written as values (`sendResultError`) or engine-made fields (`sendCallFailure`:
  *   `method_not_found`, `invalid_param`, `cancelled`, `deadline_exceeded`); the wire maps
  *   them to its own form.
  *
@@ -60,19 +60,19 @@ export interface EngineError {
 /** What the wire reports about calls this side started (by handle). */
 export interface OutgoingEvents {
   /** The call's single result. */
-  result(id: number, body: unknown): void;
+  onResult(id: number, body: unknown): void;
   /** The call's terminal error. */
-  callError(id: number, body: unknown): void;
+  onCallError(id: number, body: unknown): void;
   /** One item of the call's result stream, costing `cost` bytes of credit. */
-  resultItem(id: number, body: unknown, cost: number): void;
+  onResultItem(id: number, body: unknown, cost: number): void;
   /** The end of the call's result stream (its terminal frame). */
-  resultEnd(id: number): void;
+  onResultEnd(id: number): void;
   /** Credit for the call's param stream. */
-  paramCredit(id: number, bytes: number): void;
+  onParamCredit(id: number, bytes: number): void;
   /** The handler stopped reading the call's param stream. */
-  paramCancel(id: number): void;
+  onParamCancel(id: number): void;
   /** A progress report about the call (a wire with progress notifications). */
-  progress(id: number, value: unknown): void;
+  onProgress(id: number, value: unknown): void;
 }
 
 /** What the wire reports about calls and notifications the peer starts. */
@@ -81,7 +81,7 @@ export interface IncomingEvents {
    * A call; `streamParam` when its param arrives as a stream (then `body` is empty).
    * `timeoutMs` is its deadline from receipt, 0 for none; `meta` its key and attempt.
    */
-  call(
+  onCall(
     id: number,
     method: string,
     body: unknown,
@@ -90,17 +90,17 @@ export interface IncomingEvents {
     meta: CallMeta | undefined,
   ): void;
   /** A notification. */
-  notify(method: string, body: unknown): void;
+  onNotify(method: string, body: unknown): void;
   /** One item of the call's param stream. */
-  paramItem(id: number, body: unknown, cost: number): void;
+  onParamItem(id: number, body: unknown, cost: number): void;
   /** The end of the call's param stream. */
-  paramEnd(id: number): void;
+  onParamEnd(id: number): void;
   /** The caller's param stream failed. */
-  paramError(id: number, body: unknown): void;
+  onParamError(id: number, body: unknown): void;
   /** Credit for the call's result stream. */
-  resultCredit(id: number, bytes: number): void;
+  onResultCredit(id: number, bytes: number): void;
   /** The caller cancelled the call; `deadline` when its deadline passed. */
-  cancel(id: number, reason: string | undefined, deadline: boolean): void;
+  onCancel(id: number, reason: string | undefined, deadline: boolean): void;
 }
 
 /** What the wire reports about the connection. */
@@ -109,14 +109,14 @@ export interface LifecycleEvents {
    * The handshake succeeded (at once for a wire without one, with its own limits; `version`,
    * `codec` and `features` describe the peer as the wire knows it).
    */
-  established(peer: PeerInfo): void;
+  onEstablished(peer: PeerInfo): void;
   /**
    * The handshake failed: `goodbye` when this side should tell the peer why (`code`,
    * `message`), false when the peer refused first.
    */
-  refused(code: string, message: string, goodbye: boolean): void;
+  onRefused(code: string, message: string, goodbye: boolean): void;
   /** The peer is closing: gracefully without a `code`, else because of a failure. */
-  goodbye(code: string | undefined, reason: string | undefined): void;
+  onGoodbye(code: string | undefined, reason: string | undefined): void;
 }
 
 /** The engine's sinks a wire reports to. */
@@ -271,7 +271,7 @@ export interface Outbox {
    * where the peer reads it. Returns, when the param is `value`'s own bytes still held for
    * writing, when they are written.
    */
-  call(
+  sendCall(
     id: number,
     method: string,
     streamParam: boolean,
@@ -281,21 +281,21 @@ export interface Outbox {
     meta: CallMeta | undefined,
   ): Promise<void> | undefined;
   /** Tells the peer to stop call `id`; `code` is `deadline_exceeded` for a passed deadline. */
-  cancel(id: number, reason: string, code: string | undefined): void;
+  sendCancel(id: number, reason: string, code: string | undefined): void;
   /** Sends a notification. @throws {CodecError | FrameTooLargeError} */
-  notify(method: string, slot: CodecSlot, value: unknown): void;
+  sendNotify(method: string, slot: CodecSlot, value: unknown): void;
 
   /** Answers call `id` with a value (or with `frame_too_large` when it does not fit). */
-  result(id: number, method: string, slot: CodecSlot, value: unknown): void;
+  sendResult(id: number, method: string, slot: CodecSlot, value: unknown): void;
   /** Answers call `id` with the error its handler threw. */
-  resultError(id: number, error: unknown): void;
+  sendResultError(id: number, error: unknown): void;
   /** Answers call `id` with an error the engine made. */
-  failCall(id: number, error: EngineError): void;
+  sendCallFailure(id: number, error: EngineError): void;
 
   /** Says this side closes: gracefully without a `code`. */
-  goodbye(code?: string, reason?: string): void;
+  sendGoodbye(code?: string, reason?: string): void;
   /** Checks the peer is alive (a wire without pings does nothing). */
-  ping(): void;
+  sendPing(): void;
   /** Starts writing what is queued now, without waiting for the end of the turn. */
   writeQueued(): void;
   /** Settles once everything queued so far is written. */
@@ -309,19 +309,19 @@ export interface Outbox {
 /** The stream half of an {@linkcode Outbox}: items, their credit and their end, both ways. */
 export interface StreamOutbox {
   /** Grants credit for call `id`'s result stream. */
-  resultCredit(id: number, bytes: number): void;
+  sendResultCredit(id: number, bytes: number): void;
   /** Sends one item of call `id`'s param stream; returns its cost in credit. */
-  paramItem(id: number, slot: CodecSlot, value: unknown): number;
+  sendParamItem(id: number, slot: CodecSlot, value: unknown): number;
   /** Ends call `id`'s param stream. */
-  paramEnd(id: number): void;
+  sendParamEnd(id: number): void;
   /** Fails call `id`'s param stream. */
-  paramError(id: number, error: unknown): void;
+  sendParamError(id: number, error: unknown): void;
   /** Sends one item of call `id`'s result stream; returns its cost in credit. */
-  resultItem(id: number, slot: CodecSlot, value: unknown): number;
+  sendResultItem(id: number, slot: CodecSlot, value: unknown): number;
   /** Ends call `id`'s result stream: its terminal write. */
-  resultEnd(id: number): void;
+  sendResultEnd(id: number): void;
   /** Grants credit for call `id`'s param stream. */
-  paramCredit(id: number, bytes: number): void;
+  sendParamCredit(id: number, bytes: number): void;
   /** Tells the caller the handler stopped reading call `id`'s param stream. */
-  paramCancel(id: number): void;
+  sendParamCancel(id: number): void;
 }

@@ -115,7 +115,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     return body;
   }
 
-  call(
+  sendCall(
     id: number,
     method: string,
     streamParam: boolean,
@@ -128,7 +128,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     const flags = streamParam ? CALL_FLAG_STREAM_PARAM : 0;
     const head = meta !== undefined && this.#peerReadsMeta
       ? this.#metaHead(id, flags, timeoutMs, name, meta, body.length)
-      : this.#heads.call(id, flags, timeoutMs, name);
+      : this.#heads.callHead(id, flags, timeoutMs, name);
     if (body !== value) {
       this.#writeParts(head, body);
       return undefined;
@@ -144,7 +144,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     return this.writer.flush();
   }
 
-  cancel(id: number, reason: string, code: string | undefined): void {
+  sendCancel(id: number, reason: string, code: string | undefined): void {
     let body = cancelBody(reason, code);
     // Every frame fits the peer's limit: a reason too long for it is cut short.
     for (let keep = reason.length; body.length > this.#peerMaxFrame - ENVELOPE_SLACK;) {
@@ -154,25 +154,25 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     this.#write(encodeIdFrame(CANCEL_R0, id, body));
   }
 
-  resultCredit(id: number, bytes: number): void {
-    this.#writeParts(this.#heads.credit(CREDIT_R0, id, bytes), EMPTY);
+  sendResultCredit(id: number, bytes: number): void {
+    this.#writeParts(this.#heads.creditHead(CREDIT_R0, id, bytes), EMPTY);
   }
 
-  paramItem(id: number, slot: CodecSlot, value: unknown): number {
+  sendParamItem(id: number, slot: CodecSlot, value: unknown): number {
     return this.#writeData(DATA_R0, id, slot, value);
   }
 
-  paramEnd(id: number): void {
+  sendParamEnd(id: number): void {
     this.#write(encodeIdFrame(END_R0, id, EMPTY));
   }
 
-  paramError(id: number, error: unknown): void {
+  sendParamError(id: number, error: unknown): void {
     this.#write(encodeIdFrame(ERROR_R0, id, this.#errorBody(id, error)));
   }
 
-  notify(method: string, slot: CodecSlot, value: unknown): void {
+  sendNotify(method: string, slot: CodecSlot, value: unknown): void {
     const body = encodeBody(slot, value);
-    const head = this.#heads.notify(this.#methodName(method));
+    const head = this.#heads.notifyHead(this.#methodName(method));
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
     this.#writeBody(head, body, bodyHolder(slot, value, body));
@@ -180,12 +180,12 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 
   // ---------------------------------------------------------------- calls the peer starts
 
-  result(id: number, method: string, slot: CodecSlot, value: unknown): void {
+  sendResult(id: number, method: string, slot: CodecSlot, value: unknown): void {
     const body = encodeBody(slot, value);
     const head = this.#heads.id(RESULT_R1, id);
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) {
-      this.failCall(id, {
+      this.sendCallFailure(id, {
         name: "FrameTooLargeError",
         message: `The result of "${method}" (${size} bytes) exceeds the caller's ` +
           `maxFrameBytes (${this.#peerMaxFrame})`,
@@ -196,19 +196,19 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     }
   }
 
-  resultItem(id: number, slot: CodecSlot, value: unknown): number {
+  sendResultItem(id: number, slot: CodecSlot, value: unknown): number {
     return this.#writeData(DATA_R1, id, slot, value);
   }
 
-  resultEnd(id: number): void {
+  sendResultEnd(id: number): void {
     this.#write(encodeIdFrame(END_R1, id, EMPTY));
   }
 
-  resultError(id: number, error: unknown): void {
+  sendResultError(id: number, error: unknown): void {
     this.#write(encodeIdFrame(ERROR_R1, id, this.#errorBody(id, error)));
   }
 
-  failCall(id: number, error: EngineError): void {
+  sendCallFailure(id: number, error: EngineError): void {
     const { name, message, code } = error;
     // The message may quote the peer's own method name or a codec's message: shortened to
     // fit the peer's limit, like every error.
@@ -216,36 +216,36 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     this.#write(encodeIdFrame(ERROR_R1, id, body));
   }
 
-  paramCredit(id: number, bytes: number): void {
-    this.#writeParts(this.#heads.credit(CREDIT_R1, id, bytes), EMPTY);
+  sendParamCredit(id: number, bytes: number): void {
+    this.#writeParts(this.#heads.creditHead(CREDIT_R1, id, bytes), EMPTY);
   }
 
-  paramCancel(id: number): void {
+  sendParamCancel(id: number): void {
     this.#write(encodeIdFrame(CANCEL_R1, id, EMPTY));
   }
 
   // ---------------------------------------------------------------- the connection
 
   /** Sends HELLO. */
-  hello(body: Uint8Array): void {
+  sendHello(body: Uint8Array): void {
     this.#write(encodeBodyFrame(FRAME_KINDS.hello, body));
   }
 
   /** Sends this side's AUTH (docs/protocol.md §5.1). */
-  auth(proof: Uint8Array): void {
+  sendAuth(proof: Uint8Array): void {
     this.#write(encodeBodyFrame(AUTH_KIND, proof));
   }
 
-  goodbye(code?: string, reason?: string): void {
+  sendGoodbye(code?: string, reason?: string): void {
     this.#write(encodeBodyFrame(FRAME_KINDS.goodbye, goodbyeBody({ code, reason })));
   }
 
-  ping(): void {
+  sendPing(): void {
     this.#write(encodeIdFrame(FRAME_KINDS.ping, ++this.#pingNonce, EMPTY));
   }
 
   /** Answers a PING. */
-  pong(nonce: number): void {
+  sendPong(nonce: number): void {
     this.#write(encodeIdFrame(FRAME_KINDS.pong, nonce, EMPTY));
   }
 
@@ -335,7 +335,9 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     const bytes = callMetaBody(meta);
     const withMeta = flags | CALL_FLAG_META;
     const size = callHeadSize(id, withMeta, timeoutMs, name, bytes);
-    if (size + bodyLength > this.#peerMaxFrame) return this.#heads.call(id, flags, timeoutMs, name);
+    if (size + bodyLength > this.#peerMaxFrame) {
+      return this.#heads.callHead(id, flags, timeoutMs, name);
+    }
     const head = new Uint8Array(size);
     writeCallHead(head, id, withMeta, timeoutMs, name, bytes);
     return head;

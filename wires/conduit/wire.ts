@@ -136,7 +136,7 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   start(): void {
-    this.outbox.hello(this.#hello);
+    this.outbox.sendHello(this.#hello);
   }
 
   reader(): FrameReader {
@@ -171,7 +171,7 @@ export class ConduitWire implements Wire, FrameSink {
     const envelope = decodeEnvelope(frame);
     if (envelope.kind === "goodbye") {
       const goodbye = parseGoodbye(envelope.body);
-      this.#lifecycle.refused(
+      this.#lifecycle.onRefused(
         goodbye.code ?? "closed",
         `The peer refused the handshake${goodbye.code ? ` (${goodbye.code})` : ""}: ${
           goodbye.reason ?? "no reason given"
@@ -184,21 +184,21 @@ export class ConduitWire implements Wire, FrameSink {
       throw new ProtocolError(`The first frame was ${envelope.kind.toUpperCase()}, not HELLO`);
     }
     const outcome = parseHello(envelope.body, this.#options.codec);
-    if (!outcome.ok) return this.#lifecycle.refused(outcome.code, outcome.message, true);
+    if (!outcome.ok) return this.#lifecycle.onRefused(outcome.code, outcome.message, true);
     const peer = outcome.peer;
     const auth = this.#auth;
     if (auth === undefined) {
       if (outcome.auth === undefined) return this.#established(peer);
-      return this.#lifecycle.refused(
+      return this.#lifecycle.onRefused(
         "auth_required",
         "The peer requires authentication and this side has no shared secret (the auth option)",
         true,
       );
     }
     auth.start(outcome.auth, { own: this.#hello, peer: envelope.body }, {
-      sendAuth: (proof) => this.outbox.auth(proof),
+      sendAuth: (proof) => this.outbox.sendAuth(proof),
       onEstablished: () => this.#established(peer),
-      onRefused: (code, message) => this.#lifecycle.refused(code, message, true),
+      onRefused: (code, message) => this.#lifecycle.onRefused(code, message, true),
     });
   }
 
@@ -207,31 +207,31 @@ export class ConduitWire implements Wire, FrameSink {
     // Raised only now, after authentication too: nothing bigger was read before.
     this.decoder.maxFrameBytes = this.#options.maxFrameBytes;
     this.outbox.setPeer(peer);
-    this.#lifecycle.established(peer);
+    this.#lifecycle.onEstablished(peer);
   }
 
   // ---------------------------------------------------------------- FrameSink
 
-  hello(): void {
+  onHello(): void {
     throw new ProtocolError("A second HELLO");
   }
 
-  goodbye(body: Uint8Array): void {
+  onGoodbye(body: Uint8Array): void {
     if (body.length >= MAX_CONTROL_FRAME_BYTES) throw controlFrameError(body.length + 1);
     const goodbye = parseGoodbye(body);
-    this.#lifecycle.goodbye(goodbye.code, goodbye.reason);
+    this.#lifecycle.onGoodbye(goodbye.code, goodbye.reason);
   }
 
-  ping(nonce: number): void {
+  onPing(nonce: number): void {
     // Past the high-water mark the peer is not reading what is queued for it: a PONG would
     // only add to the queue (a peer flooding PINGs could grow it without bound), and the
     // frames already queued prove this side alive as well once the peer reads them.
-    if (this.outbox.desiredSize > 0) this.outbox.pong(nonce);
+    if (this.outbox.desiredSize > 0) this.outbox.sendPong(nonce);
   }
 
-  pong(): void {}
+  onPong(): void {}
 
-  call(
+  onCall(
     id: number,
     flags: number,
     timeoutMs: number,
@@ -239,7 +239,7 @@ export class ConduitWire implements Wire, FrameSink {
     body: Uint8Array,
     meta: Uint8Array | undefined,
   ): void {
-    this.#incoming.call(
+    this.#incoming.onCall(
       id,
       method,
       body,
@@ -249,53 +249,53 @@ export class ConduitWire implements Wire, FrameSink {
     );
   }
 
-  notify(method: string, body: Uint8Array): void {
-    this.#incoming.notify(method, body);
+  onNotify(method: string, body: Uint8Array): void {
+    this.#incoming.onNotify(method, body);
   }
 
-  result(id: number, body: Uint8Array): void {
-    this.#outgoing.result(id, body);
+  onResult(id: number, body: Uint8Array): void {
+    this.#outgoing.onResult(id, body);
   }
 
-  callError(id: number, body: Uint8Array): void {
-    this.#outgoing.callError(id, body);
+  onCallError(id: number, body: Uint8Array): void {
+    this.#outgoing.onCallError(id, body);
   }
 
-  paramError(id: number, body: Uint8Array): void {
-    this.#incoming.paramError(id, body);
+  onParamError(id: number, body: Uint8Array): void {
+    this.#incoming.onParamError(id, body);
   }
 
-  cancel(id: number, body: Uint8Array): void {
+  onCancel(id: number, body: Uint8Array): void {
     const { reason, code } = parseCancel(body);
-    this.#incoming.cancel(id, reason, code === "deadline_exceeded");
+    this.#incoming.onCancel(id, reason, code === "deadline_exceeded");
   }
 
-  paramCancel(id: number): void {
-    this.#outgoing.paramCancel(id);
+  onParamCancel(id: number): void {
+    this.#outgoing.onParamCancel(id);
   }
 
-  resultItem(id: number, body: Uint8Array, frameBytes: number): void {
-    this.#outgoing.resultItem(id, body, frameBytes);
+  onResultItem(id: number, body: Uint8Array, frameBytes: number): void {
+    this.#outgoing.onResultItem(id, body, frameBytes);
   }
 
-  paramItem(id: number, body: Uint8Array, frameBytes: number): void {
-    this.#incoming.paramItem(id, body, frameBytes);
+  onParamItem(id: number, body: Uint8Array, frameBytes: number): void {
+    this.#incoming.onParamItem(id, body, frameBytes);
   }
 
-  resultEnd(id: number): void {
-    this.#outgoing.resultEnd(id);
+  onResultEnd(id: number): void {
+    this.#outgoing.onResultEnd(id);
   }
 
-  paramEnd(id: number): void {
-    this.#incoming.paramEnd(id);
+  onParamEnd(id: number): void {
+    this.#incoming.onParamEnd(id);
   }
 
-  paramCredit(id: number, bytes: number): void {
-    this.#outgoing.paramCredit(id, bytes);
+  onParamCredit(id: number, bytes: number): void {
+    this.#outgoing.onParamCredit(id, bytes);
   }
 
-  resultCredit(id: number, bytes: number): void {
-    this.#incoming.resultCredit(id, bytes);
+  onResultCredit(id: number, bytes: number): void {
+    this.#incoming.onResultCredit(id, bytes);
   }
 }
 

@@ -145,7 +145,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     return body;
   }
 
-  call(
+  sendCall(
     id: number,
     method: string,
     _streamParam: boolean,
@@ -167,7 +167,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     return undefined;
   }
 
-  cancel(id: number, reason: string): void {
+  sendCancel(id: number, reason: string): void {
     const cancel = this.#options.dialect.cancel;
     this.#notifyValue(cancel.method, cancel.param(id, reason));
     if (!cancel.answered) {
@@ -176,16 +176,16 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     }
   }
 
-  notify(method: string, _slot: CodecSlot, value: unknown): void {
+  sendNotify(method: string, _slot: CodecSlot, value: unknown): void {
     this.#notifyValue(method, value);
   }
 
   // ---------------------------------------------------------------- calls the peer starts
 
-  result(id: number, method: string, _slot: CodecSlot, value: unknown): void {
+  sendResult(id: number, method: string, _slot: CodecSlot, value: unknown): void {
     const json = JSON.stringify(value) ?? "null";
     if (json.length > this.#options.maxFrameBytes - 64) {
-      this.failCall(id, {
+      this.sendCallFailure(id, {
         name: "FrameTooLargeError",
         message: `The result of "${method}" (${json.length} characters) exceeds maxFrameBytes ` +
           `(${this.#options.maxFrameBytes})`,
@@ -196,11 +196,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     this.#answer(id, `,"result":${json}}`);
   }
 
-  resultError(id: number, error: unknown): void {
+  sendResultError(id: number, error: unknown): void {
     this.#answer(id, `,"error":${JSON.stringify(this.#errorObject(error))}}`);
   }
 
-  failCall(id: number, error: EngineError): void {
+  sendCallFailure(id: number, error: EngineError): void {
     if (error.code === "cancelled" && !this.#options.dialect.cancel.answered) {
       // Not answered (MCP): the caller forgot the request already.
       const batch = this.#forgetPeer(id);
@@ -217,12 +217,12 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 
   // ---------------------------------------------------------------- the connection
 
-  goodbye(code?: string): void {
+  sendGoodbye(code?: string): void {
     // JSON-RPC has no goodbye: closing gracefully is waiting for the calls in flight.
     if (code === undefined) queueMicrotask(this.#options.onGoodbye);
   }
 
-  ping(): void {}
+  sendPing(): void {}
 
   // ---------------------------------------------------------------- helpers
 

@@ -113,7 +113,7 @@ export class JsonRpcWire implements Wire {
       onWriteError: options.onWriteFailure,
       onGoodbye: () => {
         this.#closing = true;
-        this.#lifecycle.goodbye(undefined, undefined);
+        this.#lifecycle.onGoodbye(undefined, undefined);
       },
     });
   }
@@ -126,7 +126,7 @@ export class JsonRpcWire implements Wire {
 
   start(): void {
     const options = this.#options;
-    this.#lifecycle.established({
+    this.#lifecycle.onEstablished({
       version: 2,
       codec: "json",
       maxFrameBytes: options.maxFrameBytes,
@@ -252,7 +252,7 @@ export class JsonRpcWire implements Wire {
       return;
     }
     const handle = this.outbox.peerRequest(id, batch);
-    this.#incoming.call(handle, method, params, 0, false, undefined);
+    this.#incoming.onCall(handle, method, params, 0, false, undefined);
   }
 
   #notification(method: string, params: unknown): void {
@@ -261,16 +261,18 @@ export class JsonRpcWire implements Wire {
       const token = dialect.progress.token(params);
       const handle = token === undefined ? undefined : this.outbox.progressHandle(token);
       if (handle !== undefined) {
-        this.#outgoing.progress(handle, dialect.progress.value(params));
+        this.#outgoing.onProgress(handle, dialect.progress.value(params));
         return;
       }
     } else if (method === dialect.cancel.method) {
       const id = dialect.cancel.id(params);
       const handle = id === undefined ? undefined : this.outbox.peerHandle(id);
-      if (handle !== undefined) this.#incoming.cancel(handle, dialect.cancel.reason(params), false);
+      if (handle !== undefined) {
+        this.#incoming.onCancel(handle, dialect.cancel.reason(params), false);
+      }
       return;
     }
-    if (!this.#closing) this.#incoming.notify(method, params);
+    if (!this.#closing) this.#incoming.onNotify(method, params);
   }
 
   #response(fields: Record<string, unknown>, id: unknown): void {
@@ -287,8 +289,8 @@ export class JsonRpcWire implements Wire {
       }
       return;
     }
-    if (hasError) this.#outgoing.callError(id, fields.error);
-    else this.#outgoing.result(id, fields.result);
+    if (hasError) this.#outgoing.onCallError(id, fields.error);
+    else this.#outgoing.onResult(id, fields.result);
   }
 
   #invalid(id: JsonRpcId | null, why: string, batch: Batch | undefined): void {

@@ -176,7 +176,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 
   // ---------------------------------------------------------------- what the wire reports
 
-  call(
+  onCall(
     id: number,
     method: string,
     body: unknown,
@@ -219,7 +219,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     const outbox = this.wire.outbox;
     const handler = this.#handler(method);
     if (handler === undefined) {
-      outbox.failCall(id, {
+      outbox.sendCallFailure(id, {
         name: "MethodNotFoundError",
         message: `No method named "${method}"`,
         code: "method_not_found",
@@ -235,7 +235,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       try {
         param = this.wire.decode(codecs.param, body);
       } catch (error) {
-        outbox.failCall(id, {
+        outbox.sendCallFailure(id, {
           name: "InvalidParamError",
           message: `The param of "${method}" could not be decoded: ${messageOf(error)}`,
           code: "invalid_param",
@@ -267,7 +267,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
   }
 
-  notify(method: string, body: unknown): void {
+  onNotify(method: string, body: unknown): void {
     if (this.life.peerClosing) {
       const names = this.wire.names;
       throw new ProtocolError(`${names.notify} ("${method}") after the peer's ${names.goodbye}`);
@@ -302,7 +302,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
   }
 
-  paramItem(id: number, body: unknown, cost: number): void {
+  onParamItem(id: number, body: unknown, cost: number): void {
     const names = this.wire.names;
     const call = this.#peerCall(id, names.paramItem);
     if (call === undefined) return;
@@ -320,13 +320,13 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     if (!inbox.push(item, cost)) throw this.#creditError(id);
   }
 
-  paramEnd(id: number): void {
+  onParamEnd(id: number): void {
     const what = this.wire.names.paramEnd;
     const call = this.#peerCall(id, what);
     if (call !== undefined) this.#openInbox(call, what)?.end();
   }
 
-  paramError(id: number, body: unknown): void {
+  onParamError(id: number, body: unknown): void {
     const what = this.wire.names.paramError;
     const call = this.#peerCall(id, what);
     if (call === undefined) return;
@@ -334,11 +334,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     inbox?.fail(this.wire.decodeError(body, undefined), false);
   }
 
-  resultCredit(id: number, bytes: number): void {
+  onResultCredit(id: number, bytes: number): void {
     this.#peerCall(id, this.wire.names.resultCredit)?.resultCredit(bytes);
   }
 
-  cancel(id: number, reason: string | undefined, deadline: boolean): void {
+  onCancel(id: number, reason: string | undefined, deadline: boolean): void {
     const call = this.#peerCall(id, this.wire.names.cancel);
     if (call === undefined) return;
     if (deadline) {

@@ -138,7 +138,7 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
 
   // ---------------------------------------------------------------- what the wire reports
 
-  result(id: number, body: unknown): void {
+  onResult(id: number, body: unknown): void {
     const names = this.wire.names;
     const call = this.#ownCall(id, names.result);
     if (call.streaming) {
@@ -158,7 +158,7 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
     this.finished(call);
   }
 
-  callError(id: number, body: unknown): void {
+  onCallError(id: number, body: unknown): void {
     const call = this.#ownCall(id, this.wire.names.callError);
     if (call.state === SENT) {
       const error = this.wire.decodeError(body, call.method);
@@ -171,7 +171,7 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
     this.finished(call);
   }
 
-  resultItem(id: number, body: unknown, cost: number): void {
+  onResultItem(id: number, body: unknown, cost: number): void {
     const call = this.#ownCall(id, this.wire.names.resultItem);
     call.markStreaming();
     if (call.state !== SENT) return;
@@ -186,21 +186,21 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
     if (!call.data(item, cost)) throw this.#creditError(id);
   }
 
-  resultEnd(id: number): void {
+  onResultEnd(id: number): void {
     const call = this.#ownCall(id, this.wire.names.resultEnd);
     if (call.state === SENT) call.end();
     this.finished(call);
   }
 
-  paramCredit(id: number, bytes: number): void {
+  onParamCredit(id: number, bytes: number): void {
     this.#streamCall(id, this.wire.names.paramCredit)?.paramCredit(bytes);
   }
 
-  paramCancel(id: number): void {
+  onParamCancel(id: number): void {
     this.#streamCall(id, this.wire.names.paramCancel)?.stopParam();
   }
 
-  progress(id: number, value: unknown): void {
+  onProgress(id: number, value: unknown): void {
     this.calls.get(id)?.progress(value);
   }
 
