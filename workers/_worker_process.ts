@@ -44,7 +44,9 @@ export interface ProcessOptions {
 export class WorkerProcess<Api extends object> extends HeldWorker
   implements WorkerHandle<Api>, ProcessControl {
   readonly pid: number;
-  readonly thread = false;
+  get thread(): false {
+    return false;
+  }
   readonly name: string;
   readonly exited: Promise<Deno.CommandStatus>;
   /** The process's stdin/stdout as a transport; the channel's transport in stdio mode. */
@@ -55,8 +57,8 @@ export class WorkerProcess<Api extends object> extends HeldWorker
   /** Resolves with the status once the process has exited and its stderr is read. */
   readonly #status: Promise<Deno.CommandStatus>;
   #statusKnown = false;
-  #channel: Channel<Api> | undefined;
-  #remote: RemoteOf<Api> | undefined;
+  /** The channel to the worker and its remote, once opened. */
+  #link: { channel: Channel<Api>; remote: RemoteOf<Api> } | undefined;
   /** Set once close() was called: connection errors are then expected. */
   #closing = false;
   /** Why this side killed the worker, for WorkerExitedError. */
@@ -78,7 +80,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     } catch {
       // Closed already.
     }
-    if (this.#channel !== undefined) holdProcess(this.#channel, hold);
+    if (this.#link !== undefined) holdProcess(this.#link.channel, hold);
   });
 
   constructor(child: Deno.ChildProcess, options: ProcessOptions) {
@@ -110,7 +112,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
       return status;
     });
     this.exited = this.#status.then(async (status) => {
-      const channel = this.#channel;
+      const channel = this.#link?.channel;
       if (channel === undefined) {
         await this.stdio.abort();
         return status;
@@ -129,7 +131,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
   }
 
   get remote(): RemoteOf<Api> {
-    return this.#remote!;
+    return this.#link!.remote;
   }
 
   get stderrTail(): readonly string[] {
@@ -159,8 +161,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
         translate: (error) => this.#translate(error),
       },
     );
-    this.#channel = channel;
-    this.#remote = remote;
+    this.#link = { channel, remote };
     try {
       await channel.opened;
     } catch (error) {
@@ -175,7 +176,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     // A worker that is alive but failed the handshake gets no grace.
     const exitedAlready = await this.#exitsWithin(CONNECTION_LINGER_MS);
     if (!exitedAlready) this.#signal("SIGKILL");
-    await this.#channel?.abort(error);
+    await this.#link?.channel.abort(error);
     const status = await this.exited;
     // Text on stdout explains both the broken handshake and the exit.
     if (stdoutTextError(error) !== undefined) return this.#exitError(status, error);
@@ -187,12 +188,12 @@ export class WorkerProcess<Api extends object> extends HeldWorker
   }
 
   notify<K extends MethodName<Api>>(method: K, param: RemoteArgs<Api[K]>[0]): void {
-    this.#channel!.notify(method, param);
+    this.#link!.channel.notify(method, param);
   }
 
   async close(): Promise<Deno.CommandStatus> {
     this.#closing = true;
-    await this.#channel?.close();
+    await this.#link?.channel.close();
     return await this.exited;
   }
 
