@@ -119,3 +119,58 @@ export function natsServerTest(
     },
   });
 }
+
+/** A cluster of nats-servers on loopback, routed to each other. */
+export interface NatsCluster extends AsyncDisposable {
+  readonly nodes: NatsServer[];
+  /** Every node's `127.0.0.1:port`, for `connect({ servers })`. */
+  readonly urls: string[];
+  /** Stops every node that still runs. */
+  stop(): Promise<void>;
+}
+
+/** Starts `size` nats-servers routed into one cluster, and waits until each sees the others. */
+export async function startNatsCluster(size: number): Promise<NatsCluster> {
+  const routePorts = freePorts(size);
+  const nodes: NatsServer[] = [];
+  for (let i = 0; i < size; i++) {
+    const routes = routePorts.filter((_, j) => j !== i).map((p) => `"nats-route://127.0.0.1:${p}"`);
+    nodes.push(
+      await startNatsServer(
+        `server_name: "n${i}"\ncluster {\n  name: "conduit-test"\n  listen: "127.0.0.1:${
+          routePorts[i]
+        }"\n  routes: [${routes.join(", ")}]\n}\n`,
+      ),
+    );
+  }
+  // Routes form within a second or two: wait until a message published on one node reaches a
+  // subscriber on every other.
+  const probes = await Promise.all(nodes.map((node) => node.connect()));
+  for (let i = 0; i < size; i++) {
+    for (let j = 0; j < size; j++) {
+      if (i === j) continue;
+      const subject = `cluster.probe.${i}.${j}`;
+      const got = Promise.withResolvers<void>();
+      const sub = probes[j].subscribe(subject, { callback: () => got.resolve() });
+      await probes[j].flush();
+      const timer = setInterval(() => probes[i].publish(subject), 50);
+      const deadline = setTimeout(() => got.reject(new Error("the cluster did not form")), 10_000);
+      await got.promise.finally(() => (clearInterval(timer), clearTimeout(deadline)));
+      sub.unsubscribe();
+    }
+  }
+  await Promise.all(probes.map((nc) => nc.close()));
+  const stop = () => Promise.all(nodes.map((node) => node.stop())).then(() => {});
+  return { nodes, urls: nodes.map((node) => node.url), stop, [Symbol.asyncDispose]: stop };
+}
+
+/** Ports free on loopback now (held open together, so they differ, then released). */
+function freePorts(count: number): number[] {
+  const listeners = Array.from(
+    { length: count },
+    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+  );
+  const ports = listeners.map((listener) => (listener.addr as Deno.NetAddr).port);
+  for (const listener of listeners) listener.close();
+  return ports;
+}

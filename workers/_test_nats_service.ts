@@ -4,6 +4,7 @@
 // under it, without a word to its peers, as when its process dies).
 
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { CallContext } from "../channel/call_context.ts";
 import { type Channel, openChannel } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import { listenNats } from "../transports/nats.ts";
@@ -12,12 +13,23 @@ import { listenNats } from "../transports/nats.ts";
 export interface TestServiceApi {
   /** Waits `ms`, then answers which instance ran call `n`. */
   work(param: { n: number; ms: number }): { instance: string; n: number };
+  /**
+   * Like `work`, with an effect that must happen once per call: it is applied once per call key
+   * (`ctx.key`) in the `ledger` the instances share, however often the call runs.
+   */
+  charge(param: { n: number; ms: number }): { instance: string; n: number };
   /** The same, but not marked retryable by the tests. */
   once(param: { n: number; ms: number }): { instance: string; n: number };
   /** Streams 0 to `count - 1`, tagged with the instance. */
   items(count: number): AsyncIterable<string>;
   /** Adds up a stream of numbers from the caller. */
   total(values: AsyncIterable<number>): Promise<{ instance: string; total: number }>;
+}
+
+/** What the instances of one test share: per call key, its runs and its effects applied. */
+export interface Ledger {
+  runs: Map<string, number>;
+  effects: Map<string, number>;
 }
 
 /** A running instance. */
@@ -40,6 +52,7 @@ export async function startTestService(
   nc: NatsConnection,
   subject: string,
   instance: string,
+  ledger: Ledger = { runs: new Map(), effects: new Map() },
 ): Promise<TestService> {
   const listener = await listenNats(nc, subject, { queue: subject, instance, heartbeat: 100 });
   const answered: number[] = [];
@@ -59,6 +72,15 @@ export async function startTestService(
   const handlers = {
     work: run,
     once: run,
+    async charge(param: { n: number; ms: number }, ctx: CallContext) {
+      // Without a key each run is a new effect, as it would be for a real handler.
+      const key = ctx.key ?? `unkeyed:${crypto.randomUUID()}`;
+      ledger.runs.set(key, (ledger.runs.get(key) ?? 0) + 1);
+      const answer = await run(param);
+      // The de-duplication a handler does by key: the effect once, however often it runs.
+      if (!ledger.effects.has(key)) ledger.effects.set(key, param.n);
+      return answer;
+    },
     async *items(count: number) {
       for (let i = 0; i < count; i++) yield `${instance}:${i}`;
     },
