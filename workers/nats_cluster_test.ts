@@ -53,7 +53,7 @@ async function setUp(cluster: NatsCluster): Promise<Run> {
   ]);
   const pool = new NatsServicePool<TestServiceApi>(connections[2], "pay", {
     codec: jsonCodec(),
-    retryable: ["charge"],
+    retryable: ["charge", "total"],
     maxAttempts: 4,
     transport: { heartbeat: 100 },
   });
@@ -142,3 +142,26 @@ clusterTest("the client's own node killed mid-run: it reconnects, no call lost",
   console.log(`  the client reconnected ${Math.round(after)} ms after its node died`);
   assert.ok(reconnected > 0, "the client never reconnected");
 });
+
+clusterTest(
+  "an upload whose receiver's node dies is sent whole again from its source",
+  async (run) => {
+    let attempt = 0;
+    /** 1..2000, slowly enough that the kill lands mid-upload on the first attempt. */
+    async function* numbers(first: boolean): AsyncGenerator<number> {
+      for (let n = 1; n <= 2000; n++) {
+        if (first && n === 200) {
+          const receiver = run.services.find((s) => s.uploads.started > 0)!;
+          Deno.kill(run.cluster.nodes[run.services.indexOf(receiver)].pid, "SIGKILL");
+          await receiver.crash();
+        }
+        if (n % 100 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        yield n;
+      }
+    }
+    const answer = await run.pool.remote.total(() => numbers(attempt++ === 0), { timeout: 20_000 });
+    assert.equal(answer.total, 2000 * 2001 / 2);
+    assert.equal(attempt, 2);
+    console.log(`  upload of 2,000 numbers: ${attempt} attempts, total ${answer.total} (checked)`);
+  },
+);
