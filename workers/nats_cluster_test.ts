@@ -165,3 +165,40 @@ clusterTest(
     console.log(`  upload of 2,000 numbers: ${attempt} attempts, total ${answer.total} (checked)`);
   },
 );
+
+clusterTest("a download while another instance's node dies arrives whole", async (run) => {
+  const count = 3000;
+  const items: string[] = [];
+  for await (const item of run.pool.remote.items(count)) {
+    items.push(item);
+    if (items.length === 100) {
+      const other = run.services.findIndex((s) => !item.startsWith(`${s.instance}:`));
+      Deno.kill(run.cluster.nodes[other].pid, "SIGKILL");
+    }
+  }
+  const instance = items[0].split(":")[0];
+  assert.deepEqual(items, Array.from({ length: count }, (_, i) => `${instance}:${i}`));
+  console.log(`  download across the other node's death: ${items.length} of ${count}, whole`);
+});
+
+clusterTest(
+  "a download whose instance dies mid-stream: a typed error, never cut short",
+  async (run) => {
+    // Stream calls are not retried: the caller gets a typed error, never a short success.
+    // Far more than one credit window of items: the producer is still sending when it dies.
+    const count = 200_000;
+    const items: string[] = [];
+    const error = await (async () => {
+      for await (const item of run.pool.remote.items(count)) {
+        items.push(item);
+        if (items.length === 100) {
+          const owner = item.split(":")[0];
+          await run.services.find((s) => s.instance === owner)!.crash();
+        }
+      }
+    })().then(() => undefined, (e) => e);
+    assert.ok(error instanceof Error, `a download of ${items.length} items ended as a success`);
+    assert.ok(items.length >= 100 && items.length < count, `${items.length} items`);
+    console.log(`  download whose instance died: ${error.name} after ${items.length} items`);
+  },
+);
