@@ -108,3 +108,11 @@ Deno.test("readFrame: a malformed split frame still throws ProtocolError", () =>
     ProtocolError,
   );
 });
+
+Deno.test("readFrame: an AUTH after the handshake is named as such, not an unknown kind", () => {
+  assert.throws(
+    () => read(new Uint8Array([0x05, ...new Uint8Array(32)])),
+    (error: unknown) =>
+      error instanceof ProtocolError && /AUTH after the handshake/.test(error.message),
+  );
+});
