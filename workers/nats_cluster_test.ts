@@ -116,8 +116,9 @@ clusterTest("a service process killed mid-run: no retryable call lost", async (r
 });
 
 clusterTest("a service's node killed mid-run: no retryable call lost", async (run) => {
-  await callThrough(run, async () => {
+  await callThrough(run, () => {
     Deno.kill(run.cluster.nodes[0].pid, "SIGKILL");
+    return Promise.resolve();
   });
 });
 
@@ -133,9 +134,10 @@ clusterTest("the client's own node killed mid-run: it reconnects, no call lost",
     }
   })();
   let killedAt = 0;
-  await callThrough(run, async () => {
+  await callThrough(run, () => {
     killedAt = performance.now();
     Deno.kill(run.cluster.nodes[2].pid, "SIGKILL");
+    return Promise.resolve();
   });
   await watching;
   const after = reconnected - killedAt;
