@@ -56,10 +56,17 @@ export class ConduitAuth {
 
   /** The peer's HELLO passed its checks: starts the step, or refuses its `auth`. */
   start(auth: HelloAuth | undefined, hellos: AuthHellos, host: AuthHost): void {
+    if (auth === undefined) {
+      this.#done = true;
+      return host.onRefused(
+        "auth_required",
+        "This side requires authentication with a shared secret and the peer offered none",
+      );
+    }
     const problem = this.#problem(auth);
     if (problem !== undefined) {
       this.#done = true;
-      return host.onRefused(problem === NONE ? "auth_required" : "auth_failed", problem);
+      return host.onRefused("auth_failed", problem);
     }
     this.#host = host;
     this.#transcript = this.role === "initiator"
@@ -100,9 +107,8 @@ export class ConduitAuth {
     host.onEstablished();
   }
 
-  /** Why the peer's `auth` is refused before any proof: a message, {@link NONE}, or nothing. */
-  #problem(auth: HelloAuth | undefined): string | undefined {
-    if (auth === undefined) return NONE;
+  /** Why the peer's `auth` fails before any proof is checked, or nothing. */
+  #problem(auth: HelloAuth): string | undefined {
     if (auth.method === RETIRED_AUTH_METHOD) {
       return `The peer offered "${RETIRED_AUTH_METHOD}", the retired handshake that could be ` +
         `turned into a signing oracle: upgrade it to a conduit that speaks "${AUTH_METHOD}"`;
@@ -132,6 +138,3 @@ export class ConduitAuth {
     this.#host!.onRefused("auth_failed", message);
   }
 }
-
-/** The problem of a HELLO that asks for no authentication at all. */
-const NONE = "This side requires authentication with a shared secret and the peer offered none";
