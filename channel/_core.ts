@@ -70,6 +70,22 @@ export function holdProcess(channel: object, hold: boolean): void {
   cores.get(channel)?.holdProcess(hold);
 }
 
+/**
+ * Ends `channel`'s handshake with GOODBYE `code` (`serve()` dropping it for a newer connection);
+ * nothing once the handshake is over.
+ */
+export function refuseHandshake(channel: object, code: string, message: string): void {
+  cores.get(channel)?.onRefused(code, message, true);
+}
+
+/**
+ * Whether `channel` has received any bytes from its peer: `serve()` drops a connection that
+ * has sent nothing before one that is in the middle of its handshake.
+ */
+export function heardFrom(channel: object): boolean {
+  return (cores.get(channel)?.heardFrom) ?? false;
+}
+
 /** The channel's engine (one per connection). */
 export class ChannelCore implements LifecycleEvents {
   /** The peer's HELLO, once the handshake succeeded. */
@@ -162,6 +178,11 @@ export class ChannelCore implements LifecycleEvents {
       }, handshakeTimeout),
     );
     this.#reading = this.#readLoop();
+  }
+
+  /** Whether any bytes came from the peer. */
+  get heardFrom(): boolean {
+    return this.#deadlines.receivedAt > 0;
   }
 
   /** Settles when the handshake succeeds or fails. */

@@ -33,6 +33,7 @@
 import { integerOption, positiveOption } from "../_options.ts";
 import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "../transports/types.ts";
+import { heardFrom, refuseHandshake } from "./_core.ts";
 import { type AuthOptions, Channel, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
 
@@ -61,17 +62,19 @@ export const DEFAULT_MAX_CONNECTIONS = 200;
 export const DEFAULT_IDLE_TIMEOUT: number = 5 * 60_000;
 
 /**
- * The default {@linkcode ServeOptions.maxHandshakes}: 64 connections in their handshake at once.
+ * The default {@linkcode ServeOptions.maxHandshakes}: 128 connections in their handshake at once.
  *
  * A connection that has not finished its handshake has proved nothing, so these get a smaller
  * share of {@linkcode DEFAULT_MAX_CONNECTIONS}: silent connections never take the slots of
  * authenticated ones. When the share is full, a new connection takes the place of the oldest
- * handshaking one as soon as that one has had half a second, so connections that never send a
- * HELLO cannot keep out a client that does (its handshake takes a round trip, two with `auth`);
- * the half second lets a burst of good clients connecting together wait in the backlog rather
- * than push each other out.
+ * handshaking one as soon as that one has sent nothing for 100 ms, or has been in its handshake
+ * for half a second: a client sends its HELLO as soon as it is connected, so connections that
+ * never send one cannot keep out a client that does (with the share full of them, a new client
+ * waits for about `maxHandshakes` of them per 100 ms ahead of it in the backlog); the half second
+ * lets a burst of good clients connecting together wait in the backlog rather than push each
+ * other out.
  */
-export const DEFAULT_MAX_HANDSHAKES = 64;
+export const DEFAULT_MAX_HANDSHAKES = 128;
 
 /**
  * The default {@linkcode ServeOptions.handshakeTimeout} of a served connection: 5 s, half a
@@ -91,6 +94,21 @@ export const DEFAULT_SERVE_HANDSHAKE_TIMEOUT = 5_000;
  * the server reads it within this even when a burst of clients keeps it busy.
  */
 const HANDSHAKE_GRACE_MS = 500;
+
+/**
+ * How long a connection that has sent nothing keeps its place in its handshake when
+ * `maxHandshakes` or `maxConnections` is reached. A client sends its HELLO as soon as it is
+ * connected, before the server accepts it, so a good client's bytes are read within this even
+ * on a loaded server; a flood of connections that never speak is dropped at this pace. Not for
+ * TLS, whose own handshake comes first: there every connection has the full grace.
+ */
+const SILENT_GRACE_MS = 100;
+
+/** A connection in its handshake: when it began, and how long it may stay silent if need be. */
+interface Handshaking {
+  readonly since: number;
+  readonly silentGrace: number;
+}
 
 /** How long the accept loop waits after a failed accept (e.g. out of file descriptors). */
 const ACCEPT_RETRY_MS = 100;
@@ -151,11 +169,12 @@ export interface ServeOptions<
   /**
    * The most connections held at once that have not finished their handshake (part of
    * `maxConnections`). A new connection that comes with this many in their handshake takes
-   * the place of the oldest of them once that one has been in its handshake for half a second
+   * the place of the oldest of them once that one has sent nothing for 100 ms (on TLS, whose
+   * own handshake comes first, half a second) or has been in its handshake for half a second
    * (until then it waits, unless a handshake ends); the one dropped is reported to `onError`.
    * So a flood of connections that never send a HELLO cannot keep out a client that does.
    *
-   * @default {DEFAULT_MAX_HANDSHAKES} (64)
+   * @default {DEFAULT_MAX_HANDSHAKES} (128)
    */
   maxHandshakes?: number;
   /**
@@ -280,10 +299,15 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   readonly #channelOptions: ChannelOptions<Local>;
   readonly #maxConnections: number;
   readonly #maxHandshakes: number;
+  /**
+   * How long a connection that has sent nothing keeps its place when one must be dropped:
+   * {@linkcode SILENT_GRACE_MS}, or the full grace where the first bytes come late (TLS).
+   */
+  readonly #silentGrace: number;
   /** Each connection held, and when it is released (its `closed` settled and handled). */
   readonly #held = new Map<Channel<Remote>, Promise<void>>();
   /** The connections held that are still in their handshake, oldest first, and when each began. */
-  readonly #handshaking = new Map<Channel<Remote>, number>();
+  readonly #handshaking = new Map<Channel<Remote>, Handshaking>();
   readonly #finished = Promise.withResolvers<void>();
   readonly #stopping = Promise.withResolvers<void>();
   #closing: Promise<void> | undefined;
@@ -308,6 +332,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       options.maxHandshakes ?? DEFAULT_MAX_HANDSHAKES,
       1,
     );
+    this.#silentGrace = listener.encryption === "tls" ? HANDSHAKE_GRACE_MS : SILENT_GRACE_MS;
     const {
       maxConnections: _,
       maxHandshakes: __,
@@ -384,12 +409,12 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
         clearTimeout(timer);
         continue;
       }
-      await this.#makeRoom();
+      const pressed = await this.#makeRoom();
       if (this.#closing !== undefined) {
         await transport.abort().catch(() => {});
         return;
       }
-      this.#open(transport);
+      this.#open(transport, pressed);
     }
   }
 
@@ -399,47 +424,72 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
   }
 
   /**
-   * Makes room for an accepted connection within both caps: drops the connection that has been
-   * in its handshake longest once it has had {@linkcode HANDSHAKE_GRACE_MS}, and waits until it
-   * has, or until a connection ends. The oldest, not a random one nor the new one: a client
-   * that answers at once gets in while silent ones push each other out. The grace keeps a
-   * burst of good clients (a thousand reconnecting at once) from pushing each other out: they
-   * wait in the backlog instead, as they would for `maxConnections`.
+   * Makes room for an accepted connection within both caps: drops the oldest connection in its
+   * handshake whose grace is over, and waits until one's is, or until a connection ends. A
+   * connection let in by dropping another that has sent nothing has {@linkcode SILENT_GRACE_MS}:
+   * a client sends its HELLO as soon as it connects, so its bytes are waiting when the server
+   * accepts it; any other has {@linkcode HANDSHAKE_GRACE_MS}. Returns whether it dropped one
+   * (the new connection is let in under pressure). The oldest, not a
+   * random one nor the new one: a client that answers at once gets in while silent ones push
+   * each other out. The grace keeps a burst of good clients (a thousand reconnecting at once)
+   * from pushing each other out: they wait in the backlog instead, as for `maxConnections`.
    */
-  async #makeRoom(): Promise<void> {
+  async #makeRoom(): Promise<boolean> {
+    let pressed = false;
     while (this.#closing === undefined) {
       const full = this.#held.size >= this.#maxConnections;
-      if (!full && this.#handshaking.size < this.#maxHandshakes) return;
-      const [oldest] = this.#handshaking;
-      if (oldest === undefined) {
+      if (!full && this.#handshaking.size < this.#maxHandshakes) return pressed;
+      if (this.#handshaking.size === 0) {
         // Handshakes that ended while accept() waited filled the server with open
         // connections: this one waits (as it would have in the backlog) until one closes.
         await this.#room.promise;
         continue;
       }
-      const [channel, since] = oldest;
-      const wait = since + HANDSHAKE_GRACE_MS - performance.now();
-      if (wait > 0) {
+      const drop = this.#nextToDrop(performance.now());
+      if (typeof drop === "number") {
         let timer: ReturnType<typeof setTimeout> | undefined;
         await Promise.race([
           this.#room.promise,
-          new Promise<void>((resolve) => timer = setTimeout(resolve, wait)),
+          new Promise<void>((resolve) => timer = setTimeout(resolve, drop)),
         ]);
         clearTimeout(timer);
         continue;
       }
-      this.#handshaking.delete(channel);
-      channel.abort(
-        new Error(
-          `Dropped during its handshake for a newer connection: maxHandshakes (${this.#maxHandshakes}) or maxConnections (${this.#maxConnections}) reached`,
-        ),
+      this.#handshaking.delete(drop);
+      pressed = true;
+      refuseHandshake(
+        drop,
+        "server_busy",
+        `Dropped during its handshake for a newer connection: maxHandshakes (${this.#maxHandshakes}) or maxConnections (${this.#maxConnections}) reached`,
       );
       // Below maxConnections once it is released, not before.
-      if (full) await this.#held.get(channel);
+      if (full) await this.#held.get(drop);
     }
+    return pressed;
   }
 
-  #open(transport: Transport): void {
+  /**
+   * The oldest connection in its handshake whose grace is over, or how many milliseconds until
+   * one's is.
+   */
+  #nextToDrop(now: number): Channel<Remote> | number {
+    let wait = HANDSHAKE_GRACE_MS;
+    for (const [channel, { since, silentGrace }] of this.#handshaking) {
+      const grace = heardFrom(channel) ? HANDSHAKE_GRACE_MS : silentGrace;
+      const left = since + grace - now;
+      if (left <= 0) return channel;
+      if (left < wait) wait = left;
+    }
+    return wait;
+  }
+
+  /**
+   * Opens a channel on an accepted connection. `pressed`: it was let in by dropping another,
+   * so it has only {@linkcode SILENT_GRACE_MS} to speak; the first ones of a burst, let in while
+   * there was room, have the full grace (a client busy opening many connections may be slow to
+   * write its HELLOs).
+   */
+  #open(transport: Transport, pressed: boolean): void {
     const connection = new AcceptedConnection(++this.#nextId);
     const handlers = this.#options.handlers;
     let channel: Channel<Remote>;
@@ -454,7 +504,10 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       transport.abort(error).catch(() => {});
       return;
     }
-    this.#handshaking.set(channel, performance.now());
+    this.#handshaking.set(channel, {
+      since: performance.now(),
+      silentGrace: pressed ? this.#silentGrace : HANDSHAKE_GRACE_MS,
+    });
     channel.opened.then(() => {
       this.#handshakeEnded(channel);
       if (this.#closing !== undefined) {

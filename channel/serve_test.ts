@@ -6,6 +6,8 @@ import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.
 import type { Transport } from "../transports/types.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { openChannel } from "./channel.ts";
+import { HandshakeError } from "./errors.ts";
+import { helloBody as rawHelloBody, RawPeer } from "./_test_raw_peer.ts";
 import {
   DEFAULT_IDLE_TIMEOUT,
   DEFAULT_MAX_CONNECTIONS,
@@ -268,7 +270,7 @@ async function silentFlood(
 
 for (const kind of ["tcp", "unix"] as const) {
   Deno.test(`serve over ${kind}: silent connections filling maxHandshakes do not keep a good client out`, async () => {
-    assert.equal(DEFAULT_MAX_HANDSHAKES, 64);
+    assert.equal(DEFAULT_MAX_HANDSHAKES, 128);
     await silentFlood(kind, 4, { maxHandshakes: 4 });
   });
 
@@ -280,6 +282,102 @@ for (const kind of ["tcp", "unix"] as const) {
     await silentFlood(kind, 4, { maxConnections: 4 });
   });
 }
+
+Deno.test("serve: under pressure a silent newcomer is dropped before an older one that spoke, with GOODBYE server_busy", async () => {
+  const { dir, path } = await tempSocket();
+  const secret = "a secret of the test, 32 bytes or more";
+  const errors: unknown[] = [];
+  const handlers = { echo: (n: number) => n };
+  const server = serve(await listenUnix(path), {
+    codec,
+    handlers,
+    auth: { secret },
+    maxHandshakes: 2,
+    handshakeTimeout: 60_000,
+    onError: (error) => errors.push(error),
+  });
+  // Two silent connections fill the share while there is room: each has half a second.
+  const first = [new RawPeer(await connectUnix(path)), new RawPeer(await connectUnix(path))];
+  // Behind them wait one that says HELLO (asking for auth) at once and then nothing, and one
+  // that says nothing. Each gets in by dropping one of the first two, under pressure: the one
+  // that spoke keeps half a second, the silent one has 100 ms.
+  const spoken = new RawPeer(await connectUnix(path));
+  const nonce = Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16))
+    .map((hex) => hex.padStart(2, "0")).join("");
+  const auth = { method: "hmac-sha256-v2", nonce, role: "initiator" };
+  await spoken.send({ kind: "hello", body: rawHelloBody({ auth }) });
+  const silent = new RawPeer(await connectUnix(path));
+  // A good client behind them all takes the silent newcomer's place, not the older one's.
+  const client = await openChannel<typeof handlers>(await connectUnix(path), {
+    codec,
+    auth: { secret },
+  });
+  assert.equal(await client.remote.echo(5), 5);
+  for (const dropped of [...first, silent]) {
+    const goodbye = await dropped.goodbye();
+    assert.equal(goodbye.code, "server_busy");
+    assert.match(String(goodbye.reason), /maxHandshakes \(2\)/);
+    await dropped.ended();
+  }
+  // The one that spoke is still held, in its handshake.
+  assert.equal(server.connections, 2);
+  const causes = errors.map((error) => (error as Error).cause);
+  assert.equal(causes.length, 3);
+  for (const cause of causes) {
+    assert.ok(cause instanceof HandshakeError);
+    assert.equal(cause.code, "server_busy");
+  }
+  await client.close();
+  await server.close();
+  await spoken.ended(); // failed by the server's close
+  await Promise.all([spoken, silent, ...first].map((peer) => peer.close()));
+  await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("serve: a client dropped in its handshake is told server_busy", async () => {
+  const { dir, path } = await tempSocket();
+  const secret = "a secret of the test, 32 bytes or more";
+  const server = serve(await listenUnix(path), {
+    codec,
+    handlers: {},
+    auth: { secret },
+    maxHandshakes: 1,
+    handshakeTimeout: 60_000,
+  });
+  // A channel whose HELLO never leaves: its transport's writes are held until it is dropped.
+  const raw = await connectUnix(path);
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => release = resolve);
+  const writer = raw.writable.getWriter();
+  const stalled: Transport = {
+    readable: raw.readable,
+    writable: new WritableStream({
+      async write(chunk, controller) {
+        const aborted = new Promise((resolve) => {
+          controller.signal.addEventListener("abort", resolve, { once: true });
+        });
+        if (await Promise.race([held.then(() => false), aborted.then(() => true)])) return;
+        await writer.write(chunk).catch(() => {});
+      },
+    }),
+    // Ending it ends the stall as a socket's end fails its pending write.
+    close: () => (release(), raw.close()),
+    abort: (reason) => (release(), raw.abort(reason)),
+    [Symbol.asyncDispose]: () => (release(), raw.close()),
+  };
+  const stalledClient = openChannel(stalled, { codec, auth: { secret }, handshakeTimeout: 60_000 });
+  const newcomer = await connectUnix(path); // takes the stalled one's place after 100 ms
+  const error = await stalledClient.then(
+    () => assert.fail("the stalled client got in"),
+    (error: unknown) => error,
+  );
+  assert.ok(error instanceof HandshakeError, String(error));
+  assert.equal(error.code, "server_busy");
+  assert.match(error.message, /Dropped during its handshake for a newer connection/);
+  await newcomer.close();
+  await server.close();
+  await Deno.remove(dir, { recursive: true });
+});
 
 Deno.test("serve: a connection that sends no HELLO is closed after handshakeTimeout", async () => {
   assert.equal(DEFAULT_SERVE_HANDSHAKE_TIMEOUT, 5_000);
