@@ -49,7 +49,6 @@ const ALLOWED: Record<string, string> = {
   // the channel's process handle; the shown types keep each entrypoint's docs complete.
   "workers/* -> channel/_remote.ts": "the one remote proxy",
   "workers/* -> channel/_call_result.ts": "the call objects pools wrap",
-  "workers/* -> channel/_core.ts": "holdProcess",
   "workers/* -> channel/_shown_types.ts": "types shown by each entrypoint",
 };
 

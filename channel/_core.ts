@@ -59,16 +59,8 @@ const EARLY_WRITE_FRAMES = 32;
 /** How long a failing channel waits to flush its goodbye before dropping the transport. */
 const FAILURE_FLUSH_MS = 1000;
 
-/** Each channel's engine, for what the workers layer asks of it beyond the public API. */
+/** Each channel's engine, for what serve() asks of it beyond the public API. */
 const cores = new WeakMap<object, ChannelCore>();
-
-/**
- * Whether `channel`'s timers (deadlines, heartbeat) keep the process alive: an unref'd
- * worker lets go of them while it is idle.
- */
-export function holdProcess(channel: object, hold: boolean): void {
-  cores.get(channel)?.holdProcess(hold);
-}
 
 /**
  * Ends `channel`'s handshake with GOODBYE `code` (`serve()` dropping it for a newer connection);

@@ -561,6 +561,41 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   }
 
   /**
+   * Lets the channel's own timers (call deadlines, the heartbeat, the idle timeout) stop
+   * keeping the process alive, as `Deno.unrefTimer` does for a timer; {@linkcode ref} undoes
+   * it. The transport keeps the process alive through its own handle (`Deno.Conn.unref()`):
+   * a program that lets an idle connection end with its process unrefs both. Workers do this
+   * for `WorkerHandle.unref()`.
+   *
+   * @example Unref'd timers, then ref'd again
+   * ```ts
+   * import { openChannel } from "@conduit/ipc/channel";
+   * import { jsonCodec } from "@conduit/ipc/codecs/json";
+   * import { memoryPair } from "@conduit/ipc/transports/memory";
+   * import assert from "node:assert/strict";
+   *
+   * const [a, b] = memoryPair();
+   * const handlers = { echo: (n: number) => n };
+   * const [client, server] = await Promise.all([
+   *   openChannel<typeof handlers>(a, { codec: jsonCodec() }),
+   *   openChannel(b, { codec: jsonCodec(), handlers }),
+   * ]);
+   * client.unref();
+   * assert.equal(await client.remote.echo(1, { timeout: 1000 }), 1);
+   * client.ref();
+   * await Promise.all([client.close(), server.closed]);
+   * ```
+   */
+  unref(): void {
+    this.#core.holdProcess(false);
+  }
+
+  /** Makes the channel's timers keep the process alive again (the default); see {@linkcode unref}. */
+  ref(): void {
+    this.#core.holdProcess(true);
+  }
+
+  /**
    * Closes gracefully: sends GOODBYE, starts no new calls (queued ones fail), lets in-flight
    * calls in both directions finish up to `drainTimeout`, then closes the transport.
    *

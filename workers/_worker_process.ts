@@ -5,7 +5,6 @@
 
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
-import { holdProcess } from "../channel/_core.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { StderrLines } from "../transports/_stderr_lines.ts";
 import { ChildProcessTransport } from "../transports/_child_process.ts";
@@ -80,7 +79,8 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     } catch {
       // Closed already.
     }
-    if (this.#link !== undefined) holdProcess(this.#link.channel, hold);
+    if (hold) this.#link?.channel.ref();
+    else this.#link?.channel.unref();
   });
 
   constructor(child: Deno.ChildProcess, options: ProcessOptions) {

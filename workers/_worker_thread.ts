@@ -5,7 +5,6 @@
 // code 0 otherwise.
 
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
-import { holdProcess } from "../channel/_core.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { workerTransport } from "../transports/web_worker.ts";
@@ -44,7 +43,8 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   #stopReason: string | undefined;
   protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
     holdWorker(this.#worker, hold);
-    if (this.#channel !== undefined) holdProcess(this.#channel, hold);
+    if (hold) this.#channel?.ref();
+    else this.#channel?.unref();
   });
 
   constructor(module: URL, options: ThreadOptions) {
