@@ -42,9 +42,13 @@ for (const entry of ["mod.ts", "workers/mod.ts"]) {
   });
 }
 
-Deno.test("module graph: workers/serve_worker.ts loads the worker's side and not the parent's", async () => {
+Deno.test("module graph: workers/serve_worker.ts loads the worker's side, not the parent's, and no npm package", async () => {
   const modules = await loaded(new URL("workers/serve_worker.ts", root).pathname);
   assert.ok(modules.has("workers/_serve.ts"));
+  // Its default codec, the structured one, is conduit's own MessagePack.
+  assert.ok(modules.has("codecs/structured.ts"));
+  const npm = [...modules].filter((specifier) => specifier.startsWith("npm:"));
+  assert.deepEqual(npm, [], `loads ${npm.join(", ")}`);
   assert.ok(modules.has("transports/stdio_child.ts"));
   for (const module of PARENT_SIDE) assert.ok(!modules.has(module), `loads ${module}`);
 });

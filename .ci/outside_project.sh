@@ -77,7 +77,7 @@ deno eval --quiet "
   }
   for (const [name, target] of Object.entries(config.imports)) {
     imports[name] = target;
-    // Subpath imports of a package (e.g. @msgpack/msgpack/dist.esm/index.mjs) need this form.
+    // Subpath imports of a package (e.g. apache-arrow/util/buffer) need this form.
     if (target.startsWith('npm:')) imports[name + '/'] = 'npm:/' + target.slice(4) + '/';
   }
   await Deno.writeTextFile('$work/import-map/deno.json', JSON.stringify({ imports }, null, 2));

@@ -17,7 +17,7 @@
  * | `Map` | extension type {@linkcode MSGPACK_EXT_MAP} (`1`): a MessagePack array `[k0, v0, k1, v1, …]` | a `Map` |
  * | `Set` | extension type {@linkcode MSGPACK_EXT_SET} (`2`): a MessagePack array of the members | a `Set` |
  * | `bigint` | extension type {@linkcode MSGPACK_EXT_BIGINT} (`0x42`): minimal big-endian two's complement, the layout msgpackr uses (option `bigint: "int"` writes a plain int when one holds it) | a `bigint` |
- * | other extension types | — | `ExtData`, which encodes back unchanged |
+ * | other extension types | — | {@linkcode ExtData}, which encodes back unchanged |
  *
  * A `bigint` keeps its extension by default even when small, because a plain int decodes as a
  * number when it is safe (which is what a peer in another language means by it): `5n` would
@@ -47,16 +47,13 @@
  * @module
  */
 
-// The ESM build's modules, named explicitly: the package's main entry resolves to its CommonJS
-// build in Deno, which loads far slower (it dominated a worker's spawn-to-first-reply:
-// `bench/ab_engine.ts` case `spawn`).
-import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
-import { encodeTimestampExtension, EXT_TIMESTAMP } from "@msgpack/msgpack/dist.esm/timestamp.mjs";
 import { CodecError } from "../errors.ts";
 import {
   bigintToBytes,
   bytesToBigint,
   decodeTimestamp,
+  encodeTimestamp,
+  ExtData,
   type SubMillisecond,
 } from "./_msgpack_ext.ts";
 import { MsgpackReader, type ReaderOptions } from "./_msgpack_reader.ts";
@@ -64,6 +61,10 @@ import { MsgpackWriter } from "./_msgpack_writer.ts";
 import type { Codec } from "./types.ts";
 
 export type { Codec };
+export { ExtData };
+
+/** The MessagePack spec's timestamp extension type: -1. */
+const EXT_TIMESTAMP = -1;
 
 /** The codec's `name` on the wire: `"msgpack"`. */
 export const MSGPACK_CODEC_NAME = "msgpack";
@@ -138,8 +139,9 @@ export interface MsgpackCodecOptions {
 /**
  * Creates a MessagePack codec. Each instance keeps its own reusable encoder and decoder (and
  * their scratch buffer), so create one per channel rather than one per message; an instance
- * is not re-entrant across threads but serves any number of messages. Its bytes are those of
- * `@msgpack/msgpack`'s own `Encoder` (unless `bigint: "int"`); decoding is conduit's own.
+ * is not re-entrant across threads but serves any number of messages. It is conduit's own
+ * (no npm package); its bytes are those `@msgpack/msgpack`'s `Encoder` writes for the same
+ * values (unless `bigint: "int"`), which the tests check.
  *
  * @typeParam T The values this codec carries.
  * @param options Limits, and the choices for values other implementations send.
@@ -253,7 +255,7 @@ class _MsgpackCodec<T> implements Codec<T> {
       if (Number.isNaN(object.getTime())) {
         throw new RangeError("An invalid Date has no MessagePack timestamp");
       }
-      return new ExtData(EXT_TIMESTAMP, encodeTimestampExtension(object) as Uint8Array);
+      return new ExtData(EXT_TIMESTAMP, encodeTimestamp(object));
     }
     if (object instanceof Map) {
       const items = new Array(object.size * 2);

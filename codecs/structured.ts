@@ -60,10 +60,9 @@
  * @module
  */
 
-import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
 import { RemoteError } from "../errors.ts";
 import { CodecError } from "../errors.ts";
-import { msgpackCodec } from "./msgpack.ts";
+import { ExtData, msgpackCodec } from "./msgpack.ts";
 import {
   ERROR,
   INVALID_DATE,

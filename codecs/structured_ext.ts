@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
+import { ExtData } from "./_msgpack_ext.ts";
 
 /**
  * The MessagePack extension types this codec adds (each payload is described beside it).

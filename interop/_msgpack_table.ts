@@ -7,7 +7,7 @@
  * @module
  */
 
-import { ExtData } from "@msgpack/msgpack/dist.esm/ExtData.mjs";
+import { ExtData } from "../codecs/msgpack.ts";
 
 /** A case conduit must refuse: a `CodecError` whose message matches. */
 export class Refused {

@@ -1,5 +1,5 @@
 // The codec a parent speaks to a worker module by default, loaded on first use: the structured
-// codec brings @msgpack/msgpack, which a program that imports `@conduit/ipc` and never spawns
+// codec brings conduit's MessagePack modules, which a program that imports `@conduit/ipc` and never spawns
 // such a worker should not load.
 
 import type { Codec } from "../codecs/types.ts";
