@@ -32,8 +32,19 @@ interface Pyright {
     textDocument: { uri: string };
     position: Position;
   }): { contents: unknown } | null;
+  /** With a partialResultToken: the locations file by file, then the final result. */
+  "textDocument/references"(params: {
+    textDocument: { uri: string };
+    position: Position;
+    context: { includeDeclaration: boolean };
+    partialResultToken: string;
+  }): AsyncIterable<Location[] | null>;
   shutdown(): null;
   exit(): void;
+}
+interface Location {
+  uri: string;
+  range: Range;
 }
 
 const have = pyrightCached();
@@ -105,6 +116,66 @@ Deno.test({
       await Deno.remove(dir, { recursive: true });
     }
     assert.deepEqual(protocolErrors, []);
+  },
+});
+
+Deno.test({
+  name: "jsonrpc: pyright: textDocument/references with a partialResultToken is a stream",
+  ignore: !have,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "conduit-pyright" });
+    const text = "class Thing:\n    pass\n\n\nfirst = Thing()\nsecond: Thing = first\n";
+    await Deno.writeTextFile(`${dir}/things.py`, text);
+    const uri = new URL(`file://${dir}/things.py`).href;
+    const child = spawnPyright(dir);
+    const lsp = await openJsonRpc<Pyright>(child, {
+      framing: "content-length",
+      handlers: {
+        "workspace/configuration": (params: { items: unknown[] }) => params.items.map(() => null),
+        "client/registerCapability": () => null,
+        "window/workDoneProgress/create": () => null,
+        "window/logMessage": () => {},
+        "textDocument/publishDiagnostics": () => {},
+        // pyright's own work-done progress ("Finding references"), on a token it created.
+        "$/progress": () => {},
+      },
+    });
+    try {
+      await lsp.remote.initialize({
+        processId: Deno.pid,
+        rootUri: new URL(`file://${dir}/`).href,
+        capabilities: { workspace: { configuration: true }, window: { workDoneProgress: true } },
+      });
+      lsp.notify("initialized", {});
+      lsp.notify("textDocument/didOpen", {
+        textDocument: { uri, languageId: "python", version: 1, text },
+      });
+      const parts: (Location[] | null)[] = [];
+      for await (
+        const part of lsp.remote["textDocument/references"]({
+          textDocument: { uri },
+          position: { line: 0, character: 6 },
+          context: { includeDeclaration: true },
+          partialResultToken: "refs",
+        })
+      ) {
+        parts.push(part);
+      }
+      // pyright sends the locations as partial results and, as LSP asks, an empty final result.
+      assert.ok(parts.length >= 2, JSON.stringify(parts));
+      assert.deepEqual(parts.at(-1), []);
+      const lines = parts.flatMap((part) => part ?? []).map((location) => {
+        assert.equal(location.uri, uri);
+        return location.range.start.line;
+      });
+      assert.deepEqual(lines.sort(), [0, 4, 5]);
+      assert.equal(await lsp.remote.shutdown(), null);
+      lsp.notify("exit", undefined);
+      assert.equal((await child.status).code, 0);
+    } finally {
+      await lsp.close();
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });
 
