@@ -19,6 +19,9 @@
  *   cancel notification; the peer's cancel fires the handler's `ctx.signal`.
  * - `onProgress` on a call puts a progress token in its params and receives the progress
  *   notifications naming it; {@linkcode sendProgress} reports progress from a handler.
+ * - LSP partial results: a call whose params carry a `partialResultToken` is a stream (type
+ *   its method as returning `AsyncIterable<T>`): it yields each `$/progress` value naming
+ *   that token as it arrives, then the final result; leaving the loop cancels the request.
  *
  * @example A server and a client over a memory pair
  * ```ts

@@ -37,6 +37,12 @@ export interface JsonRpcProgress {
   value(param: unknown): unknown;
   /** The params of a progress notification reporting `value` under `token`. */
   param(token: JsonRpcId, value: unknown): unknown;
+  /**
+   * The partial result token a request's params carry, if any (LSP's `partialResultToken`):
+   * the progress notifications naming it carry the call's partial results, so the call is a
+   * stream of them, then its final result. Left out, no call has partial results.
+   */
+  partialTokenOf?(param: unknown): JsonRpcId | undefined;
 }
 
 /** The conventions of one family of JSON-RPC peers. */
@@ -72,7 +78,8 @@ function withField(param: unknown, key: string, value: unknown): Record<string, 
 }
 
 /**
- * The Language Server Protocol's: `$/cancelRequest` and `$/progress` with `workDoneToken`.
+ * The Language Server Protocol's: `$/cancelRequest`, and `$/progress` with `workDoneToken`
+ * (work done, to `onProgress`) or `partialResultToken` (partial results: the call's stream).
  *
  * @example
  * ```ts
@@ -81,6 +88,7 @@ function withField(param: unknown, key: string, value: unknown): Record<string, 
  *
  * assert.deepEqual(LSP_DIALECT.cancel.param(7, "stop"), { id: 7 });
  * assert.equal(LSP_DIALECT.progress.tokenOf({ workDoneToken: "t" }), "t");
+ * assert.equal(LSP_DIALECT.progress.partialTokenOf?.({ partialResultToken: 3 }), 3);
  * ```
  */
 export const LSP_DIALECT: JsonRpcDialect = Object.freeze({
@@ -98,6 +106,7 @@ export const LSP_DIALECT: JsonRpcDialect = Object.freeze({
     token: (param: unknown) => asId(field(param, "token")),
     value: (param: unknown) => field(param, "value"),
     param: (token: JsonRpcId, value: unknown) => ({ token, value }),
+    partialTokenOf: (param: unknown) => asId(field(param, "partialResultToken")),
   }),
 });
 

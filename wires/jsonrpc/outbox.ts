@@ -66,6 +66,10 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   readonly #tokenOf = new Map<number, string>();
   readonly #pendingTokens = new WeakMap<Uint8Array, string>();
   #nextToken = 0;
+  /** Partial result tokens of this side's requests (LSP): token (typed) → handle, and back. */
+  readonly #partials = new Map<string, number>();
+  readonly #partialOf = new Map<number, string>();
+  readonly #pendingPartials = new WeakMap<Uint8Array, string>();
 
   constructor(writer: FrameWriter, options: JsonRpcOutboxOptions) {
     super(writer);
@@ -103,6 +107,16 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     return typeof token === "string" ? this.#tokens.get(token) : undefined;
   }
 
+  /** The handle whose partial results `token` carries, if any. */
+  partialHandle(token: JsonRpcId): number | undefined {
+    return this.#partials.get(idKey(token));
+  }
+
+  /** Whether request `id` asked for partial results (its answer ends its result stream). */
+  hasPartials(id: unknown): boolean {
+    return typeof id === "number" && this.#partialOf.has(id);
+  }
+
   /** Starts collecting the answers of a received batch. */
   openBatch(): Batch {
     return new Batch();
@@ -126,7 +140,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   // ---------------------------------------------------------------- calls this side starts
 
   callParam(
-    _method: string,
+    method: string,
     _slot: CodecSlot,
     value: unknown,
     _waits: boolean,
@@ -137,11 +151,19 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       token = `conduit-${++this.#nextToken}`;
       value = this.#options.dialect.progress.withToken(value, token);
     }
+    const partial = this.#options.dialect.progress.partialTokenOf?.(value);
+    if (partial !== undefined && this.#partials.has(idKey(partial))) {
+      throw new TypeError(
+        `The partialResultToken ${JSON.stringify(partial)} of "${method}" is already the ` +
+          `token of a call in flight: give each call its own`,
+      );
+    }
     const body = value === undefined
       ? CLOSE_BRACE
       : utf8.encode(`,"params":${stringifyParams(value)}}`);
     this.#checkSize(body.length + 64);
     if (token !== undefined) this.#pendingTokens.set(body, token);
+    if (partial !== undefined) this.#pendingPartials.set(body, idKey(partial));
     return body;
   }
 
@@ -157,6 +179,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     if (token !== undefined) {
       this.#tokens.set(token, id);
       this.#tokenOf.set(id, token);
+    }
+    const partial = this.#pendingPartials.get(body);
+    if (partial !== undefined) {
+      this.#partials.set(partial, id);
+      this.#partialOf.set(id, partial);
     }
     let head = this.#methodHeads.get(method);
     if (head === undefined) {
@@ -288,9 +315,15 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 
   #dropToken(id: number): void {
     const token = this.#tokenOf.get(id);
-    if (token === undefined) return;
-    this.#tokenOf.delete(id);
-    this.#tokens.delete(token);
+    if (token !== undefined) {
+      this.#tokenOf.delete(id);
+      this.#tokens.delete(token);
+    }
+    const partial = this.#partialOf.get(id);
+    if (partial !== undefined) {
+      this.#partialOf.delete(id);
+      this.#partials.delete(partial);
+    }
   }
 
   #errorObject(error: unknown): { code: number; message: string; data?: unknown } {

@@ -259,6 +259,13 @@ export class JsonRpcWire implements Wire {
     const dialect = this.#rpc.dialect;
     if (method === dialect.progress.method) {
       const token = dialect.progress.token(params);
+      const partial = token === undefined ? undefined : this.outbox.partialHandle(token);
+      if (partial !== undefined) {
+        // A partial result (LSP): an item of the call's result stream. Cost 0: JSON-RPC has
+        // no credit to grant, the server sends at its own pace.
+        this.#outgoing.onResultItem(partial, dialect.progress.value(params), 0);
+        return;
+      }
       const handle = token === undefined ? undefined : this.outbox.progressHandle(token);
       if (handle !== undefined) {
         this.#outgoing.onProgress(handle, dialect.progress.value(params));
@@ -281,6 +288,7 @@ export class JsonRpcWire implements Wire {
       this.#invalid(validId(id), "neither a method, a result nor an error", undefined);
       return;
     }
+    const partials = this.outbox.hasPartials(id);
     if (!this.outbox.takeAwaited(id)) {
       if (id === null && hasError) {
         this.#report(`The peer could not read a message: ${JSON.stringify(fields.error)}`);
@@ -290,7 +298,11 @@ export class JsonRpcWire implements Wire {
       return;
     }
     if (hasError) this.#outgoing.onCallError(id, fields.error);
-    else this.#outgoing.onResult(id, fields.result);
+    else if (partials) {
+      // The final result of a call with partial results is its stream's last item.
+      this.#outgoing.onResultItem(id, fields.result, 0);
+      this.#outgoing.onResultEnd(id);
+    } else this.#outgoing.onResult(id, fields.result);
   }
 
   #invalid(id: JsonRpcId | null, why: string, batch: Batch | undefined): void {
