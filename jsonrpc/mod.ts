@@ -16,7 +16,8 @@
  * - A batch received of more than `maxBatchMessages` requests and notifications is refused
  *   whole with one -32600 error (id null), and none of it runs.
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
- *   cancel notification; the peer's cancel fires the handler's `ctx.signal`.
+ *   cancel notification; the peer's cancel fires the handler's `ctx.signal`. An answer that
+ *   crosses an MCP cancel is dropped quietly.
  * - `onProgress` on a call puts a progress token in its params and receives the progress
  *   notifications naming it; {@linkcode sendProgress} reports progress from a handler.
  *

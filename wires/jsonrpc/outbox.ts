@@ -26,6 +26,9 @@ const ENGINE_CODES: Readonly<Record<string, number>> = {
   cancelled: REQUEST_CANCELLED,
 };
 
+/** How many cancelled requests' late answers are recognised (and dropped quietly). */
+const MAX_CANCELLED = 1024;
+
 const utf8 = new TextEncoder();
 const CLOSE_BRACE = utf8.encode("}");
 
@@ -61,6 +64,12 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   #lastPeerHandle = 0;
   /** This side's requests whose answer is still awaited. */
   readonly #awaited = new Set<number>();
+  /**
+   * This side's latest requests cancelled unanswered (a dialect whose cancelled requests get
+   * no answer): an answer that crossed the cancel is dropped without a word, as MCP and LSP
+   * tell the sender to. Bounded: the oldest is forgotten first.
+   */
+  readonly #cancelled = new Set<number>();
   /** Progress tokens of this side's requests: token → handle, and handle → token. */
   readonly #tokens = new Map<string, number>();
   readonly #tokenOf = new Map<number, string>();
@@ -96,6 +105,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     if (typeof id !== "number" || !this.#awaited.delete(id)) return false;
     this.#dropToken(id);
     return true;
+  }
+
+  /** Whether `id` is one of this side's requests cancelled unanswered; forgets it if so. */
+  takeCancelled(id: unknown): boolean {
+    return typeof id === "number" && this.#cancelled.delete(id);
   }
 
   /** The handle whose progress `token` reports, if any. */
@@ -170,9 +184,12 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   sendCancel(id: number, reason: string): void {
     const cancel = this.#options.dialect.cancel;
     this.#notifyValue(cancel.method, cancel.param(id, reason));
-    if (!cancel.answered) {
-      this.#awaited.delete(id);
+    if (!cancel.answered && this.#awaited.delete(id)) {
       this.#dropToken(id);
+      if (this.#cancelled.size === MAX_CANCELLED) {
+        this.#cancelled.delete(this.#cancelled.values().next().value!);
+      }
+      this.#cancelled.add(id);
     }
   }
 

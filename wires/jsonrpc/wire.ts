@@ -282,6 +282,7 @@ export class JsonRpcWire implements Wire {
       return;
     }
     if (!this.outbox.takeAwaited(id)) {
+      if (this.outbox.takeCancelled(id)) return;
       if (id === null && hasError) {
         this.#report(`The peer could not read a message: ${JSON.stringify(fields.error)}`);
       } else {

@@ -1,0 +1,32 @@
+// What openJsonRpc takes from a peer as vscode-jsonrpc and the MCP SDKs do: a late answer to a
+// cancelled request, a response without "jsonrpc", unparseable output from a server.
+
+import assert from "node:assert/strict";
+import { setup } from "./_test_raw_peer.ts";
+
+Deno.test("jsonrpc leniency: an answer that crossed an MCP cancel is dropped without a word", async () => {
+  const { channel, peer, errors } = await setup<
+    { slow(p: object): string; fast(p: object): string }
+  >(
+    { dialect: "mcp" },
+  );
+  const controller = new AbortController();
+  const slow = channel.remote.slow({}, { signal: controller.signal });
+  const request = await peer.next() as { id: number };
+  controller.abort(new Error("enough"));
+  await assert.rejects(slow, { message: "enough" });
+  assert.equal((await peer.next() as { method: string }).method, "notifications/cancelled");
+  // The server's answer crossed the cancel (mcp 1.x answers cancelled requests anyway).
+  await peer.send({ jsonrpc: "2.0", id: request.id, result: "late" });
+  await peer.send({ jsonrpc: "2.0", id: request.id, error: { code: 0, message: "twice" } });
+  const fast = channel.remote.fast({});
+  const next = await peer.next() as { id: number };
+  await peer.send({ jsonrpc: "2.0", id: next.id, result: "ok" });
+  assert.equal(await fast, "ok");
+  // The first late answer is expected; a second one for the same id is not.
+  assert.deepEqual(errors.map((error) => error.message), [
+    `A response for id ${request.id}, which no request in flight has`,
+  ]);
+  await channel.close();
+  await peer.close();
+});
