@@ -30,3 +30,26 @@ Deno.test("jsonrpc leniency: an answer that crossed an MCP cancel is dropped wit
   await channel.close();
   await peer.close();
 });
+
+Deno.test('jsonrpc leniency: a response without "jsonrpc" is taken, reported once, never answered', async () => {
+  const { channel, peer, errors } = await setup<{ a(p: object): string; b(p: object): string }>({
+    handlers: { ping: () => "pong" },
+  });
+  const a = channel.remote.a({});
+  const first = await peer.next() as { id: number };
+  await peer.send({ id: first.id, result: "A" });
+  assert.equal(await a, "A");
+  const b = channel.remote.b({});
+  const second = await peer.next() as { id: number };
+  await peer.send({ jsonrpc: "1.0", id: second.id, error: { code: 7, message: "no" } });
+  await assert.rejects(b, { name: "RemoteError", code: 7, message: "no" });
+  // Nothing was answered: the next message the peer reads answers its own request.
+  await peer.send({ jsonrpc: "2.0", id: 1, method: "ping" });
+  assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 1, result: "pong" });
+  assert.deepEqual(errors.map((error) => error.message), [
+    `A response whose "jsonrpc" is missing, not "2.0" (id ${first.id}): taken as ` +
+    `vscode-jsonrpc takes it; further ones on this connection are not reported`,
+  ]);
+  await channel.close();
+  await peer.close();
+});

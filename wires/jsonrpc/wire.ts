@@ -1,8 +1,11 @@
 // JSON-RPC 2.0 (LSP, MCP) behind the engine's seam (wires/types.ts): Content-Length or NDJSON
 // framing, no handshake, and each message (or each member of a batch) turned into an engine
-// event. What JSON-RPC answers and goes on after — a parse error (-32700), an invalid
-// request (-32600), a batch over `maxBatchMessages` refused whole — is answered here and
-// reported to `onProtocolError`; an answer to no request in flight is reported and dropped.
+// event. A message is classified by its shape before it is checked: one with a result or an
+// error and no method is a response, never answered (one without "jsonrpc" is taken, as
+// vscode-jsonrpc takes it, and reported once). What JSON-RPC answers and goes on after — a
+// parse error (-32700), an invalid request (-32600), a batch over `maxBatchMessages` refused
+// whole — is answered here and reported to `onProtocolError`; an answer to no request in
+// flight is reported and dropped.
 // Only a framing failure (a message over the limit, a broken header) ends the connection,
 // since the next message cannot be found.
 
@@ -79,6 +82,8 @@ export class JsonRpcWire implements Wire {
   readonly #rpc: JsonRpcWireOptions;
   #reader: ChunkReader | undefined;
   #closing = false;
+  /** Whether a response without `"jsonrpc":"2.0"` was reported (once is enough). */
+  #lenient = false;
   #outgoing!: OutgoingEvents;
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
@@ -209,6 +214,15 @@ export class JsonRpcWire implements Wire {
     const fields = message as Record<string, unknown>;
     const id = fields.id;
     const hasId = id !== undefined;
+    const method = fields.method;
+    if (method === undefined && ("result" in fields || fields.error !== undefined)) {
+      // A response by its shape, whatever else is wrong with it: never answered (JSON-RPC
+      // answers requests only; a peer would take an error for id 1 as the answer to its own
+      // request 1), and taken without "jsonrpc" as vscode-jsonrpc takes it.
+      if (fields.jsonrpc !== "2.0") this.#lenientResponse(fields.jsonrpc, id);
+      this.#response(fields, id);
+      return;
+    }
     if (fields.jsonrpc !== "2.0") {
       this.#invalid(
         validId(id),
@@ -217,9 +231,8 @@ export class JsonRpcWire implements Wire {
       );
       return;
     }
-    const method = fields.method;
     if (method === undefined) {
-      this.#response(fields, id);
+      this.#invalid(validId(id), "neither a method, a result nor an error", batch);
       return;
     }
     const params = fields.params;
@@ -277,10 +290,6 @@ export class JsonRpcWire implements Wire {
 
   #response(fields: Record<string, unknown>, id: unknown): void {
     const hasError = fields.error !== undefined;
-    if (!hasError && !("result" in fields)) {
-      this.#invalid(validId(id), "neither a method, a result nor an error", undefined);
-      return;
-    }
     if (!this.outbox.takeAwaited(id)) {
       if (this.outbox.takeCancelled(id)) return;
       if (id === null && hasError) {
@@ -292,6 +301,17 @@ export class JsonRpcWire implements Wire {
     }
     if (hasError) this.#outgoing.onCallError(id, fields.error);
     else this.#outgoing.onResult(id, fields.result);
+  }
+
+  /** Says once per connection that the peer's responses lack `"jsonrpc":"2.0"`. */
+  #lenientResponse(version: unknown, id: unknown): void {
+    if (this.#lenient) return;
+    this.#lenient = true;
+    this.#report(
+      `A response whose "jsonrpc" is ${JSON.stringify(version) ?? "missing"}, not "2.0" ` +
+        `(id ${JSON.stringify(id)}): taken as vscode-jsonrpc takes it; further ones on this ` +
+        `connection are not reported`,
+    );
   }
 
   #invalid(id: JsonRpcId | null, why: string, batch: Batch | undefined): void {
