@@ -11,10 +11,11 @@
  *   `code` (a number) and `data`; a handler's thrown error with a numeric `code` (and `data`)
  *   is sent as it is, any other as -32603. A response (a `result` or an `error`, no `method`)
  *   is never answered, and is taken without `"jsonrpc":"2.0"` as vscode-jsonrpc takes it.
- *   Unknown methods are answered -32601, a message
- *   that is not JSON -32700 and one that is no request -32600, and the connection goes on
- *   (each is reported to `onProtocolError`); a message over `maxFrameBytes` ends it with a
- *   `FrameTooLargeError` as the cause, since the next message can no longer be found.
+ *   Unknown methods are answered -32601, a message that is not JSON -32700 and one that is
+ *   no request -32600 (unless this side is the client: see `role`), and the connection goes
+ *   on (each is reported to `onProtocolError`);
+ *   a message over `maxFrameBytes` ends it with a `FrameTooLargeError` as the cause, since
+ *   the next message can no longer be found.
  * - A batch received of more than `maxBatchMessages` requests and notifications is refused
  *   whole with one -32600 error (id null), and none of it runs.
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
@@ -101,6 +102,20 @@ export interface JsonRpcOptions<Local extends object = object> {
    * @default {"lsp"} with `content-length` framing, `"mcp"` with `ndjson`
    */
   dialect?: "lsp" | "mcp" | JsonRpcDialect;
+  /**
+   * Which end of the connection this is. A `"client"` never answers what it cannot tie to a
+   * request — output that is not JSON, a message that is no request and has no id — and
+   * only reports it to `onProtocolError`, as vscode-jsonrpc and the MCP SDKs do: a server
+   * writing junk to its stdout would otherwise get `{"id":null,"error":…}`, which an MCP
+   * server may fail to parse (mcp 1.30 answers it with an error of its own). A `"server"`
+   * answers them (-32700, -32600 with id null) as JSON-RPC says; so does a channel with no
+   * role. The role also names the peer when the connection ends ("The server closed the
+   * connection").
+   *
+   * @default {"client"} when `transport` is a child process (`spawnTransport`,
+   * `childTransport`: this side started the server), else none
+   */
+  role?: "client" | "server";
   /**
    * The requests and notifications this side serves, by method name: each handler gets the
    * params (an object or an array, as sent) and a `CallContext` whose `signal` fires when
@@ -201,9 +216,14 @@ export async function openJsonRpc<
     options.maxBatchMessages ?? DEFAULT_MAX_BATCH_MESSAGES,
     0,
   );
+  const role = options.role ?? (isChildProcess(transport) ? "client" : undefined);
+  if (role !== undefined && role !== "client" && role !== "server") {
+    throw new TypeError(`role must be "client" or "server", got ${JSON.stringify(role)}`);
+  }
   const wire = jsonRpcWire({
     framing,
     dialect,
+    role,
     maxBatchMessages,
     onProtocolError: options.onProtocolError ?? warnProtocolError,
   });
@@ -213,6 +233,7 @@ export async function openJsonRpc<
     dialect: __,
     onProtocolError: ___,
     maxBatchMessages: ____,
+    role: _____,
     ...channelOptions
   } = options;
   const channel = new Channel<Remote>(
@@ -311,6 +332,11 @@ function resolveDialect(dialect: "lsp" | "mcp" | JsonRpcDialect): JsonRpcDialect
     throw new TypeError(`dialect must be "lsp", "mcp" or an object, got ${String(dialect)}`);
   }
   return dialect;
+}
+
+/** Whether `transport` is a child process this side started (it has a pid and an exit status). */
+function isChildProcess(transport: Transport): boolean {
+  return "pid" in transport && "status" in transport;
 }
 
 function warnProtocolError(error: ProtocolError): void {

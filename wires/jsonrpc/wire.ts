@@ -60,6 +60,11 @@ export interface JsonRpcWireOptions {
    * refused. @default {DEFAULT_MAX_BATCH_MESSAGES}
    */
   readonly maxBatchMessages?: number;
+  /**
+   * Which end this is: a client never answers with id null (input it cannot parse, a message
+   * that is no request): it reports it, since a server may not take `id: null`.
+   */
+  readonly role?: "client" | "server";
   /** Told of what the peer sent wrong that JSON-RPC lets the connection survive. */
   readonly onProtocolError: (error: ProtocolError) => void;
 }
@@ -150,6 +155,14 @@ export class JsonRpcWire implements Wire {
     try {
       message = JSON.parse(utf8.decode(frame));
     } catch (error) {
+      if (this.#rpc.role === "client") {
+        this.#report(
+          `A message that is not JSON (${frame.length} bytes), not answered: this side is ` +
+            `the client (role)`,
+          error,
+        );
+        return;
+      }
       this.#report(`A message that is not JSON (${frame.length} bytes)`, error);
       this.outbox.errorResponse(null, PARSE_ERROR, "Parse error");
       return;
@@ -159,8 +172,7 @@ export class JsonRpcWire implements Wire {
       return;
     }
     if (message.length === 0) {
-      this.#report("An empty batch");
-      this.outbox.errorResponse(null, INVALID_REQUEST, "Invalid Request: an empty batch");
+      this.#invalid(null, "an empty batch", undefined);
       return;
     }
     const max = this.#rpc.maxBatchMessages ?? DEFAULT_MAX_BATCH_MESSAGES;
@@ -315,6 +327,10 @@ export class JsonRpcWire implements Wire {
   }
 
   #invalid(id: JsonRpcId | null, why: string, batch: Batch | undefined): void {
+    if (id === null && this.#rpc.role === "client") {
+      this.#report(`An invalid request: ${why}; not answered: this side is the client (role)`);
+      return;
+    }
     this.#report(`An invalid request: ${why}`);
     this.outbox.errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`, batch);
   }
