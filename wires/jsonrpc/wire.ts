@@ -11,7 +11,7 @@
 
 import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
 import { LineSplitter } from "../../framing/_line_splitter.ts";
-import { QueueSplitter } from "../../framing/_queue_splitter.ts";
+import { type PushDecoder, QueueSplitter } from "../../framing/_queue_splitter.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
 import { ProtocolError } from "../../protocol/protocol_error.ts";
 import type { Transport } from "../../transports/types.ts";
@@ -30,7 +30,7 @@ import type {
   WireOptions,
 } from "../types.ts";
 import { writeTarget } from "../types.ts";
-import { RemoteError } from "../../errors.ts";
+import { RemoteError, TruncatedFrameError } from "../../errors.ts";
 
 /** How JSON-RPC names each event in the engine's error messages. */
 const NAMES: EventNames = {
@@ -105,7 +105,7 @@ export class JsonRpcWire implements Wire {
     const maxFrameBytes = options.maxFrameBytes;
     this.decoder = new QueueSplitter(
       rpc.framing === "ndjson"
-        ? new LineSplitter(maxFrameBytes)
+        ? new NdjsonLines(maxFrameBytes)
         : new ContentLengthDecoder({ maxFrameBytes }),
     );
     const writer = new FrameWriter(writeTarget(transport), {
@@ -342,6 +342,40 @@ export class JsonRpcWire implements Wire {
       // A failing reporter must not take the connection down.
     }
   }
+}
+
+/**
+ * NDJSON's lines, limited by the channel's `maxFrameBytes` (and named so), where input that
+ * ends inside a line is a `TruncatedFrameError` as with Content-Length: the bytes after the
+ * last newline are a message cut short (the MCP SDKs never read them either).
+ */
+class NdjsonLines implements PushDecoder {
+  readonly #lines: LineSplitter;
+  #cut = false;
+
+  constructor(maxFrameBytes: number) {
+    this.#lines = new LineSplitter(maxFrameBytes, "maxFrameBytes");
+  }
+
+  push(chunk: Uint8Array, out: FrameQueue): void {
+    this.#lines.push(chunk, out);
+  }
+
+  end(_out: FrameQueue): void {
+    this.#lines.end(this);
+    // At least its newline is missing.
+    if (this.#cut) throw new TruncatedFrameError(1);
+  }
+
+  /** Takes the last line, when the input ended inside it. */
+  enqueue(_line: Uint8Array): void {
+    this.#cut = true;
+  }
+}
+
+/** Where {@linkcode NdjsonLines} puts whole lines (framing's FrameSink). */
+interface FrameQueue {
+  enqueue(frame: Uint8Array): void;
 }
 
 function validId(id: unknown): JsonRpcId | null {

@@ -1,0 +1,40 @@
+// How a JSON-RPC connection's end reads: the option a limit comes from, a message cut short,
+// and a peer that went away, in JSON-RPC's words.
+
+import assert from "node:assert/strict";
+import { setup } from "./_test_raw_peer.ts";
+
+Deno.test("jsonrpc close: an NDJSON line over the limit names maxFrameBytes, the option set", async () => {
+  const { channel, peer } = await setup<{ wait(p: object): string }>({ maxFrameBytes: 1024 });
+  const pending = channel.remote.wait({});
+  await peer.next();
+  await peer.send({ jsonrpc: "2.0", method: "x", params: { pad: "y".repeat(2000) } });
+  const error = await pending.then(() => undefined, (error) => error);
+  assert.equal(error.name, "ConnectionClosedError");
+  assert.match(error.message, /exceeds maxFrameBytes \(1024\)$/);
+  await channel.closed.catch(() => {});
+  await peer.close();
+});
+
+Deno.test("jsonrpc close: input ending inside an NDJSON line fails as Content-Length's does", async () => {
+  for (const framing of ["ndjson", "content-length"] as const) {
+    const { channel, peer } = await setup<{ wait(p: object): string }>({ framing });
+    const pending = channel.remote.wait({});
+    const request = await peer.next() as { id: number };
+    const answer = JSON.stringify({ jsonrpc: "2.0", id: request.id, result: "ok" });
+    await peer.raw(
+      framing === "ndjson"
+        ? answer.slice(0, 20)
+        : `Content-Length: 60\r\n\r\n${answer.slice(0, 20)}`,
+    );
+    await peer.close();
+    const error = await pending.then(() => undefined, (error) => error);
+    assert.equal(error.name, "ConnectionClosedError", framing);
+    assert.match(
+      error.message,
+      /^Protocol error: Stream ended mid-frame: \d+ more byte\(s\) were expected$/,
+    );
+    assert.equal(error.cause.cause.name, "TruncatedFrameError");
+    await channel.closed.catch(() => {});
+  }
+});
