@@ -15,7 +15,8 @@
  *   no request -32600 (unless this side is the client: see `role`), and the connection goes
  *   on (each is reported to `onProtocolError`);
  *   a message over `maxFrameBytes` ends it with a `FrameTooLargeError` as the cause, since
- *   the next message can no longer be found.
+ *   the next message can no longer be found. When the peer goes away, pending calls reject
+ *   with `The server closed the connection` (with a child's exit status when known).
  * - A batch received of more than `maxBatchMessages` requests and notifications is refused
  *   whole with one -32600 error (id null), and none of it runs.
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's

@@ -87,6 +87,8 @@ export class JsonRpcWire implements Wire {
   readonly #rpc: JsonRpcWireOptions;
   #reader: ChunkReader | undefined;
   #closing = false;
+  /** The peer process's exit status, once its output ended and it exited. */
+  #exit: Deno.CommandStatus | undefined;
   /** Whether a response without `"jsonrpc":"2.0"` was reported (once is enough). */
   #lenient = false;
   #outgoing!: OutgoingEvents;
@@ -147,7 +149,37 @@ export class JsonRpcWire implements Wire {
   }
 
   reader(): ChunkReader {
-    return this.#reader ??= chunkReader(this.#transport);
+    return this.#reader ??= this.#watchExit(chunkReader(this.#transport));
+  }
+
+  peerEnded(): string {
+    const role = this.#rpc.role;
+    const peer = role === "client" ? "The server" : role === "server" ? "The client" : "The peer";
+    const status = this.#exit;
+    if (status === undefined) return `${peer} closed the connection`;
+    return `${peer} closed the connection: its process ${
+      status.signal !== null
+        ? `was killed by ${status.signal}`
+        : `exited with status ${status.code}`
+    }`;
+  }
+
+  /**
+   * Over a child process (a transport with an exit `status`), the end of its output waits
+   * for its exit status, for {@linkcode peerEnded}: a process whose stdout ended is exiting,
+   * so the wait is short, and bounded for one that closed its stdout and lives on.
+   */
+  #watchExit(reader: ChunkReader): ChunkReader {
+    const status = (this.#transport as { status?: unknown }).status;
+    if (!(status instanceof Promise)) return reader;
+    const exited = (status as Promise<Deno.CommandStatus>).then((status) => {
+      this.#exit = status;
+    }, () => {});
+    return {
+      readBytes: () =>
+        reader.readBytes().then((chunk) => chunk !== null ? chunk : waitFor(exited, EXIT_WAIT_MS)),
+      cancel: (reason?: unknown) => reader.cancel(reason),
+    };
   }
 
   read(frame: Uint8Array): void {
@@ -376,6 +408,19 @@ class NdjsonLines implements PushDecoder {
 /** Where {@linkcode NdjsonLines} puts whole lines (framing's FrameSink). */
 interface FrameQueue {
   enqueue(frame: Uint8Array): void;
+}
+
+/** How long the end of a child's output waits for its exit status. */
+const EXIT_WAIT_MS = 500;
+
+/** Resolves with null once `promise` settled or `ms` passed, whichever is first. */
+function waitFor(promise: Promise<void>, ms: number): Promise<null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => timer = setTimeout(resolve, ms));
+  return Promise.race([promise, timeout]).then(() => {
+    clearTimeout(timer);
+    return null;
+  });
 }
 
 function validId(id: unknown): JsonRpcId | null {
