@@ -178,7 +178,7 @@ export class JsonRpcWire implements Wire {
     return {
       readBytes: () =>
         reader.readBytes().then((chunk) => chunk !== null ? chunk : waitFor(exited, EXIT_WAIT_MS)),
-      cancel: (reason?: unknown) => reader.cancel(reason),
+      cancel: () => reader.cancel(),
     };
   }
 
