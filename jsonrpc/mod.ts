@@ -22,6 +22,8 @@
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
  *   cancel notification; the peer's cancel fires the handler's `ctx.signal`. An answer that
  *   crosses an MCP cancel is dropped quietly.
+ * - {@linkcode handle} serves a method after open and returns what stops it; `onRequest` and
+ *   `onUnhandledNotification` catch what no handler serves.
  * - `onProgress` on a call puts a progress token in its params and receives the progress
  *   notifications naming it; {@linkcode sendProgress} reports progress from a handler.
  *
@@ -63,6 +65,8 @@ import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
+import type { CallContext } from "../channel/mod.ts";
+import { HandlerTable } from "./_handlers.ts";
 
 export type { JsonRpcCancel, JsonRpcProgress } from "../wires/jsonrpc/dialect.ts";
 export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
@@ -123,6 +127,19 @@ export interface JsonRpcOptions<Local extends object = object> {
    * the peer cancels.
    */
   handlers?: Local;
+  /**
+   * Serves every request no handler serves (vscode-jsonrpc's star request handler): gets the
+   * method, the params and the call's context; what it returns or throws is the answer (throw
+   * an error with `code: -32601` to say the method is unknown). Without it such a request is
+   * answered -32601.
+   */
+  onRequest?: (method: string, params: unknown, ctx: CallContext) => unknown;
+  /**
+   * Told of every notification no handler serves (vscode-jsonrpc's
+   * `onUnhandledNotification`); without it they are dropped, as LSP and MCP allow. What it
+   * throws goes to `onNotificationError`.
+   */
+  onUnhandledNotification?: (method: string, params: unknown) => void;
   /** The largest message accepted (and sent), in bytes. @default {67108864} (64 MiB) */
   maxFrameBytes?: number;
   /** How many requests each side keeps in flight. @default {1024} */
@@ -157,7 +174,13 @@ export interface JsonRpcOptions<Local extends object = object> {
   onProtocolError?: (error: ProtocolError) => void;
 }
 
-const dialects = new WeakMap<object, JsonRpcDialect>();
+/** What the helper functions need of a channel openJsonRpc opened. */
+interface JsonRpcState {
+  readonly dialect: JsonRpcDialect;
+  readonly table: HandlerTable;
+}
+
+const channels = new WeakMap<object, JsonRpcState>();
 
 /**
  * Opens a JSON-RPC 2.0 channel over `transport`. There is no handshake: it is open at once
@@ -221,10 +244,21 @@ export async function openJsonRpc<
   if (role !== undefined && role !== "client" && role !== "server") {
     throw new TypeError(`role must be "client" or "server", got ${JSON.stringify(role)}`);
   }
+  const onNotificationError = options.onNotificationError ?? reportNotificationError;
+  const table = new HandlerTable(options.handlers, options.onRequest);
+  const unhandled = options.onUnhandledNotification;
   const wire = jsonRpcWire({
     framing,
     dialect,
     role,
+    serves: (method) => table.serves(method),
+    onUnhandledNotification: unhandled && ((method, params) => {
+      try {
+        unhandled(method, params);
+      } catch (error) {
+        onNotificationError(error, method);
+      }
+    }),
     maxBatchMessages,
     onProtocolError: options.onProtocolError ?? warnProtocolError,
   });
@@ -235,15 +269,59 @@ export async function openJsonRpc<
     onProtocolError: ___,
     maxBatchMessages: ____,
     role: _____,
+    onRequest: ______,
+    onUnhandledNotification: _______,
+    handlers: ________,
     ...channelOptions
   } = options;
   const channel = new Channel<Remote>(
     transport,
-    { ...channelOptions, codec: jsonCodec() } satisfies ChannelOptions<Local>,
+    {
+      ...channelOptions,
+      onNotificationError,
+      handlers: table.handlers as Local,
+      codec: jsonCodec(),
+    } satisfies ChannelOptions<Local>,
     wire,
   );
-  dialects.set(channel, dialect);
+  channels.set(channel, { dialect, table });
   return await untilOpen(channel);
+}
+
+/**
+ * Serves `method` on a JSON-RPC channel from now on (a request or a notification of that
+ * name), in place of any handler it had; returns what stops it. Handlers given at open are
+ * served the same way, so `handle` also replaces one of them.
+ *
+ * @param channel The JSON-RPC channel.
+ * @param method The method's name.
+ * @param handler Gets the params and the call's context, like a handler given at open.
+ * @returns Stops serving `method` with `handler` (nothing, if another replaced it since).
+ * @throws {TypeError} When `channel` was not opened with {@linkcode openJsonRpc}, or
+ * `handler` is not a function.
+ *
+ * @example A handler added after open, then removed
+ * ```ts
+ * import { handle, openJsonRpc } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const [a, b] = memoryPair();
+ * const server = await openJsonRpc(a, { framing: "ndjson" });
+ * const client = await openJsonRpc<{ twice(p: [number]): number }>(b, { framing: "ndjson" });
+ * const stop = handle(server, "twice", ([n]: [number]) => 2 * n);
+ * assert.equal(await client.remote.twice([21]), 42);
+ * stop();
+ * await assert.rejects(client.remote.twice([1]), { name: "RemoteError", code: -32601 });
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ */
+export function handle(
+  channel: object,
+  method: string,
+  handler: (params: never, ctx: CallContext) => unknown,
+): () => void {
+  return stateOf(channel).table.add(method, handler);
 }
 
 /**
@@ -319,11 +397,19 @@ export function progressToken(channel: object, params: unknown): JsonRpcId | und
 }
 
 function dialectOf(channel: object): JsonRpcDialect {
-  const dialect = dialects.get(channel);
-  if (dialect === undefined) {
+  return stateOf(channel).dialect;
+}
+
+function stateOf(channel: object): JsonRpcState {
+  const state = channels.get(channel);
+  if (state === undefined) {
     throw new TypeError("Not a JSON-RPC channel: open it with openJsonRpc()");
   }
-  return dialect;
+  return state;
+}
+
+function reportNotificationError(error: unknown, method: string): void {
+  console.error(`conduit: the notification handler "${method}" failed:`, error);
 }
 
 function resolveDialect(dialect: "lsp" | "mcp" | JsonRpcDialect): JsonRpcDialect {

@@ -65,6 +65,14 @@ export interface JsonRpcWireOptions {
    * that is no request): it reports it, since a server may not take `id: null`.
    */
   readonly role?: "client" | "server";
+  /**
+   * Whether a handler serves `method`: a notification none serves goes to
+   * {@linkcode onUnhandledNotification} instead of the engine. Absent, every one goes to
+   * the engine.
+   */
+  readonly serves?: (method: string) => boolean;
+  /** Told of each notification no handler serves (dropped when absent); never throws. */
+  readonly onUnhandledNotification?: (method: string, params: unknown) => void;
   /** Told of what the peer sent wrong that JSON-RPC lets the connection survive. */
   readonly onProtocolError: (error: ProtocolError) => void;
 }
@@ -329,7 +337,13 @@ export class JsonRpcWire implements Wire {
       }
       return;
     }
-    if (!this.#closing) this.#incoming.onNotify(method, params);
+    if (this.#closing) return;
+    const rpc = this.#rpc;
+    if (rpc.serves === undefined || rpc.serves(method)) {
+      this.#incoming.onNotify(method, params);
+      return;
+    }
+    rpc.onUnhandledNotification?.(method, params);
   }
 
   #response(fields: Record<string, unknown>, id: unknown): void {
