@@ -22,6 +22,8 @@
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
  *   cancel notification; the peer's cancel fires the handler's `ctx.signal`. An answer that
  *   crosses an MCP cancel is dropped quietly.
+ * - {@linkcode sendBatch} sends the requests and notifications its callback starts as one
+ *   batch array.
  * - {@linkcode handle} serves a method after open and returns what stops it; `onRequest` and
  *   `onUnhandledNotification` catch what no handler serves.
  * - `onProgress` on a call puts a progress token in its params and receives the progress
@@ -60,7 +62,9 @@ import { jsonCodec } from "../codecs/json.ts";
 import { LSP_DIALECT, MCP_DIALECT } from "../wires/jsonrpc/dialect.ts";
 import type { JsonRpcDialect, JsonRpcId } from "../wires/jsonrpc/dialect.ts";
 import { DEFAULT_MAX_BATCH_MESSAGES } from "../wires/jsonrpc/limits.ts";
-import { jsonRpcWire } from "../wires/jsonrpc/wire.ts";
+import { type JsonRpcWire, jsonRpcWire } from "../wires/jsonrpc/wire.ts";
+import type { JsonRpcOutbox } from "../wires/jsonrpc/outbox.ts";
+import type { WireFactory } from "../wires/types.ts";
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
@@ -178,6 +182,7 @@ export interface JsonRpcOptions<Local extends object = object> {
 interface JsonRpcState {
   readonly dialect: JsonRpcDialect;
   readonly table: HandlerTable;
+  readonly outbox: JsonRpcOutbox;
 }
 
 const channels = new WeakMap<object, JsonRpcState>();
@@ -247,7 +252,7 @@ export async function openJsonRpc<
   const onNotificationError = options.onNotificationError ?? reportNotificationError;
   const table = new HandlerTable(options.handlers, options.onRequest);
   const unhandled = options.onUnhandledNotification;
-  const wire = jsonRpcWire({
+  const factory = jsonRpcWire({
     framing,
     dialect,
     role,
@@ -262,6 +267,9 @@ export async function openJsonRpc<
     maxBatchMessages,
     onProtocolError: options.onProtocolError ?? warnProtocolError,
   });
+  let made: JsonRpcWire | undefined;
+  const wire: WireFactory = (transport, wireOptions) =>
+    made = factory(transport, wireOptions) as JsonRpcWire;
   // The channel's own options pass through as they are; the wire's are taken out.
   const {
     framing: _,
@@ -284,7 +292,7 @@ export async function openJsonRpc<
     } satisfies ChannelOptions<Local>,
     wire,
   );
-  channels.set(channel, { dialect, table });
+  channels.set(channel, { dialect, table, outbox: made!.outbox });
   return await untilOpen(channel);
 }
 
@@ -322,6 +330,60 @@ export function handle(
   handler: (params: never, ctx: CallContext) => unknown,
 ): () => void {
   return stateOf(channel).table.add(method, handler);
+}
+
+/**
+ * Sends as one JSON-RPC batch (an array) the requests and notifications `send` starts on
+ * `channel` before it returns: calls through `channel.remote` or `channel.call`, and
+ * `channel.notify`. Each call keeps its own promise, deadline and signal, and the peer's
+ * answers settle them as they come (a server answers a batch with an array, or one by one).
+ * What `send` returns is returned, so it can hand back the calls' promises, typed by the
+ * remote. A call that waits for a slot (past `maxInFlight`) leaves on its own once one is
+ * free; messages that would take the array past `maxFrameBytes` leave in a second array.
+ * Nothing is sent for an empty batch.
+ *
+ * @typeParam T What `send` returns.
+ * @param channel The JSON-RPC channel.
+ * @param send Starts the calls and notifications of the batch; it must not await between
+ * them (what it sends after its first `await` is no longer in the batch).
+ * @returns What `send` returned.
+ * @throws {TypeError} When `channel` was not opened with {@linkcode openJsonRpc}; what `send`
+ * throws (the messages it sent before still leave, as a batch).
+ *
+ * @example Two requests and a notification in one array
+ * ```ts
+ * import { openJsonRpc, sendBatch } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * interface Server {
+ *   add(p: [number, number]): number;
+ *   greet(p: { name: string }): string;
+ *   log(p: [string]): void;
+ * }
+ * const logged: string[] = [];
+ * const [a, b] = memoryPair();
+ * const server = await openJsonRpc(a, {
+ *   framing: "ndjson",
+ *   handlers: {
+ *     add: ([x, y]: [number, number]) => x + y,
+ *     greet: ({ name }: { name: string }) => `hello ${name}`,
+ *     log: ([line]: [string]) => void logged.push(line),
+ *   } satisfies Server,
+ * });
+ * const client = await openJsonRpc<Server>(b, { framing: "ndjson" });
+ * const [sum, greeting] = sendBatch(client, () => {
+ *   client.notify("log", ["batched"]);
+ *   return [client.remote.add([1, 2]), client.remote.greet({ name: "you" })] as const;
+ * });
+ * assert.equal(await sum, 3);
+ * assert.equal(await greeting, "hello you");
+ * assert.deepEqual(logged, ["batched"]);
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ */
+export function sendBatch<T>(channel: object, send: () => T): T {
+  return stateOf(channel).outbox.sendBatch(send);
 }
 
 /**

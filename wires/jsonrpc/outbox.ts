@@ -75,6 +75,9 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   readonly #tokenOf = new Map<number, string>();
   readonly #pendingTokens = new WeakMap<Uint8Array, string>();
   #nextToken = 0;
+  /** The requests and notifications of the batch being sent, while one is (see sendBatch). */
+  #sending: Uint8Array[] | undefined;
+  #sendingDepth = 0;
 
   constructor(writer: FrameWriter, options: JsonRpcOutboxOptions) {
     super(writer);
@@ -137,6 +140,48 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     else this.#writeText(text);
   }
 
+  // ---------------------------------------------------------------- batches this side sends
+
+  /**
+   * Runs `send`; the requests and notifications written meanwhile leave as one batch array
+   * when it returns (or throws), in arrays of at most maxFrameBytes when they are more.
+   * Nested, the outer batch takes the inner one's.
+   */
+  sendBatch<T>(send: () => T): T {
+    if (this.#sendingDepth++ === 0) this.#sending = [];
+    try {
+      return send();
+    } finally {
+      if (--this.#sendingDepth === 0) {
+        const messages = this.#sending!;
+        this.#sending = undefined;
+        this.#writeBatches(messages);
+      }
+    }
+  }
+
+  #writeBatches(messages: Uint8Array[]): void {
+    const max = this.#options.maxFrameBytes;
+    let start = 0;
+    while (start < messages.length) {
+      let end = start;
+      let size = 1;
+      while (end < messages.length && (end === start || size + messages[end].length + 1 <= max)) {
+        size += messages[end++].length + 1;
+      }
+      const array = new Uint8Array(size);
+      let offset = 0;
+      for (let i = start; i < end; i++) {
+        array[offset++] = i === start ? OPEN_BRACKET : COMMA;
+        array.set(messages[i], offset);
+        offset += messages[i].length;
+      }
+      array[offset] = CLOSE_BRACKET;
+      this.#writeParts(array, EMPTY);
+      start = end;
+    }
+  }
+
   // ---------------------------------------------------------------- calls this side starts
 
   callParam(
@@ -177,7 +222,9 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       head = `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"id":`;
       if (this.#methodHeads.size < 1024) this.#methodHeads.set(method, head);
     }
-    this.#writeParts(utf8.encode(head + id), body);
+    const start = utf8.encode(head + id);
+    if (this.#sending !== undefined) this.#sending.push(concat(start, body));
+    else this.#writeParts(start, body);
     return undefined;
   }
 
@@ -247,7 +294,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const params = value === undefined ? "" : `,"params":${stringifyParams(value)}`;
     const text = `{"jsonrpc":"2.0","method":${JSON.stringify(method)}${params}}`;
     this.#checkSize(text.length);
-    this.#writeText(text);
+    if (this.#sending !== undefined) this.#sending.push(utf8.encode(text));
+    else this.#writeText(text);
   }
 
   /** Writes the answer to the peer's request `handle`: `rest` follows its id. */
@@ -350,6 +398,16 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 }
 
 const EMPTY = new Uint8Array(0);
+const OPEN_BRACKET = 0x5b;
+const COMMA = 0x2c;
+const CLOSE_BRACKET = 0x5d;
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const joined = new Uint8Array(a.length + b.length);
+  joined.set(a);
+  joined.set(b, a.length);
+  return joined;
+}
 
 /** Distinguishes the number 1 from the string "1". */
 function idKey(id: JsonRpcId): string {
