@@ -95,6 +95,12 @@ export type {
 } from "../channel/mod.ts";
 export type { ConduitError } from "../errors.ts";
 export { DEFAULT_MAX_BATCH_MESSAGES, LSP_DIALECT, MCP_DIALECT };
+export {
+  CONTENT_MODIFIED,
+  isRemoteErrorCode,
+  REQUEST_CANCELLED,
+  SERVER_CANCELLED,
+} from "../wires/jsonrpc/error_codes.ts";
 
 /**
  * Options for {@linkcode openJsonRpc}.

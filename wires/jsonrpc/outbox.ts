@@ -9,6 +9,7 @@ import { WriterOutbox } from "../writer_outbox.ts";
 import { FrameTooLargeError } from "../../errors.ts";
 import type { FrameWriter } from "../../framing/frame_writer.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
+import { REQUEST_CANCELLED } from "./error_codes.ts";
 import type { CodecSlot, EngineError, Outbox } from "../types.ts";
 
 /** JSON-RPC's reserved error codes. */
@@ -17,8 +18,6 @@ export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
-/** LSP's code for a request answered because it was cancelled. */
-export const REQUEST_CANCELLED = -32800;
 
 const ENGINE_CODES: Readonly<Record<string, number>> = {
   method_not_found: METHOD_NOT_FOUND,
