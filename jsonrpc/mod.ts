@@ -93,7 +93,7 @@ export type {
   RemoteStream,
   ResultOf,
 } from "../channel/mod.ts";
-export type { ConduitError } from "../errors.ts";
+export type { ConduitError, RemoteError } from "../errors.ts";
 export { DEFAULT_MAX_BATCH_MESSAGES, LSP_DIALECT, MCP_DIALECT };
 export {
   CONTENT_MODIFIED,

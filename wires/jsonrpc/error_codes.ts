@@ -15,7 +15,7 @@ import { RemoteError } from "../../errors.ts";
  * assert.equal(REQUEST_CANCELLED, -32800);
  * ```
  */
-export const REQUEST_CANCELLED = -32800;
+export const REQUEST_CANCELLED: number = -32800;
 
 /**
  * LSP's `ContentModified` (-32801): the document changed while the server worked on the
@@ -30,7 +30,7 @@ export const REQUEST_CANCELLED = -32800;
  * assert.equal(CONTENT_MODIFIED, -32801);
  * ```
  */
-export const CONTENT_MODIFIED = -32801;
+export const CONTENT_MODIFIED: number = -32801;
 
 /**
  * LSP's `ServerCancelled` (-32802): the server cancelled the request itself (only requests
@@ -45,7 +45,7 @@ export const CONTENT_MODIFIED = -32801;
  * assert.equal(SERVER_CANCELLED, -32802);
  * ```
  */
-export const SERVER_CANCELLED = -32802;
+export const SERVER_CANCELLED: number = -32802;
 
 /**
  * Whether `error` is the peer's error response with JSON-RPC error code `code`: a
