@@ -4,10 +4,11 @@
 // error and no method is a response, never answered (one without "jsonrpc" is taken, as
 // vscode-jsonrpc takes it, and reported once). What JSON-RPC answers and goes on after — a
 // parse error (-32700), an invalid request (-32600), a batch over `maxBatchMessages` refused
-// whole — is answered here and reported to `onProtocolError`; an answer to no request in
-// flight is reported and dropped.
-// Only a framing failure (a message over the limit, a broken header) ends the connection,
-// since the next message cannot be found.
+// whole — is answered here and reported to `onProtocolError` (a client answers nothing with
+// id null: it only reports); an answer to no request in flight is reported and dropped, unless
+// it crossed this side's cancel. Only a framing failure (a message over the limit, a broken
+// header, input ending inside a message) ends the connection, since the next message cannot
+// be found; the peer's end is named in JSON-RPC's words (peerEnded).
 
 import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
 import { LineSplitter } from "../../framing/_line_splitter.ts";
