@@ -51,6 +51,12 @@ export class Batch {
   readonly parts: string[] = [];
 }
 
+/** The requests and notifications of a batch this side sends, and how deep its nesting is. */
+class OutgoingBatch {
+  depth = 0;
+  readonly messages: Uint8Array[] = [];
+}
+
 /** JSON-RPC's {@linkcode Outbox}, and the ids of calls in both directions. */
 export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   readonly streams: undefined = undefined;
@@ -74,9 +80,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   readonly #tokenOf = new Map<number, string>();
   readonly #pendingTokens = new WeakMap<Uint8Array, string>();
   #nextToken = 0;
-  /** The requests and notifications of the batch being sent, while one is (see sendBatch). */
-  #sending: Uint8Array[] | undefined;
-  #sendingDepth = 0;
+  /** The batch being sent, while one is (see sendBatch). */
+  #sending: OutgoingBatch | undefined;
 
   constructor(writer: FrameWriter, options: JsonRpcOutboxOptions) {
     super(writer);
@@ -147,14 +152,14 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
    * Nested, the outer batch takes the inner one's.
    */
   sendBatch<T>(send: () => T): T {
-    if (this.#sendingDepth++ === 0) this.#sending = [];
+    const batch = this.#sending ??= new OutgoingBatch();
+    batch.depth++;
     try {
       return send();
     } finally {
-      if (--this.#sendingDepth === 0) {
-        const messages = this.#sending!;
+      if (--batch.depth === 0) {
         this.#sending = undefined;
-        this.#writeBatches(messages);
+        this.#writeBatches(batch.messages);
       }
     }
   }
@@ -222,7 +227,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       if (this.#methodHeads.size < 1024) this.#methodHeads.set(method, head);
     }
     const start = utf8.encode(head + id);
-    if (this.#sending !== undefined) this.#sending.push(concat(start, body));
+    if (this.#sending !== undefined) this.#sending.messages.push(concat(start, body));
     else this.#writeParts(start, body);
     return undefined;
   }
@@ -293,7 +298,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const params = value === undefined ? "" : `,"params":${stringifyParams(value)}`;
     const text = `{"jsonrpc":"2.0","method":${JSON.stringify(method)}${params}}`;
     this.#checkSize(text.length);
-    if (this.#sending !== undefined) this.#sending.push(utf8.encode(text));
+    if (this.#sending !== undefined) this.#sending.messages.push(utf8.encode(text));
     else this.#writeText(text);
   }
 
