@@ -379,9 +379,10 @@ export class ChannelCore implements LifecycleEvents {
     }
     const message = this.#life.handshaking
       ? "The peer closed the connection during the handshake"
-      : this.#life.peerClosing
-      ? "The peer closed the connection after its GOODBYE with calls still in flight"
-      : "The peer closed the connection without a GOODBYE";
+      : this.#wire.peerEnded?.() ??
+        (this.#life.peerClosing
+          ? "The peer closed the connection after its GOODBYE with calls still in flight"
+          : "The peer closed the connection without a GOODBYE");
     this.#fail(new ConnectionClosedError(message), undefined, false);
   }
 

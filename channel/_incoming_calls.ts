@@ -28,6 +28,9 @@ interface HeldCall {
   readonly meta: CallMeta | undefined;
 }
 
+/** How many methods' handlers are remembered (more are looked up at each call). */
+const MAX_CACHED_HANDLERS = 1024;
+
 /** A NOTIFY held back until a notification handler finishes. */
 interface HeldNotification {
   readonly notification: true;
@@ -402,7 +405,10 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     const handlers = this.#options.handlers;
     if (handlers === undefined) return undefined;
     const handler = servedMethod(handlers, method);
-    if (handler !== undefined) this.#handlerCache.set(method, handler);
+    // Bounded: a handler object may serve any name the peer sends (a JSON-RPC catch-all).
+    if (handler !== undefined && this.#handlerCache.size < MAX_CACHED_HANDLERS) {
+      this.#handlerCache.set(method, handler);
+    }
     return handler;
   }
 

@@ -12,11 +12,14 @@ const CR = 0x0d;
 /** The NDJSON line splitting state, pushing each whole line into a {@linkcode FrameSink}: the pieces of a line that spans chunks. */
 export class LineSplitter {
   readonly #max: number;
+  readonly #limitName: string;
   #parts: Uint8Array[] = [];
   #partBytes = 0;
 
-  constructor(maxLineBytes: number) {
-    this.#max = integerOption("maxLineBytes", maxLineBytes, 0);
+  /** `limitName` is the option that set `maxLineBytes`, for the error message. */
+  constructor(maxLineBytes: number, limitName = "maxLineBytes") {
+    this.#max = integerOption(limitName, maxLineBytes, 0);
+    this.#limitName = limitName;
   }
 
   push(chunk: Uint8Array, out: FrameSink): void {
@@ -59,7 +62,7 @@ export class LineSplitter {
 
   #checkLength(length: number): void {
     if (length > this.#max) {
-      throw new FrameTooLargeError(length, this.#max, { limitName: "maxLineBytes" });
+      throw new FrameTooLargeError(length, this.#max, { limitName: this.#limitName });
     }
   }
 

@@ -9,14 +9,23 @@
  *   numbers or strings on the way in; batches received are answered as one array.
  * - An error response `{ code, message, data }` rejects the call with a `RemoteError` of that
  *   `code` (a number) and `data`; a handler's thrown error with a numeric `code` (and `data`)
- *   is sent as it is, any other as -32603. Unknown methods are answered -32601, a message
- *   that is not JSON -32700 and one that is no request -32600, and the connection goes on
- *   (each is reported to `onProtocolError`); a message over `maxFrameBytes` ends it with a
- *   `FrameTooLargeError` as the cause, since the next message can no longer be found.
+ *   is sent as it is, any other as -32603. A response (a `result` or an `error`, no `method`)
+ *   is never answered, and is taken without `"jsonrpc":"2.0"` as vscode-jsonrpc takes it.
+ *   Unknown methods are answered -32601, a message that is not JSON -32700 and one that is
+ *   no request -32600 (unless this side is the client: see `role`), and the connection goes
+ *   on (each is reported to `onProtocolError`);
+ *   a message over `maxFrameBytes` ends it with a `FrameTooLargeError` as the cause, since
+ *   the next message can no longer be found. When the peer goes away, pending calls reject
+ *   with `The server closed the connection` (with a child's exit status when known).
  * - A batch received of more than `maxBatchMessages` requests and notifications is refused
  *   whole with one -32600 error (id null), and none of it runs.
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
- *   cancel notification; the peer's cancel fires the handler's `ctx.signal`.
+ *   cancel notification; the peer's cancel fires the handler's `ctx.signal`. An answer that
+ *   crosses an MCP cancel is dropped quietly.
+ * - {@linkcode sendBatch} sends the requests and notifications its callback starts as one
+ *   batch array.
+ * - {@linkcode handle} serves a method after open and returns what stops it; `onRequest` and
+ *   `onUnhandledNotification` catch what no handler serves.
  * - `onProgress` on a call puts a progress token in its params and receives the progress
  *   notifications naming it; {@linkcode sendProgress} reports progress from a handler.
  * - LSP partial results: a call whose params carry a `partialResultToken` is a stream (type
@@ -56,11 +65,15 @@ import { jsonCodec } from "../codecs/json.ts";
 import { LSP_DIALECT, MCP_DIALECT } from "../wires/jsonrpc/dialect.ts";
 import type { JsonRpcDialect, JsonRpcId } from "../wires/jsonrpc/dialect.ts";
 import { DEFAULT_MAX_BATCH_MESSAGES } from "../wires/jsonrpc/limits.ts";
-import { jsonRpcWire } from "../wires/jsonrpc/wire.ts";
+import { type JsonRpcWire, jsonRpcWire } from "../wires/jsonrpc/wire.ts";
+import type { JsonRpcOutbox } from "../wires/jsonrpc/outbox.ts";
+import type { WireFactory } from "../wires/types.ts";
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
+import type { CallContext } from "../channel/mod.ts";
+import { HandlerTable } from "./_handlers.ts";
 
 export type { JsonRpcCancel, JsonRpcProgress } from "../wires/jsonrpc/dialect.ts";
 export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
@@ -83,8 +96,14 @@ export type {
   RemoteStream,
   ResultOf,
 } from "../channel/mod.ts";
-export type { ConduitError } from "../errors.ts";
+export type { ConduitError, RemoteError } from "../errors.ts";
 export { DEFAULT_MAX_BATCH_MESSAGES, LSP_DIALECT, MCP_DIALECT };
+export {
+  CONTENT_MODIFIED,
+  isRemoteErrorCode,
+  REQUEST_CANCELLED,
+  SERVER_CANCELLED,
+} from "../wires/jsonrpc/error_codes.ts";
 
 /**
  * Options for {@linkcode openJsonRpc}.
@@ -102,11 +121,38 @@ export interface JsonRpcOptions<Local extends object = object> {
    */
   dialect?: "lsp" | "mcp" | JsonRpcDialect;
   /**
+   * Which end of the connection this is. A `"client"` never answers what it cannot tie to a
+   * request — output that is not JSON, a message that is no request and has no id — and
+   * only reports it to `onProtocolError`, as vscode-jsonrpc and the MCP SDKs do: a server
+   * writing junk to its stdout would otherwise get `{"id":null,"error":…}`, which an MCP
+   * server may fail to parse (mcp 1.30 answers it with an error of its own). A `"server"`
+   * answers them (-32700, -32600 with id null) as JSON-RPC says; so does a channel with no
+   * role. The role also names the peer when the connection ends ("The server closed the
+   * connection").
+   *
+   * @default {"client"} when `transport` is a child process (`spawnTransport`,
+   * `childTransport`: this side started the server), else none
+   */
+  role?: "client" | "server";
+  /**
    * The requests and notifications this side serves, by method name: each handler gets the
    * params (an object or an array, as sent) and a `CallContext` whose `signal` fires when
    * the peer cancels.
    */
   handlers?: Local;
+  /**
+   * Serves every request no handler serves (vscode-jsonrpc's star request handler): gets the
+   * method, the params and the call's context; what it returns or throws is the answer (throw
+   * an error with `code: -32601` to say the method is unknown). Without it such a request is
+   * answered -32601.
+   */
+  onRequest?: (method: string, params: unknown, ctx: CallContext) => unknown;
+  /**
+   * Told of every notification no handler serves (vscode-jsonrpc's
+   * `onUnhandledNotification`); without it they are dropped, as LSP and MCP allow. What it
+   * throws goes to `onNotificationError`.
+   */
+  onUnhandledNotification?: (method: string, params: unknown) => void;
   /** The largest message accepted (and sent), in bytes. @default {67108864} (64 MiB) */
   maxFrameBytes?: number;
   /** How many requests each side keeps in flight. @default {1024} */
@@ -141,7 +187,14 @@ export interface JsonRpcOptions<Local extends object = object> {
   onProtocolError?: (error: ProtocolError) => void;
 }
 
-const dialects = new WeakMap<object, JsonRpcDialect>();
+/** What the helper functions need of a channel openJsonRpc opened. */
+interface JsonRpcState {
+  readonly dialect: JsonRpcDialect;
+  readonly table: HandlerTable;
+  readonly outbox: JsonRpcOutbox;
+}
+
+const channels = new WeakMap<object, JsonRpcState>();
 
 /**
  * Opens a JSON-RPC 2.0 channel over `transport`. There is no handshake: it is open at once
@@ -201,27 +254,145 @@ export async function openJsonRpc<
     options.maxBatchMessages ?? DEFAULT_MAX_BATCH_MESSAGES,
     0,
   );
-  const wire = jsonRpcWire({
+  const role = options.role ?? (isChildProcess(transport) ? "client" : undefined);
+  if (role !== undefined && role !== "client" && role !== "server") {
+    throw new TypeError(`role must be "client" or "server", got ${JSON.stringify(role)}`);
+  }
+  const onNotificationError = options.onNotificationError ?? reportNotificationError;
+  const table = new HandlerTable(options.handlers, options.onRequest);
+  const unhandled = options.onUnhandledNotification;
+  const factory = jsonRpcWire({
     framing,
     dialect,
+    role,
+    serves: (method) => table.serves(method),
+    onUnhandledNotification: unhandled && ((method, params) => {
+      try {
+        unhandled(method, params);
+      } catch (error) {
+        onNotificationError(error, method);
+      }
+    }),
     maxBatchMessages,
     onProtocolError: options.onProtocolError ?? warnProtocolError,
   });
+  let made: JsonRpcWire | undefined;
+  const wire: WireFactory = (transport, wireOptions) =>
+    made = factory(transport, wireOptions) as JsonRpcWire;
   // The channel's own options pass through as they are; the wire's are taken out.
   const {
     framing: _,
     dialect: __,
     onProtocolError: ___,
     maxBatchMessages: ____,
+    role: _____,
+    onRequest: ______,
+    onUnhandledNotification: _______,
+    handlers: ________,
     ...channelOptions
   } = options;
   const channel = new Channel<Remote>(
     transport,
-    { ...channelOptions, codec: jsonCodec() } satisfies ChannelOptions<Local>,
+    {
+      ...channelOptions,
+      onNotificationError,
+      handlers: table.handlers as Local,
+      codec: jsonCodec(),
+    } satisfies ChannelOptions<Local>,
     wire,
   );
-  dialects.set(channel, dialect);
+  channels.set(channel, { dialect, table, outbox: made!.outbox });
   return await untilOpen(channel);
+}
+
+/**
+ * Serves `method` on a JSON-RPC channel from now on (a request or a notification of that
+ * name), in place of any handler it had; returns what stops it. Handlers given at open are
+ * served the same way, so `handle` also replaces one of them.
+ *
+ * @param channel The JSON-RPC channel.
+ * @param method The method's name.
+ * @param handler Gets the params and the call's context, like a handler given at open.
+ * @returns Stops serving `method` with `handler` (nothing, if another replaced it since).
+ * @throws {TypeError} When `channel` was not opened with {@linkcode openJsonRpc}, or
+ * `handler` is not a function.
+ *
+ * @example A handler added after open, then removed
+ * ```ts
+ * import { handle, openJsonRpc } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const [a, b] = memoryPair();
+ * const server = await openJsonRpc(a, { framing: "ndjson" });
+ * const client = await openJsonRpc<{ twice(p: [number]): number }>(b, { framing: "ndjson" });
+ * const stop = handle(server, "twice", ([n]: [number]) => 2 * n);
+ * assert.equal(await client.remote.twice([21]), 42);
+ * stop();
+ * await assert.rejects(client.remote.twice([1]), { name: "RemoteError", code: -32601 });
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ */
+export function handle(
+  channel: object,
+  method: string,
+  handler: (params: never, ctx: CallContext) => unknown,
+): () => void {
+  return stateOf(channel).table.add(method, handler);
+}
+
+/**
+ * Sends as one JSON-RPC batch (an array) the requests and notifications `send` starts on
+ * `channel` before it returns: calls through `channel.remote` or `channel.call`, and
+ * `channel.notify`. Each call keeps its own promise, deadline and signal, and the peer's
+ * answers settle them as they come (a server answers a batch with an array, or one by one).
+ * What `send` returns is returned, so it can hand back the calls' promises, typed by the
+ * remote. A call that waits for a slot (past `maxInFlight`) leaves on its own once one is
+ * free; messages that would take the array past `maxFrameBytes` leave in a second array.
+ * Nothing is sent for an empty batch.
+ *
+ * @typeParam T What `send` returns.
+ * @param channel The JSON-RPC channel.
+ * @param send Starts the calls and notifications of the batch; it must not await between
+ * them (what it sends after its first `await` is no longer in the batch).
+ * @returns What `send` returned.
+ * @throws {TypeError} When `channel` was not opened with {@linkcode openJsonRpc}; what `send`
+ * throws (the messages it sent before still leave, as a batch).
+ *
+ * @example Two requests and a notification in one array
+ * ```ts
+ * import { openJsonRpc, sendBatch } from "@conduit/ipc/jsonrpc";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * interface Server {
+ *   add(p: [number, number]): number;
+ *   greet(p: { name: string }): string;
+ *   log(p: [string]): void;
+ * }
+ * const logged: string[] = [];
+ * const [a, b] = memoryPair();
+ * const server = await openJsonRpc(a, {
+ *   framing: "ndjson",
+ *   handlers: {
+ *     add: ([x, y]: [number, number]) => x + y,
+ *     greet: ({ name }: { name: string }) => `hello ${name}`,
+ *     log: ([line]: [string]) => void logged.push(line),
+ *   } satisfies Server,
+ * });
+ * const client = await openJsonRpc<Server>(b, { framing: "ndjson" });
+ * const [sum, greeting] = sendBatch(client, () => {
+ *   client.notify("log", ["batched"]);
+ *   return [client.remote.add([1, 2]), client.remote.greet({ name: "you" })] as const;
+ * });
+ * assert.equal(await sum, 3);
+ * assert.equal(await greeting, "hello you");
+ * assert.deepEqual(logged, ["batched"]);
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ */
+export function sendBatch<T>(channel: object, send: () => T): T {
+  return stateOf(channel).outbox.sendBatch(send);
 }
 
 /**
@@ -297,11 +468,19 @@ export function progressToken(channel: object, params: unknown): JsonRpcId | und
 }
 
 function dialectOf(channel: object): JsonRpcDialect {
-  const dialect = dialects.get(channel);
-  if (dialect === undefined) {
+  return stateOf(channel).dialect;
+}
+
+function stateOf(channel: object): JsonRpcState {
+  const state = channels.get(channel);
+  if (state === undefined) {
     throw new TypeError("Not a JSON-RPC channel: open it with openJsonRpc()");
   }
-  return dialect;
+  return state;
+}
+
+function reportNotificationError(error: unknown, method: string): void {
+  console.error(`conduit: the notification handler "${method}" failed:`, error);
 }
 
 function resolveDialect(dialect: "lsp" | "mcp" | JsonRpcDialect): JsonRpcDialect {
@@ -311,6 +490,11 @@ function resolveDialect(dialect: "lsp" | "mcp" | JsonRpcDialect): JsonRpcDialect
     throw new TypeError(`dialect must be "lsp", "mcp" or an object, got ${String(dialect)}`);
   }
   return dialect;
+}
+
+/** Whether `transport` is a child process this side started (it has a pid and an exit status). */
+function isChildProcess(transport: Transport): boolean {
+  return "pid" in transport && "status" in transport;
 }
 
 function warnProtocolError(error: ProtocolError): void {

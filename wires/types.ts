@@ -237,6 +237,11 @@ export interface Wire {
   decode(slot: CodecSlot, body: unknown): unknown;
   /** Revives an error body; `method` is the call's, when it is about one. */
   decodeError(body: unknown, method: string | undefined): Error;
+  /**
+   * How the peer's end of the connection reads after the handshake, in the protocol's own
+   * words (JSON-RPC has no goodbye to miss); absent, the engine says it missed a GOODBYE.
+   */
+  peerEnded?(): string;
 }
 
 /**

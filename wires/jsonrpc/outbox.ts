@@ -9,6 +9,7 @@ import { WriterOutbox } from "../writer_outbox.ts";
 import { FrameTooLargeError } from "../../errors.ts";
 import type { FrameWriter } from "../../framing/frame_writer.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
+import { REQUEST_CANCELLED } from "./error_codes.ts";
 import type { CodecSlot, EngineError, Outbox } from "../types.ts";
 
 /** JSON-RPC's reserved error codes. */
@@ -17,14 +18,15 @@ export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
-/** LSP's code for a request answered because it was cancelled. */
-export const REQUEST_CANCELLED = -32800;
 
 const ENGINE_CODES: Readonly<Record<string, number>> = {
   method_not_found: METHOD_NOT_FOUND,
   invalid_param: INVALID_PARAMS,
   cancelled: REQUEST_CANCELLED,
 };
+
+/** How many cancelled requests' late answers are recognised (and dropped quietly). */
+const MAX_CANCELLED = 1024;
 
 const utf8 = new TextEncoder();
 const CLOSE_BRACE = utf8.encode("}");
@@ -49,6 +51,12 @@ export class Batch {
   readonly parts: string[] = [];
 }
 
+/** The requests and notifications of a batch this side sends, and how deep its nesting is. */
+class OutgoingBatch {
+  depth = 0;
+  readonly messages: Uint8Array[] = [];
+}
+
 /** JSON-RPC's {@linkcode Outbox}, and the ids of calls in both directions. */
 export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   readonly streams: undefined = undefined;
@@ -61,6 +69,12 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   #lastPeerHandle = 0;
   /** This side's requests whose answer is still awaited. */
   readonly #awaited = new Set<number>();
+  /**
+   * This side's latest requests cancelled unanswered (a dialect whose cancelled requests get
+   * no answer): an answer that crossed the cancel is dropped without a word, as MCP and LSP
+   * tell the sender to. Bounded: the oldest is forgotten first.
+   */
+  readonly #cancelled = new Set<number>();
   /** Progress tokens of this side's requests: token → handle, and handle → token. */
   readonly #tokens = new Map<string, number>();
   readonly #tokenOf = new Map<number, string>();
@@ -70,6 +84,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   readonly #partials = new Map<string, number>();
   readonly #partialOf = new Map<number, string>();
   readonly #pendingPartials = new WeakMap<Uint8Array, string>();
+  /** The batch being sent, while one is (see sendBatch). */
+  #sending: OutgoingBatch | undefined;
 
   constructor(writer: FrameWriter, options: JsonRpcOutboxOptions) {
     super(writer);
@@ -100,6 +116,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     if (typeof id !== "number" || !this.#awaited.delete(id)) return false;
     this.#dropToken(id);
     return true;
+  }
+
+  /** Whether `id` is one of this side's requests cancelled unanswered; forgets it if so. */
+  takeCancelled(id: unknown): boolean {
+    return typeof id === "number" && this.#cancelled.delete(id);
   }
 
   /** The handle whose progress `token` reports, if any. */
@@ -135,6 +156,48 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     }}`;
     if (batch !== undefined) this.#collect(batch, id, text);
     else this.#writeText(text);
+  }
+
+  // ---------------------------------------------------------------- batches this side sends
+
+  /**
+   * Runs `send`; the requests and notifications written meanwhile leave as one batch array
+   * when it returns (or throws), in arrays of at most maxFrameBytes when they are more.
+   * Nested, the outer batch takes the inner one's.
+   */
+  sendBatch<T>(send: () => T): T {
+    const batch = this.#sending ??= new OutgoingBatch();
+    batch.depth++;
+    try {
+      return send();
+    } finally {
+      if (--batch.depth === 0) {
+        this.#sending = undefined;
+        this.#writeBatches(batch.messages);
+      }
+    }
+  }
+
+  #writeBatches(messages: Uint8Array[]): void {
+    const max = this.#options.maxFrameBytes;
+    let start = 0;
+    while (start < messages.length) {
+      let end = start;
+      let size = 1;
+      while (end < messages.length && (end === start || size + messages[end].length + 1 <= max)) {
+        size += messages[end++].length + 1;
+      }
+      const array = new Uint8Array(size);
+      let offset = 0;
+      for (let i = start; i < end; i++) {
+        array[offset++] = i === start ? OPEN_BRACKET : COMMA;
+        array.set(messages[i], offset);
+        offset += messages[i].length;
+      }
+      array[offset] = CLOSE_BRACKET;
+      this.#writeParts(array, EMPTY);
+      start = end;
+    }
   }
 
   // ---------------------------------------------------------------- calls this side starts
@@ -190,16 +253,21 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       head = `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"id":`;
       if (this.#methodHeads.size < 1024) this.#methodHeads.set(method, head);
     }
-    this.#writeParts(utf8.encode(head + id), body);
+    const start = utf8.encode(head + id);
+    if (this.#sending !== undefined) this.#sending.messages.push(concat(start, body));
+    else this.#writeParts(start, body);
     return undefined;
   }
 
   sendCancel(id: number, reason: string): void {
     const cancel = this.#options.dialect.cancel;
     this.#notifyValue(cancel.method, cancel.param(id, reason));
-    if (!cancel.answered) {
-      this.#awaited.delete(id);
+    if (!cancel.answered && this.#awaited.delete(id)) {
       this.#dropToken(id);
+      if (this.#cancelled.size === MAX_CANCELLED) {
+        this.#cancelled.delete(this.#cancelled.values().next().value!);
+      }
+      this.#cancelled.add(id);
     }
   }
 
@@ -257,7 +325,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const params = value === undefined ? "" : `,"params":${stringifyParams(value)}`;
     const text = `{"jsonrpc":"2.0","method":${JSON.stringify(method)}${params}}`;
     this.#checkSize(text.length);
-    this.#writeText(text);
+    if (this.#sending !== undefined) this.#sending.messages.push(utf8.encode(text));
+    else this.#writeText(text);
   }
 
   /** Writes the answer to the peer's request `handle`: `rest` follows its id. */
@@ -366,6 +435,16 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 }
 
 const EMPTY = new Uint8Array(0);
+const OPEN_BRACKET = 0x5b;
+const COMMA = 0x2c;
+const CLOSE_BRACKET = 0x5d;
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const joined = new Uint8Array(a.length + b.length);
+  joined.set(a);
+  joined.set(b, a.length);
+  return joined;
+}
 
 /** Distinguishes the number 1 from the string "1". */
 function idKey(id: JsonRpcId): string {

@@ -1,14 +1,18 @@
 // JSON-RPC 2.0 (LSP, MCP) behind the engine's seam (wires/types.ts): Content-Length or NDJSON
 // framing, no handshake, and each message (or each member of a batch) turned into an engine
-// event. What JSON-RPC answers and goes on after — a parse error (-32700), an invalid
-// request (-32600), a batch over `maxBatchMessages` refused whole — is answered here and
-// reported to `onProtocolError`; an answer to no request in flight is reported and dropped.
-// Only a framing failure (a message over the limit, a broken header) ends the connection,
-// since the next message cannot be found.
+// event. A message is classified by its shape before it is checked: one with a result or an
+// error and no method is a response, never answered (one without "jsonrpc" is taken, as
+// vscode-jsonrpc takes it, and reported once). What JSON-RPC answers and goes on after — a
+// parse error (-32700), an invalid request (-32600), a batch over `maxBatchMessages` refused
+// whole — is answered here and reported to `onProtocolError` (a client answers nothing with
+// id null: it only reports); an answer to no request in flight is reported and dropped, unless
+// it crossed this side's cancel. Only a framing failure (a message over the limit, a broken
+// header, input ending inside a message) ends the connection, since the next message cannot
+// be found; the peer's end is named in JSON-RPC's words (peerEnded).
 
 import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
 import { LineSplitter } from "../../framing/_line_splitter.ts";
-import { QueueSplitter } from "../../framing/_queue_splitter.ts";
+import { type PushDecoder, QueueSplitter } from "../../framing/_queue_splitter.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
 import { ProtocolError } from "../../protocol/protocol_error.ts";
 import type { Transport } from "../../transports/types.ts";
@@ -27,7 +31,7 @@ import type {
   WireOptions,
 } from "../types.ts";
 import { writeTarget } from "../types.ts";
-import { RemoteError } from "../../errors.ts";
+import { RemoteError, TruncatedFrameError } from "../../errors.ts";
 
 /** How JSON-RPC names each event in the engine's error messages. */
 const NAMES: EventNames = {
@@ -57,6 +61,19 @@ export interface JsonRpcWireOptions {
    * refused. @default {DEFAULT_MAX_BATCH_MESSAGES}
    */
   readonly maxBatchMessages?: number;
+  /**
+   * Which end this is: a client never answers with id null (input it cannot parse, a message
+   * that is no request): it reports it, since a server may not take `id: null`.
+   */
+  readonly role?: "client" | "server";
+  /**
+   * Whether a handler serves `method`: a notification none serves goes to
+   * {@linkcode onUnhandledNotification} instead of the engine. Absent, every one goes to
+   * the engine.
+   */
+  readonly serves?: (method: string) => boolean;
+  /** Told of each notification no handler serves (dropped when absent); never throws. */
+  readonly onUnhandledNotification?: (method: string, params: unknown) => void;
   /** Told of what the peer sent wrong that JSON-RPC lets the connection survive. */
   readonly onProtocolError: (error: ProtocolError) => void;
 }
@@ -79,6 +96,10 @@ export class JsonRpcWire implements Wire {
   readonly #rpc: JsonRpcWireOptions;
   #reader: ChunkReader | undefined;
   #closing = false;
+  /** The peer process's exit status, once its output ended and it exited. */
+  #exit: Deno.CommandStatus | undefined;
+  /** Whether a response without `"jsonrpc":"2.0"` was reported (once is enough). */
+  #lenient = false;
   #outgoing!: OutgoingEvents;
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
@@ -95,7 +116,7 @@ export class JsonRpcWire implements Wire {
     const maxFrameBytes = options.maxFrameBytes;
     this.decoder = new QueueSplitter(
       rpc.framing === "ndjson"
-        ? new LineSplitter(maxFrameBytes)
+        ? new NdjsonLines(maxFrameBytes)
         : new ContentLengthDecoder({ maxFrameBytes }),
     );
     const writer = new FrameWriter(writeTarget(transport), {
@@ -137,7 +158,37 @@ export class JsonRpcWire implements Wire {
   }
 
   reader(): ChunkReader {
-    return this.#reader ??= chunkReader(this.#transport);
+    return this.#reader ??= this.#watchExit(chunkReader(this.#transport));
+  }
+
+  peerEnded(): string {
+    const role = this.#rpc.role;
+    const peer = role === "client" ? "The server" : role === "server" ? "The client" : "The peer";
+    const status = this.#exit;
+    if (status === undefined) return `${peer} closed the connection`;
+    return `${peer} closed the connection: its process ${
+      status.signal !== null
+        ? `was killed by ${status.signal}`
+        : `exited with status ${status.code}`
+    }`;
+  }
+
+  /**
+   * Over a child process (a transport with an exit `status`), the end of its output waits
+   * for its exit status, for {@linkcode peerEnded}: a process whose stdout ended is exiting,
+   * so the wait is short, and bounded for one that closed its stdout and lives on.
+   */
+  #watchExit(reader: ChunkReader): ChunkReader {
+    const status = (this.#transport as { status?: unknown }).status;
+    if (!(status instanceof Promise)) return reader;
+    const exited = (status as Promise<Deno.CommandStatus>).then((status) => {
+      this.#exit = status;
+    }, () => {});
+    return {
+      readBytes: () =>
+        reader.readBytes().then((chunk) => chunk !== null ? chunk : waitFor(exited, EXIT_WAIT_MS)),
+      cancel: () => reader.cancel(),
+    };
   }
 
   read(frame: Uint8Array): void {
@@ -145,6 +196,14 @@ export class JsonRpcWire implements Wire {
     try {
       message = JSON.parse(utf8.decode(frame));
     } catch (error) {
+      if (this.#rpc.role === "client") {
+        this.#report(
+          `A message that is not JSON (${frame.length} bytes), not answered: this side is ` +
+            `the client (role)`,
+          error,
+        );
+        return;
+      }
       this.#report(`A message that is not JSON (${frame.length} bytes)`, error);
       this.outbox.errorResponse(null, PARSE_ERROR, "Parse error");
       return;
@@ -154,8 +213,7 @@ export class JsonRpcWire implements Wire {
       return;
     }
     if (message.length === 0) {
-      this.#report("An empty batch");
-      this.outbox.errorResponse(null, INVALID_REQUEST, "Invalid Request: an empty batch");
+      this.#invalid(null, "an empty batch", undefined);
       return;
     }
     const max = this.#rpc.maxBatchMessages ?? DEFAULT_MAX_BATCH_MESSAGES;
@@ -209,6 +267,15 @@ export class JsonRpcWire implements Wire {
     const fields = message as Record<string, unknown>;
     const id = fields.id;
     const hasId = id !== undefined;
+    const method = fields.method;
+    if (method === undefined && ("result" in fields || fields.error !== undefined)) {
+      // A response by its shape, whatever else is wrong with it: never answered (JSON-RPC
+      // answers requests only; a peer would take an error for id 1 as the answer to its own
+      // request 1), and taken without "jsonrpc" as vscode-jsonrpc takes it.
+      if (fields.jsonrpc !== "2.0") this.#lenientResponse(fields.jsonrpc, id);
+      this.#response(fields, id);
+      return;
+    }
     if (fields.jsonrpc !== "2.0") {
       this.#invalid(
         validId(id),
@@ -217,9 +284,8 @@ export class JsonRpcWire implements Wire {
       );
       return;
     }
-    const method = fields.method;
     if (method === undefined) {
-      this.#response(fields, id);
+      this.#invalid(validId(id), "neither a method, a result nor an error", batch);
       return;
     }
     const params = fields.params;
@@ -279,17 +345,21 @@ export class JsonRpcWire implements Wire {
       }
       return;
     }
-    if (!this.#closing) this.#incoming.onNotify(method, params);
+    if (this.#closing) return;
+    const rpc = this.#rpc;
+    if (rpc.serves === undefined || rpc.serves(method)) {
+      this.#incoming.onNotify(method, params);
+      return;
+    }
+    rpc.onUnhandledNotification?.(method, params);
   }
 
   #response(fields: Record<string, unknown>, id: unknown): void {
     const hasError = fields.error !== undefined;
-    if (!hasError && !("result" in fields)) {
-      this.#invalid(validId(id), "neither a method, a result nor an error", undefined);
-      return;
-    }
+    // Read before takeAwaited, which forgets the call.
     const partials = this.outbox.hasPartials(id);
     if (!this.outbox.takeAwaited(id)) {
+      if (this.outbox.takeCancelled(id)) return;
       if (id === null && hasError) {
         this.#report(`The peer could not read a message: ${JSON.stringify(fields.error)}`);
       } else {
@@ -305,7 +375,22 @@ export class JsonRpcWire implements Wire {
     } else this.#outgoing.onResult(id, fields.result);
   }
 
+  /** Says once per connection that the peer's responses lack `"jsonrpc":"2.0"`. */
+  #lenientResponse(version: unknown, id: unknown): void {
+    if (this.#lenient) return;
+    this.#lenient = true;
+    this.#report(
+      `A response whose "jsonrpc" is ${JSON.stringify(version) ?? "missing"}, not "2.0" ` +
+        `(id ${JSON.stringify(id)}): taken as vscode-jsonrpc takes it; further ones on this ` +
+        `connection are not reported`,
+    );
+  }
+
   #invalid(id: JsonRpcId | null, why: string, batch: Batch | undefined): void {
+    if (id === null && this.#rpc.role === "client") {
+      this.#report(`An invalid request: ${why}; not answered: this side is the client (role)`);
+      return;
+    }
     this.#report(`An invalid request: ${why}`);
     this.outbox.errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`, batch);
   }
@@ -317,6 +402,53 @@ export class JsonRpcWire implements Wire {
       // A failing reporter must not take the connection down.
     }
   }
+}
+
+/**
+ * NDJSON's lines, limited by the channel's `maxFrameBytes` (and named so), where input that
+ * ends inside a line is a `TruncatedFrameError` as with Content-Length: the bytes after the
+ * last newline are a message cut short (the MCP SDKs never read them either).
+ */
+class NdjsonLines implements PushDecoder {
+  readonly #lines: LineSplitter;
+  #cut = false;
+
+  constructor(maxFrameBytes: number) {
+    this.#lines = new LineSplitter(maxFrameBytes, "maxFrameBytes");
+  }
+
+  push(chunk: Uint8Array, out: FrameQueue): void {
+    this.#lines.push(chunk, out);
+  }
+
+  end(_out: FrameQueue): void {
+    this.#lines.end(this);
+    // At least its newline is missing.
+    if (this.#cut) throw new TruncatedFrameError(1);
+  }
+
+  /** Takes the last line, when the input ended inside it. */
+  enqueue(_line: Uint8Array): void {
+    this.#cut = true;
+  }
+}
+
+/** Where {@linkcode NdjsonLines} puts whole lines (framing's FrameSink). */
+interface FrameQueue {
+  enqueue(frame: Uint8Array): void;
+}
+
+/** How long the end of a child's output waits for its exit status. */
+const EXIT_WAIT_MS = 500;
+
+/** Resolves with null once `promise` settled or `ms` passed, whichever is first. */
+function waitFor(promise: Promise<void>, ms: number): Promise<null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => timer = setTimeout(resolve, ms));
+  return Promise.race([promise, timeout]).then(() => {
+    clearTimeout(timer);
+    return null;
+  });
 }
 
 function validId(id: unknown): JsonRpcId | null {

@@ -1,0 +1,80 @@
+// How a JSON-RPC connection's end reads: the option a limit comes from, a message cut short,
+// and a peer that went away, in JSON-RPC's words.
+
+import assert from "node:assert/strict";
+import { spawnTransport } from "../transports/stdio.ts";
+import { openJsonRpc } from "./mod.ts";
+import { setup } from "./_test_raw_peer.ts";
+
+Deno.test("jsonrpc close: an NDJSON line over the limit names maxFrameBytes, the option set", async () => {
+  const { channel, peer } = await setup<{ wait(p: object): string }>({ maxFrameBytes: 1024 });
+  const pending = channel.remote.wait({});
+  await peer.next();
+  await peer.send({ jsonrpc: "2.0", method: "x", params: { pad: "y".repeat(2000) } });
+  const error = await pending.then(() => undefined, (error) => error);
+  assert.equal(error.name, "ConnectionClosedError");
+  assert.match(error.message, /exceeds maxFrameBytes \(1024\)$/);
+  await channel.closed.catch(() => {});
+  await peer.close();
+});
+
+Deno.test("jsonrpc close: input ending inside an NDJSON line fails as Content-Length's does", async () => {
+  for (const framing of ["ndjson", "content-length"] as const) {
+    const { channel, peer } = await setup<{ wait(p: object): string }>({ framing });
+    const pending = channel.remote.wait({});
+    const request = await peer.next() as { id: number };
+    const answer = JSON.stringify({ jsonrpc: "2.0", id: request.id, result: "ok" });
+    await peer.raw(
+      framing === "ndjson"
+        ? answer.slice(0, 20)
+        : `Content-Length: 60\r\n\r\n${answer.slice(0, 20)}`,
+    );
+    await peer.close();
+    const error = await pending.then(() => undefined, (error) => error);
+    assert.equal(error.name, "ConnectionClosedError", framing);
+    assert.match(
+      error.message,
+      /^Protocol error: Stream ended mid-frame: \d+ more byte\(s\) were expected$/,
+    );
+    assert.equal(error.cause.cause.name, "TruncatedFrameError");
+    await channel.closed.catch(() => {});
+  }
+});
+
+Deno.test("jsonrpc close: a server that dies is named so, with its exit status", async () => {
+  // The server reads one request, then exits with status 3 (or kills itself) unanswered.
+  for (
+    const [exit, words] of [
+      ["Deno.exit(3)", "exited with status 3"],
+      ['Deno.kill(Deno.pid, "SIGKILL")', "was killed by SIGKILL"],
+    ]
+  ) {
+    const server = `
+      const reader = Deno.stdin.readable.getReader();
+      await reader.read();
+      ${exit};
+    `;
+    const channel = await openJsonRpc<{ work(p: object): string }>(
+      spawnTransport(Deno.execPath(), { args: ["eval", server] }),
+      { framing: "ndjson" },
+    );
+    const error = await channel.remote.work({}).then(() => undefined, (error) => error);
+    assert.equal(error.name, "ConnectionClosedError");
+    assert.equal(error.message, `The server closed the connection: its process ${words}`);
+    await channel.closed.catch(() => {});
+  }
+});
+
+Deno.test("jsonrpc close: a peer that goes away is named by the role, without a GOODBYE", async () => {
+  for (const [role, words] of [[undefined, "The peer"], ["server", "The client"]] as const) {
+    const { channel, peer } = await setup<{ work(p: object): string }>({ role });
+    const work = channel.remote.work({});
+    await peer.next();
+    await peer.close();
+    await assert.rejects(work, {
+      name: "ConnectionClosedError",
+      message: `${words} closed the connection`,
+    });
+    await channel.closed.catch(() => {});
+  }
+});
