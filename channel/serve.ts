@@ -34,7 +34,7 @@ import { integerOption, positiveOption } from "../_options.ts";
 import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import { heardFrom, refuseHandshake } from "./_core.ts";
-import { type AuthOptions, Channel, type ChannelOptions } from "./channel.ts";
+import { type AuthOptions, Channel, channelCodecs, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
 
 export type { Listener };
@@ -232,6 +232,8 @@ export interface Server extends AsyncDisposable {
  * @param options The channel options of each connection and the server's own.
  * @returns The running server.
  * @throws {RangeError} When an option is out of range.
+ * @throws {TypeError} When a codec option is not a codec object (see
+ * {@linkcode ChannelOptions.codec}).
  * @throws {TypeError} When `listener` is a TCP or TLS listener and `auth` is not set (pass
  * `auth: false` to serve without it), or a plain TCP one off loopback has `auth: false` without
  * `insecure: true` (see {@linkcode ServeOptions.auth}). The listener is still the caller's.
@@ -345,6 +347,8 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
     } = options;
     this.#channelOptions = {
       ...channel,
+      // Checked here, so a codec option that is not a codec fails serve(), not each connection.
+      codec: channelCodecs(options).codec,
       handlers: undefined,
       auth: auth === false ? undefined : responderAuth(auth),
       handshakeTimeout: positiveOption(

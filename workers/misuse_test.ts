@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { rejection } from "./_test_rejection.ts";
 import { RemoteError } from "../channel/errors.ts";
+import { rawCodec } from "../codecs/raw.ts";
 import { leakFreeTest, testEnv } from "./_test_processes.ts";
 import type { EchoApi } from "./_testdata/echo_worker.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -47,6 +48,24 @@ leakFreeTest(
     await pool.close();
   },
 );
+
+leakFreeTest("a codec factory passed uncalled is refused before a worker starts", async () => {
+  const message =
+    "codec must be a codec object, got the function rawCodec: pass rawCodec(), not rawCodec";
+  const options = { codec: rawCodec } as unknown as SpawnWorkerOptions;
+  await assert.rejects(spawnWorker(ECHO, { ...options, stderr: "discard" }), {
+    name: "TypeError",
+    message,
+  });
+  await assert.rejects(spawnWorker(ECHO, { ...options, thread: true }), {
+    name: "TypeError",
+    message,
+  });
+  assert.throws(() => new WorkerPool(ECHO, { ...options, size: 1, env: testEnv() }), {
+    name: "TypeError",
+    message,
+  });
+});
 
 leakFreeTest("a worker that exits without serving says so", async () => {
   const module = new URL("./_testdata/silent_worker.ts", import.meta.url);
