@@ -499,6 +499,11 @@ Deno.test("serve: an idle connection is closed with a GOODBYE, a busy one is not
   gate.resolve();
   assert.equal(await parked, "done");
   await busy.closed; // then it idles out too
+  // The next call says why: the server's GOODBYE named its idleTimeout.
+  await assert.rejects(idle.remote.ping(), {
+    name: "ConnectionClosedError",
+    message: "The channel is closed: the peer said goodbye: idle for its idleTimeout (100 ms)",
+  });
   while (server.connections > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   await server.close();
   await Deno.remove(dir, { recursive: true });
