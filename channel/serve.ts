@@ -119,6 +119,37 @@ export interface Connection {
   readonly id: number;
   /** Aborted once the connection is closed and its transport released. */
   readonly signal: AbortSignal;
+  /**
+   * The client's address, for logs, rate limits or allow-lists: a `Deno.NetAddr` over TCP and
+   * TLS (`hostname`, `port`), a `Deno.UnixAddr` over a Unix socket; undefined where the
+   * listener's transport has none (NATS).
+   *
+   * @example Refusing clients by address, and logging who failed
+   * ```ts
+   * import { openChannel, serve } from "@conduit/ipc/channel";
+   * import { connectTcp, listenTcp } from "@conduit/ipc/transports/tcp";
+   * import assert from "node:assert/strict";
+   *
+   * const seen: string[] = [];
+   * const listener = listenTcp({ port: 0 });
+   * const { port } = listener.addr as Deno.NetAddr;
+   * const server = serve(listener, {
+   *   auth: false, // loopback only
+   *   handlers: (connection) => {
+   *     const addr = connection.remoteAddr as Deno.NetAddr;
+   *     seen.push(addr.hostname);
+   *     return { whoAmI: () => `${addr.hostname}:${addr.port}` };
+   *   },
+   * });
+   * const client = await openChannel<{ whoAmI(): string }>(await connectTcp({ port }), {});
+   * const local = (await client.remote.whoAmI()).split(":");
+   * assert.equal(local[0], "127.0.0.1");
+   * assert.deepEqual(seen, ["127.0.0.1"]);
+   * await server.close();
+   * await client.closed;
+   * ```
+   */
+  readonly remoteAddr: Deno.Addr | undefined;
 }
 
 /**
@@ -198,7 +229,11 @@ export interface ServeOptions<
   onOpen?: (channel: Channel<Remote>, connection: Connection) => void;
   /**
    * Called when a connection ends other than by a graceful close (a failed handshake, a
-   * protocol error, an aborted transport), and when accepting fails. The server goes on.
+   * protocol error, an aborted transport), and when accepting fails. The server goes on. A
+   * failed handshake is reported as the client's `openChannel` fails: an
+   * `AuthenticationError` for a client without the secret (`instanceof` works), a
+   * `HandshakeError` otherwise (its `code` says why: `handshake_timeout`, `server_busy`,
+   * `codec_mismatch`…); any other end as the `ConnectionClosedError` the channel closed with.
    *
    * @default ignores them: on a hostile network they are routine.
    */
@@ -494,7 +529,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
    * write its HELLOs).
    */
   #open(transport: Transport, pressed: boolean): void {
-    const connection = new AcceptedConnection(++this.#nextId);
+    const connection = new AcceptedConnection(++this.#nextId, transport.remoteAddr);
     const handlers = this.#options.handlers;
     let channel: Channel<Remote>;
     try {
@@ -512,6 +547,9 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       since: performance.now(),
       silentGrace: pressed ? this.#silentGrace : HANDSHAKE_GRACE_MS,
     });
+    // A failed handshake is reported as what openChannel throws on the client's side (an
+    // AuthenticationError, a HandshakeError), not as the ConnectionClosedError it closes with.
+    let handshakeFailure: unknown;
     channel.opened.then(() => {
       this.#handshakeEnded(channel);
       if (this.#closing !== undefined) {
@@ -525,14 +563,19 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       } catch (error) {
         this.#report(error, connection);
       }
-    }, () => this.#handshakeEnded(channel));
+    }, (error) => {
+      handshakeFailure = error;
+      this.#handshakeEnded(channel);
+    });
     this.#held.set(
       channel,
-      channel.closed.catch((error) => this.#report(error, connection)).finally(() => {
-        this.#held.delete(channel);
-        connection.release();
-        this.#signalRoom();
-      }),
+      channel.closed.catch((error) => this.#report(handshakeFailure ?? error, connection)).finally(
+        () => {
+          this.#held.delete(channel);
+          connection.release();
+          this.#signalRoom();
+        },
+      ),
     );
   }
 
@@ -579,11 +622,13 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
  */
 class AcceptedConnection implements Connection {
   readonly id: number;
+  readonly remoteAddr: Deno.Addr | undefined;
   #controller: AbortController | undefined;
   #released = false;
 
-  constructor(id: number) {
+  constructor(id: number, remoteAddr: Deno.Addr | undefined) {
     this.id = id;
+    this.remoteAddr = remoteAddr;
   }
 
   get signal(): AbortSignal {
