@@ -592,7 +592,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
  * @typeParam Remote The handler interface the peer serves.
  * @typeParam Local The handler object this side serves (inferred from `handlers`).
  * @param transport The connection to the peer; the channel owns and closes it.
- * @param options The codec, handlers and limits.
+ * @param options The codec (JSON by default), handlers and limits.
  * @returns The open channel.
  * @throws {HandshakeError} On a version or codec mismatch, an invalid HELLO or a timeout;
  * the transport is closed by then.
@@ -620,7 +620,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
 export async function openChannel<
   Remote extends object = Record<string, never>,
   Local extends CheckedHandlers<Local> = object,
->(transport: Transport, options: ChannelOptions<Local>): Promise<Channel<Remote>> {
+>(transport: Transport, options: ChannelOptions<Local> = {}): Promise<Channel<Remote>> {
   return await untilOpen(new Channel<Remote>(transport, options));
 }
 

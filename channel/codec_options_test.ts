@@ -26,8 +26,14 @@ Deno.test("codec: a channel opened without one speaks JSON", async () => {
 Deno.test("codec: serve() without one speaks JSON", async () => {
   const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
   const server = serve(await listenUnix(`${dir}/s`), { handlers });
-  const client = await openChannel<typeof handlers>(await connectUnix(`${dir}/s`), {});
+  const client = await openChannel<typeof handlers>(await connectUnix(`${dir}/s`));
   assert.equal(await client.remote.add({ a: 2, b: 3 }), 5);
+  // With no options at all, too.
+  const bare = serve(await listenUnix(`${dir}/t`));
+  const other = await openChannel(await connectUnix(`${dir}/t`));
+  assert.equal(other.peer?.codec, "json");
+  await bare.close();
+  await other.closed;
   await server.close();
   await client.closed;
   await Deno.remove(dir, { recursive: true });

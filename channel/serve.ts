@@ -325,7 +325,7 @@ export interface Server extends AsyncDisposable {
 export function serve<
   Local extends CheckedHandlers<Local> = object,
   Remote extends object = Record<string, never>,
->(listener: Listener, options: ServeOptions<Local, Remote>): Server {
+>(listener: Listener, options: ServeOptions<Local, Remote> = {}): Server {
   return new ServerLoop(listener, options);
 }
 
