@@ -51,3 +51,37 @@ export function positiveOption(name: string, value: number): number {
 function outOfRange(name: string, expected: string, value: unknown): RangeError {
   return new RangeError(`${name} must be ${expected}, got ${String(value)}`);
 }
+
+/**
+ * Returns `value` if it is a codec object (a `name` string, `encode` and `decode` functions).
+ *
+ * @throws {TypeError} Otherwise, naming the option: for a function (a codec factory such as
+ * `rawCodec` passed where its result belongs) it says to call it.
+ */
+export function codecOption<C>(name: string, value: C): C {
+  if (typeof value === "function") {
+    const factory = value.name || "the factory";
+    throw new TypeError(
+      `${name} must be a codec object, got the function ${factory}: pass ${factory}(), ` +
+        `not ${factory}`,
+    );
+  }
+  const codec = value as { name?: unknown; encode?: unknown; decode?: unknown } | null;
+  if (
+    typeof codec !== "object" || codec === null || typeof codec.name !== "string" ||
+    typeof codec.encode !== "function" || typeof codec.decode !== "function"
+  ) {
+    throw new TypeError(
+      `${name} must be a codec (an object with name, encode and decode, such as jsonCodec()), ` +
+        `got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+function describe(value: unknown): string {
+  if (value === null || typeof value !== "object") return String(value);
+  if (Array.isArray(value)) return "an array";
+  const keys = Object.keys(value);
+  return keys.length === 0 ? "an object with no fields" : `an object with ${keys.join(", ")}`;
+}

@@ -188,6 +188,14 @@ export class TransportClosedError extends ConduitError {}
  * assert.equal(err.codec, "json");
  * assert.equal(err.operation, "decode");
  * assert.match(err.message, /json codec could not decode: Unexpected token/);
+ *
+ * // What failed, said before the codec's own words (the channel names the method and side).
+ * const named = new CodecError("json", "decode", err, 'The result of "add" from the peer');
+ * assert.equal(
+ *   named.message,
+ *   'The result of "add" from the peer: json codec could not decode: Unexpected token',
+ * );
+ * assert.equal(named.cause, err);
  * ```
  */
 export class CodecError extends ConduitError {
@@ -201,11 +209,21 @@ export class CodecError extends ConduitError {
    *
    * @param codec The codec's `name`.
    * @param operation `"encode"` or `"decode"`.
-   * @param cause The underlying error.
+   * @param cause The underlying error; a `CodecError`'s message is kept as it is.
+   * @param subject What could not be encoded or decoded (the value of which method, on which
+   * side), said first in the message.
    */
-  constructor(codec: string, operation: "encode" | "decode", cause: unknown) {
+  constructor(
+    codec: string,
+    operation: "encode" | "decode",
+    cause: unknown,
+    subject?: string,
+  ) {
     const detail = cause instanceof Error ? cause.message : String(cause);
-    super(`${codec} codec could not ${operation}: ${detail}`, { cause });
+    const words = cause instanceof CodecError
+      ? detail
+      : `${codec} codec could not ${operation}: ${detail}`;
+    super(subject === undefined ? words : `${subject}: ${words}`, { cause });
     this.codec = codec;
     this.operation = operation;
   }

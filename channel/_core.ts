@@ -280,10 +280,12 @@ export class ChannelCore implements LifecycleEvents {
           ),
       });
     }
-    this.#timers.startIdle(this.#config.idleTimeout, {
+    const idleTimeout = this.#config.idleTimeout;
+    this.#timers.startIdle(idleTimeout, {
       busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
       idle: () => {
-        if (this.#life.open) this.#startClosing();
+        // The reason travels in the GOODBYE: the peer's next call quotes it.
+        if (this.#life.open) this.#startClosing(`idle for its idleTimeout (${idleTimeout} ms)`);
       },
     });
     this.#opened.resolve();
@@ -396,7 +398,8 @@ export class ChannelCore implements LifecycleEvents {
 
   // ---------------------------------------------------------------- closing
 
-  #startClosing(): void {
+  /** Says GOODBYE (with `reason`, if any) and drains. */
+  #startClosing(reason?: string): void {
     const drain = this.#config.drainTimeout;
     this.#life.enter(
       CLOSING,
@@ -411,8 +414,8 @@ export class ChannelCore implements LifecycleEvents {
         );
       }, drain),
     );
-    this.#life.sayGoodbye();
-    this.#wire.outbox.sendGoodbye();
+    this.#life.sayGoodbye(reason);
+    this.#wire.outbox.sendGoodbye(undefined, reason);
     this.#outgoing.failQueued(
       new ConnectionClosedError("The channel closed before the call was sent"),
     );
@@ -510,12 +513,19 @@ export class ChannelCore implements LifecycleEvents {
 
   #notOpenError(): ConnectionClosedError {
     const life = this.#life;
+    const peerReason = life.peerGoodbye?.reason;
+    // Why it closed, when a GOODBYE said: the peer's (an idle server's), or this side's own.
+    const why = peerReason
+      ? `: the peer said goodbye: ${peerReason}`
+      : life.goodbyeReason
+      ? `: this side said goodbye: ${life.goodbyeReason}`
+      : "";
     return new ConnectionClosedError(
       life.handshaking
         ? "The channel is not open yet: await openChannel()"
         : life.closing
-        ? "The channel is closing"
-        : "The channel is closed",
+        ? `The channel is closing${why}`
+        : `The channel is closed${why}`,
       life.failure && { cause: life.failure },
     );
   }

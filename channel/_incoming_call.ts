@@ -2,6 +2,7 @@
 // call's param stream (consumed) and result stream (produced). Its state changes only here;
 // it writes its own frames through the outbox, and tells its registry when it is over.
 
+import { codecFailure } from "./_codec_failure.ts";
 import type { CallMeta } from "../protocol/call_meta.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { isAsyncIterable } from "./_outgoing_call.ts";
@@ -139,7 +140,13 @@ export class IncomingCall implements InboxOwner, PumpOwner {
     try {
       this.#outbox.sendResult(this.id, this.method, this.codecs.result, value);
     } catch (error) {
-      this.sendFailure(error);
+      // Read by the caller: this side is its peer.
+      this.sendFailure(
+        codecFailure(
+          error,
+          `The peer's handler of "${this.method}" returned a result that cannot be sent`,
+        ),
+      );
       return;
     }
     this.#calls.finished(this);
@@ -187,7 +194,14 @@ export class IncomingCall implements InboxOwner, PumpOwner {
 
   sendItem(value: unknown): number {
     if (this.#done) return 0;
-    return this.#outbox.streams!.sendResultItem(this.id, this.codecs.result, value);
+    try {
+      return this.#outbox.streams!.sendResultItem(this.id, this.codecs.result, value);
+    } catch (error) {
+      throw codecFailure(
+        error,
+        `The peer's handler of "${this.method}" yielded an item that cannot be sent`,
+      );
+    }
   }
 
   sendEnd(): void {

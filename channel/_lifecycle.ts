@@ -46,6 +46,8 @@ export class Lifecycle {
   /** Resolved when the channel stops being open, to end the waits of `ready()`. */
   #leftOpen: PromiseWithResolvers<void> | undefined;
   #sentGoodbye = false;
+  /** Why this side said goodbye, when it said (an idle timeout). */
+  #goodbyeReason: string | undefined;
   #peerGoodbye: Goodbye | undefined;
   /** What the channel failed with (undefined while open, and after a graceful close). */
   #failure: ConnectionClosedError | undefined;
@@ -124,10 +126,16 @@ export class Lifecycle {
     return this.#leftOpen.promise;
   }
 
-  /** Records that this side says goodbye; false when it did already. */
-  sayGoodbye(): boolean {
+  /** Why this side said goodbye, when it said. */
+  get goodbyeReason(): string | undefined {
+    return this.#goodbyeReason;
+  }
+
+  /** Records that this side says goodbye (and why); false when it did already. */
+  sayGoodbye(reason?: string): boolean {
     if (this.#sentGoodbye) return false;
     this.#sentGoodbye = true;
+    this.#goodbyeReason = reason;
     return true;
   }
 

@@ -3,6 +3,7 @@
 // writes its own frames (its param stream, its result stream's credit, its cancel) through
 // the outbox, and its outcome reaches the caller through its CallResult faces.
 
+import { codecFailure } from "./_codec_failure.ts";
 import { type CallMeta, callMetaBody } from "../protocol/call_meta.ts";
 import { positiveOption } from "../_options.ts";
 import { ConduitError } from "../errors.ts";
@@ -138,7 +139,9 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
           options?.onProgress !== undefined,
         );
       } catch (error) {
-        this.reject(error);
+        this.reject(
+          codecFailure(error, `The param of the call to "${this.method}" cannot be sent`),
+        );
         return false;
       }
     }
@@ -311,7 +314,14 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
 
   sendItem(value: unknown): number {
     if (this.#state !== SENT) return 0;
-    return this.#outbox.streams!.sendParamItem(this.#id, this.codecs.param, value);
+    try {
+      return this.#outbox.streams!.sendParamItem(this.#id, this.codecs.param, value);
+    } catch (error) {
+      throw codecFailure(
+        error,
+        `An item of the param stream of the call to "${this.method}" cannot be sent`,
+      );
+    }
   }
 
   sendEnd(): void {

@@ -2,6 +2,7 @@
 // calls waiting for a slot under the peer's maxInFlight, and what the wire reports about
 // them. Each call owns its state (_outgoing_call.ts); this registry asks it to change.
 
+import { codecFailure } from "./_codec_failure.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { Deadlines } from "./_deadlines.ts";
@@ -149,7 +150,10 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
       try {
         value = this.wire.decode(call.codecs.result, body);
       } catch (error) {
-        call.fail(error, true);
+        call.fail(
+          codecFailure(error, `The result of "${call.method}" from the peer cannot be decoded`),
+          true,
+        );
         this.finished(call);
         return;
       }

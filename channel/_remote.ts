@@ -4,8 +4,10 @@
 // `remoteProxy(invoke)` builds the typed `remote`: `remote.add(param, options)` is
 // `invoke("add", param, options)`, each method function made once on first use. `then` stays
 // undefined so that awaiting `remote` does not call the peer. A handler takes one param, so a
-// call with more arguments, or a second one that is not call options, is a TypeError naming
-// the method rather than a call whose second value is silently taken for options.
+// call with more arguments, or a second one that is not call options, fails with a TypeError
+// naming the method rather than a call whose second value is silently taken for options. It
+// fails as a call does, not by throwing: the call object rejects (and its stream fails), so
+// `.catch()` and `for await` see it.
 //
 // `DualCall` holds what every call object shares: `catch`, `finally` and `readable` are
 // defined from `then` and the async iterator, so a subclass defines only `then`,
@@ -25,7 +27,7 @@ export function remoteProxy<Api extends object>(invoke: Invoke): RemoteOf<Api> {
       // `arguments.length` rather than a rest parameter, which would cost an array per call.
       return target[key] ??= function (param: unknown, options?: CallOptions): unknown {
         if (arguments.length > 2 || (options !== undefined && !isCallOptions(options))) {
-          throw new TypeError(misuseMessage(key, arguments.length, options));
+          return new RefusedCall(new TypeError(misuseMessage(key, arguments.length, options)));
         }
         return invoke(key, param, options);
       };
@@ -104,5 +106,41 @@ export abstract class DualCall implements Promise<unknown>, RemoteStream<unknown
   cancel(reason?: unknown): Promise<void> {
     if (this.#readable !== undefined) return this.#readable.cancel(reason);
     return this.cancelUnread(reason);
+  }
+}
+
+/**
+ * A call refused before it started: rejects with its error (unhandled if nobody looks, as a
+ * throw would be) and, read as a stream, fails at its first item.
+ */
+class RefusedCall extends DualCall {
+  readonly #error: Error;
+  readonly #rejected: Promise<never>;
+
+  constructor(error: Error) {
+    super();
+    this.#error = error;
+    this.#rejected = Promise.reject(error);
+  }
+
+  then<R1 = unknown, R2 = never>(
+    onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    return this.#rejected.then(onfulfilled, onrejected);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<unknown> {
+    this.#rejected.catch(() => {});
+    const error = this.#error;
+    return {
+      next: () => Promise.reject(error),
+      return: (value?: unknown) => Promise.resolve({ done: true, value }),
+    };
+  }
+
+  protected cancelUnread(): Promise<void> {
+    this.#rejected.catch(() => {});
+    return Promise.resolve();
   }
 }

@@ -5,14 +5,14 @@ import { concat } from "../framing/_test_util.ts";
 import { AUTH_KIND, authProof, authTranscript, toHex } from "../protocol/auth.ts";
 import { parseGoodbye } from "../protocol/handshake.ts";
 import { memory, tcp, tls, type TransportKind, unix } from "../transports/_test_pairs.ts";
-import { connectTls, listenTls } from "../transports/tcp.ts";
+import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.ts";
 import type { Transport } from "../transports/types.ts";
 import { LSP_DIALECT } from "../wires/jsonrpc/dialect.ts";
 import { jsonRpcWire } from "../wires/jsonrpc/wire.ts";
 import { helloBody } from "./_test_raw_peer.ts";
 import { Channel, openChannel, untilOpen } from "./channel.ts";
 import { AuthenticationError } from "./errors.ts";
-import { serve } from "./serve.ts";
+import { type Connection, serve } from "./serve.ts";
 
 const codec = jsonCodec();
 const SECRET = "s3cret-shared-by-both-ends-0123456789";
@@ -297,7 +297,37 @@ Deno.test("auth: serve() over TLS authenticates each client; a wrong secret is r
   assert.equal(await good.remote.ping(), "pong");
   await server.close();
   await good.closed;
-  assert.ok(errors.some((error) => (error as Error).cause instanceof AuthenticationError));
+  // Both refused clients reach onError as what their openChannel threw, not wrapped.
+  assert.equal(errors.filter((error) => error instanceof AuthenticationError).length, 2);
+});
+
+Deno.test("auth: serve() reports a refused client as an AuthenticationError with its address", async () => {
+  const listener = listenTcp({ port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  const reported: [unknown, Connection | undefined][] = [];
+  const server = serve(listener, {
+    codec,
+    handlers: { ping: () => "pong" },
+    auth: { secret: SECRET },
+    onError: (error, connection) => reported.push([error, connection]),
+  });
+  const transport = await connectTcp({ port });
+  const local = (transport.remoteAddr as Deno.NetAddr | undefined)?.port;
+  assert.equal(local, port); // the client's transport knows its peer: the server
+  const refused = await openChannel(transport, { codec, auth: { secret: "wrong" } }).then(
+    () => undefined,
+    (error) => error,
+  );
+  assert.ok(refused instanceof AuthenticationError);
+  while (reported.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  const [error, connection] = reported[0];
+  assert.ok(error instanceof AuthenticationError, String(error));
+  assert.equal(error.code, refused.code);
+  const addr = connection?.remoteAddr as Deno.NetAddr;
+  assert.equal(addr.transport, "tcp");
+  assert.equal(addr.hostname, "127.0.0.1");
+  assert.ok(addr.port > 0 && addr.port !== port);
+  await server.close();
 });
 
 Deno.test("auth: an empty secret is refused", () => {

@@ -34,7 +34,8 @@
  * @module
  */
 
-import { integerOption as integer, positiveOption as positive } from "../_options.ts";
+import { codecOption, integerOption as integer, positiveOption as positive } from "../_options.ts";
+import { jsonCodec } from "../codecs/json.ts";
 import type { Codec } from "../codecs/types.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "../framing/frame_decoder.ts";
 import { DEFAULT_WRITE_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
@@ -110,8 +111,13 @@ export interface HeartbeatOptions {
  * @typeParam Local The handler object this side serves.
  */
 export interface ChannelOptions<Local extends object = object> {
-  /** The channel codec; both peers must use one of the same `name`. */
-  codec: Codec<unknown>;
+  /**
+   * The channel codec; both peers must use one of the same `name`. A codec object, made by
+   * its factory: `rawCodec()`, not `rawCodec` (a function is refused with a `TypeError`).
+   *
+   * @default {jsonCodec()}
+   */
+  codec?: Codec<unknown>;
   /**
    * The methods this side serves, as handlers
    * `(param, ctx) => value | Promise<value> | AsyncIterable<item>`; they serve notifications
@@ -327,18 +333,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * @throws {RangeError} When a limit is out of range; the message names it and its value.
    */
   constructor(transport: Transport, options: ChannelOptions, wire: WireFactory = conduitWire) {
-    const codec = options.codec;
-    const slot = codecSlot(codec);
-    const defaults: MethodCodecs = { param: slot, result: slot };
-    let methodCodecs: Map<string, MethodCodecs> | undefined;
-    for (const [method, entry] of Object.entries(options.methodCodecs ?? {})) {
-      methodCodecs ??= new Map();
-      const pair = "encode" in entry ? { param: entry, result: entry } : entry;
-      methodCodecs.set(method, {
-        param: codecSlot(pair.param ?? codec),
-        result: codecSlot(pair.result ?? codec),
-      });
-    }
+    const { codec, defaults, methodCodecs } = channelCodecs(options);
     const errorClasses = new Map<string, ErrorClass>();
     for (const cls of options.errorClasses ?? []) {
       const name = cls.name;
@@ -632,7 +627,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
  * @typeParam Remote The handler interface the peer serves.
  * @typeParam Local The handler object this side serves (inferred from `handlers`).
  * @param transport The connection to the peer; the channel owns and closes it.
- * @param options The codec, handlers and limits.
+ * @param options The codec (JSON by default), handlers and limits.
  * @returns The open channel.
  * @throws {HandshakeError} On a version or codec mismatch, an invalid HELLO or a timeout;
  * the transport is closed by then.
@@ -660,7 +655,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
 export async function openChannel<
   Remote extends object = Record<string, never>,
   Local extends CheckedHandlers<Local> = object,
->(transport: Transport, options: ChannelOptions<Local>): Promise<Channel<Remote>> {
+>(transport: Transport, options: ChannelOptions<Local> = {}): Promise<Channel<Remote>> {
   return await untilOpen(new Channel<Remote>(transport, options));
 }
 
@@ -678,6 +673,47 @@ export async function untilOpen<Remote extends object>(
     throw error;
   }
   return channel;
+}
+
+/** The codecs of a channel's options. */
+export interface ChannelCodecs {
+  /** The channel codec. */
+  readonly codec: Codec<unknown>;
+  /** The slots of methods without codecs of their own. */
+  readonly defaults: MethodCodecs;
+  /** The slots of each method with codecs of its own, if any has. */
+  readonly methodCodecs: Map<string, MethodCodecs> | undefined;
+}
+
+/**
+ * The channel codec (JSON unless `options.codec` is given) and the per-method codecs of
+ * `options`, checked (openChannel, and serve(), which checks them before it accepts).
+ *
+ * @throws {TypeError} When a codec option is not a codec object, naming the option: a codec
+ * factory passed uncalled (`rawCodec` for `rawCodec()`) says to call it.
+ */
+export function channelCodecs(
+  options: Pick<ChannelOptions, "codec" | "methodCodecs">,
+): ChannelCodecs {
+  const codec = options.codec === undefined ? jsonCodec() : codecOption("codec", options.codec);
+  const slot = codecSlot(codec);
+  const defaults: MethodCodecs = { param: slot, result: slot };
+  let methodCodecs: Map<string, MethodCodecs> | undefined;
+  for (const [method, entry] of Object.entries(options.methodCodecs ?? {})) {
+    methodCodecs ??= new Map();
+    const name = `methodCodecs[${JSON.stringify(method)}]`;
+    if (typeof entry === "function" || typeof entry !== "object" || entry === null) {
+      codecOption(name, entry);
+    }
+    const pair: { param?: Codec<unknown>; result?: Codec<unknown> } =
+      "encode" in entry || "decode" in entry
+        ? { param: codecOption(name, entry as Codec<unknown>), result: entry as Codec<unknown> }
+        : entry;
+    const param = pair.param === undefined ? codec : codecOption(`${name}.param`, pair.param);
+    const result = pair.result === undefined ? codec : codecOption(`${name}.result`, pair.result);
+    methodCodecs.set(method, { param: codecSlot(param), result: codecSlot(result) });
+  }
+  return { codec, defaults, methodCodecs };
 }
 
 function authConfig(auth: AuthOptions | false | undefined): WireAuth | undefined {

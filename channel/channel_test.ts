@@ -745,6 +745,30 @@ for (const kind of transportKinds) {
   });
 }
 
+Deno.test("channel: a remote call with two params rejects rather than throws", async () => {
+  const kind = transportKinds[0];
+  const handlers = {
+    add: ({ a, b }: { a: number; b: number }) => a + b,
+    async *count(to: number) {
+      for (let i = 1; i <= to; i++) yield i;
+    },
+  };
+  await using pair = await connect<typeof handlers>(kind, { handlers });
+  const loose = pair.client.remote as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const message = /^remote\.add\(\) got 2 as its second argument, which is not call options/;
+  let returned: unknown;
+  assert.doesNotThrow(() => returned = loose.add(1, 2));
+  const caught = await (returned as Promise<unknown>).catch((error: unknown) => error);
+  assert.ok(caught instanceof TypeError);
+  assert.match(caught.message, message);
+  // Read as a stream it fails at its first item, with the same error.
+  await assert.rejects(Array.fromAsync(loose.count(3, 4) as AsyncIterable<number>), {
+    name: "TypeError",
+    message: /^remote\.count\(\) got 4 as its second argument/,
+  });
+  assert.equal(await pair.client.remote.add({ a: 1, b: 2 }), 3);
+});
+
 function waitForAbort(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => {
     if (signal.aborted) reject(signal.reason);

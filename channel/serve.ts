@@ -34,7 +34,7 @@ import { integerOption, positiveOption } from "../_options.ts";
 import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import { heardFrom, refuseHandshake } from "./_core.ts";
-import { type AuthOptions, Channel, type ChannelOptions } from "./channel.ts";
+import { type AuthOptions, Channel, channelCodecs, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
 
 export type { Listener };
@@ -119,6 +119,37 @@ export interface Connection {
   readonly id: number;
   /** Aborted once the connection is closed and its transport released. */
   readonly signal: AbortSignal;
+  /**
+   * The client's address, for logs, rate limits or allow-lists: a `Deno.NetAddr` over TCP and
+   * TLS (`hostname`, `port`), a `Deno.UnixAddr` over a Unix socket; undefined where the
+   * listener's transport has none (NATS).
+   *
+   * @example Refusing clients by address, and logging who failed
+   * ```ts
+   * import { openChannel, serve } from "@conduit/ipc/channel";
+   * import { connectTcp, listenTcp } from "@conduit/ipc/transports/tcp";
+   * import assert from "node:assert/strict";
+   *
+   * const seen: string[] = [];
+   * const listener = listenTcp({ port: 0 });
+   * const { port } = listener.addr as Deno.NetAddr;
+   * const server = serve(listener, {
+   *   auth: false, // loopback only
+   *   handlers: (connection) => {
+   *     const addr = connection.remoteAddr as Deno.NetAddr;
+   *     seen.push(addr.hostname);
+   *     return { whoAmI: () => `${addr.hostname}:${addr.port}` };
+   *   },
+   * });
+   * const client = await openChannel<{ whoAmI(): string }>(await connectTcp({ port }), {});
+   * const local = (await client.remote.whoAmI()).split(":");
+   * assert.equal(local[0], "127.0.0.1");
+   * assert.deepEqual(seen, ["127.0.0.1"]);
+   * await server.close();
+   * await client.closed;
+   * ```
+   */
+  readonly remoteAddr: Deno.Addr | undefined;
 }
 
 /**
@@ -198,7 +229,11 @@ export interface ServeOptions<
   onOpen?: (channel: Channel<Remote>, connection: Connection) => void;
   /**
    * Called when a connection ends other than by a graceful close (a failed handshake, a
-   * protocol error, an aborted transport), and when accepting fails. The server goes on.
+   * protocol error, an aborted transport), and when accepting fails. The server goes on. A
+   * failed handshake is reported as the client's `openChannel` fails: an
+   * `AuthenticationError` for a client without the secret (`instanceof` works), a
+   * `HandshakeError` otherwise (its `code` says why: `handshake_timeout`, `server_busy`,
+   * `codec_mismatch`…); any other end as the `ConnectionClosedError` the channel closed with.
    *
    * @default ignores them: on a hostile network they are routine.
    */
@@ -232,6 +267,8 @@ export interface Server extends AsyncDisposable {
  * @param options The channel options of each connection and the server's own.
  * @returns The running server.
  * @throws {RangeError} When an option is out of range.
+ * @throws {TypeError} When a codec option is not a codec object (see
+ * {@linkcode ChannelOptions.codec}).
  * @throws {TypeError} When `listener` is a TCP or TLS listener and `auth` is not set (pass
  * `auth: false` to serve without it), or a plain TCP one off loopback has `auth: false` without
  * `insecure: true` (see {@linkcode ServeOptions.auth}). The listener is still the caller's.
@@ -288,7 +325,7 @@ export interface Server extends AsyncDisposable {
 export function serve<
   Local extends CheckedHandlers<Local> = object,
   Remote extends object = Record<string, never>,
->(listener: Listener, options: ServeOptions<Local, Remote>): Server {
+>(listener: Listener, options: ServeOptions<Local, Remote> = {}): Server {
   return new ServerLoop(listener, options);
 }
 
@@ -345,6 +382,8 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
     } = options;
     this.#channelOptions = {
       ...channel,
+      // Checked here, so a codec option that is not a codec fails serve(), not each connection.
+      codec: channelCodecs(options).codec,
       handlers: undefined,
       auth: auth === false ? undefined : responderAuth(auth),
       handshakeTimeout: positiveOption(
@@ -490,7 +529,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
    * write its HELLOs).
    */
   #open(transport: Transport, pressed: boolean): void {
-    const connection = new AcceptedConnection(++this.#nextId);
+    const connection = new AcceptedConnection(++this.#nextId, transport.remoteAddr);
     const handlers = this.#options.handlers;
     let channel: Channel<Remote>;
     try {
@@ -508,6 +547,9 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       since: performance.now(),
       silentGrace: pressed ? this.#silentGrace : HANDSHAKE_GRACE_MS,
     });
+    // A failed handshake is reported as what openChannel throws on the client's side (an
+    // AuthenticationError, a HandshakeError), not as the ConnectionClosedError it closes with.
+    let handshakeFailure: unknown;
     channel.opened.then(() => {
       this.#handshakeEnded(channel);
       if (this.#closing !== undefined) {
@@ -521,14 +563,19 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       } catch (error) {
         this.#report(error, connection);
       }
-    }, () => this.#handshakeEnded(channel));
+    }, (error) => {
+      handshakeFailure = error;
+      this.#handshakeEnded(channel);
+    });
     this.#held.set(
       channel,
-      channel.closed.catch((error) => this.#report(error, connection)).finally(() => {
-        this.#held.delete(channel);
-        connection.release();
-        this.#signalRoom();
-      }),
+      channel.closed.catch((error) => this.#report(handshakeFailure ?? error, connection)).finally(
+        () => {
+          this.#held.delete(channel);
+          connection.release();
+          this.#signalRoom();
+        },
+      ),
     );
   }
 
@@ -575,11 +622,13 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
  */
 class AcceptedConnection implements Connection {
   readonly id: number;
+  readonly remoteAddr: Deno.Addr | undefined;
   #controller: AbortController | undefined;
   #released = false;
 
-  constructor(id: number) {
+  constructor(id: number, remoteAddr: Deno.Addr | undefined) {
     this.id = id;
+    this.remoteAddr = remoteAddr;
   }
 
   get signal(): AbortSignal {

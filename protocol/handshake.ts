@@ -251,7 +251,8 @@ export function parseHello(body: Uint8Array, codec: string): HelloOutcome {
  */
 export function goodbyeBody(goodbye: Goodbye): Uint8Array {
   const code = goodbye.code;
-  if (code === undefined) return new Uint8Array(0);
+  // A normal close has an empty body, unless it says why (an idle timeout).
+  if (code === undefined && !goodbye.reason) return new Uint8Array(0);
   let reason = (goodbye.reason ?? "").slice(0, MAX_REASON_LENGTH);
   let body = utf8.encode(JSON.stringify({ code, reason }));
   while (body.length >= MAX_CONTROL_FRAME_BYTES && reason.length > 0) {

@@ -70,6 +70,10 @@ Deno.test("parseHello caps an announced maxFrameBytes at 2^32 - 1 and keeps feat
 
 Deno.test("GOODBYE bodies round-trip; a graceful one is empty; junk reads as graceful", () => {
   assert.equal(goodbyeBody({}).length, 0);
+  // A normal close may say why (an idle timeout): a reason without a code.
+  assert.deepEqual(parseGoodbye(goodbyeBody({ reason: "idle for its idleTimeout (100 ms)" })), {
+    reason: "idle for its idleTimeout (100 ms)",
+  });
   assert.deepEqual(parseGoodbye(goodbyeBody({ code: "aborted", reason: "drain timeout" })), {
     code: "aborted",
     reason: "drain timeout",

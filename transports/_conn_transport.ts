@@ -9,7 +9,9 @@ import type { Transport } from "./types.ts";
 
 /** Wraps a connection in a Transport; `label` names it in error messages. */
 export function connTransport(conn: Deno.Conn, label: string): Transport {
-  return new ByteChannelTransport(new ConnChannel(conn, label));
+  const transport = new ByteChannelTransport(new ConnChannel(conn, label));
+  // Transport.remoteAddr: who is on the other end, for a server's logs and allow-lists.
+  return Object.defineProperty(transport, "remoteAddr", { value: conn.remoteAddr });
 }
 
 class ConnChannel implements ByteChannel {

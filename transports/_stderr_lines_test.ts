@@ -109,3 +109,33 @@ Deno.test("StderrLines: cancel() stops reading a stream that never ends", async 
   assert.ok(cancelled);
   assert.deepEqual(lines, ["partial"]);
 });
+
+Deno.test("StderrLines: the excerpt keeps the first lines and error lines before the tail", async () => {
+  const list = Array.from({ length: 30 }, (_, i) => ` * ./export${i}`);
+  const output = [
+    "\x1b[1m\x1b[31merror\x1b[0m: Unknown export './workers/serv' for '@conduit/ipc'.",
+    "  Package exports:",
+    ...list,
+    "TypeError: a later failure",
+    ...list.slice(0, 10),
+  ];
+  const reader = new StderrLines(streamOf(output.join("\n") + "\n"), {
+    maxLineChars: 200,
+    tailLines: 5,
+  });
+  await reader.done;
+  assert.deepEqual(reader.tail, list.slice(5, 10));
+  assert.deepEqual(reader.excerpt, [
+    "error: Unknown export './workers/serv' for '@conduit/ipc'.",
+    "  Package exports:",
+    " * ./export0",
+    "… (29 lines left out)",
+    "TypeError: a later failure",
+    "… (5 lines left out)",
+    ...list.slice(5, 10),
+  ]);
+  // Short output: all of it, nothing marked.
+  const short = new StderrLines(streamOf("a\nb\n"), { maxLineChars: 200, tailLines: 5 });
+  await short.done;
+  assert.deepEqual(short.excerpt, ["a", "b"]);
+});

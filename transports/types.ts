@@ -59,6 +59,12 @@ export interface Transport extends AsyncDisposable {
   /** Bytes to the peer. Closing it half-closes the transport. */
   readonly writable: WritableStream<Uint8Array>;
   /**
+   * The peer's address, for a network connection: a TCP or TLS connection's `Deno.NetAddr`,
+   * a Unix socket's `Deno.UnixAddr` (its `path` is usually empty on the accepting side).
+   * Absent for the other transports (memory, stdio, threads, NATS).
+   */
+  readonly remoteAddr?: Deno.Addr;
+  /**
    * Reads the next bytes from the peer straight into `view`, instead of through `readable`,
    * so a large message can land in its own buffer with no copy (framing's `FrameReader`
    * reads the rest of a large frame this way). Optional: the Unix socket, TCP, TLS and stdio

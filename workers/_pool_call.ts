@@ -9,6 +9,7 @@
 import type { Overseeable } from "../channel/_call_result.ts";
 import { DualCall } from "../channel/_remote.ts";
 import type { CallOptions, RemoteStream } from "../channel/types.ts";
+import { DeadlineExceededError } from "../channel/errors.ts";
 import { ConduitError } from "../errors.ts";
 
 /**
@@ -175,12 +176,26 @@ export class PoolCall extends DualCall {
     if (result !== undefined) {
       // Until the call is over it may still be retried: only fix the target call's face (a
       // stream result then fails it at once instead of filling its buffer).
-      if (this.done) inner.then(result.resolve, result.reject);
+      if (this.done) inner.then(result.resolve, (error) => result.reject(this.#shown(error)));
       else inner.then(undefined, ignore);
     } else if (this.#stream !== undefined && !this.#streamConnected) {
       this.#streamConnected = true;
       this.#stream.resolve(inner[Symbol.asyncIterator]());
     }
+  }
+
+  /**
+   * The error the caller sees for its target call's `error`. The pool gives each target call
+   * what is left of the deadline as its `timeout` (`999.98…` ms after a moment in the queue):
+   * a deadline error says the timeout the caller set instead.
+   */
+  #shown(error: unknown): unknown {
+    const timeout = this.options?.timeout;
+    if (
+      !(error instanceof DeadlineExceededError) || timeout === undefined ||
+      error.timeout === timeout
+    ) return error;
+    return new DeadlineExceededError(error.method, timeout);
   }
 
   async *#iterate(started: Promise<AsyncIterator<unknown>>): AsyncGenerator<unknown> {
@@ -197,7 +212,7 @@ export class PoolCall extends DualCall {
       }
     } catch (error) {
       ended = true;
-      throw error;
+      throw this.#shown(error);
     } finally {
       if (!ended) this.#stop = "abandoned";
       await iterator.return?.();

@@ -278,6 +278,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
       code: status.code,
       signal: status.signal,
       stderrTail: tail,
+      stderrLines: this.#stderr.excerpt,
       stderrShown: this.#options.stderr === "prefix",
       reason,
       beforeServing,

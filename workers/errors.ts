@@ -50,6 +50,15 @@ export interface WorkerExitInfo {
    */
   stderrTail?: readonly string[];
   /**
+   * The stderr lines the message quotes, when the worker wrote more than its tail: the first
+   * lines and the error lines (Deno's `error: …`) before the tail, then the tail, with a line
+   * `… (N lines left out)` at each gap. A failure to load a module is explained on the first
+   * line and followed by a list longer than the tail.
+   *
+   * @default {stderrTail}
+   */
+  stderrLines?: readonly string[];
+  /**
    * Why the worker was stopped, when this side stopped it (e.g. a heartbeat timeout), or
    * what would have kept it alive (e.g. the permission it lacked).
    *
@@ -99,6 +108,18 @@ export interface WorkerExitInfo {
  * assert.equal(err.signal, "SIGKILL");
  * assert.deepEqual(err.stderrTail, ["working on block 3"]);
  * assert.match(err.message, /killed by SIGKILL; last stderr lines:\n {2}working on block 3/);
+ *
+ * // More output than the tail: the line that explains it is kept.
+ * const load = new WorkerExitedError({
+ *   worker: "w.ts",
+ *   pid: 8,
+ *   code: 1,
+ *   signal: null,
+ *   stderrTail: [" * ./workers/nats"],
+ *   stderrLines: ["error: Unknown export './workers/serv'", "… (24 lines left out)", " * ./workers/nats"],
+ * });
+ * assert.equal(load.stderrLines[0], "error: Unknown export './workers/serv'");
+ * assert.match(load.message, /exited with code 1; stderr \(its first, error and last lines\):\n {2}error: Unknown export/);
  * ```
  */
 export class WorkerExitedError extends ConnectionClosedError {
@@ -114,6 +135,8 @@ export class WorkerExitedError extends ConnectionClosedError {
   readonly signal: Deno.Signal | null;
   /** The worker's last stderr lines, oldest first. */
   readonly stderrTail: readonly string[];
+  /** The stderr lines the message quotes (see {@linkcode WorkerExitInfo.stderrLines}). */
+  readonly stderrLines: readonly string[];
   /** Whether it exited before it served (see {@linkcode WorkerExitInfo.beforeServing}). */
   readonly beforeServing: boolean;
 
@@ -135,11 +158,15 @@ export class WorkerExitedError extends ConnectionClosedError {
       : `exited with code ${info.code}${before}`;
     const reason = info.reason ? ` (${info.reason})` : "";
     const tail = info.stderrTail ?? [];
-    const lines = tail.length === 0
+    const quoted = info.stderrLines ?? tail;
+    const heading = quoted.length > tail.length
+      ? "stderr (its first, error and last lines)"
+      : "last stderr lines";
+    const lines = quoted.length === 0
       ? ""
       : info.stderrShown
       ? "; its stderr is printed above"
-      : `; last stderr lines:\n${tail.map((line) => `  ${line}`).join("\n")}`;
+      : `; ${heading}:\n${quoted.map((line) => `  ${line}`).join("\n")}`;
     const where = info.thread ? "thread" : `pid ${info.pid}`;
     super(`Worker ${info.worker} (${where}) ${how}${reason}${lines}`, options);
     this.worker = info.worker;
@@ -148,6 +175,7 @@ export class WorkerExitedError extends ConnectionClosedError {
     this.code = info.code;
     this.signal = info.signal;
     this.stderrTail = tail;
+    this.stderrLines = quoted;
     this.beforeServing = info.beforeServing ?? false;
   }
 }

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { rejection } from "./_test_rejection.ts";
 import { RemoteError } from "../channel/errors.ts";
+import { rawCodec } from "../codecs/raw.ts";
 import { leakFreeTest, testEnv } from "./_test_processes.ts";
 import type { EchoApi } from "./_testdata/echo_worker.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -24,29 +25,50 @@ function spawnWorker<Api extends object>(
 }
 
 leakFreeTest(
-  "a remote call with more than one param is a TypeError naming the method",
+  "a remote call with more than one param rejects with a TypeError naming the method",
   async () => {
     await using worker = await spawnWorker<EchoApi>(ECHO, { stderr: "discard" });
-    const loose = worker.remote.echo as unknown as (...args: unknown[]) => unknown;
-    assert.throws(() => loose(1, 2), {
+    const loose = worker.remote.echo as unknown as (...args: unknown[]) => Promise<unknown>;
+    await assert.rejects(loose(1, 2), {
       name: "TypeError",
       message: /^remote\.echo\(\) got 2 as its second argument, .*takes one param/,
     });
-    assert.throws(
-      () => loose(1, { timeout: 5 }, 3),
+    await assert.rejects(
+      loose(1, { timeout: 5 }, 3),
       /remote\.echo\(\) was called with 3 arguments/,
     );
-    assert.throws(() => loose("a", { b: 1 }), /got an object with "b" as its second argument/);
+    await assert.rejects(loose("a", { b: 1 }), /got an object with "b" as its second argument/);
+    // `.catch()` sees it: the call returns a rejected promise rather than throwing.
+    const caught = await loose(1, 2).catch((error: Error) => error.message);
+    assert.match(String(caught), /^remote\.echo\(\) got 2 as its second argument/);
     // Nothing was sent: the worker still answers, and call options still work.
     assert.equal(await worker.remote.echo(7, { timeout: 5_000 }), 7);
 
     const pool = new WorkerPool<EchoApi>(ECHO, { size: 1, stderr: "discard", env: testEnv() });
-    const pooled = pool.remote.echo as unknown as (...args: unknown[]) => unknown;
-    assert.throws(() => pooled(1, 2), { name: "TypeError", message: /remote\.echo\(\)/ });
+    const pooled = pool.remote.echo as unknown as (...args: unknown[]) => Promise<unknown>;
+    await assert.rejects(pooled(1, 2), { name: "TypeError", message: /remote\.echo\(\)/ });
     assert.equal(await pool.remote.echo("ok"), "ok");
     await pool.close();
   },
 );
+
+leakFreeTest("a codec factory passed uncalled is refused before a worker starts", async () => {
+  const message =
+    "codec must be a codec object, got the function rawCodec: pass rawCodec(), not rawCodec";
+  const options = { codec: rawCodec } as unknown as SpawnWorkerOptions;
+  await assert.rejects(spawnWorker(ECHO, { ...options, stderr: "discard" }), {
+    name: "TypeError",
+    message,
+  });
+  await assert.rejects(spawnWorker(ECHO, { ...options, thread: true }), {
+    name: "TypeError",
+    message,
+  });
+  assert.throws(() => new WorkerPool(ECHO, { ...options, size: 1, env: testEnv() }), {
+    name: "TypeError",
+    message,
+  });
+});
 
 leakFreeTest("a worker that exits without serving says so", async () => {
   const module = new URL("./_testdata/silent_worker.ts", import.meta.url);

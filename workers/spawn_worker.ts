@@ -37,7 +37,7 @@
  */
 
 import { integerOption, numberOption } from "../_options.ts";
-import { DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
+import { channelCodecs, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
@@ -129,6 +129,8 @@ export async function spawnWorker<
   worker: string | URL | WorkerCommand,
   options: SpawnWorkerOptions<Local> = {},
 ): Promise<WorkerHandle<Api>> {
+  // A codec option that is not a codec (`rawCodec` for `rawCodec()`) fails before anything starts.
+  channelCodecs(options);
   if (options.thread) return await spawnThread<Api, Local>(worker, options);
   const isCommand = typeof worker === "object" && !(worker instanceof URL);
   const {

@@ -249,6 +249,26 @@ leakFreeTest("spawnWorker: a missing module fails with the worker's own explanat
   assert.ok(error.stderrTail.some((line) => line.includes("missing_worker.ts")), error.message);
 });
 
+leakFreeTest(
+  "spawnWorker: a typo in an import keeps Deno's explaining line past the tail",
+  async () => {
+    const module = new URL("./_testdata/bad_import_worker.ts", import.meta.url);
+    const error = await rejection(spawnWorker(module, { stderr: "discard", stderrTailLines: 5 }));
+    assert.ok(error instanceof WorkerExitedError, String(error));
+    assert.equal(error.code, 1);
+    // The tail is the end of the list of the package's exports; the line before it says why.
+    assert.equal(error.stderrTail.length, 5);
+    assert.ok(!error.stderrTail.some((line) => line.includes("Unknown export")));
+    const explained = /Unknown export '\.\/workers\/serv' for '@conduit\/ipc'/;
+    assert.match(error.stderrLines[0], explained);
+    assert.match(
+      error.message,
+      /exited with code 1 before it served; stderr \(its first, error and last lines\):\n {2}error: Uncaught \(in promise\) TypeError: Unknown export/,
+    );
+    assert.match(error.message, /\n {2}… \(\d+ lines left out\)\n/);
+  },
+);
+
 leakFreeTest("spawnWorker: permissions are only what is granted", async () => {
   const program = new URL("./_testdata/permission_worker.ts", import.meta.url);
   const denied = await spawnWorker<{ read(path: string): Promise<string> }>(program, {

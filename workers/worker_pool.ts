@@ -26,6 +26,7 @@
  */
 
 import { integerOption, numberOption } from "../_options.ts";
+import { channelCodecs } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type {
@@ -395,6 +396,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
         `ignoredCancel must be "wait" or "replace", not ${JSON.stringify(ignoredCancel)}`,
       );
     }
+    channelCodecs(options);
     this.size = integerOption("size", size, 1);
     this.#limits = {
       concurrency: integerOption("concurrency", concurrency, 1),

@@ -270,3 +270,28 @@ leakFreeTest(
     await closeAndCheck(workers, [pid]);
   },
 );
+
+leakFreeTest("WorkerPool: a deadline error says the timeout the caller set", async () => {
+  const workers = pool({ size: 1, concurrency: 2 });
+  await workers.started();
+  // On a worker at once: its target call gets what is left of the deadline, a fraction of a
+  // millisecond less than the caller set.
+  const direct = workers.remote.slowPid(5_000, { timeout: 300 });
+  const other = workers.remote.slowPid(5_000, { timeout: 350 });
+  // Queued behind both until their deadlines free the worker, then sent with ~50 ms left.
+  const queued = workers.remote.slowPid(5_000, { timeout: 400 });
+  for (
+    const [call, timeout, method] of [
+      [direct, 300, "slowPid"],
+      [other, 350, "slowPid"],
+      [queued, 400, "slowPid"],
+    ] as const
+  ) {
+    await assert.rejects(call, {
+      name: "DeadlineExceededError",
+      message: `Call to "${method}" exceeded its deadline of ${timeout} ms`,
+    });
+  }
+  assert.ok(workers.stats.workers <= 1);
+  await workers.close();
+});
