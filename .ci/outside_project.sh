@@ -58,6 +58,14 @@ EOF
 run_project() {
   local dir=$1
   (cd "$dir" && deno check main.ts worker.ts && deno run --allow-run main.ts)
+  # Reading the API, as docs/install.md says: `deno doc` takes files, not bare specifiers.
+  (cd "$dir" &&
+    deno doc --filter spawnWorker \
+      "$(deno eval 'console.log(import.meta.resolve("@conduit/ipc/workers"))')" |
+    grep -q "Spawns a worker and opens a typed channel to it")
+  if (cd "$dir" && deno doc @conduit/ipc/workers >/dev/null 2>&1); then
+    echo "::: note: deno doc @conduit/ipc/workers works now: simplify docs/install.md"
+  fi
 }
 
 echo "::: outside project via deno.json links ($count entrypoints)"

@@ -10,6 +10,7 @@
 // sizes printed at load (stderr) are what each codec produced.
 
 import assert from "node:assert/strict";
+import { jsonCodec } from "../codecs/json.ts";
 import { benchCodecs, benchPayloads } from "./_codec_payloads.ts";
 
 const sizes: Record<string, Record<string, number>> = {};
@@ -58,5 +59,17 @@ for (const payload of benchPayloads()) {
     });
   }
 }
+// What the JSON codec's check for values JSON would change costs: the same codec unchecked.
+const lossyJson = jsonCodec({ lossy: true });
+for (const { name, value } of benchPayloads()) {
+  Deno.bench({
+    name: `codec/json lossy ${name} encode`,
+    group: `${name} encode`,
+    fn: () => {
+      lossyJson.encode(value);
+    },
+  });
+}
+
 // On stderr, so that `deno bench --json` output stays parseable.
 console.error("encoded sizes (bytes):", sizes);

@@ -1,18 +1,25 @@
 /**
  * The JSON codec: values as UTF-8 JSON text (RFC 8259), with no dependencies.
  *
- * What does not survive a round trip, because JSON has no way to say it:
+ * A value JSON would silently change is refused: encoding it is a `CodecError` whose message
+ * names its path inside the value (`$.counts is an instance of Map, which JSON writes as {}`),
+ * so that a caller never receives something other than what its type says. Refused:
  *
- * | value | comes back as |
+ * | value | what `JSON.stringify` would make of it |
  * | --- | --- |
- * | `Date` | its ISO string (through `Date.prototype.toJSON`) |
- * | `Map`, `Set` | `{}` |
- * | `Uint8Array` (any typed array) | an object of index keys, `{ "0": 1, "1": 2 }` |
- * | `bigint` | nothing: encode throws `CodecError` |
- * | `undefined`, functions, symbols | dropped from objects, `null` in arrays, `CodecError` at the top level |
+ * | `Map`, `Set`, typed arrays, `ArrayBuffer`, errors, instances of any class without a `toJSON()` method | a plain object of its own enumerable properties (`{}` for a `Map`) |
  * | `NaN`, `Infinity`, `-Infinity` | `null` |
- * | `-0` | `0` |
- * | class instances | plain objects of their own enumerable properties (or their `toJSON()`) |
+ * | `undefined` (or a hole) in an array | `null` |
+ * | functions, symbols | dropped from objects, `null` in arrays |
+ * | an invalid `Date` | `null` |
+ * | `bigint` (without a `toJSON()`) | nothing: `JSON.stringify` throws |
+ * | a cycle | nothing: `JSON.stringify` throws |
+ *
+ * Let through, as JSON has always done: an object with a `toJSON()` method becomes what that
+ * returns (a `Date` its ISO string), a property whose value is `undefined` is left out (it
+ * reads back as missing, as an optional property), and `-0` becomes `0`. With
+ * `jsonCodec({ lossy: true })` nothing is checked and `JSON.stringify` has the last word, as
+ * in a peer that does not check either.
  *
  * Strings survive whole, lone surrogates included (`JSON.stringify` writes them as `\udXXX`
  * escapes). A `"__proto__"` key decodes as an ordinary own property, never as a prototype.
@@ -35,6 +42,7 @@
 
 import { CodecError } from "../errors.ts";
 import type { Codec } from "./types.ts";
+import { keySegment } from "./_value_path.ts";
 
 export type { Codec };
 
@@ -50,12 +58,25 @@ export type JsonValue =
   | JsonValue[]
   | { [key: string]: JsonValue };
 
+/** Options of {@linkcode jsonCodec}. */
+export interface JsonCodecOptions {
+  /**
+   * Whether to let `JSON.stringify` change values silently (a `Map` to `{}`, `NaN` to `null`)
+   * instead of refusing them: for a peer that expects exactly what `JSON.stringify` writes, or
+   * the last bit of encoding speed on values known to be plain.
+   *
+   * @default {false}
+   */
+  lossy?: boolean;
+}
+
 /**
  * Creates a JSON codec. Its only state is the scratch buffer behind
  * {@linkcode Codec.encodeView}, so one instance serves any number of channels as long as each
  * view is used before the next call; the type parameter only types the values.
  *
  * @typeParam T The values this codec carries.
+ * @param options Whether values JSON would change are let through.
  * @returns A codec named `"json"`.
  *
  * @example Encode failures are a CodecError
@@ -67,10 +88,24 @@ export type JsonValue =
  * const codec = jsonCodec();
  * assert.throws(() => codec.encode({ n: 1n }), CodecError);
  * assert.throws(() => codec.decode(new Uint8Array([0x7b])), CodecError); // "{"
+ * assert.throws(
+ *   () => codec.encode({ counts: new Map([["a", 1]]) }),
+ *   (err) => err instanceof CodecError && err.message.includes("$.counts is an instance of Map"),
+ * );
+ * ```
+ *
+ * @example Letting JSON.stringify have its way
+ * ```ts
+ * import { jsonCodec } from "@conduit/ipc/codecs/json";
+ * import assert from "node:assert/strict";
+ *
+ * const codec = jsonCodec({ lossy: true });
+ * const bytes = codec.encode({ counts: new Map([["a", 1]]), ratio: NaN });
+ * assert.deepEqual(codec.decode(bytes), { counts: {}, ratio: null });
  * ```
  */
-export function jsonCodec<T = unknown>(): Codec<T> {
-  return new _JsonCodec<T>();
+export function jsonCodec<T = unknown>(options: JsonCodecOptions = {}): Codec<T> {
+  return new _JsonCodec<T>(options.lossy ?? false);
 }
 
 /** The scratch buffer's first size; it grows to fit larger messages. */
@@ -92,7 +127,15 @@ const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 
 class _JsonCodec<T> implements Codec<T> {
   readonly name: string = JSON_CODEC_NAME;
+  readonly #lossy: boolean;
   #scratch: Uint8Array = NO_SCRATCH;
+
+  constructor(lossy: boolean) {
+    if (typeof lossy !== "boolean") {
+      throw new TypeError(`jsonCodec option lossy must be a boolean, got ${typeof lossy}`);
+    }
+    this.#lossy = lossy;
+  }
 
   encode(value: T): Uint8Array {
     return encoder.encode(this.#stringify(value));
@@ -131,9 +174,10 @@ class _JsonCodec<T> implements Codec<T> {
   #stringify(value: T): string {
     let text: string | undefined;
     try {
+      if (!this.#lossy) checkValue(value);
       text = JSON.stringify(value);
     } catch (cause) {
-      throw new CodecError(this.name, "encode", cause);
+      throw new CodecError(this.name, "encode", explainLoss(value, cause));
     }
     if (text === undefined) {
       throw new CodecError(
@@ -144,4 +188,119 @@ class _JsonCodec<T> implements Codec<T> {
     }
     return text;
   }
+}
+
+/** A value JSON would change, and the path to it, built innermost first while unwinding. */
+class Loss {
+  readonly segments: string[] = [];
+  constructor(readonly reason: string) {}
+}
+
+const LOSSY_HINT = "jsonCodec({ lossy: true }) lets JSON change such values";
+
+/** The cause to report: a {@linkcode Loss} as a `TypeError` naming its path. */
+function explainLoss(value: unknown, cause: unknown): unknown {
+  if (cause instanceof RangeError) {
+    // The walk ran out of stack: a cycle, or a value deeper than the engine recurses.
+    // `JSON.stringify` names a cycle; a value it can write is still too deep to check.
+    try {
+      JSON.stringify(value);
+    } catch (err) {
+      return err;
+    }
+    return new RangeError(`The value is nested too deeply to check; ${LOSSY_HINT}`);
+  }
+  if (!(cause instanceof Loss)) return cause;
+  return new TypeError(`$${cause.segments.reverse().join("")} is ${cause.reason}; ${LOSSY_HINT}`);
+}
+
+/** Throws a {@linkcode Loss} where `JSON.stringify` would write `value` other than it is. */
+function checkValue(value: unknown): void {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+    case "undefined": // a missing property; at the top level, an error of its own
+      return;
+    case "number":
+      if (Number.isFinite(value)) return;
+      throw new Loss(`${value}, which JSON writes as null`);
+    case "object":
+      if (value !== null) checkObject(value);
+      return;
+    case "bigint":
+      if (typeof (value as { toJSON?: unknown }).toJSON === "function") return;
+      throw new Loss(`a bigint (${value}n), which JSON cannot write`);
+    case "function":
+      throw new Loss(`a function (${value.name || "anonymous"}), which JSON drops`);
+    case "symbol":
+      throw new Loss(`a symbol (${String(value)}), which JSON drops`);
+  }
+}
+
+function checkObject(object: object): void {
+  const proto = Object.getPrototypeOf(object);
+  if (proto === Array.prototype) return checkArray(object as unknown[]);
+  if (proto === Object.prototype || proto === null) return checkRecord(object);
+  if (typeof (object as { toJSON?: unknown }).toJSON === "function") {
+    if (proto === Date.prototype && Number.isNaN((object as Date).getTime())) {
+      throw new Loss("an invalid Date, which JSON writes as null");
+    }
+    return;
+  }
+  throw new Loss(
+    `${describeInstance(object, proto)}, which JSON writes as ${preview(object)} ` +
+      "(convert it to a plain object or array, or give its class a toJSON() method)",
+  );
+}
+
+function checkRecord(record: object): void {
+  // `for...in` over a plain object sees its own keys (and enumerable ones an altered
+  // Object.prototype adds, checked for nothing): faster than `Object.keys`.
+  for (const key in record) {
+    const value = (record as Record<string, unknown>)[key];
+    if (typeof value === "string" || typeof value === "boolean") continue;
+    try {
+      checkValue(value);
+    } catch (err) {
+      // A plain object with a toJSON() method is written as what that returns: looked up only
+      // here, as such objects are rare.
+      if (typeof (record as { toJSON?: unknown }).toJSON === "function") return;
+      if (err instanceof Loss) err.segments.push(keySegment(key));
+      throw err;
+    }
+  }
+}
+
+function checkArray(array: unknown[]): void {
+  for (let i = 0; i < array.length; i++) {
+    const value = array[i];
+    if (typeof value === "string" || typeof value === "boolean") continue;
+    try {
+      if (value === undefined) {
+        throw new Loss(`${i in array ? "undefined" : "a hole"}, which JSON writes as null`);
+      }
+      checkValue(value);
+    } catch (err) {
+      if (err instanceof Loss) err.segments.push(`[${i}]`);
+      throw err;
+    }
+  }
+}
+
+function describeInstance(object: object, proto: object): string {
+  const name = (proto as { constructor?: { name?: unknown } }).constructor?.name;
+  const kind = typeof name === "string" && name !== "" ? name : "an anonymous class";
+  return object instanceof Error ? `an error (${kind})` : `an instance of ${kind}`;
+}
+
+/** What `JSON.stringify` would write for an object, cut short. */
+function preview(object: object): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(object);
+  } catch {
+    return "a plain object";
+  }
+  if (text === undefined) return "nothing";
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }

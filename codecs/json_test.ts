@@ -3,6 +3,8 @@ import fc from "fast-check";
 import { CodecError } from "../errors.ts";
 import { codecConformance } from "./_conformance.ts";
 import { jsonCodec } from "./json.ts";
+import { openChannel } from "../channel/channel.ts";
+import { memoryPair } from "../transports/memory.ts";
 import { cyclic, thrown, withoutNegativeZero } from "./_test_util.ts";
 
 const codec = jsonCodec();
@@ -40,6 +42,8 @@ codecConformance<unknown>({
     { name: "top-level undefined", value: undefined },
     { name: "top-level function", value: () => 1 },
     { name: "top-level symbol", value: Symbol("s") },
+    { name: "Map", value: { counts: new Map([["a", 1]]) } },
+    { name: "NaN", value: [NaN] },
   ],
   undecodable: [
     { name: "empty input", bytes: new Uint8Array(0) },
@@ -55,7 +59,8 @@ codecConformance<unknown>({
   ],
 });
 
-Deno.test("codec/json: what JSON cannot say comes back as documented", () => {
+Deno.test("codec/json: with lossy, what JSON cannot say comes back as documented", () => {
+  const codec = jsonCodec({ lossy: true });
   const date = new Date("2024-01-02T03:04:05.678Z");
   const value = {
     date,
@@ -78,6 +83,86 @@ Deno.test("codec/json: what JSON cannot say comes back as documented", () => {
     negZero: 0,
     list: [null, null],
   });
+});
+
+Deno.test("codec/json: values JSON would change are refused, naming their path", () => {
+  class Point {
+    constructor(readonly x: number) {}
+  }
+  const holey: unknown[] = [1];
+  holey[2] = 3;
+  const cases: [unknown, string][] = [
+    [{ counts: new Map([["a", 1]]) }, "$.counts is an instance of Map, which JSON writes as {}"],
+    [{ ids: [new Set([1])] }, "$.ids[0] is an instance of Set, which JSON writes as {}"],
+    [{ b: new Uint8Array([7]) }, '$.b is an instance of Uint8Array, which JSON writes as {"0":7}'],
+    [new Float64Array(1), "$ is an instance of Float64Array"],
+    [{ buf: new ArrayBuffer(2) }, "$.buf is an instance of ArrayBuffer, which JSON writes as {}"],
+    [{ p: new Point(1) }, '$.p is an instance of Point, which JSON writes as {"x":1}'],
+    [{ err: new RangeError("x") }, "$.err is an error (RangeError), which JSON writes as {}"],
+    [{ "odd key": NaN }, '$["odd key"] is NaN, which JSON writes as null'],
+    [{ n: [1, -Infinity] }, "$.n[1] is -Infinity, which JSON writes as null"],
+    [{ list: [1, undefined] }, "$.list[1] is undefined, which JSON writes as null"],
+    [holey, "$[1] is a hole, which JSON writes as null"],
+    [{ onDone: function done() {} }, "$.onDone is a function (done), which JSON drops"],
+    [{ tag: Symbol("t") }, "$.tag is a symbol (Symbol(t)), which JSON drops"],
+    [{ at: new Date(NaN) }, "$.at is an invalid Date, which JSON writes as null"],
+    [{ a: { b: [{ c: 5n }] } }, "$.a.b[0].c is a bigint (5n), which JSON cannot write"],
+    [Object.assign(Object.create(null), { m: new Map() }), "$.m is an instance of Map"],
+  ];
+  for (const [value, expected] of cases) {
+    for (const encode of [codec.encode, codec.encodeView!]) {
+      const err = thrown(() => encode.call(codec, value));
+      assert.ok(err instanceof CodecError, expected);
+      assert.equal(err.operation, "encode");
+      assert.ok(err.cause instanceof TypeError);
+      assert.ok(err.message.startsWith(`json codec could not encode: ${expected}`), err.message);
+      assert.match(err.message, /jsonCodec\(\{ lossy: true \}\)/);
+    }
+  }
+  const cycle = thrown(() => codec.encode(cyclic()));
+  assert.ok(cycle instanceof CodecError);
+  assert.match(cycle.message, /circular/);
+});
+
+Deno.test("codec/json: toJSON objects, missing properties and -0 still cross", () => {
+  const withToJson = { secret: () => 1, toJSON: () => ({ shown: true }) };
+  class Money {
+    constructor(readonly cents: bigint) {}
+    toJSON(): string {
+      return `${this.cents}`;
+    }
+  }
+  const value = {
+    at: new Date("2024-01-02T03:04:05.678Z"),
+    withToJson,
+    price: new Money(5n),
+    optional: undefined,
+    negZero: -0,
+    bare: Object.assign(Object.create(null), { a: [1, "x", null, false] }),
+  };
+  assert.deepStrictEqual(codec.decode(codec.encode(value)), {
+    at: "2024-01-02T03:04:05.678Z",
+    withToJson: { shown: true },
+    price: "5",
+    negZero: 0,
+    bare: { a: [1, "x", null, false] },
+  });
+});
+
+Deno.test("codec/json: a handler's Map reaches the caller as a CodecError, not {}", async () => {
+  const handlers = { counts: (): Map<string, number> => new Map([["a", 1]]) };
+  const [a, b] = memoryPair();
+  const [server, client] = await Promise.all([
+    openChannel(a, { codec: jsonCodec(), handlers }),
+    openChannel<typeof handlers>(b, { codec: jsonCodec() }),
+  ]);
+  try {
+    const err = await client.remote.counts().then(() => undefined, (err: unknown) => err);
+    assert.ok(err instanceof Error, `resolved instead of failing`);
+    assert.match(err.message, /\$ is an instance of Map, which JSON writes as \{\}/);
+  } finally {
+    await Promise.all([client.close(), server.close()]);
+  }
 });
 
 Deno.test("codec/json: a __proto__ key stays an own data property", () => {

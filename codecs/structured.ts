@@ -79,6 +79,7 @@ import {
   wtf16,
 } from "./structured_ext.ts";
 import type { Codec } from "./types.ts";
+import { keySegment } from "./_value_path.ts";
 
 export type { Codec };
 export { STRUCTURED_EXT };
@@ -492,12 +493,6 @@ class _StructuredCodec<T> implements Codec<T> {
       "cause" in fields ? { cause } : undefined,
     );
   }
-}
-
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-
-function keySegment(key: string): string {
-  return IDENTIFIER.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }
 
 function describeKey(key: unknown, index: number): string {

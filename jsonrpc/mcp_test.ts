@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
-import { cachedNpm, SERVER_EVERYTHING } from "./_test_npm.ts";
+import { cachedNpm, NPM_PROGRAMS_LOCK, SERVER_EVERYTHING } from "./_test_npm.ts";
 
 interface ToolResult {
   content: { type: string; text?: string }[];
@@ -31,7 +31,7 @@ Deno.test({
     const protocolErrors: unknown[] = [];
     const mcp = await openJsonRpc<McpServer>(
       spawnTransport(Deno.execPath(), {
-        args: ["run", "--cached-only", "-A", SERVER_EVERYTHING, "stdio"],
+        args: ["run", "--cached-only", NPM_PROGRAMS_LOCK, "-A", SERVER_EVERYTHING, "stdio"],
         stderr: "discard",
       }),
       {

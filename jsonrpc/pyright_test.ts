@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
+import { NPM_PROGRAMS_LOCK } from "./_test_npm.ts";
 
 /** The pinned pyright (.ci/run caches it; the tests never install). */
 const PYRIGHT = "npm:pyright@1.1.414";
@@ -182,7 +183,14 @@ Deno.test({
 /** pyright's language server over stdio, run from Deno's npm cache. */
 function spawnPyright(cwd: string): ReturnType<typeof spawnTransport> {
   return spawnTransport(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", `${PYRIGHT}/langserver.index.js`, "--stdio"],
+    args: [
+      "run",
+      "-A",
+      "--cached-only",
+      NPM_PROGRAMS_LOCK,
+      `${PYRIGHT}/langserver.index.js`,
+      "--stdio",
+    ],
     cwd,
     stderr: "discard",
   });
@@ -191,7 +199,12 @@ function spawnPyright(cwd: string): ReturnType<typeof spawnTransport> {
 /** Whether pyright is in Deno's cache; else says so, naming it. */
 function pyrightCached(): boolean {
   const { success } = new Deno.Command(Deno.execPath(), {
-    args: ["eval", "--cached-only", `import "${PYRIGHT}/package.json" with { type: "json" };`],
+    args: [
+      "eval",
+      "--cached-only",
+      NPM_PROGRAMS_LOCK,
+      `import "${PYRIGHT}/package.json" with { type: "json" };`,
+    ],
     stdin: "null",
     stdout: "null",
     stderr: "null",

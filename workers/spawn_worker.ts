@@ -48,6 +48,7 @@ import { quietPreloadUrl } from "./_quiet_preload.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { spawnThread } from "./_spawn_thread.ts";
+import { standaloneRefusal } from "./_standalone.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import {
@@ -91,6 +92,8 @@ export type * from "../channel/_shown_types.ts";
  * says why, e.g. a module that does not exist).
  * @throws {HandshakeError} When the worker answered with another codec or protocol version.
  * @throws {Deno.errors.NotFound} When the command does not exist.
+ * @throws {Deno.errors.NotSupported} When a worker module would run as a process in a binary
+ * made by `deno compile`, whose `Deno.execPath()` is not deno (see docs/workers.md).
  * @throws {TypeError} When the module is a relative path string, or an option does not fit
  * a thread worker.
  * @throws {ThreadPermissionsError} When a thread worker is given `permissions` and Deno's
@@ -161,6 +164,11 @@ export async function spawnWorker<
   }
   if (!isCommand) moduleSpecifier(worker);
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
+  const refusal = isCommand ? undefined : standaloneRefusal(Deno.build.standalone, {
+    name,
+    specifier: moduleSpecifier(worker),
+  });
+  if (refusal !== undefined) throw refusal;
   // The default codec of a module loads while the child starts (awaited once it runs).
   const loadingCodec = givenCodec ?? (isCommand ? jsonCodec() : defaultWorkerCodec());
 
