@@ -60,9 +60,8 @@ Deno.test("first run: deno.lock holds only the packages deno.json imports need",
     !Object.values(imports).includes(s)
   );
   assert.deepEqual(specifiers, [], `deno.lock resolves specifiers no import names`);
-  // The library's dependencies, the tests' fast-check and MessagePack reference, the
-  // benchmarks' comlink, and the LSP types docs/jsonrpc.md's code type-checks against: the
-  // programs tests drive belong in testdata/npm_programs.lock.
+  // The library's dependencies, the tests' fast-check and MessagePack reference and the
+  // benchmarks' comlink: the programs tests drive belong in testdata/npm_programs.lock.
   assert.deepEqual(
     Object.values(imports).filter((target) => target.startsWith("npm:")).map(packageOf).sort(),
     [
@@ -73,7 +72,6 @@ Deno.test("first run: deno.lock holds only the packages deno.json imports need",
       "npm:fast-check@4.10.2",
       "npm:lz4js@0.2.0",
       "npm:protobufjs@8.8.1",
-      "npm:vscode-languageserver-protocol@3.17.5",
     ],
   );
   assert.ok(closure.size <= 20, `deno task installs ${closure.size} packages`);

@@ -7,6 +7,8 @@
 
 /** The pinned MCP reference server the tests run. */
 export const SERVER_EVERYTHING = "npm:@modelcontextprotocol/server-everything@2026.8.31";
+/** The pinned vscode-jsonrpc (the library VS Code's LSP client and servers use). */
+export const VSCODE_JSONRPC = "npm:vscode-jsonrpc@10.0.0";
 /** The pinned official MCP TypeScript SDK. */
 export const MCP_SDK = "npm:@modelcontextprotocol/sdk@1.32.2";
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
-import { cachedNpm } from "./_test_npm.ts";
+import { cachedNpm, NPM_PROGRAMS_LOCK, VSCODE_JSONRPC } from "./_test_npm.ts";
 
 interface Scripted {
   items(p: { count: number; partialResultToken: string | number }): AsyncIterable<unknown[]>;
@@ -15,7 +15,7 @@ interface Scripted {
   exit(): void;
 }
 
-const have = cachedNpm("npm:vscode-jsonrpc@10.0.0/node", "vscode-jsonrpc partial results");
+const have = cachedNpm(`${VSCODE_JSONRPC}/node`, "vscode-jsonrpc partial results");
 const server = new URL("./_testdata/partial_results_server.ts", import.meta.url).pathname;
 
 Deno.test({
@@ -26,7 +26,7 @@ Deno.test({
     const stderr: string[] = [];
     const cancelSeen = Promise.withResolvers<void>();
     const child = spawnTransport(Deno.execPath(), {
-      args: ["run", "-A", "--cached-only", server],
+      args: ["run", "-A", "--cached-only", NPM_PROGRAMS_LOCK, server],
       stderr: (line) => {
         stderr.push(line);
         if (line === "endless: cancelled") cancelSeen.resolve();

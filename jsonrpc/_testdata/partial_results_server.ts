@@ -7,18 +7,33 @@
 //   endless { partialResultToken }        a partial result every 10 ms until cancelled; then
 //                                         prints "endless: cancelled" to stderr
 
+//
+// vscode-jsonrpc is one of the npm programs locked apart (testdata/npm_programs.lock): the test
+// runs this file with that lock, and the import is dynamic so that `deno check` of the package
+// does not resolve it into deno.lock (its types are the few written below).
+
 import process from "node:process";
-import {
+import { VSCODE_JSONRPC } from "../_test_npm.ts";
+
+type Token = string | number;
+interface CancellationToken {
+  readonly isCancellationRequested: boolean;
+}
+interface MessageConnection {
+  onRequest<P>(method: string, handler: (params: P, cancel: CancellationToken) => unknown): void;
+  onNotification(method: string, handler: () => void): void;
+  sendProgress(type: unknown, token: Token, value: unknown): Promise<void>;
+  listen(): void;
+}
+const {
   createMessageConnection,
-  type MessageConnection,
   ProgressType,
   ResponseError,
   StreamMessageReader,
   StreamMessageWriter,
-} from "vscode-jsonrpc/node";
+} = await import(`${VSCODE_JSONRPC}/node`);
 
-type Token = string | number;
-const partial = new ProgressType<unknown[]>();
+const partial = new ProgressType();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const connection: MessageConnection = createMessageConnection(
@@ -26,7 +41,7 @@ const connection: MessageConnection = createMessageConnection(
   new StreamMessageWriter(process.stdout),
 );
 
-connection.onRequest("items", async (params: { count: number; partialResultToken: Token }) => {
+connection.onRequest<{ count: number; partialResultToken: Token }>("items", async (params) => {
   for (let i = 1; i <= params.count; i++) {
     await connection.sendProgress(partial, params.partialResultToken, [i]);
     await sleep(5);
@@ -34,13 +49,13 @@ connection.onRequest("items", async (params: { count: number; partialResultToken
   return ["final"];
 });
 
-connection.onRequest("fails", async (params: { partialResultToken: Token }) => {
+connection.onRequest<{ partialResultToken: Token }>("fails", async (params) => {
   await connection.sendProgress(partial, params.partialResultToken, ["a"]);
   await connection.sendProgress(partial, params.partialResultToken, ["b"]);
   throw new ResponseError(-32801, "the document changed");
 });
 
-connection.onRequest("endless", async (params: { partialResultToken: Token }, cancel) => {
+connection.onRequest<{ partialResultToken: Token }>("endless", async (params, cancel) => {
   for (let i = 1; !cancel.isCancellationRequested; i++) {
     await connection.sendProgress(partial, params.partialResultToken, [i]);
     await sleep(10);
