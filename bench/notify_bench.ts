@@ -8,7 +8,7 @@
 // transport (no codec, no protocol). Against it: conduit notifications of 64 raw bytes (raw
 // codec) and of the ~110-byte small object (msgpack, JSON). Peers are set up at load time.
 
-import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_channel_peers.ts";
+import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_peers.ts";
 import type { EchoClient } from "./report/_clients.ts";
 import { rawNote, reportPayloads } from "./report/_payloads.ts";
 

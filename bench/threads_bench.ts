@@ -2,15 +2,15 @@
 //
 //   deno bench -A bench/threads_bench.ts
 //
-// The clients (bench/_threads_peers.ts) reach the same service in a Deno module Worker:
-// comlink over postMessage, a conduit channel over the Web Worker transport, and one over a
-// shared ring. Rows: a small call (the report's `small` RPC-like object, JSON for conduit,
+// The clients (bench/_peers.ts) reach the same service in a Deno module Worker
+// (bench/_thread_worker.ts): comlink over postMessage, a conduit channel over the Web Worker
+// transport, and one over a shared ring. Rows: a small call (the report's `small` RPC-like object, JSON for conduit,
 // structured clone for comlink), 256 small calls in flight, a 1 MiB buffer moved to the
 // worker (transferred by both), the report's 1 MB structured object echoed. The workers are
 // started at load time. The report's threads section (bench/report/_threads.ts) measures
 // the same with percentiles and interleaved rounds, and prints the ratios.
 
-import { THREAD_PEERS, threadPeer } from "./_threads_peers.ts";
+import { THREAD_PEERS, threadPeer } from "./_peers.ts";
 import { reportPayloads } from "./report/_payloads.ts";
 
 const [small, mb] = reportPayloads(["small", "1MB"]);

@@ -15,7 +15,7 @@ import {
   type WorkerTransportKind,
 } from "../workers/spawn_worker.ts";
 import { WorkerPool } from "../workers/worker_pool.ts";
-import { bareFirstByte } from "./_bare_deno.ts";
+import { bareFirstByte } from "./_peers.ts";
 import type { PingApi } from "./_ping_worker.ts";
 
 const WORKER = new URL("./_ping_worker.ts", import.meta.url);

@@ -6,7 +6,7 @@ import { type Channel, type MethodCodec, openChannel } from "../../channel/chann
 import { jsonCodec } from "../../codecs/json.ts";
 import { FrameDecoder, FrameWriter } from "../../framing/mod.ts";
 import { type BenchApi, REPORT_MAX_FRAME_BYTES } from "./_bench_api.ts";
-import type { Peer } from "./_peers.ts";
+import type { Peer } from "../_peers.ts";
 import { lines } from "./children/_lines.ts";
 import { OP_COUNT, OP_SOURCE } from "./children/raw_frame_echo.ts";
 

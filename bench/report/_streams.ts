@@ -11,7 +11,7 @@ import { methodCodecsFor, type TransportName } from "./_bench_api.ts";
 import { conduitClient, RawFrameClient } from "./_clients.ts";
 import type { ReportConfig } from "./_config.ts";
 import { resetPeakRss, retryOnce, rssOf } from "./_measure.ts";
-import { spawnPeer } from "./_peers.ts";
+import { spawnPeer } from "../_peers.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 type Approach = "conduit" | "conduit-recycle" | "raw-frames";

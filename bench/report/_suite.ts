@@ -25,7 +25,7 @@ import {
   sequential,
 } from "./_measure.ts";
 import { rawNote, type ReportPayload, reportPayloads, valueFor } from "./_payloads.ts";
-import { spawnPeer } from "./_peers.ts";
+import { spawnPeer } from "../_peers.ts";
 import {
   combineRuns,
   type LatencySpread,

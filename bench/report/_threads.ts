@@ -1,5 +1,5 @@
 // "Threads": comlink against conduit between threads, in one run with interleaved rounds. Three
-// clients of the same service in a Deno module Worker (bench/_threads_peers.ts): comlink over
+// clients of the same service in a Deno module Worker (bench/_peers.ts): comlink over
 // postMessage (the baseline), a conduit channel over the Web Worker transport, and one over a
 // shared ring. Rows: small-call p50 and p99 (one call at a time), calls/s with 256 in flight,
 // MB/s of 1 MiB buffers moved to the worker (transferred, their length back), MB/s of the
@@ -14,7 +14,7 @@
 //   deno run -A bench/report/_threads.ts [rounds=5]
 //   deno run -A bench/report/_threads.ts --json <rounds>
 
-import { THREAD_PEERS, threadPeer, type ThreadPeerKind } from "../_threads_peers.ts";
+import { THREAD_PEERS, threadPeer, type ThreadPeerKind } from "../_peers.ts";
 import { loadAverage } from "./_env.ts";
 import { mbps, rate, spreadOf, time, times } from "./_format.ts";
 import { reportPayloads } from "./_payloads.ts";

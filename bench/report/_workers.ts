@@ -1,6 +1,6 @@
 // "Workers": what a user of spawnWorker meets first, against a bare Deno child in the same run.
-// - spawn: spawnWorker with default options until the first reply (bench/_first_reply.ts)
-//   against a bare `deno eval` child until its first byte on stdout (bench/_bare_deno.ts); a
+// - spawn: spawnWorker with default options until the first reply against a bare `deno eval`
+//   child until its first byte on stdout (both in bench/_peers.ts); a
 //   fresh parent process's first spawn, then the median of the spawns after it;
 // - stream: 100 MB of 64 KiB Uint8Array chunks streamed from a worker with default options
 //   (bench/_stream_100mb_worker.ts) against a bare Deno child writing the same bytes to its
@@ -11,9 +11,8 @@
 //   deno run -A bench/report/_workers.ts <case> <MB>    prints one JSON line
 
 import { spawnWorker } from "../../workers/mod.ts";
-import { bareFirstByte } from "../_bare_deno.ts";
-import { workerFirstReply } from "../_first_reply.ts";
-import { measureStream, type StreamApi } from "../_stream_100mb_api.ts";
+import { bareFirstByte, workerFirstReply } from "../_peers.ts";
+import type { StreamApi } from "../_stream_100mb_worker.ts";
 import { loadAverage } from "./_env.ts";
 import { spreadOf, time, times } from "./_format.ts";
 import { type Spread, spread } from "./_stats.ts";
@@ -134,16 +133,26 @@ async function spawnFigures(spawn: () => Promise<number>): Promise<SpawnFigures>
 
 const STREAM_WORKER = new URL("../_stream_100mb_worker.ts", import.meta.url);
 
+/** Streams `bytes` from a worker with default options, checking every chunk; seconds. */
 async function workerStream(bytes: number): Promise<number> {
   const worker = await spawnWorker<StreamApi>(STREAM_WORKER);
-  const result = await measureStream(
-    "worker",
-    worker.remote,
-    { bytes, chunkBytes: CHUNK_BYTES },
-    async () => void await worker.close(),
-  );
-  if (!result.intact) throw new Error("worker stream: a chunk arrived changed");
-  return result.seconds;
+  const count = Math.ceil(bytes / CHUNK_BYTES);
+  let received = 0;
+  let index = 0;
+  const start = performance.now();
+  for await (const item of worker.remote.chunks({ count, bytes: CHUNK_BYTES })) {
+    const byte = index++ & 0xff;
+    if (!(item instanceof Uint8Array) || item[0] !== byte || item.at(-1) !== byte) {
+      throw new Error(`worker stream: chunk ${index - 1} arrived changed`);
+    }
+    received += item.length;
+  }
+  const seconds = (performance.now() - start) / 1000;
+  await worker.close();
+  if (received !== count * CHUNK_BYTES) {
+    throw new Error(`worker stream: received ${received} of ${count * CHUNK_BYTES} bytes`);
+  }
+  return seconds;
 }
 
 /** A bare Deno child writes `bytes` to its stdout in 64 KiB writes; we read them all. */
