@@ -14,7 +14,8 @@ import { openChannel, transfer } from "../../channel/mod.ts";
 import { rawCodec } from "../../codecs/raw.ts";
 import { connectUnix, listenUnix } from "../../transports/unix.ts";
 import { loadAverage } from "./_env.ts";
-import { spreadOf, time, times } from "./_format.ts";
+import { roundsLine, spreadOf, time, times } from "./_format.ts";
+import { freshRounds } from "./_measure.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 const CASES = ["conduit-bulk", "bare-bulk", "conduit-small", "bare-small"] as const;
@@ -45,22 +46,13 @@ export async function runMachine(
 ): Promise<MachineResult> {
   const date = new Date().toISOString();
   const load = loadAverage();
-  const figures = Object.fromEntries(CASES.map((name) => [name, [] as number[]])) as Record<
-    Case,
-    number[]
-  >;
-  for (let round = 0; round < rounds; round++) {
-    log(`machine round ${round + 1}/${rounds}`);
-    for (let i = 0; i < CASES.length; i++) {
-      const name = CASES[(i + round) % CASES.length];
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", import.meta.filename!, name, socketDir, String(scale)],
-        stderr: "inherit",
-      }).output();
-      if (!out.success) throw new Error(`machine case ${name} failed`);
-      figures[name].push(Number(new TextDecoder().decode(out.stdout).trim()));
-    }
-  }
+  const figures = await freshRounds<Case, number>(
+    import.meta.filename!,
+    CASES,
+    [socketDir, String(scale)],
+    rounds,
+    log,
+  );
   const ratio = (a: Case, b: Case) => spread(figures[a].map((value, i) => value / figures[b][i]));
   return {
     rounds,
@@ -81,12 +73,7 @@ export function machineMarkdown(result: MachineResult | undefined): string[] {
   const us = (values: number[]) => spreadOf(spread(values), (x) => time(x / 1000));
   out.push(
     "conduit's raw codec over a Unix socket against a bare Deno Unix socket, both ends in one " +
-      "process, each figure a fresh process, rounds interleaved (`bench/report/_machine.ts`); " +
-      `median of ${result.rounds} rounds (min–max), ratios paired by round; measured ` +
-      `${result.date.slice(0, 16).replace("T", " ")} UTC, load average ${result.load}. ` +
-      "Bulk counts the " +
-      "bytes that crossed the socket per second: a 1 MiB echo call moves 2 MiB, the bare " +
-      "stream one way 1 MiB per write. Small is the p50 round trip of 16 bytes.",
+      `process. ${roundsLine(result)}`,
     "",
     "| case | conduit | bare Deno socket | ratio | target |",
     "| --- | --- | --- | --- | --- |",

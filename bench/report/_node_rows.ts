@@ -11,6 +11,7 @@
 
 import { loadAverage } from "./_env.ts";
 import { findNode, type NodeBinary } from "./_node.ts";
+import { mbps, rate, roundsLine, sig, spreadOf, time, times } from "./_format.ts";
 import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -182,4 +183,73 @@ async function hasTaskset(): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** The ratio every row aims at. */
+export const NODE_TARGET = 1.2;
+
+const ROW_TITLES: Record<NodeRow, string> = {
+  structuredMBps: "Structured 1 KB echo, MB/s (sequential calls; the object's JSON bytes)",
+  rawMBps: "Raw 64 KiB echo, MB/s (sequential calls)",
+  pipelinedCallsPerSec: "32 pipelined small calls, calls/s",
+  spawnMs: "Spawn → first reply, ms (lower is better)",
+  structuredCpuUs: "Structured 1 KB echo: CPU µs per call, both processes (lower is better)",
+  rawCpuUs: "Raw 64 KiB echo: CPU µs per call, both processes (lower is better)",
+  pipelinedCpuUs: "32 pipelined small calls: CPU µs per call, both processes (lower is better)",
+};
+const FORMAT: Record<NodeRow, (x: number) => string> = {
+  structuredMBps: mbps,
+  rawMBps: mbps,
+  pipelinedCallsPerSec: rate,
+  spawnMs: time,
+  structuredCpuUs: (us) => `${sig(us)} µs`,
+  rawCpuUs: (us) => `${sig(us)} µs`,
+  pipelinedCpuUs: (us) => `${sig(us)} µs`,
+};
+
+/** The section's Markdown lines. */
+export function nodePeersMarkdown(result: NodePeersResult | undefined): string[] {
+  const out = ["## Node peers", ""];
+  if (result === undefined) {
+    out.push("Not measured in this run.", "");
+    return out;
+  }
+  out.push(
+    "missing" in result.node
+      ? `**No Node peers in this run**: ${result.node.missing}. conduit's own figures follow.`
+      : `A Node ${result.node.version} parent (${result.node.source}) forking a Node child, ` +
+        '`serialization: "json"` and `"advanced"`, against a Deno parent with a `spawnWorker` ' +
+        "worker (default transport and Unix socket), free and pinned to one CPU. A ratio is " +
+        "conduit ÷ the best Node mode of the round (above 1 conduit is ahead; target " +
+        `${times(NODE_TARGET)}). ${roundsLine(result)}`,
+    "",
+  );
+  if (!result.pinned) out.push("`taskset` was missing: no pinned rounds.", "");
+  const placements = PLACEMENTS.filter((placement) => result.figures[placement] !== undefined);
+  const subjects = NODE_SUBJECTS.filter((subject) =>
+    result.figures[placements[0]]?.[subject] !== undefined
+  );
+  const conduits = subjects.filter((subject) => subject.startsWith("conduit"));
+  const hasRatios = placements.some((placement) => result.ratios[placement] !== undefined);
+  for (const row of NODE_ROWS) {
+    out.push(`### ${ROW_TITLES[row]}`, "");
+    const ratioHeads = hasRatios ? conduits.map((subject) => `${subject} ÷ best Node`) : [];
+    const head = ["CPUs", ...subjects, ...ratioHeads];
+    out.push(`| ${head.join(" | ")} |`, `| ${head.map(() => "---").join(" | ")} |`);
+    for (const placement of placements) {
+      const figures = result.figures[placement]!;
+      const cells = [placement === "free" ? "free" : "pinned to one"];
+      for (const subject of subjects) {
+        cells.push(spreadOf(spread(figures[subject][row]), FORMAT[row]));
+      }
+      for (const subject of hasRatios ? conduits : []) {
+        const ratio = result.ratios[placement]?.[subject]?.[row];
+        const text = spreadOf(ratio, times);
+        cells.push(ratio !== undefined && ratio.median < NODE_TARGET ? `**${text}**` : text);
+      }
+      out.push(`| ${cells.join(" | ")} |`);
+    }
+    out.push("");
+  }
+  return out;
 }

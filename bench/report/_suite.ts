@@ -10,10 +10,10 @@ import { type CodecName, methodCodecsFor, type TransportName } from "./_bench_ap
 import {
   conduitClient,
   type EchoClient,
-  ForkClient,
-  NdjsonClient,
+  forkClient,
+  ndjsonClient,
   RawFrameClient,
-  WebWorkerClient,
+  webWorkerClient,
 } from "./_clients.ts";
 import type { ReportConfig } from "./_config.ts";
 import {
@@ -22,6 +22,7 @@ import {
   notesPerSecond,
   retryOnce,
   rssOf,
+  runFresh,
   sequential,
 } from "./_measure.ts";
 import { rawNote, type ReportPayload, reportPayloads, valueFor } from "./_payloads.ts";
@@ -126,7 +127,7 @@ export async function subjects(
     codec: "JSON lines",
     values: "json",
     noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(new NdjsonClient(new URL("ndjson_echo.ts", CHILDREN))),
+    start: () => Promise.resolve(ndjsonClient(new URL("ndjson_echo.ts", CHILDREN))),
   });
   list.push({
     id: "node fork IPC",
@@ -135,7 +136,7 @@ export async function subjects(
     codec: "JSON (Node IPC)",
     values: "json",
     noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(new ForkClient(new URL("fork_echo.mjs", CHILDREN))),
+    start: () => Promise.resolve(forkClient(new URL("fork_echo.mjs", CHILDREN))),
   });
   list.push({
     id: "web worker",
@@ -144,7 +145,7 @@ export async function subjects(
     codec: "structured clone",
     values: "json",
     noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(new WebWorkerClient(new URL("web_worker_echo.ts", CHILDREN))),
+    start: () => Promise.resolve(webWorkerClient(new URL("web_worker_echo.ts", CHILDREN))),
   });
   return list;
 }
@@ -237,15 +238,10 @@ interface DriverTask {
 
 /** Runs one subject once in a fresh driver process; adds its sample counts to the task's. */
 async function runInDriver(task: DriverTask): Promise<SubjectRun> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL(import.meta.url).pathname, JSON.stringify(task)],
-    stdin: "null",
-    stderr: "inherit",
-  }).output();
-  if (!output.success) {
-    throw new Error(`The driver of ${task.subjectId} exited with ${output.code}`);
-  }
-  const { record, sampleCounts } = JSON.parse(new TextDecoder().decode(output.stdout));
+  const { record, sampleCounts } = await runFresh<{
+    record: SubjectRun;
+    sampleCounts: Record<string, number>;
+  }>(import.meta.filename!, [JSON.stringify(task)]);
   Object.assign(task.sampleCounts, sampleCounts);
   // JSON has no undefined: percentiles that were not claimed come back as null.
   for (const summary of Object.values(record.sequential) as LatencySummary[]) {

@@ -5,8 +5,7 @@
 // meets it; the measured text lists each case.
 
 import { bytes, percent1, rate, sig, spreadOf, time, times } from "./_format.ts";
-import { NODE_TARGET } from "./_node_markdown.ts";
-import { NODE_ROWS, type NodeRow, PLACEMENTS } from "./_node_rows.ts";
+import { NODE_ROWS, NODE_TARGET, type NodeRow, PLACEMENTS } from "./_node_rows.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
 import { type Spread, spread } from "./_stats.ts";
 import type { SubjectResult, SubjectRun } from "./_suite.ts";

@@ -16,7 +16,8 @@
 
 import { THREAD_PEERS, threadPeer, type ThreadPeerKind } from "../_peers.ts";
 import { loadAverage } from "./_env.ts";
-import { mbps, rate, spreadOf, time, times } from "./_format.ts";
+import { mbps, rate, roundsLine, spreadOf, time, times } from "./_format.ts";
+import { runFresh } from "./_measure.ts";
 import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -112,12 +113,7 @@ export async function runThreads(
   log: (line: string) => void,
 ): Promise<ThreadsResult> {
   log(`threads: ${rounds} rounds`);
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", import.meta.filename!, "--json", String(rounds)],
-    stderr: "inherit",
-  }).output();
-  if (!out.success) throw new Error("the threads section failed");
-  return JSON.parse(new TextDecoder().decode(out.stdout));
+  return await runFresh(import.meta.filename!, ["--json", String(rounds)]);
 }
 
 /** The rows of the table: label, figure of a round, how to print it, higher is better. */
@@ -164,18 +160,9 @@ export function threadsMarkdown(result: ThreadsResult | undefined): string[] {
   if (result === undefined) return [...out, "Not measured in this run.", ""];
   const ratios = threadsRatios(result);
   out.push(
-    "Three clients of one service in a Deno module Worker (`bench/report/_threads.ts`): " +
-      "comlink 4.4 over `postMessage`, a " +
-      "conduit channel (JSON, raw bytes for the transfer) over the Web Worker transport, and " +
-      "one over the shared ring. Small calls echo the report's `small` payload one at a time " +
-      `(p50 and p99 of ${SMALL_CALLS.toLocaleString("en-US")} per round); the 1 MiB buffers ` +
-      "are transferred to the worker, which answers their length; the 1 MB object is the " +
-      "report's payload, MB/s counting its compact JSON bytes. Rounds interleave the clients " +
-      `in a rotating order; median of ${result.rounds} rounds (min–max), each ratio to comlink ` +
-      "paired by round (above 1 is better); measured " +
-      `${result.date.slice(0, 16).replace("T", " ")} UTC, load average ${result.load} before, ` +
-      `${result.loadAfter} after. Target: ≥ 1.2× comlink on every row, and the ring's p50 ≤ ⅓ ` +
-      "of the Web Worker transport's.",
+    "comlink 4.4 over `postMessage`, a conduit channel over the Web Worker transport and one " +
+      "over the shared ring, to one service in a module Worker; under each figure its ratio to " +
+      `comlink (above 1 is better). ${roundsLine(result)}`,
     "",
     `| client | ${COLUMNS.map(([label]) => label).join(" | ")} |`,
     `| --- | ${COLUMNS.map(() => "---").join(" | ")} |`,

@@ -14,7 +14,8 @@ import { spawnWorker } from "../../workers/mod.ts";
 import { bareFirstByte, workerFirstReply } from "../_peers.ts";
 import type { StreamApi } from "../_stream_100mb_worker.ts";
 import { loadAverage } from "./_env.ts";
-import { spreadOf, time, times } from "./_format.ts";
+import { roundsLine, spreadOf, time, times } from "./_format.ts";
+import { freshRounds } from "./_measure.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 const CASES = ["worker-spawn", "bare-spawn", "worker-stream", "bare-stream"] as const;
@@ -54,27 +55,19 @@ export async function runWorkers(
 ): Promise<WorkersResult> {
   const date = new Date().toISOString();
   const load = loadAverage();
-  const worker = { first: [] as number[], repeated: [] as number[], streamSeconds: [] as number[] };
-  const bare = { first: [] as number[], repeated: [] as number[], streamSeconds: [] as number[] };
-  for (let round = 0; round < rounds; round++) {
-    log(`workers round ${round + 1}/${rounds}`);
-    for (let i = 0; i < CASES.length; i++) {
-      const name = CASES[(i + round) % CASES.length];
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", import.meta.filename!, name, String(streamMB)],
-        stderr: "inherit",
-      }).output();
-      if (!out.success) throw new Error(`workers case ${name} failed`);
-      const figures = JSON.parse(new TextDecoder().decode(out.stdout));
-      const side = name.startsWith("worker") ? worker : bare;
-      if (name.endsWith("spawn")) {
-        side.first.push(figures.first);
-        side.repeated.push(figures.repeated);
-      } else {
-        side.streamSeconds.push(figures.seconds);
-      }
-    }
-  }
+  const figures = await freshRounds<Case, SpawnFigures & { seconds: number }>(
+    import.meta.filename!,
+    CASES,
+    [String(streamMB)],
+    rounds,
+    log,
+  );
+  const side = (name: "worker" | "bare") => ({
+    first: figures[`${name}-spawn`].map((f) => f.first),
+    repeated: figures[`${name}-spawn`].map((f) => f.repeated),
+    streamSeconds: figures[`${name}-stream`].map((f) => f.seconds),
+  });
+  const [worker, bare] = [side("worker"), side("bare")];
   const ratio = (a: number[], b: number[]) => spread(a.map((value, i) => value / b[i]));
   return {
     rounds,
@@ -97,16 +90,8 @@ export function workersMarkdown(result: WorkersResult | undefined): string[] {
   const s = (values: number[]) => spreadOf(spread(values), (x) => time(x * 1000));
   const { worker, bare } = result;
   out.push(
-    "`spawnWorker` with default options against a bare Deno child, each case a fresh parent " +
-      "process, rounds interleaved (`bench/report/_workers.ts`); median of " +
-      `${result.rounds} rounds (min–max), ratios paired by round; measured ` +
-      `${result.date.slice(0, 16).replace("T", " ")} UTC, load average ${result.load}. Spawn ` +
-      "is spawn → first reply for the worker (process start, module load, handshake, one call) " +
-      "and spawn → first byte on stdout for a bare `deno eval` child; a parent's first spawn " +
-      `pays for what it loads lazily, the next ${REPEATED_SPAWNS} give the repeated figure. ` +
-      `The stream is ${result.streamMB} MB of 64 KiB \`Uint8Array\` chunks from a worker ` +
-      "(structured codec, stdio, no deadline: the defaults), each chunk checked, against a bare " +
-      "Deno child writing the same bytes to its stdout.",
+    "`spawnWorker` with default options against a bare Deno child; the repeated spawn is the " +
+      `median of the ${REPEATED_SPAWNS} after a parent's first. ${roundsLine(result)}`,
     "",
     "| case | conduit worker | bare Deno child | ratio | target |",
     "| --- | --- | --- | --- | --- |",
