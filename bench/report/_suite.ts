@@ -64,10 +64,6 @@ export interface SubjectRun {
   sequential: Record<string, LatencySummary>;
   callsPerSec: Record<string, number>;
   notesPerSec: number;
-  /** Seconds spent: spawning and sequential calls, calls in flight, one-way messages. */
-  seconds: number[];
-  /** Seconds spent on each payload's sequential calls (warm-up included). */
-  payloadSeconds: Record<string, number>;
 }
 
 /** One subject's figures: each the median of its runs, with min–max. */
@@ -120,33 +116,44 @@ export async function subjects(
       });
     }
   }
-  list.push({
-    id: "ndjson stdio",
-    approach: "ndjson",
-    transport: "stdio",
-    codec: "JSON lines",
+  const baseline = (
+    id: string,
+    approach: Approach,
+    transport: string,
+    codec: string,
+    start: () => EchoClient,
+  ): Subject => ({
+    id,
+    approach,
+    transport,
+    codec,
     values: "json",
     noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(ndjsonClient(new URL("ndjson_echo.ts", CHILDREN))),
+    start: () => Promise.resolve(start()),
   });
-  list.push({
-    id: "node fork IPC",
-    approach: "fork",
-    transport: "fork IPC",
-    codec: "JSON (Node IPC)",
-    values: "json",
-    noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(forkClient(new URL("fork_echo.mjs", CHILDREN))),
-  });
-  list.push({
-    id: "web worker",
-    approach: "web-worker",
-    transport: "postMessage",
-    codec: "structured clone",
-    values: "json",
-    noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(webWorkerClient(new URL("web_worker_echo.ts", CHILDREN))),
-  });
+  list.push(
+    baseline(
+      "ndjson stdio",
+      "ndjson",
+      "stdio",
+      "JSON lines",
+      () => ndjsonClient(new URL("ndjson_echo.ts", CHILDREN)),
+    ),
+    baseline(
+      "node fork IPC",
+      "fork",
+      "fork IPC",
+      "JSON (Node IPC)",
+      () => forkClient(new URL("fork_echo.mjs", CHILDREN)),
+    ),
+    baseline(
+      "web worker",
+      "web-worker",
+      "postMessage",
+      "structured clone",
+      () => webWorkerClient(new URL("web_worker_echo.ts", CHILDREN)),
+    ),
+  );
   return list;
 }
 
@@ -209,16 +216,10 @@ export async function runSuite(
         log,
       );
       runs.get(subject.id)!.push(record);
-      const smallP50 = record.sequential.small.percentiles[0];
       log(
         `run ${run + 1}/${config.runs} ${subject.id}: spawn ${record.spawnMs.toFixed(0)} ms, ` +
-          `small p50 ${smallP50 === undefined ? "–" : (smallP50 * 1000).toFixed(0)} µs, ` +
-          `${Object.entries(record.callsPerSec).map(([k, v]) => `${k}:${v.toFixed(0)}/s`)} ` +
-          `notes ${record.notesPerSec.toFixed(0)}/s (${
-            record.seconds.map((s) => s.toFixed(1))
-          } s; ${
-            Object.entries(record.payloadSeconds).map(([name, s]) => `${name} ${s.toFixed(1)}`)
-          })`,
+          `small avg ${(record.sequential.small.avg * 1000).toFixed(0)} µs, ` +
+          `notes ${record.notesPerSec.toFixed(0)}/s`,
       );
     }
   }
@@ -276,10 +277,8 @@ async function runOnce(
   await client.noted();
   const spawnMs = performance.now() - started;
   const sequentialRuns: Record<string, LatencySummary> = {};
-  const payloadSeconds: Record<string, number> = {};
   try {
     for (const payload of payloads) {
-      const payloadStart = performance.now();
       const value = valueFor(subject.values, payload);
       const call = payload.name === "small"
         ? () => client.echoSmall(value)
@@ -305,9 +304,7 @@ async function runOnce(
         sampleCounts[key] = n;
       }
       sequentialRuns[payload.name] = await sequential(call, n);
-      payloadSeconds[payload.name] = (performance.now() - payloadStart) / 1000;
     }
-    const sequentialDone = performance.now();
     const smallValue = valueFor(subject.values, small);
     const callsPerSec: Record<string, number> = {};
     for (const [inFlight, calls] of config.inFlight) {
@@ -317,7 +314,6 @@ async function runOnce(
         calls,
       );
     }
-    const inFlightDone = performance.now();
     const notesPerSec = await notesPerSecond(
       client,
       noteValue(subject.values, small),
@@ -325,16 +321,12 @@ async function runOnce(
       config.noteWindow,
     );
     const peakRss = client.pid === undefined ? undefined : rssOf(client.pid)?.peak;
-    const seconds = [started, sequentialDone, inFlightDone, performance.now()]
-      .map((t, i, all) => (all[i + 1] - t) / 1000).slice(0, 3);
     return {
       spawnMs,
       peakRss,
       sequential: sequentialRuns,
       callsPerSec,
       notesPerSec,
-      seconds,
-      payloadSeconds,
     };
   } finally {
     await client.close();
