@@ -18,44 +18,29 @@ const [small, kb] = reportPayloads(["small", "1KB"]);
 const batch = new Array<Promise<unknown>>(256);
 
 for (const transport of BENCH_TRANSPORTS) {
-  const group = `call over ${transport}`;
+  const bench = (
+    name: string,
+    fn: () => Promise<unknown>,
+    options: Partial<Deno.BenchDefinition> = {},
+  ) =>
+    Deno.bench({
+      name,
+      group: `call over ${transport}`,
+      fn: async () => void await fn(),
+      ...options,
+    });
   const frames = await rawFramePeer(transport);
-  Deno.bench({
-    name: `frames/${transport} ping-pong small`,
-    group,
-    baseline: true,
-    fn: async () => {
-      await frames.echo(small.json);
-    },
-  });
+  bench(`frames/${transport} ping-pong small`, () => frames.echo(small.json), { baseline: true });
   for (const codec of ["raw", "msgpack", "json"] as const) {
     const client = await conduitPeer(transport, codec);
     const value = valueFor(codec, small);
-    Deno.bench({
-      name: `channel/${transport} call ${codec} small`,
-      group,
-      fn: async () => {
-        await client.echoSmall(value);
-      },
-    });
+    bench(`channel/${transport} call ${codec} small`, () => client.echoSmall(value));
     if (codec === "msgpack") continue;
-    Deno.bench({
-      name: `channel/${transport} call ${codec} small 256 in flight`,
-      group,
-      n: 200,
-      fn: async () => {
-        for (let i = 0; i < 256; i++) batch[i] = client.echoSmall(value);
-        await Promise.all(batch);
-      },
-    });
-    if (codec !== "json") continue;
+    bench(`channel/${transport} call ${codec} small 256 in flight`, () => {
+      for (let i = 0; i < 256; i++) batch[i] = client.echoSmall(value);
+      return Promise.all(batch);
+    }, { n: 200 });
     const kbValue = valueFor(codec, kb);
-    Deno.bench({
-      name: `channel/${transport} call ${codec} 1KB`,
-      group,
-      fn: async () => {
-        await client.echo(kbValue);
-      },
-    });
+    if (codec === "json") bench(`channel/${transport} call json 1KB`, () => client.echo(kbValue));
   }
 }

@@ -17,37 +17,23 @@ const [small, mb] = reportPayloads(["small", "1MB"]);
 
 for (const kind of THREAD_PEERS) {
   const peer = await threadPeer(kind);
-  const baseline = kind === "comlink";
-  Deno.bench({
-    name: `threads/${kind} call small`,
-    group: "threads: one small call",
-    baseline,
-    fn: async () => {
-      await peer.echo(small.value);
-    },
-  });
-  Deno.bench({
-    name: `threads/${kind} 256 calls in flight`,
-    group: "threads: 256 small calls in flight",
-    baseline,
-    fn: async () => {
-      await Promise.all(Array.from({ length: 256 }, () => peer.echo(small.value)));
-    },
-  });
-  Deno.bench({
-    name: `threads/${kind} transfer 1 MiB`,
-    group: "threads: 1 MiB buffer moved to the worker",
-    baseline,
-    fn: async () => {
-      await peer.take(new Uint8Array(1 << 20));
-    },
-  });
-  Deno.bench({
-    name: `threads/${kind} echo 1 MB object`,
-    group: "threads: 1 MB structured object echoed",
-    baseline,
-    fn: async () => {
-      await peer.echo(mb.value);
-    },
-  });
+  const bench = (group: string, name: string, fn: () => Promise<unknown>) =>
+    Deno.bench({
+      name: `threads/${kind} ${name}`,
+      group,
+      baseline: kind === "comlink",
+      fn: async () => void await fn(),
+    });
+  bench("threads: one small call", "call small", () => peer.echo(small.value));
+  bench(
+    "threads: 256 small calls in flight",
+    "256 calls in flight",
+    () => Promise.all(Array.from({ length: 256 }, () => peer.echo(small.value))),
+  );
+  bench(
+    "threads: 1 MiB buffer moved to the worker",
+    "transfer 1 MiB",
+    () => peer.take(new Uint8Array(1 << 20)),
+  );
+  bench("threads: 1 MB structured object echoed", "echo 1 MB object", () => peer.echo(mb.value));
 }
