@@ -12,32 +12,45 @@
 import { loadAverage } from "./_env.ts";
 import { findNode, type NodeBinary } from "./_node.ts";
 import { mbps, rate, roundsLine, sig, spreadOf, time, times } from "./_format.ts";
+import { rotated } from "./_measure.ts";
 import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 /** The subjects, conduit's first. */
 export const NODE_SUBJECTS = ["conduit default", "conduit unix", "node json", "node advanced"];
-/** What every subject measures. */
-export const NODE_ROWS = [
-  "structuredMBps",
-  "rawMBps",
-  "pipelinedCallsPerSec",
-  "spawnMs",
-  "structuredCpuUs",
-  "rawCpuUs",
-  "pipelinedCpuUs",
-] as const;
-export type NodeRow = typeof NODE_ROWS[number];
+const us = (x: number) => `${sig(x)} µs`;
+/** What every subject measures: the table's title, how a figure prints, the target's name. */
+const ROWS = {
+  structuredMBps: [
+    "Structured 1 KB echo, MB/s (sequential calls; the object's JSON bytes)",
+    mbps,
+    "Structured 1 KB echo MB/s",
+  ],
+  rawMBps: ["Raw 64 KiB echo, MB/s (sequential calls)", mbps, "Raw 64 KiB echo MB/s"],
+  pipelinedCallsPerSec: ["32 pipelined small calls, calls/s", rate, "32 pipelined small calls/s"],
+  spawnMs: ["Spawn → first reply, ms (lower is better)", time, "Spawn → first reply (speed)"],
+  structuredCpuUs: ["Structured 1 KB echo: CPU µs per call, both processes (lower is better)", us],
+  rawCpuUs: ["Raw 64 KiB echo: CPU µs per call, both processes (lower is better)", us],
+  pipelinedCpuUs: [
+    "32 pipelined small calls: CPU µs per call, both processes (lower is better)",
+    us,
+  ],
+} as const;
+export type NodeRow = keyof typeof ROWS;
+export const NODE_ROWS = Object.keys(ROWS) as NodeRow[];
+
+/** The rows that are targets, with their names. */
+export const NODE_TARGET_ROWS = NODE_ROWS.flatMap((row) => {
+  const name = (ROWS[row] as readonly unknown[])[2] as string | undefined;
+  return name === undefined ? [] : [[row, name] as const];
+});
 
 /** Rows where less is better: times, and CPU µs per call (both processes). */
-export function lowerIsBetter(row: NodeRow): boolean {
+function lowerIsBetter(row: NodeRow): boolean {
   return row === "spawnMs" || row.endsWith("CpuUs");
 }
 export const PLACEMENTS = ["free", "pinned"] as const;
 export type Placement = typeof PLACEMENTS[number];
-
-/** One subject's figures in one round. */
-export type RowFigures = Record<NodeRow, number>;
 
 /** Everything the section measured. */
 export interface NodePeersResult {
@@ -59,6 +72,7 @@ export interface NodePeersResult {
 }
 
 const CHILDREN = new URL("./children/", import.meta.url);
+const PAYLOAD_FILE = `/tmp/conduit-node-rows-${Deno.pid}.json`;
 
 /** Runs the section: `rounds` rounds of every subject, free and pinned. */
 export async function runNodePeers(
@@ -82,39 +96,34 @@ export async function runNodePeers(
     figures: {},
     ratios: {},
   };
-  const payloadFile = await Deno.makeTempFile({ prefix: "conduit-node-rows", suffix: ".json" });
   try {
-    await Deno.writeTextFile(payloadFile, JSON.stringify(reportPayloads(["1KB"])[0].value));
+    await Deno.writeTextFile(PAYLOAD_FILE, JSON.stringify(reportPayloads(["1KB"])[0].value));
     const subjects = NODE_SUBJECTS.filter((subject) =>
       node.path !== undefined || subject.startsWith("conduit")
     );
     const placements = PLACEMENTS.filter((placement) => placement === "free" || pinned);
     // Module caches and the first-spawn costs, outside the figures.
-    for (const subject of subjects) await runSubject(subject, node, "free", 20, 0, payloadFile);
+    for (const subject of subjects) await runSubject(subject, node, "free", [20, 0]);
     for (const placement of placements) {
-      const figures: Record<string, Record<NodeRow, number[]>> = {};
-      for (const subject of subjects) figures[subject] = emptyRows();
-      result.figures[placement] = figures;
+      result.figures[placement] = Object.fromEntries(subjects.map((subject) => [
+        subject,
+        Object.fromEntries(NODE_ROWS.map((row) => [row, [] as number[]])) as Record<
+          NodeRow,
+          number[]
+        >,
+      ]));
     }
     for (let round = 0; round < rounds; round++) {
       log(`node peers round ${round + 1}/${rounds}`);
       for (const placement of placements) {
-        const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]);
-        for (const subject of order) {
-          const figures = await runSubject(
-            subject,
-            node,
-            placement,
-            budgetMs,
-            warmUpOps,
-            payloadFile,
-          );
+        for (const subject of rotated(subjects, round)) {
+          const figures = await runSubject(subject, node, placement, [budgetMs, warmUpOps]);
           for (const row of NODE_ROWS) result.figures[placement]![subject][row].push(figures[row]);
         }
       }
     }
   } finally {
-    await Deno.remove(payloadFile);
+    await Deno.remove(PAYLOAD_FILE);
   }
   for (const placement of PLACEMENTS) {
     const figures = result.figures[placement];
@@ -131,7 +140,7 @@ export async function runNodePeers(
 }
 
 /** conduit's figure ÷ the best Node figure of the same round, per round (> 1: conduit ahead). */
-export function roundRatios(
+function roundRatios(
   figures: Record<string, Record<NodeRow, number[]>>,
   subject: string,
   row: NodeRow,
@@ -146,26 +155,18 @@ export function roundRatios(
   );
 }
 
-function emptyRows(): Record<NodeRow, number[]> {
-  return Object.fromEntries(NODE_ROWS.map((row) => [row, []])) as unknown as Record<
-    NodeRow,
-    number[]
-  >;
-}
-
+/** One round of `subject`: a parent process measuring every row with `[budget ms, warm-up]`. */
 async function runSubject(
   subject: string,
   node: NodeBinary,
   placement: Placement,
-  budgetMs: number,
-  warmUpOps: number,
-  payloadFile: string,
-): Promise<RowFigures> {
+  [budgetMs, warmUpOps]: number[],
+): Promise<Record<NodeRow, number>> {
   const [kind, mode] = subject.split(" ");
   const command = kind === "node"
     ? [node.path!, new URL("node_rows.mjs", CHILDREN).pathname, mode]
     : [Deno.execPath(), "run", "-A", new URL("conduit_rows.ts", CHILDREN).pathname, mode];
-  command.push(String(budgetMs), payloadFile, String(warmUpOps));
+  command.push(String(budgetMs), PAYLOAD_FILE, String(warmUpOps));
   if (placement === "pinned") command.unshift("taskset", "-c", "0");
   const out = await new Deno.Command(command[0], {
     args: command.slice(1),
@@ -187,25 +188,6 @@ async function hasTaskset(): Promise<boolean> {
 
 /** The ratio every row aims at. */
 export const NODE_TARGET = 1.2;
-
-const ROW_TITLES: Record<NodeRow, string> = {
-  structuredMBps: "Structured 1 KB echo, MB/s (sequential calls; the object's JSON bytes)",
-  rawMBps: "Raw 64 KiB echo, MB/s (sequential calls)",
-  pipelinedCallsPerSec: "32 pipelined small calls, calls/s",
-  spawnMs: "Spawn → first reply, ms (lower is better)",
-  structuredCpuUs: "Structured 1 KB echo: CPU µs per call, both processes (lower is better)",
-  rawCpuUs: "Raw 64 KiB echo: CPU µs per call, both processes (lower is better)",
-  pipelinedCpuUs: "32 pipelined small calls: CPU µs per call, both processes (lower is better)",
-};
-const FORMAT: Record<NodeRow, (x: number) => string> = {
-  structuredMBps: mbps,
-  rawMBps: mbps,
-  pipelinedCallsPerSec: rate,
-  spawnMs: time,
-  structuredCpuUs: (us) => `${sig(us)} µs`,
-  rawCpuUs: (us) => `${sig(us)} µs`,
-  pipelinedCpuUs: (us) => `${sig(us)} µs`,
-};
 
 /** The section's Markdown lines. */
 export function nodePeersMarkdown(result: NodePeersResult | undefined): string[] {
@@ -232,7 +214,7 @@ export function nodePeersMarkdown(result: NodePeersResult | undefined): string[]
   const conduits = subjects.filter((subject) => subject.startsWith("conduit"));
   const hasRatios = placements.some((placement) => result.ratios[placement] !== undefined);
   for (const row of NODE_ROWS) {
-    out.push(`### ${ROW_TITLES[row]}`, "");
+    out.push(`### ${ROWS[row][0]}`, "");
     const ratioHeads = hasRatios ? conduits.map((subject) => `${subject} ÷ best Node`) : [];
     const head = ["CPUs", ...subjects, ...ratioHeads];
     out.push(`| ${head.join(" | ")} |`, `| ${head.map(() => "---").join(" | ")} |`);
@@ -240,7 +222,7 @@ export function nodePeersMarkdown(result: NodePeersResult | undefined): string[]
       const figures = result.figures[placement]!;
       const cells = [placement === "free" ? "free" : "pinned to one"];
       for (const subject of subjects) {
-        cells.push(spreadOf(spread(figures[subject][row]), FORMAT[row]));
+        cells.push(spreadOf(spread(figures[subject][row]), ROWS[row][1]));
       }
       for (const subject of hasRatios ? conduits : []) {
         const ratio = result.ratios[placement]?.[subject]?.[row];

@@ -5,7 +5,7 @@
 // meets it; the measured text lists each case.
 
 import { bytes, percent1, rate, sig, spreadOf, time, times } from "./_format.ts";
-import { NODE_ROWS, NODE_TARGET, type NodeRow, PLACEMENTS } from "./_node_rows.ts";
+import { NODE_TARGET, NODE_TARGET_ROWS, PLACEMENTS } from "./_node_rows.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
 import { type Spread, spread } from "./_stats.ts";
 import type { SubjectResult, SubjectRun } from "./_suite.ts";
@@ -186,9 +186,9 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   );
   const node = results.nodePeers;
   if (node !== undefined && !("missing" in node.node)) {
-    for (const row of NODE_ROWS.filter((row) => !row.endsWith("CpuUs"))) {
+    for (const [row, name] of NODE_TARGET_ROWS) {
       add(
-        `${NODE_ROW_NAMES[row]} ≥ ${times(NODE_TARGET)} the best Node fork mode`,
+        `${name} ≥ ${times(NODE_TARGET)} the best Node fork mode`,
         PLACEMENTS.flatMap((placement) =>
           Object.entries(node.ratios[placement] ?? {}).flatMap(([subject, rows]): Case[] => {
             const ratio = rows[row];
@@ -245,13 +245,3 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   }
   return targets;
 }
-
-const NODE_ROW_NAMES: Record<NodeRow, string> = {
-  structuredMBps: "Structured 1 KB echo MB/s",
-  rawMBps: "Raw 64 KiB echo MB/s",
-  pipelinedCallsPerSec: "32 pipelined small calls/s",
-  spawnMs: "Spawn → first reply (speed)",
-  structuredCpuUs: "",
-  rawCpuUs: "",
-  pipelinedCpuUs: "",
-};
