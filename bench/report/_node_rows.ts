@@ -9,6 +9,7 @@
 // gives the median of the per-round ratios with their min–max. The CPU rows (user + system
 // time of both processes per call) are what other load disturbs least.
 
+import type { ReportConfig } from "./_config.ts";
 import { loadAverage } from "./_env.ts";
 import { findNode, type NodeBinary } from "./_node.ts";
 import { mbps, rate, roundsLine, sig, spreadOf, time, times } from "./_format.ts";
@@ -76,9 +77,7 @@ const PAYLOAD_FILE = `/tmp/conduit-node-rows-${Deno.pid}.json`;
 
 /** Runs the section: `rounds` rounds of every subject, free and pinned. */
 export async function runNodePeers(
-  rounds: number,
-  budgetMs: number,
-  warmUpOps: number,
+  { nodeRounds: rounds, nodeBudgetMs: budgetMs, nodeWarmUpOps: warmUpOps }: ReportConfig,
   log: (line: string) => void,
 ): Promise<NodePeersResult> {
   const node = await findNode();

@@ -17,7 +17,7 @@
 import { THREAD_PEERS, threadPeer, type ThreadPeerKind } from "../_peers.ts";
 import { loadAverage } from "./_env.ts";
 import { mbps, rate, roundsLine, spreadOf, time, times } from "./_format.ts";
-import { runFresh } from "./_measure.ts";
+import { callsPerSecond, rotated, runFresh, sequential } from "./_measure.ts";
 import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -65,39 +65,29 @@ export async function measureThreads(
     transferMBps: [],
     objectMBps: [],
   }])) as unknown as Record<ThreadPeerKind, ThreadsRow>;
+  /** MB/s of `calls` calls one after the other, each moving `bytes`. */
+  const megabytesPerSecond = async (calls: number, bytes: number, call: () => Promise<unknown>) => {
+    const start = performance.now();
+    for (let i = 0; i < calls; i++) await call();
+    return calls * bytes / 1e6 / ((performance.now() - start) / 1000);
+  };
   try {
     for (let round = 0; round < rounds; round++) {
       log(`threads round ${round + 1}/${rounds}`);
-      const order = THREAD_PEERS.map((_, i) => THREAD_PEERS[(i + round) % THREAD_PEERS.length]);
-      for (const kind of order) {
+      for (const kind of rotated(THREAD_PEERS, round)) {
         const peer = peers.get(kind)!;
         const row = rows[kind];
-        for (let i = 0; i < WARM_UP_CALLS; i++) await peer.echo(small.value);
-        const latencies = new Float64Array(SMALL_CALLS);
-        for (let i = 0; i < SMALL_CALLS; i++) {
-          const start = performance.now();
-          await peer.echo(small.value);
-          latencies[i] = performance.now() - start;
-        }
-        latencies.sort();
-        row.p50Ms.push(latencies[Math.ceil(SMALL_CALLS * 0.5) - 1]);
-        row.p99Ms.push(latencies[Math.ceil(SMALL_CALLS * 0.99) - 1]);
-        let started = 0;
-        let start = performance.now();
-        await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-          while (started < FLIGHT_CALLS) {
-            started++;
-            await peer.echo(small.value);
-          }
-        }));
-        row.callsPerSecond.push(FLIGHT_CALLS / ((performance.now() - start) / 1000));
-        start = performance.now();
-        for (let i = 0; i < MIB_CALLS; i++) await peer.take(new Uint8Array(1 << 20));
-        row.transferMBps.push(MIB_CALLS * (1 << 20) / 1e6 / ((performance.now() - start) / 1000));
-        start = performance.now();
-        for (let i = 0; i < OBJECT_CALLS; i++) await peer.echo(mb.value);
+        const echoSmall = () => peer.echo(small.value);
+        for (let i = 0; i < WARM_UP_CALLS; i++) await echoSmall();
+        const [p50, , p99] = (await sequential(echoSmall, SMALL_CALLS)).percentiles;
+        row.p50Ms.push(p50!);
+        row.p99Ms.push(p99!);
+        row.callsPerSecond.push(await callsPerSecond(echoSmall, IN_FLIGHT, FLIGHT_CALLS));
+        row.transferMBps.push(
+          await megabytesPerSecond(MIB_CALLS, 1 << 20, () => peer.take(new Uint8Array(1 << 20))),
+        );
         row.objectMBps.push(
-          OBJECT_CALLS * mb.json.length / 1e6 / ((performance.now() - start) / 1000),
+          await megabytesPerSecond(OBJECT_CALLS, mb.json.length, () => peer.echo(mb.value)),
         );
       }
     }

@@ -26,19 +26,20 @@ import { runStreams } from "./_streams.ts";
 import { runSuite, subjects, warmUp } from "./_suite.ts";
 import { evaluateTargets } from "./_targets.ts";
 
-const args = Deno.args;
-const config = { ...(args.includes("--quick") ? QUICK : FULL) };
+const option = (name: string) => {
+  const at = Deno.args.indexOf(`--${name}`);
+  if (at >= 0 && Deno.args[at + 1] === undefined) throw new TypeError(`--${name} needs a value`);
+  return at >= 0 ? Deno.args[at + 1] : undefined;
+};
+const config = { ...(Deno.args.includes("--quick") ? QUICK : FULL) };
 // For trying the harness out: --runs 1, --payloads small,1MB (the committed report uses neither).
-const runsArg = args.indexOf("--runs");
-if (runsArg >= 0) config.runs = Number(args[runsArg + 1]);
-const payloadsArg = args.indexOf("--payloads");
-if (payloadsArg >= 0) config.payloads = ["small", ...args[payloadsArg + 1].split(",")];
-const outIndex = args.indexOf("--out");
+config.runs = Number(option("runs") ?? config.runs);
+const payloads = option("payloads");
+if (payloads) config.payloads = ["small", ...payloads.split(",")];
 // By default the report goes to bench/REPORT.md and results.json beside this file; with --out
 // both go to that directory.
-const outDir = outIndex >= 0 ? args[outIndex + 1] : new URL(".", import.meta.url).pathname;
-if (!outDir) throw new TypeError("--out needs a directory");
-const reportPath = outIndex >= 0
+const outDir = option("out") ?? new URL(".", import.meta.url).pathname;
+const reportPath = option("out")
   ? `${outDir}/REPORT.md`
   : new URL("../REPORT.md", import.meta.url).pathname;
 
@@ -48,11 +49,9 @@ const log = (line: string) => {
   console.error(`[${seconds} s] ${line}`);
 };
 
-const renderArg = args.indexOf("--render");
-if (renderArg >= 0) {
-  const results: ReportResults = undefinedForNull(
-    JSON.parse(await Deno.readTextFile(args[renderArg + 1])),
-  );
+const render = option("render");
+if (render !== undefined) {
+  const results: ReportResults = undefinedForNull(JSON.parse(await Deno.readTextFile(render)));
   results.targets = evaluateTargets(results);
   await write(results);
 } else {
@@ -84,12 +83,7 @@ async function measure(): Promise<ReportResults> {
     log("streams");
     const streams = await runStreams(config, socketDir, log);
     log("node peers");
-    const nodePeers = await runNodePeers(
-      config.nodeRounds,
-      config.nodeBudgetMs,
-      config.nodeWarmUpOps,
-      log,
-    );
+    const nodePeers = await runNodePeers(config, log);
     log("closer to the machine");
     const machine = await runMachine(config.machineRounds, config.machineScale, socketDir, log);
     log("workers");
