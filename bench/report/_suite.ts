@@ -67,13 +67,7 @@ export interface SubjectRun {
 }
 
 /** One subject's figures: each the median of its runs, with min–max. */
-export interface SubjectResult {
-  id: string;
-  approach: Approach;
-  transport: string;
-  codec: string;
-  /** The one-way message's size as encoded, in bytes. */
-  noteBytes: number;
+export interface SubjectResult extends Omit<Subject, "values" | "start"> {
   spawnMs: Spread;
   peakRssMiB: Spread | undefined;
   /** Per payload: round-trip latency (ms) and MB/s (the JSON bytes, both directions). */
@@ -314,20 +308,10 @@ async function runOnce(
         calls,
       );
     }
-    const notesPerSec = await notesPerSecond(
-      client,
-      noteValue(subject.values, small),
-      config.notes,
-      config.noteWindow,
-    );
+    const note = noteValue(subject.values, small);
+    const notesPerSec = await notesPerSecond(client, note, config.notes, config.noteWindow);
     const peakRss = client.pid === undefined ? undefined : rssOf(client.pid)?.peak;
-    return {
-      spawnMs,
-      peakRss,
-      sequential: sequentialRuns,
-      callsPerSec,
-      notesPerSec,
-    };
+    return { spawnMs, peakRss, sequential: sequentialRuns, callsPerSec, notesPerSec };
   } finally {
     await client.close();
   }

@@ -162,21 +162,15 @@ async function bareStream(bytes: number): Promise<number> {
   return seconds;
 }
 
-async function measure(name: Case, bytes: number): Promise<object> {
-  switch (name) {
-    case "worker-spawn":
-      return await spawnFigures(workerFirstReply);
-    case "bare-spawn":
-      return await spawnFigures(bareFirstByte);
-    case "worker-stream":
-      return { seconds: await workerStream(bytes) };
-    case "bare-stream":
-      return { seconds: await bareStream(bytes) };
-  }
-}
+const MEASURE: Record<Case, (bytes: number) => Promise<object>> = {
+  "worker-spawn": () => spawnFigures(workerFirstReply),
+  "bare-spawn": () => spawnFigures(bareFirstByte),
+  "worker-stream": async (bytes) => ({ seconds: await workerStream(bytes) }),
+  "bare-stream": async (bytes) => ({ seconds: await bareStream(bytes) }),
+};
 
 if (import.meta.main) {
   const [name, mb] = Deno.args;
   if (!CASES.includes(name as Case)) throw new TypeError(`unknown case ${name}`);
-  console.log(JSON.stringify(await measure(name as Case, Number(mb) * MB)));
+  console.log(JSON.stringify(await MEASURE[name as Case](Number(mb) * MB)));
 }
