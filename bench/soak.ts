@@ -131,19 +131,9 @@ async function run(options: RunOptions): Promise<
 > {
   const { kind, minutes, every } = options;
   const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "soak" });
+  const v8Flags = `--v8-flags=--expose-gc${V8_FLAGS ? `,${V8_FLAGS}` : ""}`;
   const server = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      `--v8-flags=--expose-gc${V8_FLAGS ? `,${V8_FLAGS}` : ""}`,
-      SELF,
-      "--role",
-      kind,
-      "--root",
-      options.root,
-      "--dir",
-      dir,
-    ],
+    args: ["run", "-A", v8Flags, SELF, "--role", kind, "--root", options.root, "--dir", dir],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
@@ -180,14 +170,14 @@ async function run(options: RunOptions): Promise<
         `${pad(counts.sessions, 9)} ${pad(counts.calls, 9)} ${pad(counts.refused, 8)} ` +
         `${pad(counts.failures, 7)}`,
     );
-  const sampled = async (t: number): Promise<Sample> => {
+  /** Asks the server for a sample at `t` s, prints it, and takes its counts. */
+  const take = async (t: number) => {
     const s = { ...(await sample()), t };
     if (s.counts !== undefined) Object.assign(counts, s.counts);
-    return s;
+    samples.push(s);
+    show(s);
   };
-  const first = await sampled(0);
-  samples.push(first);
-  show(first);
+  await take(0);
   const clients: Promise<void>[] = [];
   for (let i = 0; i < options.good; i++) {
     const over = options.flood || i % 2 === 0 ? "tcp" : "unix";
@@ -199,9 +189,7 @@ async function run(options: RunOptions): Promise<
   while (performance.now() < deadline) {
     const next = start + (samples.length * every) * 1000;
     await sleep(Math.max(0, Math.min(next, deadline) - performance.now()));
-    const s = await sampled(Math.round((performance.now() - start) / 1000));
-    samples.push(s);
-    show(s);
+    await take(Math.round((performance.now() - start) / 1000));
   }
   await Promise.all(clients);
   await writer.close();
@@ -210,7 +198,7 @@ async function run(options: RunOptions): Promise<
   await Deno.remove(dir, { recursive: true });
   const last = samples[samples.length - 1];
   const from = Math.min(60, minutes * 60 * 0.4);
-  const base = samples.find((s) => s.t >= from) ?? first;
+  const base = samples.find((s) => s.t >= from) ?? samples[0];
   const growth = `RSS ${mib(base.rss)} MiB at ${base.t} s -> ${mib(last.rss)} MiB at ${last.t} s` +
     ` (${signed((last.rss / base.rss - 1) * 100)} %), peak ${mib(last.hwm)} MiB, ` +
     `heap after GC ${mib(base.heapAfterGc)} -> ${mib(last.heapAfterGc)} MiB; ` +
