@@ -9,7 +9,9 @@ import { jsonCodec } from "../codecs/json.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { protobufCodec } from "../codecs/protobuf.ts";
 import type { Codec } from "../codecs/types.ts";
-import { BENCH_PROTO } from "./_bench_proto.ts";
+
+/** The Protobuf schema of `BenchCall` and `BenchBatch`. */
+const BENCH_PROTO = new URL("./bench.proto", import.meta.url);
 
 /** One record: a little of everything JSON-like data holds. */
 export interface BenchRecord {
@@ -111,7 +113,7 @@ export function benchPayloads(): BenchPayload[] {
 
 /** The codecs compared on one payload, JSON (the baseline) first. */
 export function benchCodecs(payload: BenchPayload): Array<[string, Codec<unknown>]> {
-  const proto = { proto: BENCH_PROTO, type: payload.protoType };
+  const proto = { proto: Deno.readTextFileSync(BENCH_PROTO), type: payload.protoType };
   return [
     ["json", jsonCodec()],
     ["msgpack", msgpackCodec()],

@@ -23,15 +23,15 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   const codecs = results.config.codecs;
   const transports = results.config.transports;
   const targets: TargetResult[] = [];
-  const add = (target: string, cases: Case[]) => {
-    if (cases.length === 0) {
-      targets.push({ target, measured: "– (not measured: too few samples or runs)", met: false });
-      return;
-    }
+  /** Adds a target over its cases (those not measured are left out). */
+  const add = (target: string, measured: Array<Case | undefined>) => {
+    const cases = measured.filter((item) => item !== undefined);
     targets.push({
       target,
-      measured: cases.map(([label, text, ok]) => `${label} ${text}${ok ? "" : " ✗"}`).join("; "),
-      met: cases.every(([, , ok]) => ok),
+      measured: cases.length === 0
+        ? "– (not measured: too few samples or runs)"
+        : cases.map(([label, text, ok]) => `${label} ${text}${ok ? "" : " ✗"}`).join("; "),
+      met: cases.length > 0 && cases.every(([, , ok]) => ok),
     });
   };
   /** Per-run ratios of two subjects' figures, paired by run. */
@@ -114,11 +114,8 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
         return encodes === undefined ? undefined : run.notesPerSec / encodes;
       }));
       if (ratio === undefined) return [];
-      return [[
-        transport,
-        `${rate(subject.notesPerSec.median)}/s = ${spreadOf(ratio, percent1)}`,
-        ratio.median >= 0.7,
-      ]];
+      const text = `${rate(subject.notesPerSec.median)}/s = ${spreadOf(ratio, percent1)}`;
+      return [[transport, text, ratio.median >= 0.7]];
     }),
   );
   add(
@@ -130,11 +127,8 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       const call = subject?.sequential["1MB"]?.mbps.median;
       const top = ceiling?.sequential["1MB"]?.mbps.median;
       if (ratio === undefined || call === undefined || top === undefined) return [];
-      return [[
-        transport,
-        `${sig(call)} of ${sig(top)} MB/s = ${spreadOf(ratio, percent1)}`,
-        ratio.median >= 0.6,
-      ]];
+      const text = `${sig(call)} of ${sig(top)} MB/s = ${spreadOf(ratio, percent1)}`;
+      return [[transport, text, ratio.median >= 0.6]];
     }),
   );
   add(
@@ -150,13 +144,11 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
           return call === undefined || own === undefined ? undefined : call / own;
         }));
         if (ratio === undefined) return [];
-        return [[
-          `${codec}/${transport}`,
-          `${sig(subject.sequential["1MB"].mbps.median)} of ${
-            sig(memory.roundTripMBps.median)
-          } MB/s = ${spreadOf(ratio, percent1)}`,
-          ratio.median >= 0.8,
-        ]];
+        const [call, own] = [subject.sequential["1MB"].mbps, memory.roundTripMBps];
+        const text = `${sig(call.median)} of ${sig(own.median)} MB/s = ${
+          spreadOf(ratio, percent1)
+        }`;
+        return [[`${codec}/${transport}`, text, ratio.median >= 0.8]];
       });
     }),
   );
@@ -173,15 +165,10 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   add(
     `A ${sig(gib)} GiB stream with peak RSS growth ≤ 64 MiB (driver / peer, worst run)`,
     results.streams.filter((cell) => cell.approach !== "raw-frames").map((cell): Case => {
-      const driver = cell.parentGrowthMiB.max;
-      const peer = cell.childGrowthMiB.max;
-      return [
-        `${cell.transport}, ${bytes(cell.itemBytes)} items${
-          cell.approach === "conduit-recycle" ? ", recycled" : ""
-        }`,
-        `${sig(driver)} / ${sig(peer)} MiB`,
-        driver <= 64 && peer <= 64,
-      ];
+      const [driver, peer] = [cell.parentGrowthMiB.max, cell.childGrowthMiB.max];
+      const recycled = cell.approach === "conduit-recycle" ? ", recycled" : "";
+      const label = `${cell.transport}, ${bytes(cell.itemBytes)} items${recycled}`;
+      return [label, `${sig(driver)} / ${sig(peer)} MiB`, driver <= 64 && peer <= 64];
     }),
   );
   const node = results.nodePeers;
@@ -193,9 +180,8 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
           Object.entries(node.ratios[placement] ?? {}).flatMap(([subject, rows]): Case[] => {
             const ratio = rows[row];
             if (ratio === undefined) return [];
-            const where = `${subject.replace("conduit ", "")}${
-              placement === "pinned" ? " 1 CPU" : ""
-            }`;
+            const where = subject.replace("conduit ", "") +
+              (placement === "pinned" ? " 1 CPU" : "");
             return [[where, spreadOf(ratio, times), ratio.median >= NODE_TARGET]];
           })
         ),
