@@ -68,17 +68,17 @@ export function combineCodecRuns(runs: readonly CodecSpeedRun[]): Record<
   for (const [codec, byPayload] of Object.entries(runs[0])) {
     result[codec] = {};
     for (const [payload, first] of Object.entries(byPayload)) {
-      const all = runs.map((run) => run[codec][payload]);
-      const mb = first.jsonBytes / 1e6;
-      const encodes = all.map((r) => r.encodesPerSec);
-      const roundTrips = all.map((r) => r.roundTripsPerSec);
+      const of = (figure: (rates: CodecRates) => number) =>
+        runs.map((run) => figure(run[codec][payload]));
+      const encodesPerSec = of((r) => r.encodesPerSec);
+      const roundTripMBps = of((r) => r.roundTripsPerSec * first.jsonBytes / 1e6);
       result[codec][payload] = {
         bytes: first.bytes,
-        encodesPerSec: spread(encodes)!,
-        decodesPerSec: spread(all.map((r) => r.decodesPerSec))!,
-        roundTripsPerSec: spread(roundTrips)!,
-        roundTripMBps: spread(roundTrips.map((r) => r * mb))!,
-        perRun: { encodesPerSec: encodes, roundTripMBps: roundTrips.map((r) => r * mb) },
+        encodesPerSec: spread(encodesPerSec)!,
+        decodesPerSec: spread(of((r) => r.decodesPerSec))!,
+        roundTripsPerSec: spread(of((r) => r.roundTripsPerSec))!,
+        roundTripMBps: spread(roundTripMBps)!,
+        perRun: { encodesPerSec, roundTripMBps },
       };
     }
   }

@@ -3,7 +3,7 @@
 // raw frames over the same transport, node:child_process fork IPC, a Web Worker). Writes
 // REPORT.md and results.json (every figure) to the output directory.
 //
-//   deno run -A bench/report/run.ts [--quick] [--out dir] [--runs n] [--payloads 1KB,1MB]
+//   deno run -A bench/report/run.ts [--quick] [--out dir]
 //   deno run -A bench/report/run.ts --render bench/report/results.json
 //
 // The full run takes about 12 minutes on 2 cores; --quick exercises every code path in under
@@ -32,10 +32,6 @@ const option = (name: string) => {
   return at >= 0 ? Deno.args[at + 1] : undefined;
 };
 const config = { ...(Deno.args.includes("--quick") ? QUICK : FULL) };
-// For trying the harness out: --runs 1, --payloads small,1MB (the committed report uses neither).
-config.runs = Number(option("runs") ?? config.runs);
-const payloads = option("payloads");
-if (payloads) config.payloads = ["small", ...payloads.split(",")];
 // By default the report goes to bench/REPORT.md and results.json beside this file; with --out
 // both go to that directory.
 const outDir = option("out") ?? new URL(".", import.meta.url).pathname;
