@@ -339,12 +339,9 @@ function summarizeSubject(
     callsPerSec[level] = spread(runs.map((run) => run.callsPerSec[level]))!;
   }
   const peaks = runs.map((run) => run.peakRss === undefined ? undefined : run.peakRss / 2 ** 20);
+  const { values: _, start: __, ...named } = subject;
   return {
-    id: subject.id,
-    approach: subject.approach,
-    transport: subject.transport,
-    codec: subject.codec,
-    noteBytes: subject.noteBytes,
+    ...named,
     spawnMs: spread(runs.map((run) => run.spawnMs))!,
     peakRssMiB: spread(peaks),
     sequential: sequentialResult,
