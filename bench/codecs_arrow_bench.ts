@@ -8,15 +8,57 @@
 //
 //   deno bench -A bench/codecs_arrow_bench.ts
 
-import { Float64, Int32, type Table, TimestampMillisecond } from "apache-arrow";
+import {
+  Bool,
+  Float64,
+  Int32,
+  type Table,
+  TimestampMillisecond,
+  vectorFromArray,
+} from "apache-arrow";
 import {
   ArrowBatchDecoder,
   ArrowBatchEncoder,
   arrowCodec,
+  tableFromColumns,
   tableFromRows,
 } from "../codecs/arrow.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { makeRows, makeTable, type Row, START } from "./_arrow_rows.ts";
+
+/** One row. */
+interface Row {
+  id: number;
+  value: number;
+  tag: string;
+  at: number;
+  flag: boolean;
+}
+
+const TAGS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
+/** The first row's timestamp; row `i` is `i` seconds later. */
+const START: number = Date.UTC(2024, 0, 1);
+
+/** `count` deterministic rows. */
+function makeRows(count: number): Row[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: i,
+    value: i * 1.25 + 0.5,
+    tag: TAGS[(i * 7) % TAGS.length],
+    at: START + i * 1000,
+    flag: i % 3 === 0,
+  }));
+}
+
+/** The same rows as an Arrow table. */
+function makeTable(rows: readonly Row[]): Table {
+  return tableFromColumns({
+    id: Int32Array.from(rows, (r) => r.id),
+    value: Float64Array.from(rows, (r) => r.value),
+    tag: rows.map((r) => r.tag),
+    at: vectorFromArray(rows.map((r) => r.at), new TimestampMillisecond()),
+    flag: vectorFromArray(rows.map((r) => r.flag), new Bool()),
+  });
+}
 
 const TYPES = { id: new Int32(), value: new Float64(), at: new TimestampMillisecond() };
 

@@ -1,6 +1,6 @@
 // Framing throughput, per payload size (64 B, 1 KiB, 64 KiB, 1 MiB). Each iteration moves a
-// batch of frames (about 256 KiB to 4 MiB of payload, see _framing_sizes.ts), so per-iteration set-up is
-// noise next to the per-frame cost being measured.
+// batch of frames (about 256 KiB to 4 MiB of payload), so per-iteration set-up is noise next to
+// the per-frame cost being measured.
 //
 //   deno bench -A bench/framing_bench.ts
 //
@@ -28,145 +28,116 @@ import {
   NdjsonDecoderStream,
   NdjsonEncoderStream,
 } from "../framing/mod.ts";
-import { FRAMES } from "./_framing_sizes.ts";
+
+type Pair = ReadableWritablePair<Uint8Array, Uint8Array>;
 
 const READ_CHUNK = 64 * 1024;
 const text = new TextEncoder();
+/** Payload size and frames per iteration, by label. */
+const SIZES = {
+  "64B": [64, 4096],
+  "1KiB": [1024, 1024],
+  "64KiB": [65536, 32],
+  "1MiB": [1 << 20, 4],
+};
 
-for (const [label, { size, frames }] of Object.entries(FRAMES)) {
+for (const [label, [size, frames]] of Object.entries(SIZES)) {
   // Printable bytes without a newline, so the same payload is valid for every framing.
   const payload = new Uint8Array(size).fill(0x61);
-  const lengthPrefixed = cut(concat(Array.from({ length: frames }, () => encodeFrame(payload))));
-  const lines = cut(
-    concat(Array.from({ length: frames }, () => [payload, text.encode("\n")]).flat()),
-  );
   const lspHeader = text.encode(`Content-Length: ${size}\r\n\r\n`);
-  const lsp = cut(concat(Array.from({ length: frames }, () => [lspHeader, payload]).flat()));
+  /** `frames` times `parts`, cut into read-sized chunks. */
+  const input = (parts: Uint8Array[]) => {
+    const bytes = new Uint8Array(frames * parts.reduce((sum, part) => sum + part.length, 0));
+    let at = 0;
+    for (let i = 0; i < frames; i++) {
+      for (const part of parts) bytes.set(part, (at += part.length) - part.length);
+    }
+    return Array.from(
+      { length: Math.ceil(bytes.length / READ_CHUNK) },
+      (_, i) => bytes.subarray(i * READ_CHUNK, (i + 1) * READ_CHUNK),
+    );
+  };
+  const lengthPrefixed = input([encodeFrame(payload)]);
+  const bench = (group: string, name: string, fn: () => void | Promise<void>, baseline = false) =>
+    Deno.bench({ name: `${name} ${label}`, group: `${group} ${label}`, baseline, fn });
+  const decode = (chunks: Uint8Array[], decoder: () => Pair) => async () => {
+    expect(await countChunks(from(chunks).pipeThrough(decoder())), frames);
+  };
+  const encode = (encoder: () => Pair, frameBytes: number) => async () => {
+    const pair = encoder();
+    let bytes = 0;
+    const reading = (async () => {
+      for await (const chunk of pair.readable) bytes += chunk.length;
+    })();
+    await writeAll(pair.writable.getWriter(), payload, frames);
+    await reading;
+    expect(bytes, frames * frameBytes);
+  };
+  const pipeline = (encoder: () => Pair, decoder: () => Pair) => async () => {
+    const pair = encoder();
+    const counting = countChunks(pair.readable.pipeThrough(decoder()));
+    await writeAll(pair.writable.getWriter(), payload, frames);
+    expect(await counting, frames);
+  };
 
-  const decodeGroup = `decode ${label}`;
-  Deno.bench({
-    name: `frame/decode ${label}`,
-    group: decodeGroup,
-    baseline: true,
-    fn: () => {
-      const decoder = new FrameDecoder();
-      let count = 0;
-      for (const chunk of lengthPrefixed) {
-        decoder.push(chunk);
-        while (decoder.next() !== undefined) count++;
-      }
-      decoder.end();
-      expect(count, frames);
-    },
-  });
-  Deno.bench({
-    name: `frame/decode-stream ${label}`,
-    group: decodeGroup,
-    fn: async () => {
-      expect(await countChunks(from(lengthPrefixed).pipeThrough(new FrameDecoderStream())), frames);
-    },
-  });
-  Deno.bench({
-    name: `ndjson/decode-stream ${label}`,
-    group: decodeGroup,
-    fn: async () => {
-      expect(await countChunks(from(lines).pipeThrough(new NdjsonDecoderStream())), frames);
-    },
-  });
-  Deno.bench({
-    name: `content-length/decode-stream ${label}`,
-    group: decodeGroup,
-    fn: async () => {
-      expect(await countChunks(from(lsp).pipeThrough(new ContentLengthDecoderStream())), frames);
-    },
-  });
+  bench("decode", "frame/decode", () => {
+    const decoder = new FrameDecoder();
+    let count = 0;
+    for (const chunk of lengthPrefixed) {
+      decoder.push(chunk);
+      while (decoder.next() !== undefined) count++;
+    }
+    decoder.end();
+    expect(count, frames);
+  }, true);
+  bench("decode", "frame/decode-stream", decode(lengthPrefixed, () => new FrameDecoderStream()));
+  const lines = input([payload, text.encode("\n")]);
+  bench("decode", "ndjson/decode-stream", decode(lines, () => new NdjsonDecoderStream()));
+  const lsp = input([lspHeader, payload]);
+  bench(
+    "decode",
+    "content-length/decode-stream",
+    decode(lsp, () => new ContentLengthDecoderStream()),
+  );
 
-  const encodeGroup = `encode ${label}`;
-  const frameBytes = frames * (size + 4);
-  Deno.bench({
-    name: `frame/encode-writer ${label}`,
-    group: encodeGroup,
-    baseline: true,
-    fn: async () => {
-      const sink = countingSink();
-      const writer = new FrameWriter(sink.writable);
-      for (let i = 0; i < frames; i++) {
-        if (writer.desiredSize <= 0) await writer.ready;
-        writer.write(payload);
-      }
-      await writer.close();
-      expect(sink.bytes(), frameBytes);
-    },
-  });
-  Deno.bench({
-    name: `frame/encode-stream ${label}`,
-    group: encodeGroup,
-    fn: async () => {
-      expect(await encodeThrough(new FrameEncoderStream(), payload, frames), frameBytes);
-    },
-  });
-  Deno.bench({
-    name: `ndjson/encode-stream ${label}`,
-    group: encodeGroup,
-    fn: async () => {
-      expect(await encodeThrough(new NdjsonEncoderStream(), payload, frames), frames * (size + 1));
-    },
-  });
-  Deno.bench({
-    name: `content-length/encode-stream ${label}`,
-    group: encodeGroup,
-    fn: async () => {
-      const bytes = await encodeThrough(new ContentLengthEncoderStream(), payload, frames);
-      expect(bytes, frames * (size + lspHeader.length));
-    },
-  });
+  bench("encode", "frame/encode-writer", async () => {
+    let bytes = 0;
+    const sink = new WritableStream<Uint8Array>({ write: (chunk) => void (bytes += chunk.length) });
+    await writeAll(new FrameWriter(sink), payload, frames);
+    expect(bytes, frames * (size + 4));
+  }, true);
+  bench("encode", "frame/encode-stream", encode(() => new FrameEncoderStream(), size + 4));
+  bench("encode", "ndjson/encode-stream", encode(() => new NdjsonEncoderStream(), size + 1));
+  const lspBytes = size + lspHeader.length;
+  bench(
+    "encode",
+    "content-length/encode-stream",
+    encode(() => new ContentLengthEncoderStream(), lspBytes),
+  );
 
-  const pipelineGroup = `pipeline ${label}`;
-  Deno.bench({
-    name: `frame/pipeline-writer ${label}`,
-    group: pipelineGroup,
-    baseline: true,
-    fn: async () => {
-      const pipe = new TransformStream<Uint8Array, Uint8Array>();
-      const counting = countChunks(pipe.readable.pipeThrough(new FrameDecoderStream()));
-      const writer = new FrameWriter(pipe.writable);
-      for (let i = 0; i < frames; i++) {
-        if (writer.desiredSize <= 0) await writer.ready;
-        writer.write(payload);
-      }
-      await writer.close();
-      expect(await counting, frames);
-    },
-  });
-  Deno.bench({
-    name: `frame/pipeline-stream ${label}`,
-    group: pipelineGroup,
-    fn: async () => {
-      const encoder = new FrameEncoderStream();
-      const counting = countChunks(encoder.readable.pipeThrough(new FrameDecoderStream()));
-      await writeAll(encoder.writable, payload, frames);
-      expect(await counting, frames);
-    },
-  });
-  Deno.bench({
-    name: `ndjson/pipeline-stream ${label}`,
-    group: pipelineGroup,
-    fn: async () => {
-      const encoder = new NdjsonEncoderStream();
-      const counting = countChunks(encoder.readable.pipeThrough(new NdjsonDecoderStream()));
-      await writeAll(encoder.writable, payload, frames);
-      expect(await counting, frames);
-    },
-  });
+  bench("pipeline", "frame/pipeline-writer", async () => {
+    const pipe = new TransformStream<Uint8Array, Uint8Array>();
+    const counting = countChunks(pipe.readable.pipeThrough(new FrameDecoderStream()));
+    await writeAll(new FrameWriter(pipe.writable), payload, frames);
+    expect(await counting, frames);
+  }, true);
+  const frame = pipeline(() => new FrameEncoderStream(), () => new FrameDecoderStream());
+  bench("pipeline", "frame/pipeline-stream", frame);
+  const ndjson = pipeline(() => new NdjsonEncoderStream(), () => new NdjsonDecoderStream());
+  bench("pipeline", "ndjson/pipeline-stream", ndjson);
 }
 
-/** Writes `count` payloads without awaiting each write, then closes. */
+/** Writes `count` payloads without awaiting each write (respecting backpressure), then closes. */
 async function writeAll(
-  writable: WritableStream<Uint8Array>,
+  writer: {
+    desiredSize: number | null;
+    ready: Promise<unknown>;
+    write(chunk: Uint8Array): unknown;
+    close(): Promise<void>;
+  },
   payload: Uint8Array,
   count: number,
 ): Promise<void> {
-  const writer = writable.getWriter();
   for (let i = 0; i < count; i++) {
     if (writer.desiredSize! <= 0) await writer.ready;
     writer.write(payload);
@@ -174,35 +145,10 @@ async function writeAll(
   await writer.close();
 }
 
-/** Writes through an encoder pair and returns the bytes that came out. */
-async function encodeThrough(
-  pair: ReadableWritablePair<Uint8Array, Uint8Array>,
-  payload: Uint8Array,
-  count: number,
-): Promise<number> {
-  const reading = (async () => {
-    let bytes = 0;
-    for await (const chunk of pair.readable) bytes += chunk.length;
-    return bytes;
-  })();
-  await writeAll(pair.writable, payload, count);
-  return await reading;
-}
-
 async function countChunks(readable: ReadableStream<Uint8Array>): Promise<number> {
   let count = 0;
   for await (const _ of readable) count++;
   return count;
-}
-
-function countingSink(): { writable: WritableStream<Uint8Array>; bytes: () => number } {
-  let bytes = 0;
-  const writable = new WritableStream<Uint8Array>({
-    write(chunk) {
-      bytes += chunk.length;
-    },
-  });
-  return { writable, bytes: () => bytes };
 }
 
 function from(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
@@ -213,22 +159,6 @@ function from(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
       else controller.close();
     },
   }, { highWaterMark: 0 });
-}
-
-function cut(bytes: Uint8Array): Uint8Array[] {
-  const chunks: Uint8Array[] = [];
-  for (let i = 0; i < bytes.length; i += READ_CHUNK) chunks.push(bytes.subarray(i, i + READ_CHUNK));
-  return chunks;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 function expect(actual: number, expected: number): void {

@@ -8,7 +8,7 @@
 // transport (no codec, no protocol). Against it: conduit notifications of 64 raw bytes (raw
 // codec) and of the ~110-byte small object (msgpack, JSON). Peers are set up at load time.
 
-import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_channel_peers.ts";
+import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_peers.ts";
 import type { EchoClient } from "./report/_clients.ts";
 import { rawNote, reportPayloads } from "./report/_payloads.ts";
 
@@ -17,30 +17,27 @@ const [small] = reportPayloads(["small"]);
 const note64 = rawNote();
 
 for (const transport of BENCH_TRANSPORTS) {
-  const group = `notify ${BATCH} over ${transport}`;
-  Deno.bench({
-    name: `frames/${transport} one-way ${BATCH} × 64B`,
-    group,
-    baseline: true,
-    fn: batch(await rawFramePeer(transport), note64),
-  });
-  Deno.bench({
-    name: `channel/${transport} notify ${BATCH} × raw 64B`,
-    group,
-    fn: batch(await conduitPeer(transport, "raw"), note64),
-  });
-  for (const codec of ["msgpack", "json"] as const) {
+  const bench = (name: string, client: EchoClient, value: unknown, baseline = false) =>
     Deno.bench({
-      name: `channel/${transport} notify ${BATCH} × ${codec} small`,
-      group,
-      fn: batch(await conduitPeer(transport, codec), small.value),
+      name,
+      group: `notify ${BATCH} over ${transport}`,
+      baseline,
+      fn: async () => {
+        for (let i = 0; i < BATCH; i++) client.note(value);
+        await client.noted();
+      },
     });
+  bench(`frames/${transport} one-way ${BATCH} × 64B`, await rawFramePeer(transport), note64, true);
+  bench(
+    `channel/${transport} notify ${BATCH} × raw 64B`,
+    await conduitPeer(transport, "raw"),
+    note64,
+  );
+  for (const codec of ["msgpack", "json"] as const) {
+    bench(
+      `channel/${transport} notify ${BATCH} × ${codec} small`,
+      await conduitPeer(transport, codec),
+      small.value,
+    );
   }
-}
-
-function batch(client: EchoClient, value: unknown): () => Promise<void> {
-  return async () => {
-    for (let i = 0; i < BATCH; i++) client.note(value);
-    await client.noted();
-  };
 }

@@ -117,16 +117,9 @@ if (mode === "burst") {
   );
   if (failed.length > 0) console.log("first failure:", (failed[0] as PromiseRejectedResult).reason);
 } else if (mode === "hold" || mode === "storm") {
+  const loops = String(mode === "hold" ? arg("silent", 1000) : arg("loops", 8));
   const silent = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      SELF,
-      "--silent",
-      path,
-      mode,
-      String(mode === "hold" ? arg("silent", 1000) : arg("loops", 8)),
-    ],
+    args: ["run", "-A", SELF, "--silent", path, mode, loops],
     stdout: "null",
     stderr: "inherit",
   }).spawn();

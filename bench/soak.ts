@@ -40,6 +40,7 @@ import { openChannel } from "../channel/mod.ts";
 import { rawCodec } from "../codecs/raw.ts";
 import { connectTcp } from "../transports/tcp.ts";
 import { connectUnix } from "../transports/unix.ts";
+import { lines } from "./report/children/_lines.ts";
 
 const SELF = new URL(import.meta.url).pathname;
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -72,37 +73,22 @@ async function main(): Promise<void> {
       `server from ${root}, Deno ${Deno.version.deno}`,
   );
   const results: string[] = [];
+  const base = { root, minutes, every, flood };
   if (pool) {
-    const crashes = await run({
-      kind: "pool",
-      root,
-      minutes,
-      every,
-      good: 0,
-      hostile: 0,
-      flood: false,
-    });
+    const crashes = await run({ ...base, kind: "pool", good: 0, hostile: 0 });
     results.push(`pool: ${crashes.growth}`);
   }
   for (const kind of pool ? [] : targets) {
     if (flood) {
-      const calm = await run({ kind, root, minutes, every, good: 20, hostile: 0, flood: true });
-      const loud = await run({
-        kind,
-        root,
-        minutes,
-        every,
-        good: 20,
-        hostile: FLOOD_LOOPS,
-        flood: true,
-      });
+      const calm = await run({ ...base, kind, good: 20, hostile: 0 });
+      const loud = await run({ ...base, kind, good: 20, hostile: FLOOD_LOOPS });
       results.push(
         `${kind}: peak RSS calm ${mib(calm.peak)}, flood ${mib(loud.peak)}: ` +
           `+${mib(loud.peak - calm.peak)} MiB for ${loud.counts.refused} refused handshakes; ` +
           `end RSS +${mib(loud.last.rss - calm.last.rss)} MiB`,
       );
     } else {
-      const churn = await run({ kind, root, minutes, every, good: 10, hostile: 4, flood: false });
+      const churn = await run({ ...base, kind, good: 10, hostile: 4 });
       results.push(`${kind}: ${churn.growth}`);
     }
   }
@@ -145,30 +131,21 @@ async function run(options: RunOptions): Promise<
 > {
   const { kind, minutes, every } = options;
   const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "soak" });
+  const v8Flags = `--v8-flags=--expose-gc${V8_FLAGS ? `,${V8_FLAGS}` : ""}`;
   const server = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      `--v8-flags=--expose-gc${V8_FLAGS ? `,${V8_FLAGS}` : ""}`,
-      SELF,
-      "--role",
-      kind,
-      "--root",
-      options.root,
-      "--dir",
-      dir,
-    ],
+    args: ["run", "-A", v8Flags, SELF, "--role", kind, "--root", options.root, "--dir", dir],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const lines = new Lines(server.stdout);
+  const next = lineReader(server.stdout);
+  const line = async () => (await next()) ?? Promise.reject(new Error("the server ended"));
   const writer = server.stdin.getWriter();
-  const port = Number((await lines.next()).split(" ")[1]);
+  const port = Number((await line()).split(" ")[1]);
   const target: Target = { kind, port, path: `${dir}/s` };
   const sample = async (): Promise<Sample> => {
     await writer.write(new TextEncoder().encode("sample\n"));
-    return JSON.parse(await lines.next());
+    return JSON.parse(await line());
   };
   const label = `${kind}${options.flood ? options.hostile > 0 ? " flood" : " calm" : ""}`;
   console.log(
@@ -193,14 +170,14 @@ async function run(options: RunOptions): Promise<
         `${pad(counts.sessions, 9)} ${pad(counts.calls, 9)} ${pad(counts.refused, 8)} ` +
         `${pad(counts.failures, 7)}`,
     );
-  const sampled = async (t: number): Promise<Sample> => {
+  /** Asks the server for a sample at `t` s, prints it, and takes its counts. */
+  const take = async (t: number) => {
     const s = { ...(await sample()), t };
     if (s.counts !== undefined) Object.assign(counts, s.counts);
-    return s;
+    samples.push(s);
+    show(s);
   };
-  const first = await sampled(0);
-  samples.push(first);
-  show(first);
+  await take(0);
   const clients: Promise<void>[] = [];
   for (let i = 0; i < options.good; i++) {
     const over = options.flood || i % 2 === 0 ? "tcp" : "unix";
@@ -212,18 +189,16 @@ async function run(options: RunOptions): Promise<
   while (performance.now() < deadline) {
     const next = start + (samples.length * every) * 1000;
     await sleep(Math.max(0, Math.min(next, deadline) - performance.now()));
-    const s = await sampled(Math.round((performance.now() - start) / 1000));
-    samples.push(s);
-    show(s);
+    await take(Math.round((performance.now() - start) / 1000));
   }
   await Promise.all(clients);
   await writer.close();
-  await lines.rest();
+  while ((await next()) !== undefined) { /* drain */ }
   await server.status;
   await Deno.remove(dir, { recursive: true });
   const last = samples[samples.length - 1];
   const from = Math.min(60, minutes * 60 * 0.4);
-  const base = samples.find((s) => s.t >= from) ?? first;
+  const base = samples.find((s) => s.t >= from) ?? samples[0];
   const growth = `RSS ${mib(base.rss)} MiB at ${base.t} s -> ${mib(last.rss)} MiB at ${last.t} s` +
     ` (${signed((last.rss / base.rss - 1) * 100)} %), peak ${mib(last.hwm)} MiB, ` +
     `heap after GC ${mib(base.heapAfterGc)} -> ${mib(last.heapAfterGc)} MiB; ` +
@@ -249,9 +224,7 @@ async function goodLoop(
 ): Promise<void> {
   while (performance.now() < deadline) {
     try {
-      if (target.kind === "conduit") {
-        await conduitSession(target, over, deadline, counts, callsOnly);
-      } else await plainSession(target, over, deadline, counts, callsOnly);
+      await session(target, over, deadline, counts, callsOnly);
       counts.sessions++;
       // About one session per client per second: churn, not a connection benchmark.
       await sleep(Math.min(500 + Math.random() * 1000, Math.max(0, deadline - performance.now())));
@@ -273,13 +246,44 @@ interface Soaked {
   items(count: Uint8Array): AsyncIterable<Uint8Array>;
 }
 
-async function conduitSession(
+/** One connection of a good client: calls, then a stream (in the flood, calls until the end). */
+async function session(
   target: Target,
   over: "tcp" | "unix",
   deadline: number,
   counts: Counts,
   callsOnly: boolean,
 ): Promise<void> {
+  const connection = target.kind === "conduit"
+    ? await conduitSession(target, over)
+    : await plainSession(target, over);
+  try {
+    // In the flood, a session lasts until the deadline: only the attack churns.
+    const rounds = callsOnly ? Infinity : 1;
+    for (let round = 0; round < rounds && performance.now() < deadline; round++) {
+      for (let i = 0; i < 20; i++) {
+        await connection.echo(SMALL);
+        counts.calls++;
+      }
+      if (callsOnly) continue;
+      await connection.echo(MEDIUM);
+      counts.calls++;
+      await connection.items();
+      counts.calls++;
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+interface Connection {
+  echo(bytes: Uint8Array): Promise<void>;
+  /** Has the server send ITEMS items of ITEM_BYTES. */
+  items(): Promise<void>;
+  close(): Promise<void> | void;
+}
+
+async function conduitSession(target: Target, over: "tcp" | "unix"): Promise<Connection> {
   const transport = over === "tcp"
     ? await connectTcp({ port: target.port })
     : await connectUnix(target.path);
@@ -287,37 +291,21 @@ async function conduitSession(
     codec: rawCodec(),
     ...(over === "tcp" ? { auth: { secret: SECRET } } : {}),
   });
-  try {
-    // In the flood, a session lasts until the deadline: only the attack churns.
-    const rounds = callsOnly ? Infinity : 1;
-    for (let round = 0; round < rounds && performance.now() < deadline; round++) {
-      for (let i = 0; i < 20; i++) {
-        await channel.remote.echo(SMALL);
-        counts.calls++;
-      }
-      if (callsOnly) continue;
-      await channel.remote.echo(MEDIUM);
-      counts.calls++;
+  return {
+    echo: async (bytes) => void await channel.remote.echo(bytes),
+    async items() {
       let items = 0;
       for await (const item of channel.remote.items(new Uint8Array([ITEMS]))) {
         items += item.length === ITEM_BYTES ? 1 : 0;
       }
       if (items !== ITEMS) throw new Error(`${items} items of ${ITEMS}`);
-      counts.calls++;
-    }
-  } finally {
-    await channel.close();
-  }
+    },
+    close: () => channel.close(),
+  };
 }
 
 /** The same bytes as a conduit session, echoed by the plain server, unframed. */
-async function plainSession(
-  target: Target,
-  over: "tcp" | "unix",
-  deadline: number,
-  counts: Counts,
-  callsOnly: boolean,
-): Promise<void> {
+async function plainSession(target: Target, over: "tcp" | "unix"): Promise<Connection> {
   const conn = over === "tcp"
     ? await Deno.connect({ port: target.port })
     : await Deno.connect({ transport: "unix", path: target.path });
@@ -330,23 +318,14 @@ async function plainSession(
       got += n;
     }
   };
-  try {
-    const rounds = callsOnly ? Infinity : 1;
-    for (let round = 0; round < rounds && performance.now() < deadline; round++) {
-      for (let i = 0; i < 20; i++) {
-        await echo(SMALL);
-        counts.calls++;
-      }
-      if (callsOnly) continue;
-      await echo(MEDIUM);
-      counts.calls++;
+  return {
+    echo,
+    async items() {
       await echo(new Uint8Array(ITEMS));
       for (let i = 0; i < ITEMS; i++) await echo(MEDIUM.subarray(0, ITEM_BYTES));
-      counts.calls++;
-    }
-  } finally {
-    conn.close();
-  }
+    },
+    close: () => conn.close(),
+  };
 }
 
 /** Refused connections per second in the flood, spread over its loops. */
@@ -460,8 +439,8 @@ async function runServer(kind: Kind, root: string): Promise<void> {
     };
   }
   console.log(`ready ${port}`);
-  const lines = new Lines(Deno.stdin.readable);
-  for (let line = await lines.nextOrEnd(); line !== undefined; line = await lines.nextOrEnd()) {
+  const next = lineReader(Deno.stdin.readable);
+  while ((await next()) !== undefined) {
     console.log(JSON.stringify({ ...(await measure(gc)), counts: counts?.() }));
   }
   await stop();
@@ -570,36 +549,10 @@ async function measure(gc: () => void): Promise<Omit<Sample, "t">> {
 
 // ------------------------------------------------------------------------------ helpers
 
-/** Lines of a byte stream. */
-class Lines {
-  readonly #reader: ReadableStreamDefaultReader<string>;
-  #buffered = "";
-
-  constructor(stream: ReadableStream<Uint8Array>) {
-    this.#reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  }
-
-  async next(): Promise<string> {
-    const line = await this.nextOrEnd();
-    if (line === undefined) throw new Error("the server ended");
-    return line;
-  }
-
-  async nextOrEnd(): Promise<string | undefined> {
-    while (!this.#buffered.includes("\n")) {
-      const { done, value } = await this.#reader.read();
-      if (done) return undefined;
-      this.#buffered += value;
-    }
-    const at = this.#buffered.indexOf("\n");
-    const line = this.#buffered.slice(0, at);
-    this.#buffered = this.#buffered.slice(at + 1);
-    return line;
-  }
-
-  async rest(): Promise<void> {
-    while (!(await this.#reader.read()).done) { /* drain */ }
-  }
+/** Reads `stream` line by line: each call, the next line, or undefined at the end. */
+function lineReader(stream: ReadableStream<Uint8Array>): () => Promise<string | undefined> {
+  const reading = lines(stream.pipeThrough(new TextDecoderStream()));
+  return async () => (await reading.next()).value ?? undefined;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -7,7 +7,7 @@
 // way by the peer with backpressure (no codec, no protocol, no credit). Items of 1 MiB and
 // 64 KiB show the per-item cost. Peers are set up at load time.
 
-import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_channel_peers.ts";
+import { BENCH_TRANSPORTS, conduitPeer, rawFramePeer } from "./_peers.ts";
 
 const TOTAL = 16 * 1024 * 1024;
 

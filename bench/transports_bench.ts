@@ -90,39 +90,23 @@ const asyncChild = childEcho(`
 
 const bareChildPing = pinger(bareChild);
 
+const bench = (group: string, name: string, fn: () => Promise<void>, baseline = false) =>
+  Deno.bench({ name: `transport/${name} ping-pong 64B`, group, baseline, fn });
 const group = "ping-pong 64B";
-Deno.bench({
-  name: "transport/bare-deno-unix ping-pong 64B",
-  group,
-  baseline: true,
-  fn: async () => {
-    await bareConn.write(ping);
-    for (let got = 0; got < 64;) got += (await bareConn.read(bareBuffer))!;
-  },
-});
-Deno.bench({ name: "transport/memory ping-pong 64B", group, fn: pinger(memory) });
-Deno.bench({ name: "transport/unix ping-pong 64B", group, fn: pinger(unix) });
-Deno.bench({ name: "transport/tcp ping-pong 64B", group, fn: pinger(tcp) });
-Deno.bench({ name: "transport/tls ping-pong 64B", group, fn: pinger(tls) });
-Deno.bench({ name: "transport/stdio ping-pong 64B", group, fn: bareChildPing });
+bench(group, "bare-deno-unix", async () => {
+  await bareConn.write(ping);
+  for (let got = 0; got < 64;) got += (await bareConn.read(bareBuffer))!;
+}, true);
+bench(group, "memory", pinger(memory));
+bench(group, "unix", pinger(unix));
+bench(group, "tcp", pinger(tcp));
+bench(group, "tls", pinger(tls));
+bench(group, "stdio", bareChildPing);
 
 const stdioGroup = "stdio child ping-pong 64B";
-Deno.bench({
-  name: "transport/stdio bare-child ping-pong 64B",
-  group: stdioGroup,
-  baseline: true,
-  fn: bareChildPing,
-});
-Deno.bench({
-  name: "transport/stdio conduit-child ping-pong 64B",
-  group: stdioGroup,
-  fn: pinger(conduitChild),
-});
-Deno.bench({
-  name: "transport/stdio conduit-child-async-writes ping-pong 64B",
-  group: stdioGroup,
-  fn: pinger(asyncChild),
-});
+bench(stdioGroup, "stdio bare-child", bareChildPing, true);
+bench(stdioGroup, "stdio conduit-child", pinger(conduitChild));
+bench(stdioGroup, "stdio conduit-child-async-writes", pinger(asyncChild));
 
 /** One round trip per call: write the ping, read until the 64 bytes are back. */
 function pinger(transport: Transport): () => Promise<void> {

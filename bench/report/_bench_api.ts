@@ -62,12 +62,12 @@ export async function methodCodecsFor(codec: CodecName): Promise<BenchCodecs> {
     }
     case "protobuf": {
       // One parse of the schema serves both codecs (parsing it for each cost ~7 ms more).
-      const [{ protobufCodec }, { parse }, { BENCH_PROTO }] = await Promise.all([
+      const [{ protobufCodec }, { parse }, proto] = await Promise.all([
         import("../../codecs/protobuf.ts"),
         import("protobufjs"),
-        import("../_bench_proto.ts"),
+        Deno.readTextFile(new URL("../bench.proto", import.meta.url)),
       ]);
-      const root = parse(BENCH_PROTO).root;
+      const root = parse(proto).root;
       return both(
         protobufCodec({ proto: root, type: "bench.Batch" }),
         protobufCodec({ proto: root, type: "bench.Call" }),

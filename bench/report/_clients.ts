@@ -6,7 +6,7 @@ import { type Channel, type MethodCodec, openChannel } from "../../channel/chann
 import { jsonCodec } from "../../codecs/json.ts";
 import { FrameDecoder, FrameWriter } from "../../framing/mod.ts";
 import { type BenchApi, REPORT_MAX_FRAME_BYTES } from "./_bench_api.ts";
-import type { Peer } from "./_peers.ts";
+import type { Peer } from "../_peers.ts";
 import { lines } from "./children/_lines.ts";
 import { OP_COUNT, OP_SOURCE } from "./children/raw_frame_echo.ts";
 
@@ -131,43 +131,29 @@ export class RawFrameClient implements EchoClient {
   }
 }
 
-/** A pending request by id, for the id-matching clients. */
-class Pending {
-  #next = 1;
-  readonly #waiting = new Map<number, (result: unknown) => void>();
-
-  open(): [number, Promise<unknown>] {
-    const id = this.#next++;
-    return [id, new Promise((resolve) => this.#waiting.set(id, resolve))];
-  }
-
-  settle(id: number, result: unknown): void {
-    const resolve = this.#waiting.get(id);
-    this.#waiting.delete(id);
-    resolve?.(result);
-  }
-}
-
 const utf8 = new TextEncoder();
 
-/** JSON lines over a child's stdin/stdout with plain Deno APIs: the classic way. */
-export class NdjsonClient implements EchoClient {
-  readonly pid: number;
-  readonly #child: Deno.ChildProcess;
-  readonly #out: WritableStreamDefaultWriter<Uint8Array>;
-  readonly #pending = new Pending();
-  readonly #reading: Promise<void>;
+/**
+ * A baseline that matches answers by id: requests are `{id, method, params}`, answers
+ * `{id, result}`, a message without an id is a one-way note the peer counts.
+ */
+class IdClient implements EchoClient {
+  #next = 1;
+  readonly #waiting = new Map<number, (result: unknown) => void>();
+  readonly #send: (message: object) => void;
 
-  constructor(script: URL) {
-    this.#child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", script.pathname],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    this.pid = this.#child.pid;
-    this.#out = this.#child.stdin.getWriter();
-    this.#reading = this.#read();
+  constructor(
+    readonly pid: number | undefined,
+    send: (message: object) => void,
+    readonly close: () => Promise<void>,
+  ) {
+    this.#send = send;
+  }
+
+  /** Settles the request an answer is for. */
+  answer(message: { id: number; result: unknown }): void {
+    this.#waiting.get(message.id)?.(message.result);
+    this.#waiting.delete(message.id);
   }
 
   echo(value: unknown): Promise<unknown> {
@@ -186,115 +172,61 @@ export class NdjsonClient implements EchoClient {
     return this.#request("noted", null) as Promise<number>;
   }
 
-  async close(): Promise<void> {
-    await this.#out.close();
-    await this.#reading;
-    await this.#child.status;
-  }
-
   #request(method: string, params: unknown): Promise<unknown> {
-    const [id, result] = this.#pending.open();
+    const id = this.#next++;
     this.#send({ id, method, params });
-    return result;
+    return new Promise((resolve) => this.#waiting.set(id, resolve));
   }
+}
 
-  #send(message: unknown): void {
-    this.#out.write(utf8.encode(JSON.stringify(message) + "\n")).catch(fatal);
-  }
-
-  async #read(): Promise<void> {
-    const text = this.#child.stdout.pipeThrough(new TextDecoderStream());
-    for await (const line of lines(text)) {
-      const message = JSON.parse(line);
-      this.#pending.settle(message.id, message.result);
+/** JSON lines over a child's stdin/stdout with plain Deno APIs: the classic way. */
+export function ndjsonClient(script: URL): EchoClient {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", script.pathname],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const out = child.stdin.getWriter();
+  const client = new IdClient(
+    child.pid,
+    (message) => out.write(utf8.encode(JSON.stringify(message) + "\n")).catch(fatal),
+    async () => {
+      await out.close();
+      await reading;
+      await child.status;
+    },
+  );
+  const reading = (async () => {
+    for await (const line of lines(child.stdout.pipeThrough(new TextDecoderStream()))) {
+      client.answer(JSON.parse(line));
     }
-  }
+  })();
+  return client;
 }
 
 /** node:child_process `fork()` IPC, the child run by Deno's Node compatibility layer. */
-export class ForkClient implements EchoClient {
-  readonly pid: number | undefined;
-  readonly #child: ReturnType<typeof fork>;
-  readonly #pending = new Pending();
-  readonly #exited: Promise<void>;
-
-  constructor(script: URL) {
-    this.#child = fork(script.pathname, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    this.pid = this.#child.pid;
-    this.#exited = new Promise((resolve) => this.#child.once("exit", () => resolve()));
-    this.#child.on("message", (message: { id: number; result: unknown }) => {
-      this.#pending.settle(message.id, message.result);
-    });
-  }
-
-  echo(value: unknown): Promise<unknown> {
-    return this.#request("echo", value);
-  }
-
-  echoSmall(value: unknown): Promise<unknown> {
-    return this.#request("echo", value);
-  }
-
-  note(value: unknown): void {
-    this.#child.send({ method: "note", params: value });
-  }
-
-  noted(): Promise<number> {
-    return this.#request("noted", null) as Promise<number>;
-  }
-
-  async close(): Promise<void> {
-    this.#child.disconnect();
-    await this.#exited;
-  }
-
-  #request(method: string, params: unknown): Promise<unknown> {
-    const [id, result] = this.#pending.open();
-    this.#child.send({ id, method, params });
-    return result;
-  }
+export function forkClient(script: URL): EchoClient {
+  const child = fork(script.pathname, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const client = new IdClient(child.pid, (message) => child.send(message), async () => {
+    child.disconnect();
+    await exited;
+  });
+  child.on("message", (message: { id: number; result: unknown }) => client.answer(message));
+  return client;
 }
 
 /** A Web Worker answering `postMessage` (structured clone), in this process. */
-export class WebWorkerClient implements EchoClient {
-  readonly pid = undefined;
-  readonly #worker: Worker;
-  readonly #pending = new Pending();
-
-  constructor(script: URL) {
-    this.#worker = new Worker(script, { type: "module" });
-    this.#worker.onmessage = (event: MessageEvent<{ id: number; result: unknown }>) => {
-      this.#pending.settle(event.data.id, event.data.result);
-    };
-    this.#worker.onerror = (event) => fatal(event.error ?? event.message);
-  }
-
-  echo(value: unknown): Promise<unknown> {
-    return this.#request("echo", value);
-  }
-
-  echoSmall(value: unknown): Promise<unknown> {
-    return this.#request("echo", value);
-  }
-
-  note(value: unknown): void {
-    this.#worker.postMessage({ method: "note", params: value });
-  }
-
-  noted(): Promise<number> {
-    return this.#request("noted", null) as Promise<number>;
-  }
-
-  close(): Promise<void> {
-    this.#worker.terminate();
+export function webWorkerClient(script: URL): EchoClient {
+  const worker = new Worker(script, { type: "module" });
+  const client = new IdClient(undefined, (message) => worker.postMessage(message), () => {
+    worker.terminate();
     return Promise.resolve();
-  }
-
-  #request(method: string, params: unknown): Promise<unknown> {
-    const [id, result] = this.#pending.open();
-    this.#worker.postMessage({ id, method, params });
-    return result;
-  }
+  });
+  worker.onmessage = (event) => client.answer(event.data);
+  worker.onerror = (event) => fatal(event.error ?? event.message);
+  return client;
 }
 
 function fatal(error: unknown): void {

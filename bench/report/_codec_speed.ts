@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { type CodecName, methodCodecsFor } from "./_bench_api.ts";
+import { runFresh } from "./_measure.ts";
 import { reportPayloads, valueFor } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -18,7 +19,6 @@ export interface CodecSpeed {
   decodesPerSec: Spread;
   /** `decode(encode(value))` per second. */
   roundTripsPerSec: Spread;
-  encodeMBps: Spread;
   roundTripMBps: Spread;
   /** Each run's figures, in run order, for ratios paired by run. */
   perRun: { encodesPerSec: number[]; roundTripMBps: number[] };
@@ -48,18 +48,9 @@ export async function measureCodecSpeed(
 ): Promise<CodecSpeedRun> {
   const result: CodecSpeedRun = {};
   for (const payload of payloads) {
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        new URL(import.meta.url).pathname,
-        JSON.stringify({ codecs, payloads: [payload], budgetMs }),
-      ],
-      stdin: "null",
-      stderr: "inherit",
-    }).output();
-    if (!output.success) throw new Error(`The codec speed process exited with ${output.code}`);
-    const run: CodecSpeedRun = JSON.parse(new TextDecoder().decode(output.stdout));
+    const run = await runFresh<CodecSpeedRun>(import.meta.filename!, [
+      JSON.stringify({ codecs, payloads: [payload], budgetMs }),
+    ]);
     for (const [codec, byPayload] of Object.entries(run)) {
       Object.assign(result[codec] ??= {}, byPayload);
     }
@@ -77,18 +68,17 @@ export function combineCodecRuns(runs: readonly CodecSpeedRun[]): Record<
   for (const [codec, byPayload] of Object.entries(runs[0])) {
     result[codec] = {};
     for (const [payload, first] of Object.entries(byPayload)) {
-      const all = runs.map((run) => run[codec][payload]);
-      const mb = first.jsonBytes / 1e6;
-      const encodes = all.map((r) => r.encodesPerSec);
-      const roundTrips = all.map((r) => r.roundTripsPerSec);
+      const of = (figure: (rates: CodecRates) => number) =>
+        runs.map((run) => figure(run[codec][payload]));
+      const encodesPerSec = of((r) => r.encodesPerSec);
+      const roundTripMBps = of((r) => r.roundTripsPerSec * first.jsonBytes / 1e6);
       result[codec][payload] = {
         bytes: first.bytes,
-        encodesPerSec: spread(encodes)!,
-        decodesPerSec: spread(all.map((r) => r.decodesPerSec))!,
-        roundTripsPerSec: spread(roundTrips)!,
-        encodeMBps: spread(encodes.map((r) => r * mb))!,
-        roundTripMBps: spread(roundTrips.map((r) => r * mb))!,
-        perRun: { encodesPerSec: encodes, roundTripMBps: roundTrips.map((r) => r * mb) },
+        encodesPerSec: spread(encodesPerSec)!,
+        decodesPerSec: spread(of((r) => r.decodesPerSec))!,
+        roundTripsPerSec: spread(of((r) => r.roundTripsPerSec))!,
+        roundTripMBps: spread(roundTripMBps)!,
+        perRun: { encodesPerSec, roundTripMBps },
       };
     }
   }

@@ -60,3 +60,9 @@ export function bytes(value: number): string {
   if (value >= 1024) return `${sig(value / 1024)} KiB`;
   return `${value} B`;
 }
+
+/** The line under a section's title: how many rounds, when, and the load before. */
+export function roundsLine(section: { rounds: number; date: string; load: string }): string {
+  return `Median of ${section.rounds} rounds (min–max), ratios paired by round; measured ` +
+    `${section.date.slice(0, 16).replace("T", " ")} UTC, load average ${section.load}.`;
+}

@@ -14,7 +14,8 @@ import { openChannel, transfer } from "../../channel/mod.ts";
 import { rawCodec } from "../../codecs/raw.ts";
 import { connectUnix, listenUnix } from "../../transports/unix.ts";
 import { loadAverage } from "./_env.ts";
-import { spreadOf, time, times } from "./_format.ts";
+import { roundsLine, spreadOf, time, times } from "./_format.ts";
+import { freshRounds, sequential } from "./_measure.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 const CASES = ["conduit-bulk", "bare-bulk", "conduit-small", "bare-small"] as const;
@@ -45,22 +46,13 @@ export async function runMachine(
 ): Promise<MachineResult> {
   const date = new Date().toISOString();
   const load = loadAverage();
-  const figures = Object.fromEntries(CASES.map((name) => [name, [] as number[]])) as Record<
-    Case,
-    number[]
-  >;
-  for (let round = 0; round < rounds; round++) {
-    log(`machine round ${round + 1}/${rounds}`);
-    for (let i = 0; i < CASES.length; i++) {
-      const name = CASES[(i + round) % CASES.length];
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", import.meta.filename!, name, socketDir, String(scale)],
-        stderr: "inherit",
-      }).output();
-      if (!out.success) throw new Error(`machine case ${name} failed`);
-      figures[name].push(Number(new TextDecoder().decode(out.stdout).trim()));
-    }
-  }
+  const figures = await freshRounds<Case, number>(
+    import.meta.filename!,
+    CASES,
+    [socketDir, String(scale)],
+    rounds,
+    log,
+  );
   const ratio = (a: Case, b: Case) => spread(figures[a].map((value, i) => value / figures[b][i]));
   return {
     rounds,
@@ -81,12 +73,7 @@ export function machineMarkdown(result: MachineResult | undefined): string[] {
   const us = (values: number[]) => spreadOf(spread(values), (x) => time(x / 1000));
   out.push(
     "conduit's raw codec over a Unix socket against a bare Deno Unix socket, both ends in one " +
-      "process, each figure a fresh process, rounds interleaved (`bench/report/_machine.ts`); " +
-      `median of ${result.rounds} rounds (min–max), ratios paired by round; measured ` +
-      `${result.date.slice(0, 16).replace("T", " ")} UTC, load average ${result.load}. ` +
-      "Bulk counts the " +
-      "bytes that crossed the socket per second: a 1 MiB echo call moves 2 MiB, the bare " +
-      "stream one way 1 MiB per write. Small is the p50 round trip of 16 bytes.",
+      `process. ${roundsLine(result)}`,
     "",
     "| case | conduit | bare Deno socket | ratio | target |",
     "| --- | --- | --- | --- | --- |",
@@ -153,28 +140,19 @@ async function measure(name: Case, socketDir: string, scale: number): Promise<nu
         await b.write(own);
       }
     })();
-    const samples = new Float64Array(Math.ceil(10_000 * scale));
-    const once = async () => {
+    const p50 = await p50Micros(async () => {
       await a.write(message);
       let got = 0;
       while (got < SMALL_BYTES) got += (await a.read(buffer.subarray(got)))!;
-    };
-    for (let i = 0; i < 2000; i++) await once();
-    for (let i = 0; i < samples.length; i++) {
-      const start = performance.now();
-      await once();
-      samples[i] = performance.now() - start;
-    }
+    }, scale);
     a.close();
     await echo.catch(() => {});
     b.close();
-    return samples.sort()[samples.length >> 1] * 1000;
+    return p50;
   }
   const path = `${socketDir}/c${Deno.pid}.sock`;
   const listener = await listenUnix(path);
-  const accepted = listener.accept();
-  const client = await connectUnix(path);
-  const server = await accepted;
+  const [server, client] = await Promise.all([listener.accept(), connectUnix(path)]);
   await listener.close();
   const [serving, calling] = await Promise.all([
     openChannel(server, {
@@ -196,17 +174,16 @@ async function measure(name: Case, socketDir: string, scale: number): Promise<nu
       return 2 * calls * MIB / 1e6 / ((performance.now() - start) / 1000);
     }
     const message = new Uint8Array(SMALL_BYTES).fill(7);
-    for (let i = 0; i < 2000; i++) await calling.remote.echo(message);
-    const samples = new Float64Array(Math.ceil(10_000 * scale));
-    for (let i = 0; i < samples.length; i++) {
-      const start = performance.now();
-      await calling.remote.echo(message);
-      samples[i] = performance.now() - start;
-    }
-    return samples.sort()[samples.length >> 1] * 1000;
+    return await p50Micros(() => calling.remote.echo(message), scale);
   } finally {
     await Promise.all([calling.close(), serving.close()]);
   }
+}
+
+/** The p50 of 10,000 × `scale` timed calls after 2,000 untimed ones, in µs. */
+async function p50Micros(call: () => Promise<unknown>, scale: number): Promise<number> {
+  for (let i = 0; i < 2000; i++) await call();
+  return (await sequential(call, Math.ceil(10_000 * scale))).percentiles[0]! * 1000;
 }
 
 if (import.meta.main) {

@@ -1,5 +1,6 @@
 // The measurements, each over any EchoClient: sequential round trips (latency samples),
-// round trips with a fixed number in flight (calls/s), and one-way messages (messages/s).
+// round trips with a fixed number in flight (calls/s), and one-way messages (messages/s); and
+// how the report runs a measurement in a fresh process.
 
 import type { EchoClient } from "./_clients.ts";
 import { type LatencySummary, summarize } from "./_stats.ts";
@@ -121,4 +122,43 @@ export async function retryOnce<T>(
     log(`${label} failed, retrying once with a fresh peer: ${error}`);
     return await attempt();
   }
+}
+
+/** Runs `deno run -A <module> ...args` as a fresh process; its stdout, parsed as JSON. */
+export async function runFresh<T>(module: string, args: string[]): Promise<T> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", module, ...args],
+    stdin: "null",
+    stderr: "inherit",
+  }).output();
+  if (!output.success) {
+    throw new Error(`${module} ${args.join(" ")} exited with code ${output.code}`);
+  }
+  return JSON.parse(new TextDecoder().decode(output.stdout));
+}
+
+/**
+ * Runs every case once per round, each as a fresh process of `module` (`<case> ...args`), the
+ * order rotating by a case each round; what each printed, per case, in round order.
+ */
+export async function freshRounds<C extends string, T>(
+  module: string,
+  cases: readonly C[],
+  args: string[],
+  rounds: number,
+  log: (line: string) => void,
+): Promise<Record<C, T[]>> {
+  const figures = Object.fromEntries(cases.map((name) => [name, []])) as unknown as Record<C, T[]>;
+  for (let round = 0; round < rounds; round++) {
+    log(`${module.split("/").at(-1)} round ${round + 1}/${rounds}`);
+    for (const name of rotated(cases, round)) {
+      figures[name].push(await runFresh<T>(module, [name, ...args]));
+    }
+  }
+  return figures;
+}
+
+/** `list` rotated left by `by`: no item always runs first. */
+export function rotated<T>(list: readonly T[], by: number): T[] {
+  return list.map((_, i) => list[(i + by) % list.length]);
 }

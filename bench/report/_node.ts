@@ -6,7 +6,7 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 /** The oldest Node major whose fork IPC the report compares with. */
 const MIN_NODE_MAJOR = 20;
 /** The `node` npm package's version the set-up installs when the machine has no recent Node. */
-export const PINNED_NODE_VERSION = "22.12.0";
+const PINNED = "node@22.12.0";
 const TOOLS_NODE = `${ROOT}.tools/node_modules/.bin/node`;
 
 /** A Node binary found or installed, or why there is none. */
@@ -14,47 +14,29 @@ export type NodeBinary =
   | { path: string; version: string; source: string }
   | { path: undefined; reason: string };
 
-/**
- * Finds a Node of at least v20: `node` on PATH, then .tools/, then (unless `install` is false)
- * installs `node@PINNED_NODE_VERSION` from npm into .tools/ and uses that.
- */
-export async function findNode(install = true): Promise<NodeBinary> {
+/** Finds a Node of at least v20: `node` on PATH, then .tools/, else installs PINNED there. */
+export async function findNode(): Promise<NodeBinary> {
   const found = await versionOf("node");
-  if (found !== undefined && majorOf(found) >= MIN_NODE_MAJOR) {
+  if (found !== undefined && Number(/^v(\d+)/.exec(found)![1]) >= MIN_NODE_MAJOR) {
     return { path: "node", version: found, source: "the machine's (PATH)" };
   }
-  const tools = await versionOf(TOOLS_NODE);
-  if (tools !== undefined) {
-    return { path: TOOLS_NODE, version: tools, source: `npm node@${PINNED_NODE_VERSION}` };
-  }
   const why = found === undefined ? "no node on PATH" : `node ${found} on PATH is too old`;
-  if (!install) return { path: undefined, reason: why };
-  const npm = await new Deno.Command("npm", {
-    args: [
-      "install",
-      "--prefix",
-      `${ROOT}.tools`,
-      "--no-audit",
-      "--no-fund",
-      "--loglevel=error",
-      `node@${PINNED_NODE_VERSION}`,
-    ],
-    stdout: "null",
-    stderr: "piped",
-  }).output().catch((error) => error as Error);
-  if (npm instanceof Error || !npm.success) {
-    const detail = npm instanceof Error
-      ? npm.message
-      : new TextDecoder().decode(npm.stderr).trim().split("\n").at(-1);
-    return {
-      path: undefined,
-      reason: `${why}, and npm install node@${PINNED_NODE_VERSION} failed: ${detail}`,
-    };
+  let tools = await versionOf(TOOLS_NODE);
+  if (tools === undefined) {
+    const npm = await new Deno.Command("npm", {
+      args: ["install", "--prefix", `${ROOT}.tools`, "--no-audit", "--no-fund", PINNED],
+      stdout: "null",
+      stderr: "piped",
+    }).output().catch((error: Error) => error);
+    if (npm instanceof Error || !npm.success) {
+      const detail = npm instanceof Error ? npm.message : new TextDecoder().decode(npm.stderr);
+      return { path: undefined, reason: `${why}, and npm install ${PINNED} failed: ${detail}` };
+    }
+    tools = await versionOf(TOOLS_NODE);
   }
-  const installed = await versionOf(TOOLS_NODE);
-  return installed === undefined
-    ? { path: undefined, reason: `${why}, and the npm node@${PINNED_NODE_VERSION} does not run` }
-    : { path: TOOLS_NODE, version: installed, source: `npm node@${PINNED_NODE_VERSION}` };
+  return tools === undefined
+    ? { path: undefined, reason: `${why}, and the npm ${PINNED} does not run` }
+    : { path: TOOLS_NODE, version: tools, source: `npm ${PINNED}` };
 }
 
 async function versionOf(binary: string): Promise<string | undefined> {
@@ -65,8 +47,4 @@ async function versionOf(binary: string): Promise<string | undefined> {
   } catch {
     return undefined;
   }
-}
-
-function majorOf(version: string): number {
-  return Number(/^v(\d+)/.exec(version)?.[1] ?? 0);
 }

@@ -9,34 +9,49 @@
 // gives the median of the per-round ratios with their min–max. The CPU rows (user + system
 // time of both processes per call) are what other load disturbs least.
 
+import type { ReportConfig } from "./_config.ts";
 import { loadAverage } from "./_env.ts";
 import { findNode, type NodeBinary } from "./_node.ts";
+import { mbps, rate, roundsLine, sig, spreadOf, time, times } from "./_format.ts";
+import { rotated } from "./_measure.ts";
 import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 /** The subjects, conduit's first. */
 export const NODE_SUBJECTS = ["conduit default", "conduit unix", "node json", "node advanced"];
-/** What every subject measures. */
-export const NODE_ROWS = [
-  "structuredMBps",
-  "rawMBps",
-  "pipelinedCallsPerSec",
-  "spawnMs",
-  "structuredCpuUs",
-  "rawCpuUs",
-  "pipelinedCpuUs",
-] as const;
-export type NodeRow = typeof NODE_ROWS[number];
+const us = (x: number) => `${sig(x)} µs`;
+/** What every subject measures: the table's title, how a figure prints, the target's name. */
+const ROWS = {
+  structuredMBps: [
+    "Structured 1 KB echo, MB/s (sequential calls; the object's JSON bytes)",
+    mbps,
+    "Structured 1 KB echo MB/s",
+  ],
+  rawMBps: ["Raw 64 KiB echo, MB/s (sequential calls)", mbps, "Raw 64 KiB echo MB/s"],
+  pipelinedCallsPerSec: ["32 pipelined small calls, calls/s", rate, "32 pipelined small calls/s"],
+  spawnMs: ["Spawn → first reply, ms (lower is better)", time, "Spawn → first reply (speed)"],
+  structuredCpuUs: ["Structured 1 KB echo: CPU µs per call, both processes (lower is better)", us],
+  rawCpuUs: ["Raw 64 KiB echo: CPU µs per call, both processes (lower is better)", us],
+  pipelinedCpuUs: [
+    "32 pipelined small calls: CPU µs per call, both processes (lower is better)",
+    us,
+  ],
+} as const;
+export type NodeRow = keyof typeof ROWS;
+export const NODE_ROWS = Object.keys(ROWS) as NodeRow[];
+
+/** The rows that are targets, with their names. */
+export const NODE_TARGET_ROWS = NODE_ROWS.flatMap((row) => {
+  const name = (ROWS[row] as readonly unknown[])[2] as string | undefined;
+  return name === undefined ? [] : [[row, name] as const];
+});
 
 /** Rows where less is better: times, and CPU µs per call (both processes). */
-export function lowerIsBetter(row: NodeRow): boolean {
+function lowerIsBetter(row: NodeRow): boolean {
   return row === "spawnMs" || row.endsWith("CpuUs");
 }
 export const PLACEMENTS = ["free", "pinned"] as const;
 export type Placement = typeof PLACEMENTS[number];
-
-/** One subject's figures in one round. */
-export type RowFigures = Record<NodeRow, number>;
 
 /** Everything the section measured. */
 export interface NodePeersResult {
@@ -58,12 +73,11 @@ export interface NodePeersResult {
 }
 
 const CHILDREN = new URL("./children/", import.meta.url);
+const PAYLOAD_FILE = `/tmp/conduit-node-rows-${Deno.pid}.json`;
 
 /** Runs the section: `rounds` rounds of every subject, free and pinned. */
 export async function runNodePeers(
-  rounds: number,
-  budgetMs: number,
-  warmUpOps: number,
+  { nodeRounds: rounds, nodeBudgetMs: budgetMs, nodeWarmUpOps: warmUpOps }: ReportConfig,
   log: (line: string) => void,
 ): Promise<NodePeersResult> {
   const node = await findNode();
@@ -81,39 +95,34 @@ export async function runNodePeers(
     figures: {},
     ratios: {},
   };
-  const payloadFile = await Deno.makeTempFile({ prefix: "conduit-node-rows", suffix: ".json" });
   try {
-    await Deno.writeTextFile(payloadFile, JSON.stringify(reportPayloads(["1KB"])[0].value));
+    await Deno.writeTextFile(PAYLOAD_FILE, JSON.stringify(reportPayloads(["1KB"])[0].value));
     const subjects = NODE_SUBJECTS.filter((subject) =>
       node.path !== undefined || subject.startsWith("conduit")
     );
     const placements = PLACEMENTS.filter((placement) => placement === "free" || pinned);
     // Module caches and the first-spawn costs, outside the figures.
-    for (const subject of subjects) await runSubject(subject, node, "free", 20, 0, payloadFile);
+    for (const subject of subjects) await runSubject(subject, node, "free", [20, 0]);
     for (const placement of placements) {
-      const figures: Record<string, Record<NodeRow, number[]>> = {};
-      for (const subject of subjects) figures[subject] = emptyRows();
-      result.figures[placement] = figures;
+      result.figures[placement] = Object.fromEntries(subjects.map((subject) => [
+        subject,
+        Object.fromEntries(NODE_ROWS.map((row) => [row, [] as number[]])) as Record<
+          NodeRow,
+          number[]
+        >,
+      ]));
     }
     for (let round = 0; round < rounds; round++) {
       log(`node peers round ${round + 1}/${rounds}`);
       for (const placement of placements) {
-        const order = subjects.map((_, i) => subjects[(i + round) % subjects.length]);
-        for (const subject of order) {
-          const figures = await runSubject(
-            subject,
-            node,
-            placement,
-            budgetMs,
-            warmUpOps,
-            payloadFile,
-          );
+        for (const subject of rotated(subjects, round)) {
+          const figures = await runSubject(subject, node, placement, [budgetMs, warmUpOps]);
           for (const row of NODE_ROWS) result.figures[placement]![subject][row].push(figures[row]);
         }
       }
     }
   } finally {
-    await Deno.remove(payloadFile);
+    await Deno.remove(PAYLOAD_FILE);
   }
   for (const placement of PLACEMENTS) {
     const figures = result.figures[placement];
@@ -130,7 +139,7 @@ export async function runNodePeers(
 }
 
 /** conduit's figure ÷ the best Node figure of the same round, per round (> 1: conduit ahead). */
-export function roundRatios(
+function roundRatios(
   figures: Record<string, Record<NodeRow, number[]>>,
   subject: string,
   row: NodeRow,
@@ -145,26 +154,18 @@ export function roundRatios(
   );
 }
 
-function emptyRows(): Record<NodeRow, number[]> {
-  return Object.fromEntries(NODE_ROWS.map((row) => [row, []])) as unknown as Record<
-    NodeRow,
-    number[]
-  >;
-}
-
+/** One round of `subject`: a parent process measuring every row with `[budget ms, warm-up]`. */
 async function runSubject(
   subject: string,
   node: NodeBinary,
   placement: Placement,
-  budgetMs: number,
-  warmUpOps: number,
-  payloadFile: string,
-): Promise<RowFigures> {
+  [budgetMs, warmUpOps]: number[],
+): Promise<Record<NodeRow, number>> {
   const [kind, mode] = subject.split(" ");
   const command = kind === "node"
     ? [node.path!, new URL("node_rows.mjs", CHILDREN).pathname, mode]
     : [Deno.execPath(), "run", "-A", new URL("conduit_rows.ts", CHILDREN).pathname, mode];
-  command.push(String(budgetMs), payloadFile, String(warmUpOps));
+  command.push(String(budgetMs), PAYLOAD_FILE, String(warmUpOps));
   if (placement === "pinned") command.unshift("taskset", "-c", "0");
   const out = await new Deno.Command(command[0], {
     args: command.slice(1),
@@ -182,4 +183,54 @@ async function hasTaskset(): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** The ratio every row aims at. */
+export const NODE_TARGET = 1.2;
+
+/** The section's Markdown lines. */
+export function nodePeersMarkdown(result: NodePeersResult | undefined): string[] {
+  const out = ["## Node peers", ""];
+  if (result === undefined) {
+    out.push("Not measured in this run.", "");
+    return out;
+  }
+  out.push(
+    "missing" in result.node
+      ? `**No Node peers in this run**: ${result.node.missing}. conduit's own figures follow.`
+      : `A Node ${result.node.version} parent (${result.node.source}) forking a Node child, ` +
+        '`serialization: "json"` and `"advanced"`, against a Deno parent with a `spawnWorker` ' +
+        "worker (default transport and Unix socket), free and pinned to one CPU. A ratio is " +
+        "conduit ÷ the best Node mode of the round (above 1 conduit is ahead; target " +
+        `${times(NODE_TARGET)}). ${roundsLine(result)}`,
+    "",
+  );
+  if (!result.pinned) out.push("`taskset` was missing: no pinned rounds.", "");
+  const placements = PLACEMENTS.filter((placement) => result.figures[placement] !== undefined);
+  const subjects = NODE_SUBJECTS.filter((subject) =>
+    result.figures[placements[0]]?.[subject] !== undefined
+  );
+  const conduits = subjects.filter((subject) => subject.startsWith("conduit"));
+  const hasRatios = placements.some((placement) => result.ratios[placement] !== undefined);
+  for (const row of NODE_ROWS) {
+    out.push(`### ${ROWS[row][0]}`, "");
+    const ratioHeads = hasRatios ? conduits.map((subject) => `${subject} ÷ best Node`) : [];
+    const head = ["CPUs", ...subjects, ...ratioHeads];
+    out.push(`| ${head.join(" | ")} |`, `| ${head.map(() => "---").join(" | ")} |`);
+    for (const placement of placements) {
+      const figures = result.figures[placement]!;
+      const cells = [placement === "free" ? "free" : "pinned to one"];
+      for (const subject of subjects) {
+        cells.push(spreadOf(spread(figures[subject][row]), ROWS[row][1]));
+      }
+      for (const subject of hasRatios ? conduits : []) {
+        const ratio = result.ratios[placement]?.[subject]?.[row];
+        const text = spreadOf(ratio, times);
+        cells.push(ratio !== undefined && ratio.median < NODE_TARGET ? `**${text}**` : text);
+      }
+      out.push(`| ${cells.join(" | ")} |`);
+    }
+    out.push("");
+  }
+  return out;
 }

@@ -10,8 +10,8 @@
 import { methodCodecsFor, type TransportName } from "./_bench_api.ts";
 import { conduitClient, RawFrameClient } from "./_clients.ts";
 import type { ReportConfig } from "./_config.ts";
-import { resetPeakRss, retryOnce, rssOf } from "./_measure.ts";
-import { spawnPeer } from "./_peers.ts";
+import { resetPeakRss, retryOnce, rssOf, runFresh } from "./_measure.ts";
+import { spawnPeer } from "../_peers.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 type Approach = "conduit" | "conduit-recycle" | "raw-frames";
@@ -93,14 +93,8 @@ export async function runStreams(
  * Runs one stream with a fresh driver process (this module as a program), so the driver's
  * RSS growth is not hidden by what the harness process has allocated before.
  */
-async function streamInFreshProcess(job: StreamJob): Promise<StreamRun> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL(import.meta.url).pathname, JSON.stringify(job)],
-    stdin: "null",
-    stderr: "inherit",
-  }).output();
-  if (!output.success) throw new Error(`The stream driver exited with code ${output.code}`);
-  return JSON.parse(new TextDecoder().decode(output.stdout));
+function streamInFreshProcess(job: StreamJob): Promise<StreamRun> {
+  return runFresh(import.meta.filename!, [JSON.stringify(job)]);
 }
 
 /** The driver's side of one stream: spawns the peer, streams, measures both processes. */

@@ -10,10 +10,10 @@ import { type CodecName, methodCodecsFor, type TransportName } from "./_bench_ap
 import {
   conduitClient,
   type EchoClient,
-  ForkClient,
-  NdjsonClient,
+  forkClient,
+  ndjsonClient,
   RawFrameClient,
-  WebWorkerClient,
+  webWorkerClient,
 } from "./_clients.ts";
 import type { ReportConfig } from "./_config.ts";
 import {
@@ -22,10 +22,11 @@ import {
   notesPerSecond,
   retryOnce,
   rssOf,
+  runFresh,
   sequential,
 } from "./_measure.ts";
 import { rawNote, type ReportPayload, reportPayloads, valueFor } from "./_payloads.ts";
-import { spawnPeer } from "./_peers.ts";
+import { spawnPeer } from "../_peers.ts";
 import {
   combineRuns,
   type LatencySpread,
@@ -63,20 +64,10 @@ export interface SubjectRun {
   sequential: Record<string, LatencySummary>;
   callsPerSec: Record<string, number>;
   notesPerSec: number;
-  /** Seconds spent: spawning and sequential calls, calls in flight, one-way messages. */
-  seconds: number[];
-  /** Seconds spent on each payload's sequential calls (warm-up included). */
-  payloadSeconds: Record<string, number>;
 }
 
 /** One subject's figures: each the median of its runs, with min–max. */
-export interface SubjectResult {
-  id: string;
-  approach: Approach;
-  transport: string;
-  codec: string;
-  /** The one-way message's size as encoded, in bytes. */
-  noteBytes: number;
+export interface SubjectResult extends Omit<Subject, "values" | "start"> {
   spawnMs: Spread;
   peakRssMiB: Spread | undefined;
   /** Per payload: round-trip latency (ms) and MB/s (the JSON bytes, both directions). */
@@ -119,33 +110,44 @@ export async function subjects(
       });
     }
   }
-  list.push({
-    id: "ndjson stdio",
-    approach: "ndjson",
-    transport: "stdio",
-    codec: "JSON lines",
+  const baseline = (
+    id: string,
+    approach: Approach,
+    transport: string,
+    codec: string,
+    start: () => EchoClient,
+  ): Subject => ({
+    id,
+    approach,
+    transport,
+    codec,
     values: "json",
     noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(new NdjsonClient(new URL("ndjson_echo.ts", CHILDREN))),
+    start: () => Promise.resolve(start()),
   });
-  list.push({
-    id: "node fork IPC",
-    approach: "fork",
-    transport: "fork IPC",
-    codec: "JSON (Node IPC)",
-    values: "json",
-    noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(new ForkClient(new URL("fork_echo.mjs", CHILDREN))),
-  });
-  list.push({
-    id: "web worker",
-    approach: "web-worker",
-    transport: "postMessage",
-    codec: "structured clone",
-    values: "json",
-    noteBytes: jsonNoteBytes,
-    start: () => Promise.resolve(new WebWorkerClient(new URL("web_worker_echo.ts", CHILDREN))),
-  });
+  list.push(
+    baseline(
+      "ndjson stdio",
+      "ndjson",
+      "stdio",
+      "JSON lines",
+      () => ndjsonClient(new URL("ndjson_echo.ts", CHILDREN)),
+    ),
+    baseline(
+      "node fork IPC",
+      "fork",
+      "fork IPC",
+      "JSON (Node IPC)",
+      () => forkClient(new URL("fork_echo.mjs", CHILDREN)),
+    ),
+    baseline(
+      "web worker",
+      "web-worker",
+      "postMessage",
+      "structured clone",
+      () => webWorkerClient(new URL("web_worker_echo.ts", CHILDREN)),
+    ),
+  );
   return list;
 }
 
@@ -208,16 +210,10 @@ export async function runSuite(
         log,
       );
       runs.get(subject.id)!.push(record);
-      const smallP50 = record.sequential.small.percentiles[0];
       log(
         `run ${run + 1}/${config.runs} ${subject.id}: spawn ${record.spawnMs.toFixed(0)} ms, ` +
-          `small p50 ${smallP50 === undefined ? "–" : (smallP50 * 1000).toFixed(0)} µs, ` +
-          `${Object.entries(record.callsPerSec).map(([k, v]) => `${k}:${v.toFixed(0)}/s`)} ` +
-          `notes ${record.notesPerSec.toFixed(0)}/s (${
-            record.seconds.map((s) => s.toFixed(1))
-          } s; ${
-            Object.entries(record.payloadSeconds).map(([name, s]) => `${name} ${s.toFixed(1)}`)
-          })`,
+          `small avg ${(record.sequential.small.avg * 1000).toFixed(0)} µs, ` +
+          `notes ${record.notesPerSec.toFixed(0)}/s`,
       );
     }
   }
@@ -237,15 +233,10 @@ interface DriverTask {
 
 /** Runs one subject once in a fresh driver process; adds its sample counts to the task's. */
 async function runInDriver(task: DriverTask): Promise<SubjectRun> {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL(import.meta.url).pathname, JSON.stringify(task)],
-    stdin: "null",
-    stderr: "inherit",
-  }).output();
-  if (!output.success) {
-    throw new Error(`The driver of ${task.subjectId} exited with ${output.code}`);
-  }
-  const { record, sampleCounts } = JSON.parse(new TextDecoder().decode(output.stdout));
+  const { record, sampleCounts } = await runFresh<{
+    record: SubjectRun;
+    sampleCounts: Record<string, number>;
+  }>(import.meta.filename!, [JSON.stringify(task)]);
   Object.assign(task.sampleCounts, sampleCounts);
   // JSON has no undefined: percentiles that were not claimed come back as null.
   for (const summary of Object.values(record.sequential) as LatencySummary[]) {
@@ -280,10 +271,8 @@ async function runOnce(
   await client.noted();
   const spawnMs = performance.now() - started;
   const sequentialRuns: Record<string, LatencySummary> = {};
-  const payloadSeconds: Record<string, number> = {};
   try {
     for (const payload of payloads) {
-      const payloadStart = performance.now();
       const value = valueFor(subject.values, payload);
       const call = payload.name === "small"
         ? () => client.echoSmall(value)
@@ -309,9 +298,7 @@ async function runOnce(
         sampleCounts[key] = n;
       }
       sequentialRuns[payload.name] = await sequential(call, n);
-      payloadSeconds[payload.name] = (performance.now() - payloadStart) / 1000;
     }
-    const sequentialDone = performance.now();
     const smallValue = valueFor(subject.values, small);
     const callsPerSec: Record<string, number> = {};
     for (const [inFlight, calls] of config.inFlight) {
@@ -321,25 +308,10 @@ async function runOnce(
         calls,
       );
     }
-    const inFlightDone = performance.now();
-    const notesPerSec = await notesPerSecond(
-      client,
-      noteValue(subject.values, small),
-      config.notes,
-      config.noteWindow,
-    );
+    const note = noteValue(subject.values, small);
+    const notesPerSec = await notesPerSecond(client, note, config.notes, config.noteWindow);
     const peakRss = client.pid === undefined ? undefined : rssOf(client.pid)?.peak;
-    const seconds = [started, sequentialDone, inFlightDone, performance.now()]
-      .map((t, i, all) => (all[i + 1] - t) / 1000).slice(0, 3);
-    return {
-      spawnMs,
-      peakRss,
-      sequential: sequentialRuns,
-      callsPerSec,
-      notesPerSec,
-      seconds,
-      payloadSeconds,
-    };
+    return { spawnMs, peakRss, sequential: sequentialRuns, callsPerSec, notesPerSec };
   } finally {
     await client.close();
   }
@@ -367,12 +339,9 @@ function summarizeSubject(
     callsPerSec[level] = spread(runs.map((run) => run.callsPerSec[level]))!;
   }
   const peaks = runs.map((run) => run.peakRss === undefined ? undefined : run.peakRss / 2 ** 20);
+  const { values: _, start: __, ...named } = subject;
   return {
-    id: subject.id,
-    approach: subject.approach,
-    transport: subject.transport,
-    codec: subject.codec,
-    noteBytes: subject.noteBytes,
+    ...named,
     spawnMs: spread(runs.map((run) => run.spawnMs))!,
     peakRssMiB: spread(peaks),
     sequential: sequentialResult,

@@ -5,8 +5,7 @@
 // meets it; the measured text lists each case.
 
 import { bytes, percent1, rate, sig, spreadOf, time, times } from "./_format.ts";
-import { NODE_TARGET } from "./_node_markdown.ts";
-import { NODE_ROWS, type NodeRow, PLACEMENTS } from "./_node_rows.ts";
+import { NODE_TARGET, NODE_TARGET_ROWS, PLACEMENTS } from "./_node_rows.ts";
 import type { ReportResults, TargetResult } from "./_results.ts";
 import { type Spread, spread } from "./_stats.ts";
 import type { SubjectResult, SubjectRun } from "./_suite.ts";
@@ -24,15 +23,15 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   const codecs = results.config.codecs;
   const transports = results.config.transports;
   const targets: TargetResult[] = [];
-  const add = (target: string, cases: Case[]) => {
-    if (cases.length === 0) {
-      targets.push({ target, measured: "– (not measured: too few samples or runs)", met: false });
-      return;
-    }
+  /** Adds a target over its cases (those not measured are left out). */
+  const add = (target: string, measured: Array<Case | undefined>) => {
+    const cases = measured.filter((item) => item !== undefined);
     targets.push({
       target,
-      measured: cases.map(([label, text, ok]) => `${label} ${text}${ok ? "" : " ✗"}`).join("; "),
-      met: cases.every(([, , ok]) => ok),
+      measured: cases.length === 0
+        ? "– (not measured: too few samples or runs)"
+        : cases.map(([label, text, ok]) => `${label} ${text}${ok ? "" : " ✗"}`).join("; "),
+      met: cases.length > 0 && cases.every(([, , ok]) => ok),
     });
   };
   /** Per-run ratios of two subjects' figures, paired by run. */
@@ -115,11 +114,8 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
         return encodes === undefined ? undefined : run.notesPerSec / encodes;
       }));
       if (ratio === undefined) return [];
-      return [[
-        transport,
-        `${rate(subject.notesPerSec.median)}/s = ${spreadOf(ratio, percent1)}`,
-        ratio.median >= 0.7,
-      ]];
+      const text = `${rate(subject.notesPerSec.median)}/s = ${spreadOf(ratio, percent1)}`;
+      return [[transport, text, ratio.median >= 0.7]];
     }),
   );
   add(
@@ -131,11 +127,8 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
       const call = subject?.sequential["1MB"]?.mbps.median;
       const top = ceiling?.sequential["1MB"]?.mbps.median;
       if (ratio === undefined || call === undefined || top === undefined) return [];
-      return [[
-        transport,
-        `${sig(call)} of ${sig(top)} MB/s = ${spreadOf(ratio, percent1)}`,
-        ratio.median >= 0.6,
-      ]];
+      const text = `${sig(call)} of ${sig(top)} MB/s = ${spreadOf(ratio, percent1)}`;
+      return [[transport, text, ratio.median >= 0.6]];
     }),
   );
   add(
@@ -151,13 +144,11 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
           return call === undefined || own === undefined ? undefined : call / own;
         }));
         if (ratio === undefined) return [];
-        return [[
-          `${codec}/${transport}`,
-          `${sig(subject.sequential["1MB"].mbps.median)} of ${
-            sig(memory.roundTripMBps.median)
-          } MB/s = ${spreadOf(ratio, percent1)}`,
-          ratio.median >= 0.8,
-        ]];
+        const [call, own] = [subject.sequential["1MB"].mbps, memory.roundTripMBps];
+        const text = `${sig(call.median)} of ${sig(own.median)} MB/s = ${
+          spreadOf(ratio, percent1)
+        }`;
+        return [[`${codec}/${transport}`, text, ratio.median >= 0.8]];
       });
     }),
   );
@@ -174,29 +165,23 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   add(
     `A ${sig(gib)} GiB stream with peak RSS growth ≤ 64 MiB (driver / peer, worst run)`,
     results.streams.filter((cell) => cell.approach !== "raw-frames").map((cell): Case => {
-      const driver = cell.parentGrowthMiB.max;
-      const peer = cell.childGrowthMiB.max;
-      return [
-        `${cell.transport}, ${bytes(cell.itemBytes)} items${
-          cell.approach === "conduit-recycle" ? ", recycled" : ""
-        }`,
-        `${sig(driver)} / ${sig(peer)} MiB`,
-        driver <= 64 && peer <= 64,
-      ];
+      const [driver, peer] = [cell.parentGrowthMiB.max, cell.childGrowthMiB.max];
+      const recycled = cell.approach === "conduit-recycle" ? ", recycled" : "";
+      const label = `${cell.transport}, ${bytes(cell.itemBytes)} items${recycled}`;
+      return [label, `${sig(driver)} / ${sig(peer)} MiB`, driver <= 64 && peer <= 64];
     }),
   );
   const node = results.nodePeers;
   if (node !== undefined && !("missing" in node.node)) {
-    for (const row of NODE_ROWS.filter((row) => !row.endsWith("CpuUs"))) {
+    for (const [row, name] of NODE_TARGET_ROWS) {
       add(
-        `${NODE_ROW_NAMES[row]} ≥ ${times(NODE_TARGET)} the best Node fork mode`,
+        `${name} ≥ ${times(NODE_TARGET)} the best Node fork mode`,
         PLACEMENTS.flatMap((placement) =>
           Object.entries(node.ratios[placement] ?? {}).flatMap(([subject, rows]): Case[] => {
             const ratio = rows[row];
             if (ratio === undefined) return [];
-            const where = `${subject.replace("conduit ", "")}${
-              placement === "pinned" ? " 1 CPU" : ""
-            }`;
+            const where = subject.replace("conduit ", "") +
+              (placement === "pinned" ? " 1 CPU" : "");
             return [[where, spreadOf(ratio, times), ratio.median >= NODE_TARGET]];
           })
         ),
@@ -246,13 +231,3 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
   }
   return targets;
 }
-
-const NODE_ROW_NAMES: Record<NodeRow, string> = {
-  structuredMBps: "Structured 1 KB echo MB/s",
-  rawMBps: "Raw 64 KiB echo MB/s",
-  pipelinedCallsPerSec: "32 pipelined small calls/s",
-  spawnMs: "Spawn → first reply (speed)",
-  structuredCpuUs: "",
-  rawCpuUs: "",
-  pipelinedCpuUs: "",
-};

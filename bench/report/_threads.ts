@@ -1,5 +1,5 @@
 // "Threads": comlink against conduit between threads, in one run with interleaved rounds. Three
-// clients of the same service in a Deno module Worker (bench/_threads_peers.ts): comlink over
+// clients of the same service in a Deno module Worker (bench/_peers.ts): comlink over
 // postMessage (the baseline), a conduit channel over the Web Worker transport, and one over a
 // shared ring. Rows: small-call p50 and p99 (one call at a time), calls/s with 256 in flight,
 // MB/s of 1 MiB buffers moved to the worker (transferred, their length back), MB/s of the
@@ -14,9 +14,10 @@
 //   deno run -A bench/report/_threads.ts [rounds=5]
 //   deno run -A bench/report/_threads.ts --json <rounds>
 
-import { THREAD_PEERS, threadPeer, type ThreadPeerKind } from "../_threads_peers.ts";
+import { THREAD_PEERS, threadPeer, type ThreadPeerKind } from "../_peers.ts";
 import { loadAverage } from "./_env.ts";
-import { mbps, rate, spreadOf, time, times } from "./_format.ts";
+import { mbps, rate, roundsLine, spreadOf, time, times } from "./_format.ts";
+import { callsPerSecond, rotated, runFresh, sequential } from "./_measure.ts";
 import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -64,39 +65,29 @@ export async function measureThreads(
     transferMBps: [],
     objectMBps: [],
   }])) as unknown as Record<ThreadPeerKind, ThreadsRow>;
+  /** MB/s of `calls` calls one after the other, each moving `bytes`. */
+  const megabytesPerSecond = async (calls: number, bytes: number, call: () => Promise<unknown>) => {
+    const start = performance.now();
+    for (let i = 0; i < calls; i++) await call();
+    return calls * bytes / 1e6 / ((performance.now() - start) / 1000);
+  };
   try {
     for (let round = 0; round < rounds; round++) {
       log(`threads round ${round + 1}/${rounds}`);
-      const order = THREAD_PEERS.map((_, i) => THREAD_PEERS[(i + round) % THREAD_PEERS.length]);
-      for (const kind of order) {
+      for (const kind of rotated(THREAD_PEERS, round)) {
         const peer = peers.get(kind)!;
         const row = rows[kind];
-        for (let i = 0; i < WARM_UP_CALLS; i++) await peer.echo(small.value);
-        const latencies = new Float64Array(SMALL_CALLS);
-        for (let i = 0; i < SMALL_CALLS; i++) {
-          const start = performance.now();
-          await peer.echo(small.value);
-          latencies[i] = performance.now() - start;
-        }
-        latencies.sort();
-        row.p50Ms.push(latencies[Math.ceil(SMALL_CALLS * 0.5) - 1]);
-        row.p99Ms.push(latencies[Math.ceil(SMALL_CALLS * 0.99) - 1]);
-        let started = 0;
-        let start = performance.now();
-        await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-          while (started < FLIGHT_CALLS) {
-            started++;
-            await peer.echo(small.value);
-          }
-        }));
-        row.callsPerSecond.push(FLIGHT_CALLS / ((performance.now() - start) / 1000));
-        start = performance.now();
-        for (let i = 0; i < MIB_CALLS; i++) await peer.take(new Uint8Array(1 << 20));
-        row.transferMBps.push(MIB_CALLS * (1 << 20) / 1e6 / ((performance.now() - start) / 1000));
-        start = performance.now();
-        for (let i = 0; i < OBJECT_CALLS; i++) await peer.echo(mb.value);
+        const echoSmall = () => peer.echo(small.value);
+        for (let i = 0; i < WARM_UP_CALLS; i++) await echoSmall();
+        const [p50, , p99] = (await sequential(echoSmall, SMALL_CALLS)).percentiles;
+        row.p50Ms.push(p50!);
+        row.p99Ms.push(p99!);
+        row.callsPerSecond.push(await callsPerSecond(echoSmall, IN_FLIGHT, FLIGHT_CALLS));
+        row.transferMBps.push(
+          await megabytesPerSecond(MIB_CALLS, 1 << 20, () => peer.take(new Uint8Array(1 << 20))),
+        );
         row.objectMBps.push(
-          OBJECT_CALLS * mb.json.length / 1e6 / ((performance.now() - start) / 1000),
+          await megabytesPerSecond(OBJECT_CALLS, mb.json.length, () => peer.echo(mb.value)),
         );
       }
     }
@@ -112,12 +103,7 @@ export async function runThreads(
   log: (line: string) => void,
 ): Promise<ThreadsResult> {
   log(`threads: ${rounds} rounds`);
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", import.meta.filename!, "--json", String(rounds)],
-    stderr: "inherit",
-  }).output();
-  if (!out.success) throw new Error("the threads section failed");
-  return JSON.parse(new TextDecoder().decode(out.stdout));
+  return await runFresh(import.meta.filename!, ["--json", String(rounds)]);
 }
 
 /** The rows of the table: label, figure of a round, how to print it, higher is better. */
@@ -164,18 +150,9 @@ export function threadsMarkdown(result: ThreadsResult | undefined): string[] {
   if (result === undefined) return [...out, "Not measured in this run.", ""];
   const ratios = threadsRatios(result);
   out.push(
-    "Three clients of one service in a Deno module Worker (`bench/report/_threads.ts`): " +
-      "comlink 4.4 over `postMessage`, a " +
-      "conduit channel (JSON, raw bytes for the transfer) over the Web Worker transport, and " +
-      "one over the shared ring. Small calls echo the report's `small` payload one at a time " +
-      `(p50 and p99 of ${SMALL_CALLS.toLocaleString("en-US")} per round); the 1 MiB buffers ` +
-      "are transferred to the worker, which answers their length; the 1 MB object is the " +
-      "report's payload, MB/s counting its compact JSON bytes. Rounds interleave the clients " +
-      `in a rotating order; median of ${result.rounds} rounds (min–max), each ratio to comlink ` +
-      "paired by round (above 1 is better); measured " +
-      `${result.date.slice(0, 16).replace("T", " ")} UTC, load average ${result.load} before, ` +
-      `${result.loadAfter} after. Target: ≥ 1.2× comlink on every row, and the ring's p50 ≤ ⅓ ` +
-      "of the Web Worker transport's.",
+    "comlink 4.4 over `postMessage`, a conduit channel over the Web Worker transport and one " +
+      "over the shared ring, to one service in a module Worker; under each figure its ratio to " +
+      `comlink (above 1 is better). ${roundsLine(result)}`,
     "",
     `| client | ${COLUMNS.map(([label]) => label).join(" | ")} |`,
     `| --- | ${COLUMNS.map(() => "---").join(" | ")} |`,

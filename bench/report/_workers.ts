@@ -1,6 +1,6 @@
 // "Workers": what a user of spawnWorker meets first, against a bare Deno child in the same run.
-// - spawn: spawnWorker with default options until the first reply (bench/_first_reply.ts)
-//   against a bare `deno eval` child until its first byte on stdout (bench/_bare_deno.ts); a
+// - spawn: spawnWorker with default options until the first reply against a bare `deno eval`
+//   child until its first byte on stdout (both in bench/_peers.ts); a
 //   fresh parent process's first spawn, then the median of the spawns after it;
 // - stream: 100 MB of 64 KiB Uint8Array chunks streamed from a worker with default options
 //   (bench/_stream_100mb_worker.ts) against a bare Deno child writing the same bytes to its
@@ -11,11 +11,11 @@
 //   deno run -A bench/report/_workers.ts <case> <MB>    prints one JSON line
 
 import { spawnWorker } from "../../workers/mod.ts";
-import { bareFirstByte } from "../_bare_deno.ts";
-import { workerFirstReply } from "../_first_reply.ts";
-import { measureStream, type StreamApi } from "../_stream_100mb_api.ts";
+import { bareFirstByte, workerFirstReply } from "../_peers.ts";
+import type { StreamApi } from "../_stream_100mb_worker.ts";
 import { loadAverage } from "./_env.ts";
-import { spreadOf, time, times } from "./_format.ts";
+import { roundsLine, spreadOf, time, times } from "./_format.ts";
+import { freshRounds } from "./_measure.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 const CASES = ["worker-spawn", "bare-spawn", "worker-stream", "bare-stream"] as const;
@@ -55,27 +55,19 @@ export async function runWorkers(
 ): Promise<WorkersResult> {
   const date = new Date().toISOString();
   const load = loadAverage();
-  const worker = { first: [] as number[], repeated: [] as number[], streamSeconds: [] as number[] };
-  const bare = { first: [] as number[], repeated: [] as number[], streamSeconds: [] as number[] };
-  for (let round = 0; round < rounds; round++) {
-    log(`workers round ${round + 1}/${rounds}`);
-    for (let i = 0; i < CASES.length; i++) {
-      const name = CASES[(i + round) % CASES.length];
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", import.meta.filename!, name, String(streamMB)],
-        stderr: "inherit",
-      }).output();
-      if (!out.success) throw new Error(`workers case ${name} failed`);
-      const figures = JSON.parse(new TextDecoder().decode(out.stdout));
-      const side = name.startsWith("worker") ? worker : bare;
-      if (name.endsWith("spawn")) {
-        side.first.push(figures.first);
-        side.repeated.push(figures.repeated);
-      } else {
-        side.streamSeconds.push(figures.seconds);
-      }
-    }
-  }
+  const figures = await freshRounds<Case, SpawnFigures & { seconds: number }>(
+    import.meta.filename!,
+    CASES,
+    [String(streamMB)],
+    rounds,
+    log,
+  );
+  const side = (name: "worker" | "bare") => ({
+    first: figures[`${name}-spawn`].map((f) => f.first),
+    repeated: figures[`${name}-spawn`].map((f) => f.repeated),
+    streamSeconds: figures[`${name}-stream`].map((f) => f.seconds),
+  });
+  const [worker, bare] = [side("worker"), side("bare")];
   const ratio = (a: number[], b: number[]) => spread(a.map((value, i) => value / b[i]));
   return {
     rounds,
@@ -98,16 +90,8 @@ export function workersMarkdown(result: WorkersResult | undefined): string[] {
   const s = (values: number[]) => spreadOf(spread(values), (x) => time(x * 1000));
   const { worker, bare } = result;
   out.push(
-    "`spawnWorker` with default options against a bare Deno child, each case a fresh parent " +
-      "process, rounds interleaved (`bench/report/_workers.ts`); median of " +
-      `${result.rounds} rounds (min–max), ratios paired by round; measured ` +
-      `${result.date.slice(0, 16).replace("T", " ")} UTC, load average ${result.load}. Spawn ` +
-      "is spawn → first reply for the worker (process start, module load, handshake, one call) " +
-      "and spawn → first byte on stdout for a bare `deno eval` child; a parent's first spawn " +
-      `pays for what it loads lazily, the next ${REPEATED_SPAWNS} give the repeated figure. ` +
-      `The stream is ${result.streamMB} MB of 64 KiB \`Uint8Array\` chunks from a worker ` +
-      "(structured codec, stdio, no deadline: the defaults), each chunk checked, against a bare " +
-      "Deno child writing the same bytes to its stdout.",
+    "`spawnWorker` with default options against a bare Deno child; the repeated spawn is the " +
+      `median of the ${REPEATED_SPAWNS} after a parent's first. ${roundsLine(result)}`,
     "",
     "| case | conduit worker | bare Deno child | ratio | target |",
     "| --- | --- | --- | --- | --- |",
@@ -134,16 +118,26 @@ async function spawnFigures(spawn: () => Promise<number>): Promise<SpawnFigures>
 
 const STREAM_WORKER = new URL("../_stream_100mb_worker.ts", import.meta.url);
 
+/** Streams `bytes` from a worker with default options, checking every chunk; seconds. */
 async function workerStream(bytes: number): Promise<number> {
   const worker = await spawnWorker<StreamApi>(STREAM_WORKER);
-  const result = await measureStream(
-    "worker",
-    worker.remote,
-    { bytes, chunkBytes: CHUNK_BYTES },
-    async () => void await worker.close(),
-  );
-  if (!result.intact) throw new Error("worker stream: a chunk arrived changed");
-  return result.seconds;
+  const count = Math.ceil(bytes / CHUNK_BYTES);
+  let received = 0;
+  let index = 0;
+  const start = performance.now();
+  for await (const item of worker.remote.chunks({ count, bytes: CHUNK_BYTES })) {
+    const byte = index++ & 0xff;
+    if (!(item instanceof Uint8Array) || item[0] !== byte || item.at(-1) !== byte) {
+      throw new Error(`worker stream: chunk ${index - 1} arrived changed`);
+    }
+    received += item.length;
+  }
+  const seconds = (performance.now() - start) / 1000;
+  await worker.close();
+  if (received !== count * CHUNK_BYTES) {
+    throw new Error(`worker stream: received ${received} of ${count * CHUNK_BYTES} bytes`);
+  }
+  return seconds;
 }
 
 /** A bare Deno child writes `bytes` to its stdout in 64 KiB writes; we read them all. */
@@ -168,21 +162,15 @@ async function bareStream(bytes: number): Promise<number> {
   return seconds;
 }
 
-async function measure(name: Case, bytes: number): Promise<object> {
-  switch (name) {
-    case "worker-spawn":
-      return await spawnFigures(workerFirstReply);
-    case "bare-spawn":
-      return await spawnFigures(bareFirstByte);
-    case "worker-stream":
-      return { seconds: await workerStream(bytes) };
-    case "bare-stream":
-      return { seconds: await bareStream(bytes) };
-  }
-}
+const MEASURE: Record<Case, (bytes: number) => Promise<object>> = {
+  "worker-spawn": () => spawnFigures(workerFirstReply),
+  "bare-spawn": () => spawnFigures(bareFirstByte),
+  "worker-stream": async (bytes) => ({ seconds: await workerStream(bytes) }),
+  "bare-stream": async (bytes) => ({ seconds: await bareStream(bytes) }),
+};
 
 if (import.meta.main) {
   const [name, mb] = Deno.args;
   if (!CASES.includes(name as Case)) throw new TypeError(`unknown case ${name}`);
-  console.log(JSON.stringify(await measure(name as Case, Number(mb) * MB)));
+  console.log(JSON.stringify(await MEASURE[name as Case](Number(mb) * MB)));
 }

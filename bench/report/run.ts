@@ -3,7 +3,7 @@
 // raw frames over the same transport, node:child_process fork IPC, a Web Worker). Writes
 // REPORT.md and results.json (every figure) to the output directory.
 //
-//   deno run -A bench/report/run.ts [--quick] [--out dir] [--runs n] [--payloads 1KB,1MB]
+//   deno run -A bench/report/run.ts [--quick] [--out dir]
 //   deno run -A bench/report/run.ts --render bench/report/results.json
 //
 // The full run takes about 12 minutes on 2 cores; --quick exercises every code path in under
@@ -26,19 +26,16 @@ import { runStreams } from "./_streams.ts";
 import { runSuite, subjects, warmUp } from "./_suite.ts";
 import { evaluateTargets } from "./_targets.ts";
 
-const args = Deno.args;
-const config = { ...(args.includes("--quick") ? QUICK : FULL) };
-// For trying the harness out: --runs 1, --payloads small,1MB (the committed report uses neither).
-const runsArg = args.indexOf("--runs");
-if (runsArg >= 0) config.runs = Number(args[runsArg + 1]);
-const payloadsArg = args.indexOf("--payloads");
-if (payloadsArg >= 0) config.payloads = ["small", ...args[payloadsArg + 1].split(",")];
-const outIndex = args.indexOf("--out");
+const option = (name: string) => {
+  const at = Deno.args.indexOf(`--${name}`);
+  if (at >= 0 && Deno.args[at + 1] === undefined) throw new TypeError(`--${name} needs a value`);
+  return at >= 0 ? Deno.args[at + 1] : undefined;
+};
+const config = { ...(Deno.args.includes("--quick") ? QUICK : FULL) };
 // By default the report goes to bench/REPORT.md and results.json beside this file; with --out
 // both go to that directory.
-const outDir = outIndex >= 0 ? args[outIndex + 1] : new URL(".", import.meta.url).pathname;
-if (!outDir) throw new TypeError("--out needs a directory");
-const reportPath = outIndex >= 0
+const outDir = option("out") ?? new URL(".", import.meta.url).pathname;
+const reportPath = option("out")
   ? `${outDir}/REPORT.md`
   : new URL("../REPORT.md", import.meta.url).pathname;
 
@@ -48,11 +45,9 @@ const log = (line: string) => {
   console.error(`[${seconds} s] ${line}`);
 };
 
-const renderArg = args.indexOf("--render");
-if (renderArg >= 0) {
-  const results: ReportResults = undefinedForNull(
-    JSON.parse(await Deno.readTextFile(args[renderArg + 1])),
-  );
+const render = option("render");
+if (render !== undefined) {
+  const results: ReportResults = undefinedForNull(JSON.parse(await Deno.readTextFile(render)));
   results.targets = evaluateTargets(results);
   await write(results);
 } else {
@@ -84,12 +79,7 @@ async function measure(): Promise<ReportResults> {
     log("streams");
     const streams = await runStreams(config, socketDir, log);
     log("node peers");
-    const nodePeers = await runNodePeers(
-      config.nodeRounds,
-      config.nodeBudgetMs,
-      config.nodeWarmUpOps,
-      log,
-    );
+    const nodePeers = await runNodePeers(config, log);
     log("closer to the machine");
     const machine = await runMachine(config.machineRounds, config.machineScale, socketDir, log);
     log("workers");
