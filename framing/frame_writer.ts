@@ -548,7 +548,7 @@ export class FrameWriter {
     this.#state = FAILED;
     this.#failure = error;
     this.#packer.clear();
-    this.#waiters.wakeAll();
+    this.#waiters.wakeEveryone();
     this.#onFailure?.(error);
   }
 }
@@ -625,7 +625,8 @@ class Waiters {
     if (this.ready.length > 0) wakeAll(this.ready.splice(0));
   }
 
-  wakeAll(): void {
+  /** The writer failed: every waiter settles (and rejects). */
+  wakeEveryone(): void {
     this.wakeReady();
     wakeAll(this.inFlight.splice(0));
     wakeAll(this.queued.splice(0));
