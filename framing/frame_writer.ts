@@ -194,7 +194,7 @@ export class FrameWriter {
   /** Whether batches are being written: IDLE, SCHEDULED (at the turn's end) or PUMPING. */
   #pumpState: PumpState = IDLE;
   /** The batch the pump is writing. */
-  readonly #batch = new Batch();
+  readonly #batch = new BatchInFlight();
   /** The promises of ready and flush() not yet settled. */
   readonly #waiters = new Waiters();
 
@@ -579,7 +579,7 @@ const PUMPING = 2;
 const NO_CHUNKS: Uint8Array[] = [];
 
 /** The batch FrameWriter's pump is writing, one chunk at a time. */
-class Batch {
+class BatchInFlight {
   /** The batch's chunks, NO_CHUNKS between batches. */
   chunks: Uint8Array[] = NO_CHUNKS;
   /** The index of the next chunk to write. */
