@@ -6,9 +6,11 @@
 
 import { FrameTooLargeError, type FramingError, TruncatedFrameError } from "../errors.ts";
 import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, readLength, writeLength } from "./_header.ts";
+import { LargeFrames } from "./_large_frames.ts";
+import { MAX_RECYCLED_BUFFERS } from "./limits.ts";
 import { integerOption } from "../_options.ts";
 
-export { FRAME_HEADER_BYTES };
+export { FRAME_HEADER_BYTES, MAX_RECYCLED_BUFFERS };
 
 /**
  * The default `maxFrameBytes` of the length-prefixed and Content-Length framings: 64 MiB.
@@ -91,38 +93,10 @@ export interface FrameDecoderSplitOptions extends FrameDecoderOptions {
   splitHead?: (start: Uint8Array) => number | undefined;
 }
 
-/**
- * The most buffers a {@linkcode FrameDecoder} keeps for reuse from
- * {@linkcode FrameDecoder.recycle}: 4. Recycling more drops the oldest, so the pool holds the
- * sizes of the latest frames.
- *
- * @example
- * ```ts
- * import { MAX_RECYCLED_BUFFERS } from "@conduit/ipc/framing";
- * import assert from "node:assert/strict";
- *
- * assert.equal(MAX_RECYCLED_BUFFERS, 4);
- * ```
- */
-export const MAX_RECYCLED_BUFFERS = 4;
-
 const EMPTY = new Uint8Array(0);
 
 /** How many bytes of an oversized frame's start FrameTooLargeError keeps, header included. */
 const RECEIVED_BYTES = 64;
-
-/**
- * The least a frame must still need for readTarget() to offer it: below this, one ordinary
- * read that also brings the frames after it beats a read into the frame alone. Also the
- * least a frame's buffer must hold for recycle() to take it back.
- */
-const DIRECT_READ_MIN_BYTES = 64 * 1024;
-
-/**
- * With `splitHead`, how many bytes after a large frame's header readTarget() offers for the
- * next frame's header and head (a protocol's envelope: conduit's is at most about 1 KiB).
- */
-const SPLIT_PROBE_BYTES = 2 * 1024;
 
 /**
  * Splits a byte stream into length-prefixed frames, synchronously: {@linkcode push} a chunk,
@@ -169,18 +143,9 @@ export class FrameDecoder {
   #partialDirect = false;
   /** The head of a split frame being assembled (its rest is `#partial`). */
   #partialHead: Uint8Array | undefined;
-  readonly #splitHead: ((start: Uint8Array) => number | undefined) | undefined;
   /** The rest of the split frame `next()` returned last. */
   #tail: Uint8Array | undefined;
   #bytesCopied = 0;
-  #buffersAllocated = 0;
-  /**
-   * The buffers of the large frames returned whole and not yet recycled: only memory that
-   * backs nothing but one whole frame may be reused.
-   */
-  readonly #frameBuffers = new WeakSet<ArrayBufferLike>();
-  /** Recycled buffers, oldest first, at most MAX_RECYCLED_BUFFERS. */
-  readonly #recycled: ArrayBuffer[] = [];
   #error: FramingError | undefined;
   /**
    * What readTarget() last returned, until the next push(): the unfilled rest of the partial
@@ -188,18 +153,8 @@ export class FrameDecoder {
    * reads as empty at offset 0 once a transfer detached it).
    */
   #target: Uint8Array | undefined;
-  /** The last frame was read straight into its buffer: read the next header alone. */
-  #expectLarge = false;
-  /**
-   * Large frames have been handed back through recycle(): each large frame is read into a
-   * buffer of its own (one more read per frame), never as a view of a chunk.
-   */
-  #recycling = false;
-  /**
-   * Large frames come back to back: a chunk held one and more bytes after it. Each large
-   * frame is then read into a buffer of its own too, until a small frame ends the run.
-   */
-  #largeRuns = false;
+  /** When large frames are read apart or split, and the buffers recycled for them. */
+  readonly #large: LargeFrames;
 
   /**
    * Creates a decoder waiting for the first header.
@@ -211,7 +166,7 @@ export class FrameDecoder {
   constructor(options: FrameDecoderSplitOptions = {}) {
     const max = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.#maxFrameBytes = integerOption("maxFrameBytes", max, 0, MAX_HEADER_LENGTH);
-    this.#splitHead = options.splitHead;
+    this.#large = new LargeFrames(options.splitHead);
   }
 
   /**
@@ -277,7 +232,7 @@ export class FrameDecoder {
    * buffer handed back through {@linkcode recycle}. Exposed for tests and diagnostics.
    */
   get buffersAllocated(): number {
-    return this.#buffersAllocated;
+    return this.#large.buffersAllocated;
   }
 
   /** Whether a frame (or its header) has started and not yet finished. */
@@ -307,7 +262,7 @@ export class FrameDecoder {
         return;
       }
     }
-    this.#expectLarge = false;
+    this.#large.expectLarge = false;
     this.#chunk = chunk;
     this.#offset = 0;
   }
@@ -379,17 +334,17 @@ export class FrameDecoder {
     if (partial !== undefined) {
       const pending = this.#partialSize - this.#partialFill;
       if (
-        pending === 0 || (!this.#readsDirect(this.#partialSize, pending) && !this.#partialDirect)
+        pending === 0 ||
+        (!this.#large.readsDirect(this.#partialSize, pending) && !this.#partialDirect)
       ) {
         return undefined;
       }
       target = partial.subarray(this.#partialFill);
-    } else if (this.#expectLarge) {
-      if (this.#splitHead !== undefined && this.#headerFill === 0) {
-        // Where frames are split, the next frame's head is read with its header: a fresh
-        // buffer read as an ordinary chunk, so that the head is there to split at.
-        return new Uint8Array(FRAME_HEADER_BYTES + SPLIT_PROBE_BYTES);
-      }
+    } else if (this.#large.expectLarge) {
+      // Where frames are split, the next frame's head is read with its header: a fresh
+      // buffer read as an ordinary chunk, so that the head is there to split at.
+      const probe = this.#headerFill === 0 ? this.#large.probe() : undefined;
+      if (probe !== undefined) return probe;
       target = this.#header.subarray(this.#headerFill);
     } else {
       return undefined;
@@ -436,31 +391,10 @@ export class FrameDecoder {
   next(): Uint8Array | undefined {
     if (this.#error !== undefined) throw this.#error;
     this.#tail = undefined;
+    if (this.#partial !== undefined) return this.#fillPartial();
     const chunk = this.#chunk;
     const size = chunk.length;
     let offset = this.#offset;
-
-    const partial = this.#partial;
-    if (partial !== undefined) {
-      const take = Math.min(this.#partialSize - this.#partialFill, size - offset);
-      if (take > 0) {
-        partial.set(chunk.subarray(offset, offset + take), this.#partialFill);
-        this.#partialFill += take;
-        this.#bytesCopied += take;
-        this.#offset = offset + take;
-      }
-      if (this.#partialFill < this.#partialSize) return undefined;
-      this.#partial = undefined;
-      this.#expectLarge = this.#partialDirect;
-      // Registered only now: a read into the frame may have transferred its buffer.
-      if (this.#partialSize >= DIRECT_READ_MIN_BYTES) this.#frameBuffers.add(partial.buffer);
-      else this.#largeRuns = false; // a small frame ends a run of large ones
-      const head = this.#partialHead;
-      if (head === undefined) return partial;
-      this.#partialHead = undefined;
-      this.#tail = partial;
-      return head;
-    }
 
     let length: number;
     // Whether the header was assembled in #header (it spanned chunks); else it lies in the
@@ -481,41 +415,57 @@ export class FrameDecoder {
       offset += FRAME_HEADER_BYTES;
     }
 
-    if (length > this.#maxFrameBytes) {
-      this.#offset = size;
-      const header = assembled ? this.#header : chunk.subarray(offset - FRAME_HEADER_BYTES);
-      const received = new Uint8Array(Math.min(RECEIVED_BYTES, FRAME_HEADER_BYTES + size - offset));
-      received.set(header.subarray(0, FRAME_HEADER_BYTES));
-      received.set(
-        chunk.subarray(offset, offset + received.length - FRAME_HEADER_BYTES),
-        FRAME_HEADER_BYTES,
-      );
-      throw this.#error = new FrameTooLargeError(length, this.#maxFrameBytes, { received });
-    }
+    if (length > this.#maxFrameBytes) throw this.#tooLarge(length, offset, assembled);
     if (size - offset >= length) {
       this.#offset = offset + length;
-      if (length >= DIRECT_READ_MIN_BYTES) {
-        // Large frames back to back, or handed back, would rather come in buffers of their
-        // own: the next one will (see #largeRuns, #recycling).
-        if (offset + length < size) this.#largeRuns = true;
-        if (this.#largeApart()) this.#expectLarge = true;
-      } else {
-        // A small frame ends a run of large ones.
-        this.#largeRuns = false;
-        this.#expectLarge = false;
-      }
+      this.#large.viewed(length, offset + length < size);
       return chunk.subarray(offset, offset + length);
     }
-    // The frame spans chunks: it gets a buffer of its own, or its head and its rest do.
+    this.#startPartial(length, offset);
+    return undefined;
+  }
+
+  /**
+   * next() with a frame under way that spans chunks: copies what the chunk holds of it, and
+   * returns the frame (or its head) once complete.
+   */
+  #fillPartial(): Uint8Array | undefined {
+    const partial = this.#partial!;
+    const chunk = this.#chunk;
+    const offset = this.#offset;
+    const take = Math.min(this.#partialSize - this.#partialFill, chunk.length - offset);
+    if (take > 0) {
+      partial.set(chunk.subarray(offset, offset + take), this.#partialFill);
+      this.#partialFill += take;
+      this.#bytesCopied += take;
+      this.#offset = offset + take;
+    }
+    if (this.#partialFill < this.#partialSize) return undefined;
+    this.#partial = undefined;
+    this.#large.assembled(partial, this.#partialSize, this.#partialDirect);
+    const head = this.#partialHead;
+    if (head === undefined) return partial;
+    this.#partialHead = undefined;
+    this.#tail = partial;
+    return head;
+  }
+
+  /**
+   * A frame of `length` bytes starts at `offset` and spans chunks: it gets a buffer of its
+   * own, or its head and its rest do, and the chunk's part of it is copied there.
+   */
+  #startPartial(length: number, offset: number): void {
+    const chunk = this.#chunk;
+    const size = chunk.length;
     let start = offset;
-    const head = this.#splitAt(length, chunk.subarray(offset));
+    const head = this.#large.splitAt(length, chunk.subarray(offset));
     if (head > 0) {
       this.#partialHead = chunk.slice(offset, offset + head);
       this.#bytesCopied += head;
       start += head;
       length -= head;
     }
-    const frame = this.#frameBuffer(length);
+    const frame = this.#large.buffer(length);
     if (start < size) frame.set(chunk.subarray(start));
     this.#bytesCopied += size - start;
     this.#partial = frame;
@@ -523,38 +473,26 @@ export class FrameDecoder {
     this.#partialFill = size - start;
     this.#partialDirect = false;
     this.#offset = size;
-    return undefined;
   }
 
   /**
-   * Whether the rest of a frame of `frameBytes`, `pending` bytes, is read straight into its
-   * own buffer: when a read of it alone is large enough to beat an ordinary read that also
-   * brings the frames after it, or when large frames come back to back or are handed back
-   * (#largeApart), so that each comes in a buffer of its own.
+   * The error of a header announcing `length` bytes, over the limit, its payload starting at
+   * `offset`: it keeps the frame's first bytes, and the decoder fails with it.
    */
-  #readsDirect(frameBytes: number, pending: number): boolean {
-    return pending >= DIRECT_READ_MIN_BYTES ||
-      (this.#largeApart() && frameBytes >= DIRECT_READ_MIN_BYTES);
-  }
-
-  /** Whether every large frame is read into a buffer of its own (#recycling, #largeRuns). */
-  #largeApart(): boolean {
-    return this.#recycling || this.#largeRuns;
-  }
-
-  /**
-   * Where to split a frame of `length` bytes that begins with `start` (and spans chunks): the
-   * head's length, or 0 to keep it whole. Only a frame whose rest will be read straight into
-   * its buffer is split: otherwise one buffer costs less than two.
-   */
-  #splitAt(length: number, start: Uint8Array): number {
-    if (this.#splitHead === undefined || !this.#readsDirect(length, length - start.length)) {
-      return 0;
-    }
-    const head = this.#splitHead(start);
-    return head !== undefined && Number.isInteger(head) && head > 0 && head <= start.length
-      ? head
-      : 0;
+  #tooLarge(length: number, offset: number, assembled: boolean): FrameTooLargeError {
+    const chunk = this.#chunk;
+    const size = chunk.length;
+    this.#offset = size;
+    const header = assembled ? this.#header : chunk.subarray(offset - FRAME_HEADER_BYTES);
+    const received = new Uint8Array(Math.min(RECEIVED_BYTES, FRAME_HEADER_BYTES + size - offset));
+    received.set(header.subarray(0, FRAME_HEADER_BYTES));
+    received.set(
+      chunk.subarray(offset, offset + received.length - FRAME_HEADER_BYTES),
+      FRAME_HEADER_BYTES,
+    );
+    const error = new FrameTooLargeError(length, this.#maxFrameBytes, { received });
+    this.#error = error;
+    return error;
   }
 
   /**
@@ -599,29 +537,7 @@ export class FrameDecoder {
    * ```
    */
   recycle(bytes: Uint8Array): boolean {
-    // Large frames are handed back: from now on each gets a buffer of its own, even one that
-    // would fit in a read with others (where it would be a view of a read buffer, which
-    // cannot be handed back), so that its memory can serve again.
-    if (bytes.length >= DIRECT_READ_MIN_BYTES) this.#recycling = true;
-    const buffer = bytes.buffer;
-    // A detached buffer was moved away (a thread transport may transfer a frame sent on).
-    if (!this.#frameBuffers.delete(buffer) || buffer.byteLength === 0) return false;
-    const recycled = this.#recycled;
-    if (recycled.length === MAX_RECYCLED_BUFFERS) recycled.shift();
-    // A transfer moves the memory without copying it and leaves every view of the frame
-    // empty, so a stale view can neither read a later frame nor recycle the memory again.
-    recycled.push((buffer as ArrayBuffer).transfer());
-    return true;
-  }
-
-  /** A buffer for a frame of `length` bytes that spans chunks: a recycled one if it fits. */
-  #frameBuffer(length: number): Uint8Array {
-    const recycled = this.#recycled;
-    for (let i = recycled.length - 1; i >= 0; i--) {
-      if (recycled[i].byteLength === length) return new Uint8Array(recycled.splice(i, 1)[0]);
-    }
-    this.#buffersAllocated++;
-    return new Uint8Array(length);
+    return this.#large.recycle(bytes);
   }
 
   /**

@@ -185,22 +185,18 @@ export class FrameWriter {
   readonly #writer: ChunkWriter;
   readonly #packer: BatchPacker;
   readonly #highWaterMark: number;
-  #scheduled = false;
-  #pumping = false;
-  #failure: TransportClosedError | undefined;
-  #closed = false;
-  #closing: Promise<void> | undefined;
-  #inFlightBytes = 0;
-  /** The write in flight, if it is asynchronous. */
-  #writing: Promise<void> | undefined;
-  /** The batch the pump is writing, and the index of its next chunk. */
-  #chunks: Uint8Array[] = NO_CHUNKS;
-  #chunkAt = 0;
-  #readyWaiters: Array<() => void> = [];
-  /** The flush() calls waiting for the batch in flight, and for the frames still queued. */
-  #flushWaiters: Array<() => void> = [];
-  #queuedFlushWaiters: Array<() => void> = [];
   readonly #onFailure: ((error: TransportClosedError) => void) | undefined;
+  /** Where the writer is in its life: OPEN, CLOSED (by close() or abort()) or FAILED. */
+  #state: WriterState = OPEN;
+  /** What every call throws or rejects with once FAILED. */
+  #failure: TransportClosedError | undefined;
+  #closing: Promise<void> | undefined;
+  /** Whether batches are being written: IDLE, SCHEDULED (at the turn's end) or PUMPING. */
+  #pumpState: PumpState = IDLE;
+  /** The batch the pump is writing. */
+  readonly #batch = new BatchInFlight();
+  /** The promises of ready and flush() not yet settled. */
+  readonly #waiters = new Waiters();
 
   /**
    * Creates a writer that takes the lock of `target`, a byte stream, or writes to a
@@ -244,7 +240,7 @@ export class FrameWriter {
         // As a WritableStream's abort does: the write in flight finishes first (a HELLO in
         // flight still reaches a peer refused during its handshake).
         abort: async (reason) => {
-          await this.#writing?.catch(() => {});
+          await this.#batch.writing?.catch(() => {});
           await target.abort(reason);
         },
       };
@@ -256,8 +252,8 @@ export class FrameWriter {
    * 0 once the writer is closed or failed.
    */
   get desiredSize(): number {
-    if (this.#closed || this.#failure !== undefined) return 0;
-    return this.#highWaterMark - this.#packer.pendingBytes - this.#inFlightBytes;
+    if (this.#state !== OPEN) return 0;
+    return this.#highWaterMark - this.#packer.pendingBytes - this.#batch.bytes;
   }
 
   /**
@@ -297,8 +293,7 @@ export class FrameWriter {
    * @throws {FrameTooLargeError} When the payload exceeds `maxFrameBytes`; nothing is queued.
    */
   write(payload: Uint8Array): void {
-    if (this.#failure !== undefined) throw this.#failure;
-    if (this.#closed) throw new TransportClosedError("FrameWriter is closed");
+    if (this.#state !== OPEN) throw this.#refusal();
     this.#packer.add(payload);
     this.#queued();
   }
@@ -336,8 +331,7 @@ export class FrameWriter {
    * ```
    */
   writeParts(head: Uint8Array, body: Uint8Array): void {
-    if (this.#failure !== undefined) throw this.#failure;
-    if (this.#closed) throw new TransportClosedError("FrameWriter is closed");
+    if (this.#state !== OPEN) throw this.#refusal();
     this.#packer.addParts(head, body);
     this.#queued();
   }
@@ -386,8 +380,8 @@ export class FrameWriter {
    * ```
    */
   writeQueued(): void {
-    if (this.#pumping || this.#failure !== undefined || this.#packer.empty) return;
-    this.#pumping = true;
+    if (this.#pumpState === PUMPING || this.#state === FAILED || this.#packer.empty) return;
+    this.#pumpState = PUMPING;
     this.#pump();
   }
 
@@ -396,9 +390,9 @@ export class FrameWriter {
    * `TransportClosedError` once the byte stream has failed.
    */
   get ready(): Promise<void> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#state === FAILED) return Promise.reject(this.#failure);
     if (this.#belowMark()) return Promise.resolve();
-    return this.#wait(this.#readyWaiters);
+    return this.#wait(this.#waiters.ready);
   }
 
   /**
@@ -406,11 +400,11 @@ export class FrameWriter {
    * with `TransportClosedError` if it fails first.
    */
   flush(): Promise<void> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#state === FAILED) return Promise.reject(this.#failure);
     // Queued frames go out with the next batch taken; without any, the batch in flight (if
-    // any: #inFlightBytes counts down to 0 as its last chunk is written) holds them.
-    if (!this.#packer.empty) return this.#wait(this.#queuedFlushWaiters);
-    if (this.#inFlightBytes > 0) return this.#wait(this.#flushWaiters);
+    // any: its bytes count down to 0 as its last chunk is written) holds them.
+    if (!this.#packer.empty) return this.#wait(this.#waiters.queued);
+    if (this.#batch.bytes > 0) return this.#wait(this.#waiters.inFlight);
     return Promise.resolve();
   }
 
@@ -428,14 +422,13 @@ export class FrameWriter {
    * `TransportClosedError` whose `cause` is `reason`.
    */
   async abort(reason?: unknown): Promise<void> {
-    this.#closed = true;
     this.#packer.clear();
     this.#fail(new TransportClosedError("FrameWriter was aborted", { cause: reason }));
     await this.#writer.abort(reason).catch(() => {});
   }
 
   async #close(): Promise<void> {
-    this.#closed = true;
+    if (this.#state === OPEN) this.#state = CLOSED;
     await this.flush();
     try {
       await this.#writer.close();
@@ -448,29 +441,40 @@ export class FrameWriter {
   }
 
   #belowMark(): boolean {
-    return this.desiredSize > 0 || (this.#packer.empty && this.#inFlightBytes === 0);
+    return this.desiredSize > 0 || (this.#packer.empty && this.#batch.bytes === 0);
+  }
+
+  /** What write() throws once the writer is not OPEN. */
+  #refusal(): TransportClosedError {
+    return this.#failure ?? new TransportClosedError("FrameWriter is closed");
   }
 
   #wait(waiters: Array<() => void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      waiters.push(() => this.#failure !== undefined ? reject(this.#failure) : resolve());
+      waiters.push(() => this.#state === FAILED ? reject(this.#failure) : resolve());
     });
   }
 
   /** Starts the pump: now once a whole batch waits, else at the end of the microtask turn. */
   #queued(): void {
-    if (this.#pumping) return;
+    const pumpState = this.#pumpState;
+    if (pumpState === PUMPING) return;
     if (this.#packer.pendingBytes >= this.#packer.maxBatchBytes) this.writeQueued();
-    else if (!this.#scheduled) {
-      this.#scheduled = true;
+    else if (pumpState === IDLE) {
+      this.#pumpState = SCHEDULED;
       queueMicrotask(this.#startPump);
     }
   }
 
   readonly #startPump = (): void => {
-    this.#scheduled = false;
-    if (this.#failure !== undefined || this.#pumping || this.#packer.empty) return;
-    this.#pumping = true;
+    // A microtask queued before writeQueued() started the pump finds it PUMPING, or IDLE
+    // once it stopped: either way it has nothing to do.
+    if (this.#pumpState !== SCHEDULED) return;
+    if (this.#state === FAILED || this.#packer.empty) {
+      this.#pumpState = IDLE;
+      return;
+    }
+    this.#pumpState = PUMPING;
     this.#pump();
   };
 
@@ -481,32 +485,28 @@ export class FrameWriter {
    */
   #pump(): void {
     const packer = this.#packer;
+    const batch = this.#batch;
     try {
       while (true) {
-        const chunks = this.#chunks;
-        if (this.#chunkAt === chunks.length) {
+        const chunks = batch.chunks;
+        if (batch.at === chunks.length) {
           if (chunks !== NO_CHUNKS) {
             // The batch is written: wake the flush() calls it held, then let the frames
             // queued by the continuations of this write join the next batch.
-            this.#chunks = NO_CHUNKS;
-            this.#chunkAt = 0;
-            if (this.#flushWaiters.length > 0) wakeAll(this.#flushWaiters.splice(0));
+            batch.clear();
+            this.#waiters.batchWritten();
             queueMicrotask(this.#nextBatch);
             return;
           }
-          if (packer.empty || this.#failure !== undefined) return this.#stopPump();
-          this.#inFlightBytes = packer.pendingBytes;
-          this.#chunks = packer.take();
-          // The frames the queued flush() calls wait for are in this batch now (and the
-          // waiters of the batch before were woken once it was written).
-          const inBatch = this.#queuedFlushWaiters;
-          this.#queuedFlushWaiters = this.#flushWaiters;
-          this.#flushWaiters = inBatch;
+          if (packer.empty || this.#state === FAILED) return this.#stopPump();
+          batch.bytes = packer.pendingBytes;
+          batch.chunks = packer.take();
+          this.#waiters.batchTaken();
           continue;
         }
-        const writing = this.#writer.write(chunks[this.#chunkAt]);
+        const writing = this.#writer.write(chunks[batch.at]);
         if (writing !== undefined) {
-          this.#writing = writing;
+          batch.writing = writing;
           writing.then(this.#chunkWritten, this.#writeFailed);
           return;
         }
@@ -520,7 +520,7 @@ export class FrameWriter {
   readonly #nextBatch = (): void => this.#pump();
 
   readonly #chunkWritten = (): void => {
-    this.#writing = undefined;
+    this.#batch.writing = undefined;
     this.#countWritten();
     this.#pump();
   };
@@ -530,30 +530,25 @@ export class FrameWriter {
     this.#stopPump();
   };
 
-  /** The chunk at #chunkAt was written. */
+  /** The batch's next chunk was written. */
   #countWritten(): void {
-    this.#inFlightBytes -= this.#chunks[this.#chunkAt++].length;
-    if (this.#readyWaiters.length > 0 && this.#belowMark()) {
-      wakeAll(this.#readyWaiters.splice(0));
-    }
+    const batch = this.#batch;
+    batch.bytes -= batch.chunks[batch.at++].length;
+    if (this.#waiters.ready.length > 0 && this.#belowMark()) this.#waiters.wakeReady();
   }
 
   #stopPump(): void {
-    this.#pumping = false;
-    this.#writing = undefined;
-    this.#inFlightBytes = 0;
-    this.#chunks = NO_CHUNKS;
-    this.#chunkAt = 0;
-    if (this.#readyWaiters.length > 0) wakeAll(this.#readyWaiters.splice(0));
+    this.#pumpState = IDLE;
+    this.#batch.clear();
+    this.#waiters.wakeReady();
   }
 
   #fail(error: TransportClosedError): void {
-    if (this.#failure !== undefined) return;
+    if (this.#state === FAILED) return;
+    this.#state = FAILED;
     this.#failure = error;
     this.#packer.clear();
-    wakeAll(this.#readyWaiters.splice(0));
-    wakeAll(this.#flushWaiters.splice(0));
-    wakeAll(this.#queuedFlushWaiters.splice(0));
+    this.#waiters.wakeEveryone();
     this.#onFailure?.(error);
   }
 }
@@ -566,7 +561,77 @@ interface ChunkWriter {
   abort(reason?: unknown): Promise<void>;
 }
 
+/** FrameWriter's lifecycle: OPEN, then CLOSED by close() or abort(); FAILED overrides both. */
+type WriterState = typeof OPEN | typeof CLOSED | typeof FAILED;
+const OPEN = 0;
+const CLOSED = 1;
+const FAILED = 2;
+
+/**
+ * FrameWriter's pump: IDLE, SCHEDULED to start at the end of the microtask turn, or PUMPING
+ * (writing batches until the queue is empty).
+ */
+type PumpState = typeof IDLE | typeof SCHEDULED | typeof PUMPING;
+const IDLE = 0;
+const SCHEDULED = 1;
+const PUMPING = 2;
+
 const NO_CHUNKS: Uint8Array[] = [];
+
+/** The batch FrameWriter's pump is writing, one chunk at a time. */
+class BatchInFlight {
+  /** The batch's chunks, NO_CHUNKS between batches. */
+  chunks: Uint8Array[] = NO_CHUNKS;
+  /** The index of the next chunk to write. */
+  at = 0;
+  /** Bytes not written yet: 0 once the last chunk is. */
+  bytes = 0;
+  /** The write in flight, if it is asynchronous. */
+  writing: Promise<void> | undefined = undefined;
+
+  clear(): void {
+    this.chunks = NO_CHUNKS;
+    this.at = 0;
+    this.bytes = 0;
+    this.writing = undefined;
+  }
+}
+
+/**
+ * The callers FrameWriter keeps waiting: `ready` until the queue is below the mark, `flush()`
+ * until the frames queued so far are written. A batch taken moves the flush() calls waiting
+ * for queued frames to waiting for the batch in flight.
+ */
+class Waiters {
+  ready: Array<() => void> = [];
+  /** flush() calls waiting for the batch in flight. */
+  inFlight: Array<() => void> = [];
+  /** flush() calls waiting for frames still queued. */
+  queued: Array<() => void> = [];
+
+  /** A batch was taken: the frames the queued flush() calls wait for are in it now. */
+  batchTaken(): void {
+    // The waiters of the batch before were woken once it was written: reuse their array.
+    const empty = this.inFlight;
+    this.inFlight = this.queued;
+    this.queued = empty;
+  }
+
+  batchWritten(): void {
+    if (this.inFlight.length > 0) wakeAll(this.inFlight.splice(0));
+  }
+
+  wakeReady(): void {
+    if (this.ready.length > 0) wakeAll(this.ready.splice(0));
+  }
+
+  /** The writer failed: every waiter settles (and rejects). */
+  wakeEveryone(): void {
+    this.wakeReady();
+    wakeAll(this.inFlight.splice(0));
+    wakeAll(this.queued.splice(0));
+  }
+}
 
 function failedError(cause: unknown): TransportClosedError {
   const detail = cause instanceof Error ? cause.message : String(cause);

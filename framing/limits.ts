@@ -26,3 +26,18 @@ export const FRAME_HEADER_BYTES = 4;
  * ```
  */
 export const DEFAULT_MAX_BATCH_BYTES: number = 64 * 1024;
+
+/**
+ * The most buffers a {@linkcode FrameDecoder} keeps for reuse from
+ * {@linkcode FrameDecoder.recycle}: 4. Recycling more drops the oldest, so the pool holds the
+ * sizes of the latest frames.
+ *
+ * @example
+ * ```ts
+ * import { MAX_RECYCLED_BUFFERS } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(MAX_RECYCLED_BUFFERS, 4);
+ * ```
+ */
+export const MAX_RECYCLED_BUFFERS = 4;

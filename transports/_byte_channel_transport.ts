@@ -1,8 +1,10 @@
 // The one implementation of the Transport contract. Each transport (memory, Unix socket, TCP,
 // TLS, stdio on either side) only supplies a ByteChannel: how to read, write, half-close and
-// release its OS object. Close semantics, flushing and error mapping live here, once.
+// release its OS object. Close semantics, flushing and error mapping live here and in the
+// read direction (_channel_reads.ts), once.
 
 import { TransportClosedError } from "../errors.ts";
+import { ChannelReads, messageOf } from "./_channel_reads.ts";
 import type { Transport } from "./types.ts";
 
 /** What a transport needs from the object under it. */
@@ -40,9 +42,6 @@ export interface ByteChannel {
   freeBuffers?(): void;
 }
 
-/** What `pull` returns: the read it starts is followed by `#reading`, not by the stream. */
-const RESOLVED: Promise<void> = Promise.resolve();
-
 /** The most bytes the writable queues before `writer.ready` waits: 64 KiB. */
 const WRITE_HIGH_WATER_MARK = 64 * 1024;
 
@@ -62,6 +61,10 @@ const WRITE_HIGH_WATER_MARK = 64 * 1024;
  * `readChunk`, `readInto`, `writeChunk` and `closeWrite` (a channel's engine does) never makes
  * the process load Deno's Web Streams, which a worker would otherwise pay before its first
  * reply (`bench/ab_engine.ts` case `spawn`).
+ *
+ * The transport's own life (open, then released gracefully or by an abort) is a
+ * {@linkcode TransportLife}; each direction keeps its own state ({@linkcode ChannelReads},
+ * {@linkcode ChannelWrites}), and the transport releases the channel once both have ended.
  */
 export class ByteChannelTransport implements Transport {
   /**
@@ -80,48 +83,29 @@ export class ByteChannelTransport implements Transport {
    */
   readonly readChunk: (() => Promise<Uint8Array | null>) | undefined;
   readonly #channel: ByteChannel;
+  readonly #life: TransportLife;
+  readonly #reads: ChannelReads;
+  readonly #writes: ChannelWrites;
   #readable: ReadableStream<Uint8Array> | undefined;
   #writable: WritableStream<Uint8Array> | undefined;
-  /** The readable's controller, once `readable` was created. */
-  #readController: ReadableStreamDefaultController<Uint8Array> | undefined;
-  /** The channel read in flight, awaited on release so no op outlives the transport. */
-  #reading: Promise<unknown> | undefined;
-  /** The read function of the `readChunk` in flight, which reads again after an empty chunk. */
-  #rereadEmpty: (() => Promise<Uint8Array | null>) | undefined;
-  /** A pull came while a direct read was pending: the readable still owes a read. */
-  #pullWanted = false;
-  /**
-   * Settles one microtask after the readable was created, once it has started and passed any
-   * read already requested to `pull`; `undefined` from then on.
-   */
-  #starting: Promise<void> | undefined;
-  /** The readable has ended, errored or been cancelled. */
-  #readDone = false;
-  /** What the readable errored with, for direct reads to throw too. */
-  #readError: unknown;
-  /** The writable was closed by its owner, or a write failed. */
-  #writeDone = false;
-  #writing = false;
-  /** Chunks that entered the writable's queue and have not reached the sink yet. */
-  #queued = 0;
-  /** After `close()`: how many queued chunks may still be written. -1 before `close()`. */
-  #flushBudget = -1;
-  #flushWaiters: Array<() => void> = [];
-  #aborted: { reason: unknown } | undefined;
-  #released = false;
   #closing: Promise<void> | undefined;
   #releasing: Promise<void> | undefined;
 
   constructor(channel: ByteChannel) {
     this.#channel = channel;
+    const life = new TransportLife(channel.label, () => this.#releaseIfDone());
+    const reads = new ChannelReads(channel, life);
+    this.#life = life;
+    this.#reads = reads;
+    this.#writes = new ChannelWrites(channel, life);
     const direct = channel.readInto !== undefined;
-    this.readInto = direct ? (view) => this.#readDirect(() => channel.readInto!(view)) : undefined;
-    this.readChunk = direct ? () => this.#readChunk() : undefined;
+    this.readInto = direct ? (view) => reads.readDirect(view) : undefined;
+    this.readChunk = direct ? () => reads.readDirect(undefined) : undefined;
   }
 
   /** Bytes from the peer, created at first use. */
   get readable(): ReadableStream<Uint8Array> {
-    return this.#readable ??= this.#createReadable();
+    return this.#readable ??= this.#reads.createReadable();
   }
 
   /** Bytes to the peer, created at first use. */
@@ -136,17 +120,12 @@ export class ByteChannelTransport implements Transport {
    * only once the previous write settled.
    */
   writeChunk(chunk: Uint8Array): Promise<void> | undefined {
-    this.#queued++;
-    try {
-      return this.#write(chunk);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.#writes.writeChunk(chunk);
   }
 
   /** Half-closes without `writable`: the peer's reads end once they have every byte. */
   closeWrite(): Promise<void> {
-    return this.#closeWrite();
+    return this.#writes.closeWrite();
   }
 
   close(): Promise<void> {
@@ -154,9 +133,9 @@ export class ByteChannelTransport implements Transport {
   }
 
   abort(reason?: unknown): Promise<void> {
-    if (!this.#released) {
-      this.#aborted = { reason };
-      this.#failRead(undefined);
+    if (!this.#life.released) {
+      this.#life.abort(reason);
+      this.#reads.fail(undefined);
     }
     return this.#release(true);
   }
@@ -165,274 +144,39 @@ export class ByteChannelTransport implements Transport {
     return this.close();
   }
 
-  #createReadable(): ReadableStream<Uint8Array> {
-    const direct = this.readInto !== undefined;
-    const readable = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#readController = controller;
-        // Direct reads may have ended the bytes before the stream existed.
-        if (this.#readError !== undefined) controller.error(this.#readError);
-        else if (this.#readDone) controller.close();
-      },
-      pull: this.#pull,
-      cancel: () => {
-        this.#readDone = true;
-        this.#releaseIfDone();
-      },
-      // With `readInto`, no read ahead: a chunk read ahead into the channel's buffer would
-      // have to be delivered before the bytes `readInto` reads.
-    }, { highWaterMark: direct ? 0 : 1 });
-    // The stream's own start reaction was queued above, so this runs right after it.
-    if (direct) this.#starting = Promise.resolve().then(() => this.#starting = undefined);
-    return readable;
-  }
-
   #createWritable(): WritableStream<Uint8Array> {
+    const writes = this.#writes;
     return new WritableStream<Uint8Array>({
-      write: (chunk) => this.#write(chunk),
-      close: () => this.#closeWrite(),
+      write: (chunk) => writes.write(chunk),
+      close: () => writes.closeWrite(),
       abort: (reason) => this.abort(reason),
     }, {
       highWaterMark: WRITE_HIGH_WATER_MARK,
       size: (chunk) => {
-        this.#queued++;
+        writes.queued();
         return chunk instanceof Uint8Array ? chunk.byteLength : 0;
       },
     });
   }
 
   async #close(): Promise<void> {
-    this.#flushBudget = Math.max(0, this.#queued);
-    if (!this.#flushSettled()) {
-      await new Promise<void>((resolve) => this.#flushWaiters.push(resolve));
-    }
+    // Released in this very call when nothing is left to flush: an abort() right after
+    // close() then finds the transport closed.
+    const flushing = this.#writes.flush();
+    if (flushing !== undefined) await flushing;
     await this.#release(false);
-  }
-
-  // `pull` starts the channel read and returns at once, so the stream never counts a pull as
-  // running: a read() it is asked for reaches `pull` synchronously (the stream would hold it
-  // back until a running pull settled), and `#reading` tells `readInto` of every read the
-  // readable owes. A pull while a read is in flight changes nothing: enqueueing its chunk
-  // asks for the next pull if the readable still owes one.
-  readonly #pull = (): Promise<void> => {
-    if (this.#reading !== undefined) this.#pullWanted = true;
-    else if (!this.#readDone) this.#readNext();
-    return RESOLVED;
-  };
-
-  #readNext(): void {
-    if (this.#released) return this.#endRead();
-    (this.#reading = this.#channel.read()).then(this.#onRead, this.#onReadFailed);
-  }
-
-  readonly #onRead = (chunk: Uint8Array | null): void => {
-    this.#reading = undefined;
-    this.#pullWanted = false;
-    // close() or cancel() ended the readable while the read was in flight.
-    if (this.#readDone) return;
-    if (chunk === null) {
-      this.#endRead();
-      this.#releaseIfDone();
-    } else if (chunk.length > 0) this.#readController!.enqueue(chunk);
-    else this.#readNext();
-  };
-
-  readonly #onReadFailed = (error: unknown): void => {
-    this.#reading = undefined;
-    this.#pullWanted = false;
-    this.#failRead(error);
-  };
-
-  /** Made once, not per read: a small call reads once per side. */
-  readonly #readFromChannel = (): Promise<Uint8Array | null> => this.#channel.read();
-
-  #readChunk(): Promise<Uint8Array | null> {
-    return this.#readDirect(this.#readFromChannel, true);
-  }
-
-  /**
-   * A read of `readInto` or `readChunk`: `read` reads the channel. With `skipEmpty` (a
-   * `readChunk`), an empty chunk is not returned: the channel is read again. A then with
-   * handlers made once, not an async function: one layer and its allocations less on every
-   * read (a small call reads once per side).
-   */
-  #readDirect(
-    read: () => Promise<Uint8Array | null>,
-    skipEmpty = false,
-  ): Promise<Uint8Array | null> {
-    // Only in the first microtask of the readable's life: a read() requested before it
-    // started reaches `pull` then.
-    if (this.#starting !== undefined) {
-      return this.#starting.then(() => this.#readDirect(read, skipEmpty));
-    }
-    // A chunk in the queue (read for a reader released since) comes before any byte read now.
-    if (this.#reading !== undefined || (this.#readController?.desiredSize ?? 0) < 0) {
-      return Promise.reject(
-        new TypeError(`A direct read of ${this.#channel.label} while a read is pending`),
-      );
-    }
-    if (this.#released) this.#endRead();
-    if (this.#readDone) return this.#readEndedLater();
-    let reading: Promise<Uint8Array | null>;
-    try {
-      reading = read();
-    } catch (error) {
-      this.#directFailed(error);
-      return this.#readEndedLater();
-    }
-    this.#reading = reading;
-    this.#rereadEmpty = skipEmpty ? read : undefined;
-    return reading.then(this.#directRead, this.#directReadFailed);
-  }
-
-  readonly #directRead = (
-    chunk: Uint8Array | null,
-  ): Uint8Array | null | Promise<Uint8Array | null> => {
-    this.#reading = undefined;
-    if (this.#readDone) return this.#readEnded();
-    if (chunk === null) {
-      this.#endRead();
-      this.#releaseIfDone();
-    } else if (this.#pullWanted) {
-      // The caller read the readable while this was pending: serve that read now.
-      this.#pullWanted = false;
-      this.#readNext();
-    }
-    // Rare: the read loop wants bytes, so read again (as a fresh read, rechecking the state).
-    const reread = this.#rereadEmpty;
-    if (reread !== undefined && chunk?.length === 0) return this.#readDirect(reread, true);
-    return chunk;
-  };
-
-  readonly #directReadFailed = (error: unknown): null => {
-    this.#directFailed(error);
-    return this.#readEnded();
-  };
-
-  #directFailed(error: unknown): void {
-    this.#reading = undefined;
-    this.#pullWanted = false;
-    this.#failRead(error);
-  }
-
-  /** `#readEnded()` as a promise: its error rejects it. */
-  #readEndedLater(): Promise<null> {
-    try {
-      return Promise.resolve(this.#readEnded());
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  /** What `readInto` gives once the readable is done: its error, or the end. */
-  #readEnded(): null {
-    if (this.#readError !== undefined) throw this.#readError;
-    return null;
-  }
-
-  #endRead(): void {
-    if (this.#readDone) return;
-    this.#readDone = true;
-    this.#readController?.close();
-  }
-
-  /** Errors the readable, unless the failure is only the echo of our own graceful release. */
-  #failRead(error: unknown): void {
-    if (this.#readDone) return;
-    if (this.#released && !this.#aborted) return this.#endRead();
-    this.#readDone = true;
-    this.#readError = this.#aborted ? this.#closedError() : new TransportClosedError(
-      `Read from ${this.#channel.label} failed: ${messageOf(error)}`,
-      { cause: error },
-    );
-    this.#readController?.error(this.#readError);
-  }
-
-  #write(chunk: Uint8Array): Promise<void> | undefined {
-    this.#queued--;
-    if (this.#flushBudget === 0) throw this.#closedError();
-    if (this.#flushBudget > 0) this.#flushBudget--;
-    if (this.#released) throw this.#closedError();
-    if (!(chunk instanceof Uint8Array)) {
-      throw new TypeError(`${this.#channel.label} accepts Uint8Array chunks, got ${typeOf(chunk)}`);
-    }
-    let pending: Promise<void> | undefined;
-    try {
-      pending = this.#channel.write(chunk);
-    } catch (error) {
-      throw this.#writeFailed(error);
-    }
-    if (pending === undefined) {
-      if (this.#flushBudget === 0) this.#wakeFlush();
-      return undefined;
-    }
-    this.#writing = true;
-    return pending.then(this.#written, this.#notWritten);
-  }
-
-  // Made once, not per write: a small call writes once per side.
-  readonly #written = (): void => {
-    this.#writing = false;
-    if (this.#flushBudget === 0) this.#wakeFlush();
-  };
-
-  readonly #notWritten = (error: unknown): never => {
-    this.#writing = false;
-    throw this.#writeFailed(error);
-  };
-
-  #writeFailed(error: unknown): TransportClosedError {
-    this.#writeDone = true;
-    this.#wakeFlush();
-    if (this.#aborted || this.#released) return this.#closedError();
-    if (error instanceof TransportClosedError) return error;
-    return new TransportClosedError(
-      `Write to ${this.#channel.label} failed: ${messageOf(error)}`,
-      { cause: error },
-    );
-  }
-
-  /** The owner closed `writable`: half-close, keep reading. */
-  async #closeWrite(): Promise<void> {
-    if (!this.#released) {
-      try {
-        await this.#channel.closeWrite();
-      } catch {
-        // The peer is gone already: there is no direction left to end.
-      }
-    }
-    this.#writeDone = true;
-    this.#wakeFlush();
-    this.#releaseIfDone();
-  }
-
-  #closedError(): TransportClosedError {
-    const label = this.#channel.label;
-    if (this.#aborted) {
-      return new TransportClosedError(`${label} was aborted`, { cause: this.#aborted.reason });
-    }
-    return new TransportClosedError(`${label} is closed`);
-  }
-
-  #flushSettled(): boolean {
-    return this.#writeDone || this.#released || (this.#flushBudget === 0 && !this.#writing);
-  }
-
-  #wakeFlush(): void {
-    if (this.#flushWaiters.length === 0 || !this.#flushSettled()) return;
-    for (const wake of this.#flushWaiters.splice(0)) wake();
   }
 
   /** Both directions finished on their own: nothing can happen on the channel any more. */
   #releaseIfDone(): void {
-    if (this.#readDone && this.#writeDone) void this.#release(false);
+    if (this.#reads.done && this.#writes.done) void this.#release(false);
   }
 
   #release(abortive: boolean): Promise<void> {
     if (this.#releasing) return this.#releasing;
-    this.#released = true;
-    this.#wakeFlush();
-    if (!abortive) this.#endRead();
+    this.#life.release();
+    this.#writes.wakeFlush();
+    if (!abortive) this.#reads.end();
     return this.#releasing = this.#doRelease(abortive);
   }
 
@@ -442,13 +186,181 @@ export class ByteChannelTransport implements Transport {
     } catch {
       // Releasing is best effort: the OS object may be gone with its peer already.
     }
-    await this.#reading?.catch(() => {});
+    await this.#reads.reading?.catch(() => {});
     this.#channel.freeBuffers?.();
   }
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** A transport's life: OPEN, then RELEASED by close() or both directions' ends, or ABORTED. */
+type LifeState = typeof OPEN | typeof RELEASED | typeof ABORTED;
+const OPEN = 0;
+const RELEASED = 1;
+const ABORTED = 2;
+
+/**
+ * The lifecycle of a ByteChannelTransport, shared by its two directions: whether it was
+ * released or aborted, the error of an operation after that, and what a direction that ended
+ * on its own tells the transport.
+ */
+class TransportLife {
+  #state: LifeState = OPEN;
+  #reason: unknown;
+  readonly #label: string;
+  readonly #onEnded: () => void;
+
+  constructor(label: string, onEnded: () => void) {
+    this.#label = label;
+    this.#onEnded = onEnded;
+  }
+
+  get released(): boolean {
+    return this.#state !== OPEN;
+  }
+
+  get aborted(): boolean {
+    return this.#state === ABORTED;
+  }
+
+  /** abort(): from OPEN only. */
+  abort(reason: unknown): void {
+    this.#state = ABORTED;
+    this.#reason = reason;
+  }
+
+  /** The transport releases its channel; an abort stays ABORTED. */
+  release(): void {
+    if (this.#state === OPEN) this.#state = RELEASED;
+  }
+
+  closedError(): TransportClosedError {
+    if (this.#state === ABORTED) {
+      return new TransportClosedError(`${this.#label} was aborted`, { cause: this.#reason });
+    }
+    return new TransportClosedError(`${this.#label} is closed`);
+  }
+
+  ended(): void {
+    this.#onEnded();
+  }
+}
+
+/**
+ * The write direction of a ByteChannelTransport: one channel write at a time, and the count
+ * of chunks accepted before `close()` that it still lets through.
+ */
+class ChannelWrites {
+  readonly #channel: ByteChannel;
+  readonly #life: TransportLife;
+  /** The writable was closed by its owner, or a write failed. */
+  #done = false;
+  #writing = false;
+  /** Chunks that entered the writable's queue and have not reached the sink yet. */
+  #queued = 0;
+  /** After `close()`: how many queued chunks may still be written. -1 before `close()`. */
+  #flushBudget = -1;
+  #flushWaiters: Array<() => void> = [];
+
+  constructor(channel: ByteChannel, life: TransportLife) {
+    this.#channel = channel;
+    this.#life = life;
+  }
+
+  /** The writes are over: the writable was closed, or a write failed. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** A chunk entered the writable's queue. */
+  queued(): void {
+    this.#queued++;
+  }
+
+  writeChunk(chunk: Uint8Array): Promise<void> | undefined {
+    this.#queued++;
+    try {
+      return this.write(chunk);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Writes a chunk counted by `queued()` or `writeChunk()`. */
+  write(chunk: Uint8Array): Promise<void> | undefined {
+    this.#queued--;
+    if (this.#flushBudget === 0) throw this.#life.closedError();
+    if (this.#flushBudget > 0) this.#flushBudget--;
+    if (this.#life.released) throw this.#life.closedError();
+    if (!(chunk instanceof Uint8Array)) {
+      throw new TypeError(`${this.#channel.label} accepts Uint8Array chunks, got ${typeOf(chunk)}`);
+    }
+    let pending: Promise<void> | undefined;
+    try {
+      pending = this.#channel.write(chunk);
+    } catch (error) {
+      throw this.#failed(error);
+    }
+    if (pending === undefined) {
+      if (this.#flushBudget === 0) this.wakeFlush();
+      return undefined;
+    }
+    this.#writing = true;
+    return pending.then(this.#written, this.#notWritten);
+  }
+
+  /** The owner closed `writable`: half-close, keep reading. */
+  async closeWrite(): Promise<void> {
+    if (!this.#life.released) {
+      try {
+        await this.#channel.closeWrite();
+      } catch {
+        // The peer is gone already: there is no direction left to end.
+      }
+    }
+    this.#done = true;
+    this.wakeFlush();
+    this.#life.ended();
+  }
+
+  /**
+   * close(): lets the chunks queued so far through and refuses later ones. Resolves once they
+   * are written; `undefined` when they are already.
+   */
+  flush(): Promise<void> | undefined {
+    this.#flushBudget = Math.max(0, this.#queued);
+    if (this.#flushSettled()) return undefined;
+    return new Promise<void>((resolve) => this.#flushWaiters.push(resolve));
+  }
+
+  wakeFlush(): void {
+    if (this.#flushWaiters.length === 0 || !this.#flushSettled()) return;
+    for (const wake of this.#flushWaiters.splice(0)) wake();
+  }
+
+  // Made once, not per write: a small call writes once per side.
+  readonly #written = (): void => {
+    this.#writing = false;
+    if (this.#flushBudget === 0) this.wakeFlush();
+  };
+
+  readonly #notWritten = (error: unknown): never => {
+    this.#writing = false;
+    throw this.#failed(error);
+  };
+
+  #failed(error: unknown): TransportClosedError {
+    this.#done = true;
+    this.wakeFlush();
+    if (this.#life.released) return this.#life.closedError();
+    if (error instanceof TransportClosedError) return error;
+    return new TransportClosedError(
+      `Write to ${this.#channel.label} failed: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
+
+  #flushSettled(): boolean {
+    return this.#done || this.#life.released || (this.#flushBudget === 0 && !this.#writing);
+  }
 }
 
 function typeOf(value: unknown): string {

@@ -1,0 +1,159 @@
+// FrameDecoder's large-frame policy: when a frame of 64 KiB or more is read into a buffer of
+// its own rather than handed out as a view of a chunk, when it is split into head and rest,
+// and the memory of such buffers handed back through recycle() for later frames to reuse.
+
+import { FRAME_HEADER_BYTES, MAX_RECYCLED_BUFFERS } from "./limits.ts";
+
+/**
+ * The least a frame must still need for readTarget() to offer it: below this, one ordinary
+ * read that also brings the frames after it beats a read into the frame alone. Also the
+ * least a frame's buffer must hold for recycle() to take it back.
+ */
+export const DIRECT_READ_MIN_BYTES = 64 * 1024;
+
+/**
+ * With `splitHead`, how many bytes after a large frame's header readTarget() offers for the
+ * next frame's header and head (a protocol's envelope: conduit's is at most about 1 KiB).
+ */
+const SPLIT_PROBE_BYTES = 2 * 1024;
+
+/**
+ * What a FrameDecoder knows and decides about large frames. The decoder tells it what each
+ * frame was (`viewed`, `small`, `assembled`); it answers whether the rest of a frame is read
+ * straight into the frame's buffer (`readsDirect`), where a frame is split (`splitAt`), and
+ * gives the buffers frames that span chunks are assembled in (`buffer`).
+ */
+export class LargeFrames {
+  /**
+   * The last large frame was read straight into its buffer, or every large frame is read
+   * apart (`recycling`, `runs`) and the last frame was one: read the next header alone. Reset
+   * by the decoder when it is given a chunk other than the one it asked for.
+   */
+  expectLarge = false;
+  readonly #splitHead: ((start: Uint8Array) => number | undefined) | undefined;
+  /**
+   * Large frames have been handed back through recycle(): each large frame is read into a
+   * buffer of its own (one more read per frame), never as a view of a chunk.
+   */
+  #recycling = false;
+  /**
+   * Large frames come back to back: a chunk held one and more bytes after it. Each large
+   * frame is then read into a buffer of its own too, until a small frame ends the run.
+   */
+  #runs = false;
+  /**
+   * The buffers of the large frames returned whole and not yet recycled: only memory that
+   * backs nothing but one whole frame may be reused.
+   */
+  readonly #frameBuffers = new WeakSet<ArrayBufferLike>();
+  /** Recycled buffers, oldest first, at most MAX_RECYCLED_BUFFERS. */
+  readonly #recycled: ArrayBuffer[] = [];
+  /** Buffers allocated for frames that spanned chunks. */
+  #allocated = 0;
+
+  constructor(splitHead: ((start: Uint8Array) => number | undefined) | undefined) {
+    this.#splitHead = splitHead;
+  }
+
+  /** Buffers allocated so far for frames that spanned chunks. */
+  get buffersAllocated(): number {
+    return this.#allocated;
+  }
+
+  /**
+   * A frame of `length` bytes was returned as a view of its chunk, `more` bytes following it
+   * there. Large frames back to back, or handed back, would rather come in buffers of their
+   * own: the next one will.
+   */
+  viewed(length: number, more: boolean): void {
+    if (length < DIRECT_READ_MIN_BYTES) return this.small();
+    if (more) this.#runs = true;
+    if (this.#apart()) this.expectLarge = true;
+  }
+
+  /** A small frame: it ends a run of large ones. */
+  small(): void {
+    this.#runs = false;
+    this.expectLarge = false;
+  }
+
+  /**
+   * A frame assembled in a buffer of its own, `size` bytes, is complete: `direct` when bytes
+   * were read straight into it.
+   */
+  assembled(frame: Uint8Array, size: number, direct: boolean): void {
+    this.expectLarge = direct;
+    // Registered only now: a read into the frame may have transferred its buffer.
+    if (size >= DIRECT_READ_MIN_BYTES) this.#frameBuffers.add(frame.buffer);
+    else this.#runs = false; // a small frame ends a run of large ones
+  }
+
+  /**
+   * Whether the rest of a frame of `frameBytes`, `pending` bytes, is read straight into its
+   * own buffer: when a read of it alone is large enough to beat an ordinary read that also
+   * brings the frames after it, or when large frames come back to back or are handed back,
+   * so that each comes in a buffer of its own.
+   */
+  readsDirect(frameBytes: number, pending: number): boolean {
+    return pending >= DIRECT_READ_MIN_BYTES ||
+      (this.#apart() && frameBytes >= DIRECT_READ_MIN_BYTES);
+  }
+
+  /**
+   * After a large frame, with `splitHead`: a buffer for the next header and the head after
+   * it, read as an ordinary chunk so that the head is there to split at. `undefined` without
+   * `splitHead`.
+   */
+  probe(): Uint8Array | undefined {
+    return this.#splitHead === undefined
+      ? undefined
+      : new Uint8Array(FRAME_HEADER_BYTES + SPLIT_PROBE_BYTES);
+  }
+
+  /**
+   * Where to split a frame of `length` bytes that begins with `start` (and spans chunks): the
+   * head's length, or 0 to keep it whole. Only a frame whose rest will be read straight into
+   * its buffer is split: otherwise one buffer costs less than two.
+   */
+  splitAt(length: number, start: Uint8Array): number {
+    if (this.#splitHead === undefined || !this.readsDirect(length, length - start.length)) {
+      return 0;
+    }
+    const head = this.#splitHead(start);
+    return head !== undefined && Number.isInteger(head) && head > 0 && head <= start.length
+      ? head
+      : 0;
+  }
+
+  /** A buffer for a frame of `length` bytes that spans chunks: a recycled one if it fits. */
+  buffer(length: number): Uint8Array {
+    const recycled = this.#recycled;
+    for (let i = recycled.length - 1; i >= 0; i--) {
+      if (recycled[i].byteLength === length) return new Uint8Array(recycled.splice(i, 1)[0]);
+    }
+    this.#allocated++;
+    return new Uint8Array(length);
+  }
+
+  /** FrameDecoder.recycle(): takes back the memory of a large frame's own buffer, once. */
+  recycle(bytes: Uint8Array): boolean {
+    // Large frames are handed back: from now on each gets a buffer of its own, even one that
+    // would fit in a read with others (where it would be a view of a read buffer, which
+    // cannot be handed back), so that its memory can serve again.
+    if (bytes.length >= DIRECT_READ_MIN_BYTES) this.#recycling = true;
+    const buffer = bytes.buffer;
+    // A detached buffer was moved away (a thread transport may transfer a frame sent on).
+    if (!this.#frameBuffers.delete(buffer) || buffer.byteLength === 0) return false;
+    const recycled = this.#recycled;
+    if (recycled.length === MAX_RECYCLED_BUFFERS) recycled.shift();
+    // A transfer moves the memory without copying it and leaves every view of the frame
+    // empty, so a stale view can neither read a later frame nor recycle the memory again.
+    recycled.push((buffer as ArrayBuffer).transfer());
+    return true;
+  }
+
+  /** Whether every large frame is read into a buffer of its own (recycling, or a run). */
+  #apart(): boolean {
+    return this.#recycling || this.#runs;
+  }
+}
