@@ -148,7 +148,14 @@ Deno.test({
       env: PYTHON_ENV,
       stderr: (line) => lines.push(line),
     });
-    const opening = openChannel(transport, { codec: { ...jsonCodec(), name: "mystery" } });
+    // JSON under another name (a class instance's methods do not spread: delegate to them).
+    const json = jsonCodec();
+    const mystery = {
+      name: "mystery",
+      encode: (value: unknown) => json.encode(value),
+      decode: (bytes: Uint8Array) => json.decode(bytes),
+    };
+    const opening = openChannel(transport, { codec: mystery });
     await assert.rejects(opening, (error: unknown) => {
       assert.ok(error instanceof HandshakeError);
       assert.equal(error.code, "codec_mismatch");

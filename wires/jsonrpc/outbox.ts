@@ -75,15 +75,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
    * tell the sender to. Bounded: the oldest is forgotten first.
    */
   readonly #cancelled = new Set<number>();
-  /** Progress tokens of this side's requests: token → handle, and handle → token. */
-  readonly #tokens = new Map<string, number>();
-  readonly #tokenOf = new Map<number, string>();
-  readonly #pendingTokens = new WeakMap<Uint8Array, string>();
+  /** Progress tokens of this side's requests. */
+  readonly #tokens = new TokenLinks();
   #nextToken = 0;
-  /** Partial result tokens of this side's requests (LSP): token (typed) → handle, and back. */
-  readonly #partials = new Map<string, number>();
-  readonly #partialOf = new Map<number, string>();
-  readonly #pendingPartials = new WeakMap<Uint8Array, string>();
+  /** Partial result tokens of this side's requests (LSP), keyed typed (`idKey`). */
+  readonly #partials = new TokenLinks();
   /** The batch being sent, while one is (see sendBatch). */
   #sending: OutgoingBatch | undefined;
 
@@ -125,17 +121,17 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 
   /** The handle whose progress `token` reports, if any. */
   progressHandle(token: JsonRpcId): number | undefined {
-    return typeof token === "string" ? this.#tokens.get(token) : undefined;
+    return typeof token === "string" ? this.#tokens.handleOf(token) : undefined;
   }
 
   /** The handle whose partial results `token` carries, if any. */
   partialHandle(token: JsonRpcId): number | undefined {
-    return this.#partials.get(idKey(token));
+    return this.#partials.handleOf(idKey(token));
   }
 
   /** Whether request `id` asked for partial results (its answer ends its result stream). */
   hasPartials(id: unknown): boolean {
-    return typeof id === "number" && this.#partialOf.has(id);
+    return typeof id === "number" && this.#partials.has(id);
   }
 
   /** Starts collecting the answers of a received batch. */
@@ -215,7 +211,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       value = this.#options.dialect.progress.withToken(value, token);
     }
     const partial = this.#options.dialect.progress.partialTokenOf?.(value);
-    if (partial !== undefined && this.#partials.has(idKey(partial))) {
+    if (partial !== undefined && this.#partials.handleOf(idKey(partial)) !== undefined) {
       throw new TypeError(
         `The partialResultToken ${JSON.stringify(partial)} of "${method}" is already the ` +
           `token of a call in flight: give each call its own`,
@@ -225,8 +221,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       ? CLOSE_BRACE
       : utf8.encode(`,"params":${stringifyParams(value)}}`);
     this.#checkSize(body.length + 64);
-    if (token !== undefined) this.#pendingTokens.set(body, token);
-    if (partial !== undefined) this.#pendingPartials.set(body, idKey(partial));
+    if (token !== undefined) this.#tokens.pend(body, token);
+    if (partial !== undefined) this.#partials.pend(body, idKey(partial));
     return body;
   }
 
@@ -238,16 +234,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     body: Uint8Array,
   ): undefined {
     this.#awaited.add(id);
-    const token = this.#pendingTokens.get(body);
-    if (token !== undefined) {
-      this.#tokens.set(token, id);
-      this.#tokenOf.set(id, token);
-    }
-    const partial = this.#pendingPartials.get(body);
-    if (partial !== undefined) {
-      this.#partials.set(partial, id);
-      this.#partialOf.set(id, partial);
-    }
+    this.#tokens.bind(body, id);
+    this.#partials.bind(body, id);
     let head = this.#methodHeads.get(method);
     if (head === undefined) {
       head = `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"id":`;
@@ -383,16 +371,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   }
 
   #dropToken(id: number): void {
-    const token = this.#tokenOf.get(id);
-    if (token !== undefined) {
-      this.#tokenOf.delete(id);
-      this.#tokens.delete(token);
-    }
-    const partial = this.#partialOf.get(id);
-    if (partial !== undefined) {
-      this.#partialOf.delete(id);
-      this.#partials.delete(partial);
-    }
+    this.#tokens.drop(id);
+    this.#partials.drop(id);
   }
 
   #errorObject(error: unknown): { code: number; message: string; data?: unknown } {
@@ -460,4 +440,41 @@ function stringifyParams(value: unknown): string {
     );
   }
   return JSON.stringify(value);
+}
+
+/**
+ * Tokens that name this side's requests (progress, partial results): each is chosen when the
+ * param is encoded (`pend`, keyed by the param's bytes), tied to the request's handle when it is
+ * sent (`bind`), and dropped with the request.
+ */
+class TokenLinks {
+  readonly #handles = new Map<string, number>();
+  readonly #tokenOf = new Map<number, string>();
+  readonly #pending = new WeakMap<Uint8Array, string>();
+
+  pend(body: Uint8Array, token: string): void {
+    this.#pending.set(body, token);
+  }
+
+  bind(body: Uint8Array, handle: number): void {
+    const token = this.#pending.get(body);
+    if (token === undefined) return;
+    this.#handles.set(token, handle);
+    this.#tokenOf.set(handle, token);
+  }
+
+  handleOf(token: string): number | undefined {
+    return this.#handles.get(token);
+  }
+
+  has(handle: number): boolean {
+    return this.#tokenOf.has(handle);
+  }
+
+  drop(handle: number): void {
+    const token = this.#tokenOf.get(handle);
+    if (token === undefined) return;
+    this.#tokenOf.delete(handle);
+    this.#handles.delete(token);
+  }
 }
