@@ -6,25 +6,11 @@
 import assert from "node:assert/strict";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
+import type { McpServer } from "./_test_mcp.ts";
 
 const root = new URL("../", import.meta.url).pathname;
 const peer = `${root}interop/python/mcp_peer.py`;
 const conduitServer = `${root}examples/mcp_server.ts`;
-
-interface ToolResult {
-  content: { type: string; text?: string }[];
-  isError?: boolean;
-}
-interface McpServer {
-  initialize(params: {
-    protocolVersion: string;
-    capabilities: object;
-    clientInfo: { name: string; version: string };
-  }): { protocolVersion: string; serverInfo: { name: string } };
-  "notifications/initialized"(): void;
-  "tools/list"(params?: object): { tools: { name: string }[] };
-  "tools/call"(params: { name: string; arguments: Record<string, unknown> }): ToolResult;
-}
 
 /** What mcp_peer.py's client mode prints. */
 interface PythonClientSaw {

@@ -5,22 +5,7 @@ import assert from "node:assert/strict";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
 import { cachedNpm, NPM_PROGRAMS_LOCK, SERVER_EVERYTHING } from "./_test_npm.ts";
-
-interface ToolResult {
-  content: { type: string; text?: string }[];
-  isError?: boolean;
-}
-interface McpServer {
-  initialize(params: {
-    protocolVersion: string;
-    capabilities: object;
-    clientInfo: { name: string; version: string };
-  }): { protocolVersion: string; serverInfo: { name: string }; capabilities: object };
-  "notifications/initialized"(): void;
-  "tools/list"(params?: object): { tools: { name: string; inputSchema: object }[] };
-  "tools/call"(params: { name: string; arguments: Record<string, unknown> }): ToolResult;
-  ping(): Record<string, never>;
-}
+import type { McpServer, ToolResult } from "./_test_mcp.ts";
 
 const have = cachedNpm(`${SERVER_EVERYTHING}/dist/tools/echo.js`, "MCP server-everything");
 
