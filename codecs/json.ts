@@ -172,22 +172,46 @@ class _JsonCodec<T> implements Codec<T> {
   }
 
   #stringify(value: T): string {
-    let text: string | undefined;
-    try {
-      if (!this.#lossy) checkValue(value);
-      text = JSON.stringify(value);
-    } catch (cause) {
-      throw new CodecError(this.name, "encode", explainLoss(value, cause));
-    }
-    if (text === undefined) {
-      throw new CodecError(
-        this.name,
-        "encode",
-        new TypeError(`A top-level ${typeof value} has no JSON representation`),
-      );
-    }
-    return text;
+    return jsonText(value, this.#lossy, this.name);
   }
+}
+
+/**
+ * `value` as JSON text, with the JSON codec's checks: unless `lossy`, a value JSON would change
+ * (a `Map`, `NaN`, a hole, …) is a `CodecError` naming its path, as is a value with no JSON
+ * form. For wires that write JSON text themselves (JSON-RPC).
+ *
+ * @param value The value.
+ * @param lossy Let JSON change values as `JSON.stringify` does.
+ * @param codecName The codec name the error carries.
+ * @returns The JSON text.
+ *
+ * @example A Map is refused, and let through as `{}` when lossy
+ * ```ts
+ * import { jsonText } from "@conduit/ipc/codecs/json";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(jsonText({ a: [1, "x"] }, false), '{"a":[1,"x"]}');
+ * assert.throws(() => jsonText({ m: new Map() }, false), /\$\.m is an instance of Map/);
+ * assert.equal(jsonText({ m: new Map() }, true), '{"m":{}}');
+ * ```
+ */
+export function jsonText(value: unknown, lossy: boolean, codecName = JSON_CODEC_NAME): string {
+  let text: string | undefined;
+  try {
+    if (!lossy) checkValue(value);
+    text = JSON.stringify(value);
+  } catch (cause) {
+    throw new CodecError(codecName, "encode", explainLoss(value, cause));
+  }
+  if (text === undefined) {
+    throw new CodecError(
+      codecName,
+      "encode",
+      new TypeError(`A top-level ${typeof value} has no JSON representation`),
+    );
+  }
+  return text;
 }
 
 /** A value JSON would change, and the path to it, built innermost first while unwinding. */

@@ -121,6 +121,15 @@ export interface JsonRpcOptions<Local extends object = object> {
    */
   dialect?: "lsp" | "mcp" | JsonRpcDialect;
   /**
+   * Send values JSON would change as JSON changes them (a `Map` as `{}`, `NaN` as `null`, …)
+   * instead of failing with a `CodecError` that names the value's path (a result: the call
+   * is answered with that error; a param: the call rejects): the JSON codec's `lossy`
+   * option (`jsonCodec({ lossy: true })`).
+   *
+   * @default {false}
+   */
+  lossy?: boolean;
+  /**
    * Which end of the connection this is. A `"client"` never answers what it cannot tie to a
    * request — output that is not JSON, a message that is no request and has no id — and
    * only reports it to `onProtocolError`, as vscode-jsonrpc and the MCP SDKs do: a server
@@ -274,6 +283,7 @@ export async function openJsonRpc<
       }
     }),
     maxBatchMessages,
+    lossy: options.lossy ?? false,
     onProtocolError: options.onProtocolError ?? warnProtocolError,
   });
   let made: JsonRpcWire | undefined;
@@ -289,6 +299,7 @@ export async function openJsonRpc<
     onRequest: ______,
     onUnhandledNotification: _______,
     handlers: ________,
+    lossy,
     ...channelOptions
   } = options;
   const channel = new Channel<Remote>(
@@ -297,7 +308,7 @@ export async function openJsonRpc<
       ...channelOptions,
       onNotificationError,
       handlers: table.handlers as Local,
-      codec: jsonCodec(),
+      codec: jsonCodec({ lossy: lossy ?? false }),
     } satisfies ChannelOptions<Local>,
     wire,
   );

@@ -11,6 +11,7 @@ import type { FrameWriter } from "../../framing/frame_writer.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
 import { REQUEST_CANCELLED } from "./error_codes.ts";
 import type { CodecSlot, EngineError, Outbox } from "../types.ts";
+import { jsonText } from "../../codecs/json.ts";
 
 /** JSON-RPC's reserved error codes. */
 export const PARSE_ERROR = -32700;
@@ -37,6 +38,8 @@ export interface JsonRpcOutboxOptions {
   /** The largest message written (the peer's limit is unknown: ours is assumed). */
   readonly maxFrameBytes: number;
   readonly trustPeer: boolean;
+  /** Let JSON change values it cannot hold (a Map as `{}`), instead of a `CodecError`. */
+  readonly lossy: boolean;
   readonly onWriteError: (error: unknown) => void;
   /** This side closes: the wire reports the implied goodbye of the peer. */
   readonly onGoodbye: () => void;
@@ -219,7 +222,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     }
     const body = value === undefined
       ? CLOSE_BRACE
-      : utf8.encode(`,"params":${stringifyParams(value)}}`);
+      : utf8.encode(`,"params":${stringifyParams(value, this.#options.lossy)}}`);
     this.#checkSize(body.length + 64);
     if (token !== undefined) this.#tokens.pend(body, token);
     if (partial !== undefined) this.#partials.pend(body, idKey(partial));
@@ -266,7 +269,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   // ---------------------------------------------------------------- calls the peer starts
 
   sendResult(id: number, method: string, _slot: CodecSlot, value: unknown): void {
-    const json = JSON.stringify(value) ?? "null";
+    const json = value === undefined ? "null" : jsonText(value, this.#options.lossy);
     if (json.length > this.#options.maxFrameBytes - 64) {
       this.sendCallFailure(id, {
         name: "FrameTooLargeError",
@@ -310,7 +313,9 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   // ---------------------------------------------------------------- helpers
 
   #notifyValue(method: string, value: unknown): void {
-    const params = value === undefined ? "" : `,"params":${stringifyParams(value)}`;
+    const params = value === undefined
+      ? ""
+      : `,"params":${stringifyParams(value, this.#options.lossy)}`;
     const text = `{"jsonrpc":"2.0","method":${JSON.stringify(method)}${params}}`;
     this.#checkSize(text.length);
     if (this.#sending !== undefined) this.#sending.messages.push(utf8.encode(text));
@@ -431,7 +436,7 @@ function idKey(id: JsonRpcId): string {
   return typeof id === "number" ? `n${id}` : `s${id}`;
 }
 
-function stringifyParams(value: unknown): string {
+function stringifyParams(value: unknown, lossy: boolean): string {
   if (typeof value !== "object" || value === null) {
     throw new TypeError(
       `JSON-RPC params are an object (by name) or an array (by position), got ${
@@ -439,7 +444,7 @@ function stringifyParams(value: unknown): string {
       }`,
     );
   }
-  return JSON.stringify(value);
+  return jsonText(value, lossy);
 }
 
 /**

@@ -74,6 +74,8 @@ export interface JsonRpcWireOptions {
   readonly serves?: (method: string) => boolean;
   /** Told of each notification no handler serves (dropped when absent); never throws. */
   readonly onUnhandledNotification?: (method: string, params: unknown) => void;
+  /** Let JSON change values it cannot hold (a Map as `{}`) instead of failing the message. */
+  readonly lossy?: boolean;
   /** Told of what the peer sent wrong that JSON-RPC lets the connection survive. */
   readonly onProtocolError: (error: ProtocolError) => void;
 }
@@ -131,6 +133,7 @@ export class JsonRpcWire implements Wire {
       dialect: rpc.dialect,
       maxFrameBytes,
       trustPeer: options.trustPeer,
+      lossy: rpc.lossy ?? false,
       onWriteError: options.onWriteFailure,
       onGoodbye: () => {
         this.#closing = true;
