@@ -72,7 +72,8 @@ export type SubMillisecond = "error" | "truncate";
 
 /** The largest magnitude of a `Date`'s time value, in milliseconds (ECMA-262 TimeClip). */
 const MAX_DATE_MS = 8.64e15;
-const TWO_32 = 4294967296;
+/** 2^32: the split of a 64-bit MessagePack int into two 32-bit words. */
+export const TWO_32 = 4294967296;
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
 /**

@@ -14,6 +14,8 @@
  * @module
  */
 
+import { TWO_32 } from "./_msgpack_ext.ts";
+
 /** The decoder's length limits, all in bytes or items. */
 export interface ReaderLimits {
   maxStrLength: number;
@@ -43,7 +45,6 @@ const KEY_CACHE_BYTES = 16;
 /** Cached keys per byte length; a full slot list replaces one at random. */
 const KEYS_PER_LENGTH = 16;
 const EMPTY = new Uint8Array(0);
-const TWO_32 = 4294967296;
 /** 2^21: a 64-bit integer whose high word reaches it (or -2^21 with a zero low word, -2^53)
  * is outside the safe range. */
 const SAFE_HIGH = 0x200000;

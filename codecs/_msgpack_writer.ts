@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { ExtData } from "./_msgpack_ext.ts";
+import { type ExtData, TWO_32 } from "./_msgpack_ext.ts";
 
 /** Turns a value that is no array, plain object or primitive into an extension, or null. */
 export type ExtensionHook = (object: unknown) => ExtData | null;
@@ -23,7 +23,6 @@ const RETAINED_BYTES = 4 * 1024 * 1024;
  * `TextEncoder.encodeInto` (the library's threshold; lone surrogates are refused before). */
 const TEXT_ENCODER_THRESHOLD = 50;
 const FIXSTR_LIMIT = 32;
-const TWO_32 = 4294967296;
 /** The most bytes one UTF-16 unit takes in UTF-8. */
 const MAX_BYTES_PER_UNIT = 3;
 const textEncoder = new TextEncoder();
@@ -140,9 +139,7 @@ export class MsgpackWriter {
           p = writeU32(b, p, n);
         } else {
           b[p++] = 0xcf;
-          this.#view.setUint32(p, Math.floor(n / TWO_32));
-          this.#view.setUint32(p + 4, n >>> 0);
-          p += 8;
+          p = writeU32(b, writeU32(b, p, Math.floor(n / TWO_32)), n >>> 0);
         }
       } else if (n >= -0x20) {
         b[p++] = 0xe0 | (n + 0x20);
@@ -158,10 +155,9 @@ export class MsgpackWriter {
         p = writeU32(b, p, n);
       } else {
         b[p++] = 0xd3;
-        // Math.floor keeps the high word's sign; `>>> 0` is n mod 2^32 for negatives too.
-        this.#view.setInt32(p, Math.floor(n / TWO_32));
-        this.#view.setUint32(p + 4, n >>> 0);
-        p += 8;
+        // Math.floor keeps the high word's sign (writeU32 writes its two's complement); `>>> 0`
+        // is n mod 2^32 for negatives too.
+        p = writeU32(b, writeU32(b, p, Math.floor(n / TWO_32)), n >>> 0);
       }
     } else {
       b[p++] = 0xcb;
