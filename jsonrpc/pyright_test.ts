@@ -2,6 +2,7 @@
 // openJsonRpc over its stdio: a Language Server that is not Deno's own.
 
 import assert from "node:assert/strict";
+import type { Channel } from "../channel/mod.ts";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
 import { NPM_PROGRAMS_LOCK } from "./_test_npm.ts";
@@ -108,10 +109,7 @@ Deno.test({
       });
       assert.match(JSON.stringify(hover?.contents), /answer: int/);
 
-      assert.equal(await lsp.remote.shutdown(), null);
-      lsp.notify("exit", undefined);
-      // LSP: exit after shutdown is exit code 0; the server leaves by itself.
-      assert.equal((await child.status).code, 0);
+      await shutDown(lsp, child);
     } finally {
       await lsp.close();
       await Deno.remove(dir, { recursive: true });
@@ -170,15 +168,23 @@ Deno.test({
         return location.range.start.line;
       });
       assert.deepEqual(lines.sort(), [0, 4, 5]);
-      assert.equal(await lsp.remote.shutdown(), null);
-      lsp.notify("exit", undefined);
-      assert.equal((await child.status).code, 0);
+      await shutDown(lsp, child);
     } finally {
       await lsp.close();
       await Deno.remove(dir, { recursive: true });
     }
   },
 });
+
+/** LSP's way out: `shutdown`, then `exit`, after which the server leaves with code 0. */
+async function shutDown(
+  lsp: Channel<Pyright>,
+  child: ReturnType<typeof spawnPyright>,
+): Promise<void> {
+  assert.equal(await lsp.remote.shutdown(), null);
+  lsp.notify("exit", undefined);
+  assert.equal((await child.status).code, 0);
+}
 
 /** pyright's language server over stdio, run from Deno's npm cache. */
 function spawnPyright(cwd: string): ReturnType<typeof spawnTransport> {
