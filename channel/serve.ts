@@ -440,12 +440,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
         // Out of file descriptors, a connection reset before it was accepted…: wait a little
         // and go on, rather than spin or stop serving.
         this.#report(error, undefined);
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([
-          stopped,
-          new Promise<void>((resolve) => timer = setTimeout(resolve, ACCEPT_RETRY_MS)),
-        ]);
-        clearTimeout(timer);
+        await settledOrAfter(stopped, ACCEPT_RETRY_MS);
         continue;
       }
       const pressed = await this.#makeRoom();
@@ -486,12 +481,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       }
       const drop = this.#nextToDrop(performance.now());
       if (typeof drop === "number") {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([
-          this.#room.promise,
-          new Promise<void>((resolve) => timer = setTimeout(resolve, drop)),
-        ]);
-        clearTimeout(timer);
+        await settledOrAfter(this.#room.promise, drop);
         continue;
       }
       this.#handshaking.delete(drop);
@@ -644,6 +634,16 @@ class AcceptedConnection implements Connection {
     this.#released = true;
     this.#controller?.abort();
   }
+}
+
+/** Resolves once `promise` settles or `ms` have passed, whichever is first; leaves no timer. */
+async function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    promise,
+    new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
+  ]);
+  clearTimeout(timer);
 }
 
 /** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */
