@@ -20,6 +20,8 @@ import {
   Struct,
   TimeUnit,
   Type,
+  type Union,
+  UnionMode,
   Vector,
 } from "apache-arrow";
 import type {
@@ -322,9 +324,11 @@ export function fieldDepth(schema: Schema, limit: number): number {
 
 // Checks that each buffer is long enough for the rows it claims and that nested types have
 // their child columns, so a corrupt header becomes an error here instead of short reads or
-// crashes later. Per-row invariants (monotonic offsets, dictionary indices in range, view
-// buffer indices) are not checked: that would cost a pass over the data, and breaking them
-// reads back as wrong values or apache-arrow's own errors, never as a hang.
+// crashes later. Offsets are checked row by row (one pass over them, not over the data): each
+// decides where a row reads, and one out of order reads outside its buffer; so are a union's
+// rows (the child each names, and the entry a dense one reads there). Dictionary indices and
+// view buffer indices are not: breaking them reads back as wrong values or apache-arrow's own
+// errors, never as a hang.
 function checkData(data: Data, where: string): void {
   const { length, offset, stride, children, type } = data;
   const end = offset + length;
@@ -376,12 +380,12 @@ function checkData(data: Data, where: string): void {
       case Type.Binary:
       case Type.LargeUtf8:
       case Type.LargeBinary:
-        checkOffsets(offsets, end, values?.length ?? 0, fail);
+        checkOffsets(where, offsets, offset, end, values?.length ?? 0, fail);
         break;
       case Type.List:
       case Type.LargeList:
       case Type.Map:
-        checkOffsets(offsets, end, children[0]?.length ?? 0, fail);
+        checkOffsets(where, offsets, offset, end, children[0]?.length ?? 0, fail);
         break;
       case Type.FixedSizeList: {
         const size = (type as unknown as { listSize: number }).listSize;
@@ -401,6 +405,7 @@ function checkData(data: Data, where: string): void {
         break;
       case Type.Union:
         if ((data.typeIds?.length ?? 0) < end) fail("the type ids", data.typeIds?.length ?? 0, end);
+        checkUnionRows(data as Data<Union>, where);
         break;
     }
   }
@@ -460,14 +465,54 @@ const LIST_LIKE: ReadonlySet<Type> = new Set([
 ]);
 const VIEW_BYTES = 16;
 
+/** Checks that each row of a union names one of its children and, dense, an entry there. */
+function checkUnionRows(data: Data<Union>, where: string): void {
+  const { typeIds, valueOffsets, children, offset, length } = data;
+  const toChild = data.type.typeIdToChildIndex;
+  const dense = data.type.mode === UnionMode.Dense;
+  for (let row = offset; row < offset + length; row++) {
+    const child = toChild[typeIds[row]];
+    if (child === undefined || children[child] === undefined) {
+      throw new RangeError(
+        `${where}: row ${row} has type id ${typeIds[row]}, which names no child`,
+      );
+    }
+    const entry = dense ? valueOffsets[row] : row;
+    if (!(entry >= 0 && entry < children[child].length)) {
+      throw new RangeError(
+        `${where}: row ${row} reads entry ${entry} of child ${child}, which has ${
+          children[child].length
+        }`,
+      );
+    }
+  }
+}
+
+/**
+ * Checks a variable-width column's offsets for rows `start` to `end`: enough of them, each at
+ * least the one before it and at most `available` (the values or child entries there are).
+ */
 function checkOffsets(
+  where: string,
   offsets: ArrayLike<number | bigint> | undefined,
+  start: number,
   end: number,
   available: number,
   fail: (what: string, have: number, need: number) => never,
 ): void {
   const count = offsets?.length ?? 0;
   if (count < end + 1) fail("the offsets", count, end + 1);
-  const last = Number(offsets![end]);
-  if (!(last >= 0 && last <= available)) fail("the data", available, last);
+  // Every row's offsets, not only the last: a row reads from its offset to the next, so one
+  // offset past the data or below the one before it reads outside the buffer.
+  let previous = 0;
+  for (let i = start; i <= end; i++) {
+    const at = Number(offsets![i]);
+    if (!(at >= previous && at <= available)) {
+      throw new RangeError(
+        `${where}: offset ${i} is ${at}, outside ${previous} to ${available} (the offset before ` +
+          `it to the data's end)`,
+      );
+    }
+    previous = at;
+  }
 }

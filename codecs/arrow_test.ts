@@ -475,6 +475,30 @@ Deno.test("codec/arrow: corrupt header lengths are rejected before apache-arrow 
   assertDecodeError(() => codec.decode(both), /n: the values holds 2 entries but 1000 rows/);
 });
 
+Deno.test("codec/arrow: a list offset outside its child column is a CodecError naming it", () => {
+  // A header byte flipped so that the list column's offsets buffer starts elsewhere: its last
+  // offset is in range, the second is 404,759,104 (found by the property below).
+  const bytes = codec.encode(sharedTable());
+  const batch = messages(bytes).filter((m) => m.type !== "EOS")[2];
+  const length = new DataView(bytes.buffer).getInt32(batch.start + 4, true);
+  const corrupt = bytes.slice();
+  corrupt[batch.start + (1773221736 % (8 + length))] ^= 172;
+  assertDecodeError(() => codec.decode(corrupt), /nested: offset 1 is 404759104, outside 0 to 5/);
+});
+
+Deno.test("codec/arrow: a union row naming no child is a CodecError naming it", () => {
+  // A schema byte flipped so that the timestamp column's type reads as a union of no children.
+  const bytes = codec.encode(sharedTable());
+  const schema = messages(bytes)[0];
+  const length = new DataView(bytes.buffer).getInt32(schema.start + 4, true);
+  const corrupt = bytes.slice();
+  corrupt[schema.start + (132462459 % (8 + length))] ^= 4;
+  assertDecodeError(
+    () => codec.decode(corrupt),
+    /at_ms: row 0 has type id 11, which names no child/,
+  );
+});
+
 Deno.test("codec/arrow: flipped header bytes decode to a readable table or a CodecError", () => {
   const bytes = codec.encode(sharedTable());
   const headers = messages(bytes).filter((m) => m.type !== "EOS");
