@@ -1,9 +1,9 @@
 // The two faces of a call's outcome: the object a remote method returns is awaitable (a unary
 // result) and async-iterable (a result stream); the first use decides which, and the
 // remote's TypeScript type shows only the right face. The call's life on the wire is the
-// subclass's (_outgoing_call.ts); this class only receives what the wire brought. It is a
-// DualCall, the one call-object base that the worker's and the pool's calls share too: catch,
-// finally, readable and cancel come from there.
+// subclass's (OutgoingCall, _outgoing_calls.ts); this class only receives what the wire
+// brought. It is a DualCall, the one call-object base that the worker's and the pool's calls
+// share too: catch, finally, readable and cancel come from there.
 
 import { ConduitError } from "../errors.ts";
 import { type InboxOwner, StreamInbox } from "./_stream.ts";

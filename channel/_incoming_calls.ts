@@ -5,14 +5,12 @@
 // result stream (produced); its state changes only there, it writes its own frames through
 // the outbox, and tells its registry when it is over.
 
-import { codecFailure } from "./_codec_failure.ts";
 import type { CallMeta } from "../protocol/call_meta.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { Deadlines } from "./_deadlines.ts";
-import { CallTable } from "./_call_table.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
-import { isAsyncIterable } from "./_outgoing_call.ts";
+import { CallTable, codecFailure, isAsyncIterable } from "./_outgoing_calls.ts";
 import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_stream.ts";
 import type { EngineError, IncomingEvents, Outbox, Wire } from "../wires/types.ts";
 import { CallCancelledError, DeadlineExceededError } from "./errors.ts";

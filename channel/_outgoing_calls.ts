@@ -1,17 +1,58 @@
 // The calls this side starts: the ids it issues, the calls in flight by id, the queue of
 // calls waiting for a slot under the peer's maxInFlight, and what the wire reports about
-// them. Each call owns its state (_outgoing_call.ts); this registry asks it to change.
+// them. Each call owns its state (OutgoingCall, below); this registry asks it to change. Also
+// here, as the incoming calls (_incoming_calls.ts) share them: the registry base both
+// directions extend, the table of calls by id, and how a codec's failure is said.
 
-import { codecFailure } from "./_codec_failure.ts";
+import { type CallMeta, callMetaBody } from "../protocol/call_meta.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
+import { positiveOption } from "../_options.ts";
+import { CodecError, ConduitError } from "../errors.ts";
+import { CallResult, reasonText } from "./_call_result.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { Deadlines } from "./_deadlines.ts";
-import { CallTable } from "./_call_table.ts";
 import type { Lifecycle } from "./_lifecycle.ts";
-import { type CallRegistry, OutgoingCall, QUEUED, SENT } from "./_outgoing_call.ts";
-import type { OutgoingEvents, PeerLimits, Wire } from "../wires/types.ts";
+import { type PumpOwner, StreamPump } from "./_stream.ts";
+import type { Outbox, OutgoingEvents, PeerLimits, Wire } from "../wires/types.ts";
 import { DeadlineExceededError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
+
+// ---------------------------------------------------------------- the registries' base
+
+// What the registries of calls in both directions share: the calls by id, the wire they talk
+// through, the lifecycle and deadline timer they consult, and the peer's stream window. It
+// comes first because the registries below extend it.
+
+/** A registry of calls of one direction. */
+export abstract class CallTable<T extends { readonly id: number }> {
+  protected readonly wire: Wire;
+  protected readonly life: Lifecycle;
+  protected readonly deadlines: Deadlines;
+  protected readonly calls: IdTable<T>;
+  #peerWindow = 1;
+
+  constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, ring: number) {
+    this.wire = wire;
+    this.life = life;
+    this.deadlines = deadlines;
+    this.calls = new IdTable(ring);
+  }
+
+  /** The calls in flight. */
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /** The credit the peer grants each stream it receives. */
+  get peerWindow(): number {
+    return this.#peerWindow;
+  }
+
+  /** The peer's limits arrived. */
+  setPeer(peer: PeerLimits): void {
+    this.#peerWindow = peer.streamWindowBytes;
+  }
+}
 
 /** What the registry needs from the channel. */
 export interface OutgoingOptions {
@@ -253,4 +294,459 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
       `${this.wire.names.item} beyond the credit of call ${id}'s result stream`,
     );
   }
+}
+
+// ---------------------------------------------------------------- one outgoing call
+
+// The caller's side of one call on the wire: queued for a slot, sent, cancelled, done. Its
+// state changes only here; the registry of calls (OutgoingCalls) asks for the changes. It
+// writes its own frames (its param stream, its result stream's credit, its cancel) through
+// the outbox, and its outcome reaches the caller through its CallResult faces.
+
+/** Waiting for a slot under the peer's maxInFlight. */
+export const QUEUED = 0;
+/** Sent, its terminal frame pending. */
+export const SENT = 1;
+/** Cancelled locally; the cancel is sent, waiting for the terminal frame to free the id. */
+export const CANCELLED = 2;
+/** Finished. */
+export const DONE = 3;
+
+const EMPTY = new Uint8Array(0);
+
+/** What a call asks of the registry that holds it. */
+export interface CallRegistry {
+  /** The call has its id and is about to be written: from now on it is in flight. */
+  sending(call: OutgoingCall): void;
+  /** The call left the queue without being sent. */
+  unqueued(call: OutgoingCall): void;
+  /** The call is over on the wire (its id may be reused by nobody, but freed). */
+  finished(call: OutgoingCall): void;
+  /** Whether the connection is gone (a param stream must not start). */
+  readonly closed: boolean;
+  /** Whether the peer answers a cancelled call (else the call is finished at once). */
+  readonly answersCancelled: boolean;
+  /** The credit the peer grants each stream it receives. */
+  readonly peerWindow: number;
+}
+
+/** One call started by this side. */
+export class OutgoingCall extends CallResult implements PumpOwner, EventListenerObject {
+  readonly codecs: MethodCodecs;
+  readonly #registry: CallRegistry;
+  readonly #outbox: Outbox;
+  #id = 0;
+  #state = QUEUED;
+  #streamParam = false;
+  /** The encoded param, until sent. */
+  #body: Uint8Array = EMPTY;
+  /** The param as given: a stream's source until sent, else the value `#body` came from. */
+  #param: unknown;
+  #pump: StreamPump | undefined;
+  #deadline = Infinity;
+  #timeoutMs = 0;
+  #signal: AbortSignal | undefined;
+  /** The caller's options: its progress callback, and the call's key and attempt. */
+  #options: CallOptions | undefined;
+  /** Whether a stream item arrived (a single result may no longer follow). */
+  #streaming = false;
+  /** Set while the param is the caller's own bytes, still held for writing. */
+  #lentWritten: Promise<void> | undefined;
+
+  constructor(
+    registry: CallRegistry,
+    outbox: Outbox,
+    method: string,
+    codecs: MethodCodecs,
+    window: number,
+  ) {
+    super(method, window);
+    this.#registry = registry;
+    this.#outbox = outbox;
+    this.codecs = codecs;
+  }
+
+  get id(): number {
+    return this.#id;
+  }
+
+  get state(): number {
+    return this.#state;
+  }
+
+  /** The `performance.now()` deadline, `Infinity` for none. */
+  get deadline(): number {
+    return this.#deadline;
+  }
+
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  /** Whether a stream item arrived. */
+  get streaming(): boolean {
+    return this.#streaming;
+  }
+
+  // ---- transitions the registry asks for ----
+
+  /**
+   * Takes the param and options before the call is queued or sent; `waits` when it will wait
+   * for a slot. Returns false when the call failed at once (it is then done).
+   */
+  prepare(
+    param: unknown,
+    options: CallOptions | undefined,
+    timeout: number,
+    waits: boolean,
+  ): boolean {
+    if (options?.key !== undefined || options?.attempt !== undefined) {
+      try {
+        callMetaBody({ key: options.key, attempt: options.attempt });
+      } catch (error) {
+        this.reject(error);
+        return false;
+      }
+    }
+    this.#options = options;
+    if (isAsyncIterable(param)) {
+      if (this.#outbox.streams === undefined) {
+        this.reject(
+          new TypeError(
+            `This wire has no streams: a call cannot take a stream as its param (method "${this.method}")`,
+          ),
+        );
+        return false;
+      }
+      this.#streamParam = true;
+    } else {
+      try {
+        this.#body = this.#outbox.callParam(
+          this.method,
+          this.codecs.param,
+          param,
+          waits,
+          options?.onProgress !== undefined,
+        );
+      } catch (error) {
+        this.reject(
+          codecFailure(error, `The param of the call to "${this.method}" cannot be sent`),
+        );
+        return false;
+      }
+    }
+    this.#param = param;
+    if (!(timeout > 0)) {
+      // The options checker words the RangeError, as for every other option.
+      try {
+        positiveOption("timeout", timeout);
+      } catch (error) {
+        this.reject(error);
+      }
+      return false;
+    }
+    if (timeout !== Infinity) {
+      this.#timeoutMs = timeout;
+      this.#deadline = performance.now() + timeout;
+    }
+    const signal = options?.signal;
+    if (signal !== undefined) {
+      if (signal.aborted) {
+        this.reject(signal.reason);
+        return false;
+      }
+      this.#signal = signal;
+      signal.addEventListener("abort", this);
+    }
+    return true;
+  }
+
+  /** Fails the call before it reached the wire, or as the connection goes. */
+  reject(error: unknown): void {
+    this.#state = DONE;
+    this.#signal?.removeEventListener("abort", this);
+    this.#pump?.stop();
+    this.fail(error, true);
+  }
+
+  /** Sends the call as `id`; `fresh` when it goes out as it is made (its whole timeout left). */
+  send(id: number, fresh: boolean): void {
+    this.#id = id;
+    this.#state = SENT;
+    // In flight before it is written: a failing write fails it with the rest.
+    this.#registry.sending(this);
+    const timeoutMs = this.#deadline === Infinity
+      ? 0
+      : fresh
+      ? Math.ceil(this.#timeoutMs)
+      : Math.max(1, Math.ceil(this.#deadline - performance.now()));
+    const written = this.#outbox.sendCall(
+      id,
+      this.method,
+      this.#streamParam,
+      timeoutMs,
+      this.#body,
+      this.#param,
+      metaOf(this.#options),
+    );
+    this.#body = EMPTY;
+    const source = this.#streamParam ? this.#param as AsyncIterable<unknown> : undefined;
+    this.#param = undefined;
+    if (written !== undefined) {
+      this.#lentWritten = written;
+      const clear = (): void => {
+        if (this.#lentWritten === written) this.#lentWritten = undefined;
+      };
+      written.then(clear, clear);
+    }
+    if (source !== undefined && !this.#registry.closed) {
+      const pump = this.#pump = new StreamPump(this, source, this.#registry.peerWindow);
+      pump.run();
+    }
+  }
+
+  /** The terminal frame arrived: the call is over. */
+  finish(): void {
+    this.#state = DONE;
+    this.#signal?.removeEventListener("abort", this);
+    this.#pump?.stop();
+  }
+
+  /** A progress report arrived: the caller's callback gets it (its errors stay its own). */
+  progress(value: unknown): void {
+    const onProgress = this.#options?.onProgress;
+    if (this.#state !== SENT || onProgress === undefined) return;
+    try {
+      onProgress(value);
+    } catch (error) {
+      console.error(`conduit: the onProgress callback of "${this.method}" threw:`, error);
+    }
+  }
+
+  /** A stream item arrived (a single result may no longer follow). */
+  markStreaming(): void {
+    this.#streaming = true;
+  }
+
+  /** Credit for the param stream arrived. */
+  paramCredit(bytes: number): void {
+    this.#pump?.credit(bytes);
+  }
+
+  /** The handler stopped reading the param stream. */
+  stopParam(): void {
+    this.#pump?.stop();
+  }
+
+  /**
+   * Cancels the call: drops it from the queue, or tells the peer and (when the peer answers
+   * cancelled calls) waits for its terminal frame to free the id. `code` is
+   * `deadline_exceeded` for a passed deadline.
+   */
+  abortCall(error: unknown, reason: string, code?: string): void {
+    if (this.#state === QUEUED) {
+      this.#state = DONE;
+      this.#registry.unqueued(this);
+      this.#signal?.removeEventListener("abort", this);
+      this.fail(error, true);
+      return;
+    }
+    if (this.#state !== SENT) return;
+    // Keep the id until the handler's terminal frame arrives, so the frames already on their
+    // way are recognised and dropped.
+    this.#state = CANCELLED;
+    this.#deadline = Infinity;
+    this.#signal?.removeEventListener("abort", this);
+    this.#pump?.stop();
+    if (this.#lentWritten !== undefined) {
+      // The param is the caller's bytes, still being sent: settling now would let the caller
+      // change them under the peer's feet.
+      const fail = (): void => this.fail(error, true);
+      this.#outbox.flush().then(fail, fail);
+    } else {
+      this.fail(error, true);
+    }
+    this.#outbox.sendCancel(this.#id, reason, code);
+    if (!this.#registry.answersCancelled) this.#registry.finished(this);
+  }
+
+  // ---- CallResult ----
+
+  cancelCall(error: unknown, reason: string): void {
+    this.abortCall(error, reason);
+  }
+
+  protected expectedOneValue(error: unknown): void {
+    if (this.#state === SENT) this.abortCall(error, "the caller expected one value");
+  }
+
+  // ---- the abort signal ----
+
+  handleEvent(): void {
+    const reason = this.#signal?.reason;
+    this.abortCall(reason, reasonText(reason) ?? "aborted by the caller");
+  }
+
+  // ---- InboxOwner: the result stream ----
+
+  grantCredit(bytes: number): void {
+    if (this.#state === SENT) this.#outbox.streams!.sendResultCredit(this.#id, bytes);
+  }
+
+  abandonStream(): void {
+    this.abortCall(
+      new ConduitError(`The stream of "${this.method}" was cancelled`),
+      "the caller stopped reading the stream",
+    );
+  }
+
+  // ---- PumpOwner: the param stream ----
+
+  sendItem(value: unknown): number {
+    if (this.#state !== SENT) return 0;
+    try {
+      return this.#outbox.streams!.sendParamItem(this.#id, this.codecs.param, value);
+    } catch (error) {
+      throw codecFailure(
+        error,
+        `An item of the param stream of the call to "${this.method}" cannot be sent`,
+      );
+    }
+  }
+
+  sendEnd(): void {
+    if (this.#state === SENT) this.#outbox.streams!.sendParamEnd(this.#id);
+  }
+
+  sendFailure(error: unknown): void {
+    if (this.#state === SENT) this.#outbox.streams!.sendParamError(this.#id, error);
+  }
+
+  writable(): Promise<void> | undefined {
+    return this.#outbox.writable();
+  }
+}
+
+/** Whether `value` is a stream (a param or a handler's result). */
+export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
+}
+
+/** The call's meta from its options, when it has any. */
+function metaOf(options: CallOptions | undefined): CallMeta | undefined {
+  if (options === undefined) return undefined;
+  const { key, attempt } = options;
+  return key === undefined && attempt === undefined ? undefined : { key, attempt };
+}
+
+// ---------------------------------------------------------------- calls by id
+
+// The calls in flight, by id. Ids are handed out in increasing order (docs/protocol.md §5) and
+// most calls finish before many more start, so a ring indexed by an id's low bits holds
+// nearly all of them with no hashing and nothing allocated per call, where a Map churned by
+// one insert and one delete per call rehashes into new tables again and again. A call still
+// running when its slot comes round again waits in an overflow Map. The ring starts small and
+// doubles, up to its capacity, when a slot it needs is taken: a connection that never has many
+// calls in flight (or ends at once, as hostile ones do) never allocates the whole ring.
+
+/** The ring's first size. */
+const MIN_SLOTS = 16;
+
+/** Something with a numeric id. */
+interface HasId {
+  readonly id: number;
+}
+
+/** A table of values by their (increasing) ids. */
+export class IdTable<T extends HasId> {
+  #slots: Array<T | undefined>;
+  #mask: number;
+  readonly #capacity: number;
+  readonly #overflow = new Map<number, T>();
+  #size = 0;
+
+  /** @param capacity Most slots in the ring, rounded up to a power of two (at least 16). */
+  constructor(capacity: number) {
+    let slots = MIN_SLOTS;
+    while (slots < capacity) slots *= 2;
+    this.#capacity = slots;
+    this.#slots = new Array<T | undefined>(MIN_SLOTS).fill(undefined);
+    this.#mask = MIN_SLOTS - 1;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get(id: number): T | undefined {
+    const value = this.#slots[id & this.#mask];
+    if (value !== undefined && value.id === id) return value;
+    return this.#overflow.size === 0 ? undefined : this.#overflow.get(id);
+  }
+
+  /** Adds `value` under its id, which must not be in the table. */
+  add(value: T): void {
+    let index = value.id & this.#mask;
+    while (this.#slots[index] !== undefined && this.#slots.length < this.#capacity) {
+      this.#grow();
+      index = value.id & this.#mask;
+    }
+    if (this.#slots[index] === undefined) this.#slots[index] = value;
+    else this.#overflow.set(value.id, value);
+    this.#size++;
+  }
+
+  delete(id: number): void {
+    const index = id & this.#mask;
+    const value = this.#slots[index];
+    if (value !== undefined && value.id === id) {
+      this.#slots[index] = undefined;
+      this.#size--;
+    } else if (this.#overflow.delete(id)) {
+      this.#size--;
+    }
+  }
+
+  /** Every value; deleting while iterating is allowed. */
+  *values(): IterableIterator<T> {
+    // A connection that ends with nothing in flight (most hostile ones) skips the ring's scan.
+    if (this.#size === 0) return;
+    for (const value of this.#slots) if (value !== undefined) yield value;
+    yield* this.#overflow.values();
+  }
+
+  /** Doubles the ring; what waited in the overflow moves in where its slot is free. */
+  #grow(): void {
+    const slots = new Array<T | undefined>(this.#slots.length * 2).fill(undefined);
+    const mask = slots.length - 1;
+    // Two values held in distinct slots keep distinct slots: their ids differ in the old bits.
+    for (const value of this.#slots) if (value !== undefined) slots[value.id & mask] = value;
+    for (const [id, value] of this.#overflow) {
+      if (slots[id & mask] === undefined) {
+        slots[id & mask] = value;
+        this.#overflow.delete(id);
+      }
+    }
+    this.#slots = slots;
+    this.#mask = mask;
+  }
+
+  clear(): void {
+    this.#slots.fill(undefined);
+    this.#overflow.clear();
+    this.#size = 0;
+  }
+}
+
+// ---------------------------------------------------------------- codec failures
+
+// A codec's failure, said as what failed: the param or result of which method, on which side.
+// A codec names the path inside the value (`$ is an instance of Timeout`) but not whose value
+// it was; a result that cannot be sent reaches the caller, whose own handler may pass it on
+// to another caller, so the message says which method's handler made it.
+
+/** `error` as a CodecError naming `subject`; any other error as it is. */
+export function codecFailure(error: unknown, subject: string): unknown {
+  if (!(error instanceof CodecError)) return error;
+  return new CodecError(error.codec, error.operation, error, subject);
 }

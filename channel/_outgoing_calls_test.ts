@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { IdTable } from "./_id_table.ts";
+import { IdTable } from "./_outgoing_calls.ts";
 
 Deno.test("IdTable: behaves as a Map of increasing ids, long-lived ones included", () => {
   // Each step starts the next id or finishes one in flight (picked by position).
