@@ -2,7 +2,7 @@
 // timeout (nothing carried for a while) and whether they and the call deadlines keep the
 // process alive. The engine reports activity; these decide when it is time to act.
 
-import type { Deadlines } from "./_deadlines.ts";
+import type { Deadlines } from "./_core.ts";
 import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
 import { IdleTimer } from "./_idle.ts";
 

@@ -8,8 +8,7 @@
 import type { CallMeta } from "../protocol/call_meta.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
-import type { Deadlines } from "./_deadlines.ts";
-import type { Lifecycle } from "./_lifecycle.ts";
+import type { Deadlines, Lifecycle } from "./_core.ts";
 import { CallTable, codecFailure, isAsyncIterable } from "./_outgoing_calls.ts";
 import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_stream.ts";
 import type { EngineError, IncomingEvents, Outbox, Wire } from "../wires/types.ts";
