@@ -47,8 +47,7 @@ const ALLOWED: Record<string, string> = {
   "workers/nats_service_pool.ts -> transports/_nats_discovery.ts": "service discovery",
   // Workers wrap channel calls (pooled calls are the channel's call objects) and hold
   // the channel's process handle; the shown types keep each entrypoint's docs complete.
-  "workers/* -> channel/_remote.ts": "the one remote proxy",
-  "workers/* -> channel/_call_result.ts": "the call objects pools wrap",
+  "workers/* -> channel/_remote.ts": "the one remote proxy, and the call objects pools wrap",
   "workers/* -> channel/_shown_types.ts": "types shown by each entrypoint",
 };
 

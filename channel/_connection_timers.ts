@@ -1,10 +1,8 @@
 // The timers that watch a connection as a whole: the heartbeat (a silent peer), the idle
-// timeout (nothing carried for a while) and whether they and the call deadlines keep the
-// process alive. The engine reports activity; these decide when it is time to act.
-
-import type { Deadlines } from "./_core.ts";
-import { Heartbeat, type HeartbeatConfig } from "./_heartbeat.ts";
-import { IdleTimer } from "./_idle.ts";
+// timeout (nothing carried for a while) and whether they keep the process alive. The engine
+// reports activity; these decide when it is time to act. The engine (_core.ts) imports this
+// module only when a channel sets a heartbeat or an idle timeout, so a channel without them
+// does not load it.
 
 /** What the heartbeat asks of its connection. */
 export interface BeatHost {
@@ -22,17 +20,22 @@ export interface IdleCloseHost {
   idle(): void;
 }
 
-/** A connection's heartbeat and idle timer, and whether its timers hold the process. */
+/** When frames last arrived (`performance.now()` time): the channel's deadline timer keeps it. */
+export interface FrameClock {
+  readonly receivedAt: number;
+}
+
+/** A connection's heartbeat and idle timer, and whether they hold the process. */
 export class ConnectionTimers {
-  readonly #deadlines: Deadlines;
+  readonly #frames: FrameClock;
   #heartbeat: Heartbeat | undefined;
   #idle: IdleTimer | undefined;
   /** When this side last started or finished a call or sent a notification. */
   #activeAt = 0;
   #hold = true;
 
-  constructor(deadlines: Deadlines) {
-    this.#deadlines = deadlines;
+  constructor(frames: FrameClock) {
+    this.#frames = frames;
   }
 
   /** This side started or finished something; only the idle timer needs to know. */
@@ -43,9 +46,9 @@ export class ConnectionTimers {
   }
 
   startHeartbeat(config: HeartbeatConfig, host: BeatHost): void {
-    const deadlines = this.#deadlines;
+    const frames = this.#frames;
     this.#heartbeat = new Heartbeat(config, {
-      silentFor: () => performance.now() - deadlines.receivedAt,
+      silentFor: () => performance.now() - frames.receivedAt,
       ping: () => host.ping(),
       timedOut: (silent) => host.timedOut(silent),
     });
@@ -56,24 +59,138 @@ export class ConnectionTimers {
     if (timeout === Infinity) return;
     this.#activeAt = performance.now();
     this.#idle = new IdleTimer(timeout, {
-      lastActivity: () => Math.max(this.#activeAt, this.#deadlines.receivedAt),
+      lastActivity: () => Math.max(this.#activeAt, this.#frames.receivedAt),
       busy: () => host.busy(),
       idle: () => host.idle(),
     });
     if (!this.#hold) this.#idle.hold(false);
   }
 
-  /** Whether these timers and the call deadlines keep the process alive. */
+  /** Whether these timers keep the process alive. */
   hold(hold: boolean): void {
     this.#hold = hold;
-    this.#deadlines.hold(hold);
     this.#heartbeat?.hold(hold);
     this.#idle?.hold(hold);
   }
 
   stop(): void {
-    this.#deadlines.stop();
     this.#heartbeat?.stop();
     this.#idle?.stop();
+  }
+}
+
+// ---------------------------------------------------------------- the heartbeat
+
+// A ping every interval, and a failure when nothing at all arrived from the peer for longer
+// than the timeout, and the peer had that long to answer a ping. The second condition keeps
+// a stall of this side's own event loop (a long synchronous task, a loaded machine: the timer
+// fires late) from being taken for a silent peer: the first late tick pings, and only a peer
+// that stays silent for the timeout after that ping is given up on.
+
+/** Heartbeat settings. */
+export interface HeartbeatConfig {
+  readonly interval: number;
+  readonly timeout: number;
+}
+
+/** What the heartbeat does on each beat. */
+export interface HeartbeatHost {
+  /** Milliseconds since the last frame arrived. */
+  silentFor(): number;
+  /** Sends a ping. */
+  ping(): void;
+  /** The peer went silent for `silent` ms. */
+  timedOut(silent: number): void;
+}
+
+/** A running heartbeat; `stop()` ends it. */
+export class Heartbeat {
+  readonly #interval: ReturnType<typeof setInterval>;
+  /** When the first ping the peer has not answered (with any frame) was sent. */
+  #unansweredSince = NaN;
+
+  constructor(config: HeartbeatConfig, host: HeartbeatHost) {
+    this.#interval = setInterval(() => {
+      const now = performance.now();
+      const silent = host.silentFor();
+      // Something arrived after that ping: the peer is alive.
+      if (now - silent >= this.#unansweredSince) this.#unansweredSince = NaN;
+      if (silent > config.timeout && now - this.#unansweredSince > config.timeout) {
+        host.timedOut(silent);
+        return;
+      }
+      host.ping();
+      if (Number.isNaN(this.#unansweredSince)) this.#unansweredSince = now;
+    }, config.interval);
+  }
+
+  stop(): void {
+    clearInterval(this.#interval);
+  }
+
+  /** Whether the beat keeps the process alive. */
+  hold(yes: boolean): void {
+    if (yes) Deno.refTimer(this.#interval);
+    else Deno.unrefTimer(this.#interval);
+  }
+}
+
+// ---------------------------------------------------------------- the idle timeout
+
+// A connection that has carried no frame in either direction and has had nothing in flight
+// for `timeout` ms is closed gracefully. One timer, rescheduled on each firing for the
+// remaining time, so an active connection costs no work per frame.
+
+/** What the idle timer asks of its connection. */
+export interface IdleHost {
+  /** When a frame last arrived or was started from this side (`performance.now()` time). */
+  lastActivity(): number;
+  /** Whether any call or stream is in flight, in either direction. */
+  busy(): boolean;
+  /** The connection has been idle for `idle` ms: close it. */
+  idle(idle: number): void;
+}
+
+/** A running idle timer; `stop()` ends it. */
+export class IdleTimer {
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #timeout: number;
+  readonly #host: IdleHost;
+  #held = true;
+
+  constructor(timeout: number, host: IdleHost) {
+    this.#timeout = timeout;
+    this.#host = host;
+    this.#schedule(timeout);
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Whether the timer keeps the process alive (see ChannelCore.holdProcess). */
+  hold(yes: boolean): void {
+    this.#held = yes;
+    if (this.#timer === undefined) return;
+    if (yes) Deno.refTimer(this.#timer);
+    else Deno.unrefTimer(this.#timer);
+  }
+
+  #schedule(delay: number): void {
+    this.#timer = setTimeout(() => this.#check(), delay);
+    if (!this.#held) Deno.unrefTimer(this.#timer);
+  }
+
+  #check(): void {
+    const host = this.#host;
+    if (host.busy()) return this.#schedule(this.#timeout);
+    const idle = performance.now() - host.lastActivity();
+    if (idle >= this.#timeout) {
+      this.#timer = undefined;
+      host.idle(idle);
+    } else {
+      this.#schedule(this.#timeout - idle);
+    }
   }
 }

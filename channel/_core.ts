@@ -11,8 +11,7 @@ import type { Goodbye, PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { Transport } from "../transports/types.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
-import { ConnectionTimers } from "./_connection_timers.ts";
-import type { HeartbeatConfig } from "./_heartbeat.ts";
+import type { ConnectionTimers, HeartbeatConfig } from "./_connection_timers.ts";
 import { IncomingCalls } from "./_incoming_calls.ts";
 import { isAsyncIterable, type OutgoingCall, OutgoingCalls } from "./_outgoing_calls.ts";
 import type { LifecycleEvents, Wire, WireAuth, WireFactory } from "../wires/types.ts";
@@ -90,7 +89,12 @@ export class ChannelCore implements LifecycleEvents {
   readonly #incoming: IncomingCalls;
   readonly #deadlines: Deadlines;
   readonly #reading: Promise<void>;
-  readonly #timers: ConnectionTimers;
+  /** The heartbeat and idle timer, once loaded: only a channel that sets either loads them. */
+  #timers: ConnectionTimers | undefined;
+  /** Their module, loading since the handshake began. */
+  readonly #timersModule: Promise<typeof import("./_connection_timers.ts")> | undefined;
+  /** Whether the channel's timers keep the process alive (see holdProcess). */
+  #hold = true;
   #closeController: AbortController | undefined;
   #shutdown: Promise<void> | undefined;
   readonly #codecsFor: (method: string) => MethodCodecs;
@@ -127,13 +131,17 @@ export class ChannelCore implements LifecycleEvents {
       : (method: string) => methodCodecs.get(method) ?? defaultCodecs;
     const ring = Math.min(config.maxInFlight, MAX_ID_RING);
     const onIdle = () => {
-      this.#timers.active();
+      this.#timers?.active();
       this.#maybeFinishClose();
     };
     this.#deadlines = new Deadlines((now) =>
       Math.min(this.#outgoing.expire(now), this.#incoming.expire(now))
     );
-    this.#timers = new ConnectionTimers(this.#deadlines);
+    if (config.heartbeat !== undefined || config.idleTimeout !== Infinity) {
+      this.#timersModule = import("./_connection_timers.ts");
+      // A failure is reported once the channel opens; a channel that never opens needs none.
+      this.#timersModule.catch(() => {});
+    }
     this.#outgoing = new OutgoingCalls(wire, this.#life, this.#deadlines, {
       maxInFlight: config.maxInFlight,
       ring,
@@ -189,7 +197,7 @@ export class ChannelCore implements LifecycleEvents {
 
   /** Starts a call; the returned object is both the promise and the stream of its result. */
   call(method: string, param: unknown, options: CallOptions | undefined): OutgoingCall {
-    this.#timers.active();
+    this.#timers?.active();
     return this.#outgoing.call(method, param, options);
   }
 
@@ -200,7 +208,7 @@ export class ChannelCore implements LifecycleEvents {
       throw new TypeError(`A notification cannot carry a stream (method "${method}")`);
     }
     this.#wire.outbox.sendNotify(method, this.#codecsFor(method).param, param);
-    this.#timers.active();
+    this.#timers?.active();
   }
 
   /** The outbox's room below its high-water mark while open, else 0. */
@@ -252,19 +260,38 @@ export class ChannelCore implements LifecycleEvents {
    * worker's channel lets go of them while idle.
    */
   holdProcess(hold: boolean): void {
-    this.#timers.hold(hold);
+    this.#hold = hold;
+    this.#deadlines.hold(hold);
+    this.#timers?.hold(hold);
   }
 
   // ---------------------------------------------------------------- LifecycleEvents
 
   onEstablished(peer: PeerInfo): void {
-    const heartbeat = this.#config.heartbeat;
     if (!this.#life.enter(OPEN)) return;
     this.peer = peer;
     this.#outgoing.setPeer(peer);
     this.#incoming.setPeer(peer);
+    this.#timersModule?.then(
+      ({ ConnectionTimers }) => this.#startTimers(new ConnectionTimers(this.#deadlines)),
+      (error) =>
+        this.#fail(
+          new ConnectionClosedError("Loading the channel's heartbeat and idle timers failed", {
+            cause: error,
+          }),
+        ),
+    );
+    this.#opened.resolve();
+  }
+
+  /** Starts the heartbeat and the idle timer, unless the channel closed while they loaded. */
+  #startTimers(timers: ConnectionTimers): void {
+    if (this.#life.closed) return;
+    this.#timers = timers;
+    if (!this.#hold) timers.hold(false);
+    const heartbeat = this.#config.heartbeat;
     if (heartbeat !== undefined) {
-      this.#timers.startHeartbeat(heartbeat, {
+      timers.startHeartbeat(heartbeat, {
         ping: () => this.#wire.outbox.sendPing(),
         timedOut: (silent) =>
           this.#fail(
@@ -279,14 +306,13 @@ export class ChannelCore implements LifecycleEvents {
       });
     }
     const idleTimeout = this.#config.idleTimeout;
-    this.#timers.startIdle(idleTimeout, {
+    timers.startIdle(idleTimeout, {
       busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
       idle: () => {
         // The reason travels in the GOODBYE: the peer's next call quotes it.
         if (this.#life.open) this.#startClosing(`idle for its idleTimeout (${idleTimeout} ms)`);
       },
     });
-    this.#opened.resolve();
   }
 
   onRefused(code: string, message: string, goodbye: boolean): void {
@@ -487,7 +513,8 @@ export class ChannelCore implements LifecycleEvents {
   }
 
   #stopTimers(): void {
-    this.#timers.stop();
+    this.#deadlines.stop();
+    this.#timers?.stop();
   }
 
   #settled(): Promise<void> {

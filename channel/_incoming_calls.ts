@@ -8,9 +8,14 @@
 import type { CallMeta } from "../protocol/call_meta.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
-import type { Deadlines, Lifecycle } from "./_core.ts";
-import { CallTable, codecFailure, isAsyncIterable } from "./_outgoing_calls.ts";
-import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_stream.ts";
+import {
+  CallTable,
+  codecFailure,
+  type DeadlineTimer,
+  isAsyncIterable,
+  type LifecycleView,
+} from "./_outgoing_calls.ts";
+import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_remote.ts";
 import type { EngineError, IncomingEvents, Outbox, Wire } from "../wires/types.ts";
 import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 
@@ -85,7 +90,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   #notifying = 0;
   #room: PromiseWithResolvers<void> | undefined;
 
-  constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: IncomingOptions) {
+  constructor(wire: Wire, life: LifecycleView, deadlines: DeadlineTimer, options: IncomingOptions) {
     super(wire, life, deadlines, options.ring);
     this.channel = options.channel;
     this.#options = options;

@@ -8,10 +8,8 @@ import { type CallMeta, callMetaBody } from "../protocol/call_meta.ts";
 import { ProtocolError } from "../protocol/protocol_error.ts";
 import { positiveOption } from "../_options.ts";
 import { CodecError, ConduitError } from "../errors.ts";
-import { CallResult, reasonText } from "./_call_result.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
-import type { Deadlines, Lifecycle } from "./_core.ts";
-import { type PumpOwner, StreamPump } from "./_stream.ts";
+import { CallResult, type PumpOwner, reasonText, StreamPump } from "./_remote.ts";
 import type { Outbox, OutgoingEvents, PeerLimits, Wire } from "../wires/types.ts";
 import { DeadlineExceededError } from "./errors.ts";
 import type { CallOptions } from "./types.ts";
@@ -20,17 +18,34 @@ import type { CallOptions } from "./types.ts";
 
 // What the registries of calls in both directions share: the calls by id, the wire they talk
 // through, the lifecycle and deadline timer they consult, and the peer's stream window. It
-// comes first because the registries below extend it.
+// comes first because the registries below extend it. The engine (_core.ts) owns the
+// lifecycle and the timer; the registries see them through the two interfaces here.
+
+/** What the registries read of the connection's state (the engine's Lifecycle). */
+export interface LifecycleView {
+  readonly open: boolean;
+  readonly closed: boolean;
+  /** Whether the peer said goodbye (it starts nothing new after it). */
+  readonly peerClosing: boolean;
+}
+
+/** What the registries use of the channel's deadline timer (the engine's Deadlines). */
+export interface DeadlineTimer {
+  /** `performance.now()` when the frames being dispatched arrived. */
+  readonly receivedAt: number;
+  /** Makes sure the timer fires by `at` (a `performance.now()` time). */
+  arm(at: number): void;
+}
 
 /** A registry of calls of one direction. */
 export abstract class CallTable<T extends { readonly id: number }> {
   protected readonly wire: Wire;
-  protected readonly life: Lifecycle;
-  protected readonly deadlines: Deadlines;
+  protected readonly life: LifecycleView;
+  protected readonly deadlines: DeadlineTimer;
   protected readonly calls: IdTable<T>;
   #peerWindow = 1;
 
-  constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, ring: number) {
+  constructor(wire: Wire, life: LifecycleView, deadlines: DeadlineTimer, ring: number) {
     this.wire = wire;
     this.life = life;
     this.deadlines = deadlines;
@@ -75,7 +90,7 @@ export class OutgoingCalls extends CallTable<OutgoingCall> implements OutgoingEv
   #nextId = 1;
   #callLimit = 1;
 
-  constructor(wire: Wire, life: Lifecycle, deadlines: Deadlines, options: OutgoingOptions) {
+  constructor(wire: Wire, life: LifecycleView, deadlines: DeadlineTimer, options: OutgoingOptions) {
     super(wire, life, deadlines, options.ring);
     this.#options = options;
   }

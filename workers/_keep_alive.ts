@@ -1,7 +1,7 @@
 // Whether a worker keeps this program alive: always, unless unref() was called; then only
 // while a call made through it is in flight, so an awaited call still gets its answer.
 
-import type { Overseeable } from "../channel/_call_result.ts";
+import type { Overseeable } from "../channel/_remote.ts";
 
 /** A worker's hold on the event loop; `apply(true)` refs its resources, `false` unrefs them. */
 export class KeepAlive {

@@ -6,7 +6,7 @@
 // itself (`whenOver`), not from a face, so the target is released and a lost call retried
 // whatever the caller did with it.
 
-import type { Overseeable } from "../channel/_call_result.ts";
+import type { Overseeable } from "../channel/_remote.ts";
 import { DualCall } from "../channel/_remote.ts";
 import type { CallOptions, RemoteStream } from "../channel/types.ts";
 import { DeadlineExceededError } from "../channel/errors.ts";

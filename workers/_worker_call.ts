@@ -3,7 +3,7 @@
 // awaitable and async-iterable, and the first use decides which; errors are translated on
 // both faces, and only on failure, so a successful call costs no extra promise.
 
-import type { OverListener, Overseeable } from "../channel/_call_result.ts";
+import type { OverListener, Overseeable } from "../channel/_remote.ts";
 import { DualCall } from "../channel/_remote.ts";
 import type { RemoteStream } from "../channel/types.ts";
 
