@@ -1,8 +1,8 @@
 // The timers that watch a connection as a whole: the heartbeat (a silent peer), the idle
 // timeout (nothing carried for a while) and whether they keep the process alive. The engine
 // reports activity; these decide when it is time to act. The engine (_core.ts) imports this
-// module only when a channel sets a heartbeat or an idle timeout, so a channel without them
-// does not load it.
+// module when a channel that sets a heartbeat or an idle timeout opens, so a channel without
+// them does not load it.
 
 /** What the heartbeat asks of its connection. */
 export interface BeatHost {

@@ -91,10 +91,6 @@ export class ChannelCore implements LifecycleEvents {
   readonly #reading: Promise<void>;
   /** The heartbeat and idle timer, once loaded: only a channel that sets either loads them. */
   #timers: ConnectionTimers | undefined;
-  /** Their module, loading since the handshake began. */
-  readonly #timersModule: Promise<typeof import("./_connection_timers.ts")> | undefined;
-  /** Whether the channel's timers keep the process alive (see holdProcess). */
-  #hold = true;
   #closeController: AbortController | undefined;
   #shutdown: Promise<void> | undefined;
   readonly #codecsFor: (method: string) => MethodCodecs;
@@ -137,11 +133,6 @@ export class ChannelCore implements LifecycleEvents {
     this.#deadlines = new Deadlines((now) =>
       Math.min(this.#outgoing.expire(now), this.#incoming.expire(now))
     );
-    if (config.heartbeat !== undefined || config.idleTimeout !== Infinity) {
-      this.#timersModule = import("./_connection_timers.ts");
-      // A failure is reported once the channel opens; a channel that never opens needs none.
-      this.#timersModule.catch(() => {});
-    }
     this.#outgoing = new OutgoingCalls(wire, this.#life, this.#deadlines, {
       maxInFlight: config.maxInFlight,
       ring,
@@ -260,7 +251,6 @@ export class ChannelCore implements LifecycleEvents {
    * worker's channel lets go of them while idle.
    */
   holdProcess(hold: boolean): void {
-    this.#hold = hold;
     this.#deadlines.hold(hold);
     this.#timers?.hold(hold);
   }
@@ -272,15 +262,18 @@ export class ChannelCore implements LifecycleEvents {
     this.peer = peer;
     this.#outgoing.setPeer(peer);
     this.#incoming.setPeer(peer);
-    this.#timersModule?.then(
-      ({ ConnectionTimers }) => this.#startTimers(new ConnectionTimers(this.#deadlines)),
-      (error) =>
-        this.#fail(
-          new ConnectionClosedError("Loading the channel's heartbeat and idle timers failed", {
-            cause: error,
-          }),
-        ),
-    );
+    const config = this.#config;
+    if (config.heartbeat !== undefined || config.idleTimeout !== Infinity) {
+      import("./_connection_timers.ts").then(
+        ({ ConnectionTimers }) => this.#startTimers(new ConnectionTimers(this.#deadlines)),
+        (error) =>
+          this.#fail(
+            new ConnectionClosedError("Loading the channel's heartbeat and idle timers failed", {
+              cause: error,
+            }),
+          ),
+      );
+    }
     this.#opened.resolve();
   }
 
@@ -288,7 +281,7 @@ export class ChannelCore implements LifecycleEvents {
   #startTimers(timers: ConnectionTimers): void {
     if (this.#life.closed) return;
     this.#timers = timers;
-    if (!this.#hold) timers.hold(false);
+    if (!this.#deadlines.held) timers.hold(false);
     const heartbeat = this.#config.heartbeat;
     if (heartbeat !== undefined) {
       timers.startHeartbeat(heartbeat, {
@@ -740,6 +733,11 @@ export class Deadlines {
     this.#at = at;
     this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now())));
     if (!this.#hold) Deno.unrefTimer(this.#timer);
+  }
+
+  /** Whether the channel's timers keep the process alive (see `hold`). */
+  get held(): boolean {
+    return this.#hold;
   }
 
   /**

@@ -1,6 +1,6 @@
 // A channel over an in-memory pair with one call that is never answered before its 2 s deadline:
 // with `unref` as its argument the channels' timers must not keep this process alive; with
-// `unref-timers` neither must a heartbeat's and an idle timeout's, loaded once the channels open.
+// `unref-timers` neither must a heartbeat's and an idle timeout's, loaded as the channels open.
 import { openChannel } from "../channel.ts";
 import { jsonCodec } from "../../codecs/json.ts";
 import { memoryPair } from "../../transports/memory.ts";
