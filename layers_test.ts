@@ -42,8 +42,7 @@ const ALLOWED: Record<string, string> = {
   "workers/_worker_process.ts -> transports/_child_process.ts": "spawning with stdio",
   "workers/_worker_process.ts -> transports/_stderr_lines.ts": "the one stderr line reader",
   "workers/_worker_socket.ts -> transports/_conn_transport.ts": "a worker's socket transport",
-  "workers/_quiet_preload.ts -> transports/_real_stdout.ts": "the worker's real stdout",
-  "workers/_thread_name.ts -> transports/_worker_watch.ts": "a thread's exit watch",
+  "workers/spawn_worker.ts -> transports/_real_stdout.ts": "the worker's real stdout",
   "workers/nats_service_pool.ts -> transports/_nats_discovery.ts": "service discovery",
   // Workers wrap channel calls (pooled calls are the channel's call objects) and hold
   // the channel's process handle; the shown types keep each entrypoint's docs complete.

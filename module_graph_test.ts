@@ -28,7 +28,7 @@ async function loaded(file: string): Promise<Set<string>> {
 }
 
 /** Modules only a worker runs: the worker's side of serveWorker. */
-const WORKER_SIDE = ["workers/_serve.ts", "workers/serve_worker.ts"];
+const WORKER_SIDE = ["workers/serve_worker.ts"];
 /** Modules only a parent runs. */
 const PARENT_SIDE = ["workers/spawn_worker.ts", "workers/worker_pool.ts"];
 
@@ -44,7 +44,7 @@ for (const entry of ["mod.ts", "workers/mod.ts"]) {
 
 Deno.test("module graph: workers/serve_worker.ts loads the worker's side, not the parent's, and no npm package", async () => {
   const modules = await loaded(new URL("workers/serve_worker.ts", root).pathname);
-  assert.ok(modules.has("workers/_serve.ts"));
+  assert.ok(modules.has("workers/worker_env.ts"));
   // Its default codec, the structured one, is conduit's own MessagePack.
   assert.ok(modules.has("codecs/structured.ts"));
   const npm = [...modules].filter((specifier) => specifier.startsWith("npm:"));

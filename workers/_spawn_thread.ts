@@ -2,14 +2,13 @@
 // worker's channel defaults; the options that only make sense for a process are refused.
 
 import { DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
-import { defaultWorkerCodec } from "./_default_codec.ts";
-import { moduleUrl, workerName } from "./_module_specifier.ts";
+import { defaultWorkerCodec } from "./spawn_worker_options.ts";
+import { moduleUrl, workerName } from "./spawn_worker_options.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
-import { workerOptionsEnabled } from "./_worker_options_flag.ts";
 import { ThreadPermissionsError } from "./errors.ts";
 import type { SpawnWorkerOptions, WorkerCommand } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { threadPermissions } from "./worker_permissions.ts";
+import { threadPermissions } from "./spawn_worker_options.ts";
 
 /** Options of a process worker that a thread has no use for. */
 const PROCESS_ONLY = [
@@ -90,4 +89,107 @@ export async function spawnThread<Api extends object, Local extends object>(
   ]);
   const handle = new WorkerThread<Api>(start.module, start);
   return await handle.open(withWorkerDefaults({ ...channelOptions, drainTimeout, codec }));
+}
+
+// Whether Deno's `worker-options` feature is on, which `deno.permissions` in a Worker's options
+// needs: without it Deno prints a warning and exits the whole process (code 70) as the Worker
+// is constructed, so this must be known before. Deno shows its feature list to no JavaScript
+// API (deno 2.9: only its node:child_process polyfill reads it, through a private op), so we
+// read what turned it on: the command line (`--unstable-worker-options`), or the `unstable`
+// list of the config file Deno used (`--config <file>`, else the nearest deno.json or
+// deno.jsonc from the working directory up, unless `--no-config`). Deno lets a program read
+// its own /proc/self/cmdline only with every permission (`-A`), so elsewhere the answer is
+// "not known to be on", never a guess: the caller can say so (`unstableWorkerOptions`).
+const FLAG = "--unstable-worker-options";
+const FEATURE = "worker-options";
+
+/** Whether the worker-options feature is known to be on in this process. */
+export function workerOptionsEnabled(): boolean {
+  if (Deno.build.standalone) return false;
+  const args = commandLine();
+  if (args === undefined) return false;
+  if (args.includes(FLAG)) return true;
+  if (args.includes("--no-config")) return false;
+  const config = configPath(args);
+  return config !== undefined && unstableFeatures(config).includes(FEATURE);
+}
+
+/** Deno's arguments to this process, if Linux shows them and we may read them (`-A`). */
+function commandLine(): string[] | undefined {
+  const text = readIfGranted("/proc/self/cmdline");
+  if (text === undefined) return undefined;
+  const args = text.split("\0");
+  // Deno's own flags come before the script (after the subcommand, if there is one); what
+  // follows the script is the script's.
+  const first = SUBCOMMANDS.has(args[1]) ? 2 : 1;
+  const script = args.findIndex((arg, i) =>
+    i >= first && !arg.startsWith("-") && !TAKES_VALUE.has(args[i - 1])
+  );
+  return script < 0 ? args : args.slice(0, script);
+}
+
+const SUBCOMMANDS = new Set(["run", "test", "bench", "serve", "eval", "repl", "task", "jupyter"]);
+/** Deno options whose value may follow as the next argument (`--config deno.json`). */
+const TAKES_VALUE = new Set([
+  "--config",
+  "-c",
+  "--import-map",
+  "--lock",
+  "--location",
+  "--cert",
+  "--seed",
+  "--ext",
+]);
+
+/** The config file Deno uses: `--config`'s, else the nearest one from the working directory. */
+function configPath(args: string[]): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--config" || arg === "-c") return args[i + 1];
+    if (arg.startsWith("--config=")) return arg.slice("--config=".length);
+  }
+  let dir: string;
+  try {
+    dir = Deno.cwd();
+  } catch {
+    return undefined;
+  }
+  for (;;) {
+    for (const name of ["deno.json", "deno.jsonc"]) {
+      const path = `${dir}/${name}`;
+      if (readIfGranted(path) !== undefined) return path;
+    }
+    const parent = dir.slice(0, dir.lastIndexOf("/")) || "/";
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/** The `unstable` list of a JSON or JSONC config file (empty when unreadable). */
+function unstableFeatures(path: string): string[] {
+  const text = readIfGranted(path);
+  if (text === undefined) return [];
+  try {
+    const unstable = JSON.parse(withoutComments(text)).unstable;
+    return Array.isArray(unstable) ? unstable.map(String) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** JSONC as JSON: comments and trailing commas dropped, strings left alone. */
+function withoutComments(text: string): string {
+  return text.replace(
+    /("(?:\\.|[^"\\])*")|\/\/[^\n]*|\/\*[\s\S]*?\*\/|,(\s*[}\]])/g,
+    (_, string, closing) => string ?? closing ?? "",
+  );
+}
+
+function readIfGranted(path: string): string | undefined {
+  try {
+    if (Deno.permissions.querySync({ name: "read", path }).state !== "granted") return undefined;
+    return Deno.readTextFileSync(path);
+  } catch {
+    return undefined;
+  }
 }

@@ -3,12 +3,11 @@
 // its failures pass through the worker's translation into WorkerExitedError.
 
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
-import { remoteProxy } from "../channel/_remote.ts";
-import type { CallOptions, RemoteOf } from "../channel/types.ts";
+import { DualCall, remoteProxy } from "../channel/_remote.ts";
+import type { CallOptions, RemoteOf, RemoteStream } from "../channel/types.ts";
 import type { Transport } from "../transports/types.ts";
-import type { KeepAlive } from "./_keep_alive.ts";
-import { type ChannelCall, type Translate, WorkerCall } from "./_worker_call.ts";
 import { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER } from "./worker_env.ts";
+import type { OverListener, Overseeable } from "../channel/_remote.ts";
 
 /** A worker's open (or opening) channel and the remote its handle shows. */
 export interface WorkerChannel<Api extends object> {
@@ -44,4 +43,130 @@ export function withWorkerDefaults(options: ChannelOptions): ChannelOptions {
     ...options,
     defaultTimeout: options.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
   };
+}
+
+// The object a worker's remote method returns: the channel's call, seen through a function
+// that turns connection errors into WorkerExitedError. Like the channel's call it is both
+// awaitable and async-iterable, and the first use decides which; errors are translated on
+// both faces, and only on failure, so a successful call costs no extra promise.
+/** The channel's call object: a promise and a stream in one, that says when it is over. */
+export type ChannelCall = PromiseLike<unknown> & RemoteStream<unknown> & Overseeable;
+
+/** Maps a failure of the call to the error the caller should see. */
+export type Translate = (error: unknown) => Promise<unknown>;
+
+/** A channel call whose failures pass through `translate`. */
+export class WorkerCall extends DualCall implements Overseeable {
+  readonly #inner: ChannelCall;
+  readonly #translate: Translate;
+
+  constructor(inner: ChannelCall, translate: Translate) {
+    super();
+    this.#inner = inner;
+    this.#translate = translate;
+  }
+
+  then<R1 = unknown, R2 = never>(
+    onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    const translate = this.#translate;
+    return Promise.resolve(this.#inner.then(onfulfilled, async (error) => {
+      const translated = await translate(error);
+      if (onrejected) return onrejected(translated);
+      throw translated;
+    }));
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<unknown> {
+    const iterator = this.#inner[Symbol.asyncIterator]();
+    const translate = this.#translate;
+    return {
+      next: () =>
+        iterator.next().then(undefined, async (error) => {
+          throw await translate(error);
+        }),
+      return: (value?: unknown) =>
+        iterator.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+    };
+  }
+
+  whenOver(listener: OverListener): void {
+    const translate = this.#translate;
+    this.#inner.whenOver((ok, error) => {
+      if (ok) listener(true, undefined);
+      else {
+        translate(error).then(
+          (translated) => listener(false, translated),
+          () => listener(false, error),
+        );
+      }
+    });
+  }
+
+  protected cancelUnread(reason: unknown): Promise<void> {
+    return this.#inner.cancel(reason);
+  }
+}
+
+// Whether a worker keeps this program alive: always, unless unref() was called; then only
+// while a call made through it is in flight, so an awaited call still gets its answer.
+/** A worker's hold on the event loop; `apply(true)` refs its resources, `false` unrefs them. */
+export class KeepAlive {
+  readonly #apply: (hold: boolean) => void;
+  #unref = false;
+  #calls = 0;
+  #held = true;
+  readonly #over = (): void => {
+    this.#calls--;
+    this.#update();
+  };
+
+  constructor(apply: (hold: boolean) => void) {
+    this.#apply = apply;
+  }
+
+  ref(): void {
+    this.#unref = false;
+    this.#update();
+  }
+
+  unref(): void {
+    this.#unref = true;
+    this.#update();
+  }
+
+  /** Holds the program while `call` is in flight. */
+  track(call: Overseeable): void {
+    this.#calls++;
+    this.#update();
+    call.whenOver(this.#over);
+  }
+
+  #update(): void {
+    const hold = !this.#unref || this.#calls > 0;
+    if (hold === this.#held) return;
+    this.#held = hold;
+    this.#apply(hold);
+  }
+}
+
+/** What unref(), ref() and `await using` do on a worker handle, process or thread alike. */
+export abstract class HeldWorker implements AsyncDisposable {
+  /** The worker's hold on the event loop. */
+  protected abstract readonly keepAlive: KeepAlive;
+
+  abstract close(): Promise<Deno.CommandStatus>;
+
+  unref(): void {
+    this.keepAlive.unref();
+  }
+
+  ref(): void {
+    this.keepAlive.ref();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close().then(() => {});
+  }
 }

@@ -11,15 +11,13 @@ import { ChildProcessTransport } from "../transports/_child_process.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
 import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
-import { type ProcessControl, ProcessTransport } from "./_process_transport.ts";
-import { killAtExit } from "./_parent_death.ts";
-import { HeldWorker, KeepAlive } from "./_keep_alive.ts";
+import { HeldWorker, KeepAlive } from "./_worker_channel.ts";
 import { workerChannel } from "./_worker_channel.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
-import { WorkerExitedError } from "./errors.ts";
-import { permissionHint, withPermissionHint } from "./_permission_hint.ts";
-import { stdoutTextError } from "./_stdout_text.ts";
+import { WorkerExitedError, WorkerStdoutError } from "./errors.ts";
+import { permissionHint, withPermissionHint } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
+import { FrameTooLargeError } from "../errors.ts";
 
 /** How long after the worker exited its stderr may stay open (a grandchild holds it). */
 const STDERR_LINGER_MS = 200;
@@ -308,4 +306,182 @@ function lineWriter(
       // Our stream is gone: nowhere left to forward to.
     }
   };
+}
+
+// The channel's view of a worker's connection: its stdio, or the Unix socket it connected to.
+// Closing or aborting it also stops the process gracefully (`exitTimeout`, SIGTERM,
+// `killTimeout`, SIGKILL) instead of the stdio transport's own timeout.
+/** What the transport needs from the worker process. */
+export interface ProcessControl {
+  /** The process's stdin/stdout. */
+  readonly stdio: ChildTransport;
+  /** Waits for the process to exit, signalling it after the timeouts. */
+  stop(): Promise<void>;
+}
+
+/** A worker's connection (its stdio or a socket) that stops the process when it closes. */
+export class ProcessTransport implements Transport {
+  readonly readable: ReadableStream<Uint8Array>;
+  readonly writable: WritableStream<Uint8Array>;
+  readonly #connection: Transport;
+  readonly #process: ProcessControl;
+
+  constructor(connection: Transport, process: ProcessControl) {
+    this.readable = connection.readable;
+    this.writable = connection.writable;
+    this.#connection = connection;
+    this.#process = process;
+  }
+
+  async close(): Promise<void> {
+    await this.#closeSocket((socket) => socket.close());
+    // The channel has closed the worker's stdin by now: the worker will exit.
+    await this.#process.stop();
+    await this.#process.stdio.close();
+  }
+
+  async abort(reason?: unknown): Promise<void> {
+    await this.#closeSocket((socket) => socket.abort(reason));
+    // The channel aborts when the worker's output ended (it is exiting: let it report its
+    // own exit code) or when it failed the worker; a worker that lives on is stopped.
+    await this.#process.stop();
+    await this.#process.stdio.abort(reason);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Over a socket: ends it, then closes the worker's stdin, its other lifeline. */
+  async #closeSocket(end: (socket: Transport) => Promise<void>): Promise<void> {
+    const stdio = this.#process.stdio;
+    if (this.#connection === stdio) return;
+    await end(this.#connection);
+    await stdio.writable.close().catch(() => {});
+  }
+}
+
+// Workers never outlive this process, without pre-empting its own signal handling:
+//
+// - On Linux, each worker module is started through util-linux `setpriv --pdeathsig KILL`, so the
+//   kernel kills it the moment this process dies, however it dies (SIGKILL included) and
+//   however busy the worker is. Without `setpriv` (or where `--allow-run` does not allow it)
+//   workers are started directly.
+// - When this process exits (`Deno.exit()`, the end of the program, or an exit from the
+//   application's own signal handler) every worker still running is killed in the `unload`
+//   event, on every OS.
+// - Otherwise (no `setpriv`, macOS, Windows, or a `WorkerCommand`, and this process killed by
+//   a signal) a worker exits when it next reads its stdin and finds it closed: at once when idle, once
+//   its synchronous work returns when busy.
+//
+// conduit installs no signal listener: an application that handles SIGINT or SIGTERM runs its
+// handler once, and its workers keep serving during its graceful shutdown.
+
+/** Something to kill when this process exits. */
+export interface Killable {
+  kill(signal: Deno.Signal): void;
+}
+
+const live = new Set<Killable>();
+/** Whether `setpriv --pdeathsig` works here: unknown until the first spawn tries it. */
+let pdeathsig: boolean | undefined = Deno.build.os === "linux" ? undefined : false;
+
+/** Kills `worker` when this process exits, until the returned function is called. */
+export function killAtExit(worker: Killable): () => void {
+  live.add(worker);
+  if (live.size === 1) globalThis.addEventListener("unload", killAll);
+  return () => {
+    if (live.delete(worker) && live.size === 0) {
+      globalThis.removeEventListener("unload", killAll);
+    }
+  };
+}
+
+/**
+ * Spawns `command`; with `parentDeath`, through `setpriv --pdeathsig KILL` where that works
+ * (see the module comment). Only for programs known to exist (the Deno executable): a
+ * missing one would otherwise fail inside setpriv instead of with `NotFound` here.
+ */
+export function spawnProcess(
+  command: string | URL,
+  options: Deno.CommandOptions,
+  parentDeath: boolean,
+): Deno.ChildProcess {
+  return parentDeath
+    ? spawnWithParentDeath(command, options)
+    : new Deno.Command(command, options).spawn();
+}
+
+function spawnWithParentDeath(
+  command: string | URL,
+  options: Deno.CommandOptions,
+): Deno.ChildProcess {
+  if (pdeathsig !== false) {
+    const program = command instanceof URL ? command.pathname : command;
+    try {
+      const child = new Deno.Command("setpriv", {
+        ...options,
+        args: ["--pdeathsig", "KILL", "--", program, ...(options.args ?? [])],
+      }).spawn();
+      pdeathsig = true;
+      return child;
+    } catch (error) {
+      // No setpriv here, or not one this process may run: start workers directly.
+      if (!(error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotCapable)) {
+        throw error;
+      }
+      pdeathsig = false;
+    }
+  }
+  return new Deno.Command(command, options).spawn();
+}
+
+function killAll(): void {
+  for (const worker of live) {
+    try {
+      worker.kill("SIGKILL");
+    } catch {
+      // Exited already.
+    }
+  }
+  live.clear();
+}
+
+// Telling a worker that printed to its stdout from a broken frame: on the stdio transport a
+// text write lands where a frame header is expected, and the decoder refuses the "length" the
+// text makes (four printable bytes read as a length are at least 150 MB). Such an error, found
+// in a failure's cause chain, becomes a WorkerStdoutError that quotes the text.
+/** At most this many bytes of the text are quoted. */
+const QUOTED_BYTES = 60;
+/** How deep to look in a cause chain. */
+const MAX_DEPTH = 8;
+
+/** The WorkerStdoutError that explains `error`, if text on stdout caused it. */
+export function stdoutTextError(error: unknown): WorkerStdoutError | undefined {
+  let current = error;
+  for (let depth = 0; depth < MAX_DEPTH && current instanceof Error; depth++) {
+    if (current instanceof WorkerStdoutError) return current;
+    if (current instanceof FrameTooLargeError && looksLikeText(current.received)) {
+      // The bytes after the text may be the frames that followed it in the same read.
+      const received = current.received!.subarray(0, QUOTED_BYTES);
+      const end = received.findIndex((byte) => !isTextByte(byte));
+      const text = new TextDecoder().decode(end < 0 ? received : received.subarray(0, end));
+      return new WorkerStdoutError(text, { cause: current });
+    }
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/** Whether a frame header is text: each byte printable ASCII, a tab or line break, or UTF-8. */
+function looksLikeText(bytes: Uint8Array | undefined): boolean {
+  if (bytes === undefined || bytes.length < 4) return false;
+  for (let i = 0; i < 4; i++) if (!isTextByte(bytes[i])) return false;
+  return true;
+}
+
+/** Printable ASCII, a tab or a line break, or a byte of a UTF-8 sequence. */
+function isTextByte(byte: number): boolean {
+  return (byte >= 0x20 && byte < 0x7f) || byte === 0x09 || byte === 0x0a || byte === 0x0d ||
+    byte >= 0x80;
 }

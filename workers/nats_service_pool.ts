@@ -46,7 +46,7 @@ import type { CallOptions, CheckedHandlers, MethodName } from "../channel/types.
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
 import { connectNats, type ConnectNatsOptions, type NatsClient } from "../transports/nats.ts";
 import { Dispatcher, type Target, type TargetManager } from "./_dispatcher.ts";
-import type { InnerCall } from "./_pool_call.ts";
+import type { InnerCall } from "./_dispatcher.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
 import { DEFAULT_POOL_MAX_QUEUED, type PoolRemoteOf, type StreamSource } from "./worker_pool.ts";
 

@@ -41,14 +41,12 @@ import { channelCodecs, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
-import { defaultWorkerCodec } from "./_default_codec.ts";
-import { moduleSpecifier, workerName } from "./_module_specifier.ts";
-import { spawnProcess } from "./_parent_death.ts";
-import { quietPreloadUrl } from "./_quiet_preload.ts";
+import { defaultWorkerCodec } from "./spawn_worker_options.ts";
+import { moduleSpecifier, workerName } from "./spawn_worker_options.ts";
+import { spawnProcess } from "./_worker_process.ts";
 import { WorkerProcess } from "./_worker_process.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { spawnThread } from "./_spawn_thread.ts";
-import { standaloneRefusal } from "./_standalone.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import {
@@ -65,7 +63,9 @@ import {
   withSocketGrants,
   withWorkerEnvGrant,
   type WorkerPermissions,
-} from "./worker_permissions.ts";
+} from "./spawn_worker_options.ts";
+import { REAL_STDOUT_KEY } from "../transports/_real_stdout.ts";
+import { consoleToStderr } from "./worker_env.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
 export * from "./spawn_worker_options.ts";
@@ -249,4 +249,63 @@ function denoRunArgs(
     moduleSpecifier(module),
     ...options.args,
   ];
+}
+
+// A binary made by `deno compile` is not deno: its `Deno.execPath()` is the app itself, so
+// `deno run <module>` through it would start the app again (with the worker module as an
+// argument), not the worker. spawnWorker refuses a module there and says the two ways that work.
+
+/**
+ * The error spawnWorker throws for a worker module in a `deno compile` binary, or `undefined`
+ * when the module may run: `standalone` is `Deno.build.standalone`, a seam for the tests
+ * (a compiled binary cannot be built without `denort`).
+ */
+export function standaloneRefusal(
+  standalone: boolean,
+  module: { name: string; specifier: string },
+): Deno.errors.NotSupported | undefined {
+  if (!standalone) return undefined;
+  const { name, specifier } = module;
+  return new Deno.errors.NotSupported(
+    `spawnWorker cannot run the worker module ${name} as a process in a program made by ` +
+      `deno compile: Deno.execPath() is the program itself (${Deno.execPath()}), not deno. ` +
+      `Run it as a thread, spawnWorker(url, { thread: true }), with the module embedded by ` +
+      `deno compile --include <module>; or run it with a deno installed on the machine, ` +
+      `spawnWorker({ command: "deno", args: ["run", <permission flags>, ` +
+      `${JSON.stringify(specifier)}] }, { codec: structuredCodec() })`,
+  );
+}
+
+// The code `spawnWorker` runs before a worker module on the stdio transport
+// (`deno run --preload <data: URL>`): everything that would print to the channel's pipe —
+// `console.log` and its siblings, `Deno.stdout` — prints to stderr instead, which the parent
+// forwards line by line. So a `console.log` at module load, before `serveWorker`, or a
+// `Deno.stdout.writeSync` in a handler cannot land between two frames; the real stdout is kept
+// for the stdio transport (`transports/_real_stdout.ts`). `node:process`'s `process.stdout`
+// and subprocesses inheriting fd 1 still reach the pipe (moving fd 1 itself needs FFI); the
+// parent then fails with an error that quotes what was written.
+//
+// A data: URL, built from the source of two self-contained functions: it needs no read
+// permission, no network for a remote (JSR) copy of conduit, and no TypeScript module load.
+let url: string | undefined;
+
+/** The `--preload` module, as a data: URL. */
+export function quietPreloadUrl(): string {
+  url ??= "data:text/javascript," +
+    encodeURIComponent(`(${quietStdout})(${consoleToStderr}, ${JSON.stringify(REAL_STDOUT_KEY)});`);
+  return url;
+}
+
+/** Keeps the real stdout under `Symbol.for(key)`, points `Deno.stdout` at stderr, moves the console. */
+function quietStdout(moveConsole: () => unknown, key: string): void {
+  const real = Symbol.for(key);
+  if (real in globalThis) return;
+  Object.defineProperty(globalThis, real, { value: Deno.stdout });
+  Object.defineProperty(Deno, "stdout", {
+    value: Deno.stderr,
+    configurable: true,
+    writable: true,
+    enumerable: true,
+  });
+  moveConsole();
 }

@@ -3,7 +3,8 @@
 
 import type { ChannelOptions } from "../channel/channel.ts";
 import type { Codec } from "../codecs/types.ts";
-import type { WorkerPermissions } from "./worker_permissions.ts";
+import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import { pathToFileURL } from "node:url";
 
 /** The default {@linkcode SpawnWorkerOptions.exitTimeout}: 1 s. */
 export const DEFAULT_EXIT_TIMEOUT = 1_000;
@@ -199,4 +200,193 @@ export interface SpawnWorkerOptions<Local extends object = object>
    * @default {true}
    */
   trustPeer?: boolean;
+}
+
+// What a worker module may do: {@linkcode WorkerPermissions}, turned into `deno run` flags.
+//
+/**
+ * Deno permissions for a worker module, as `deno run` flags: `true` grants all
+ * (`--allow-net`), a list grants those (`--allow-read=/data,/tmp`), `false` or absent grants
+ * nothing. The worker gets no permission you do not list, and never a prompt.
+ *
+ * @example
+ * ```ts
+ * import type { WorkerPermissions } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * const permissions: WorkerPermissions = { read: ["/data"], net: false };
+ * assert.deepEqual(permissions.read, ["/data"]);
+ * ```
+ */
+export interface WorkerPermissions {
+  /** `--allow-read`. @default {false} */
+  read?: boolean | readonly (string | URL)[];
+  /** `--allow-write`. @default {false} */
+  write?: boolean | readonly (string | URL)[];
+  /** `--allow-net` (hosts, `host:port`). @default {false} */
+  net?: boolean | readonly string[];
+  /** `--allow-env` (variable names). @default {false} */
+  env?: boolean | readonly string[];
+  /** `--allow-run` (programs). @default {false} */
+  run?: boolean | readonly (string | URL)[];
+  /** `--allow-sys` (API names such as `hostname`). @default {false} */
+  sys?: boolean | readonly string[];
+  /** `--allow-ffi` (library paths). @default {false} */
+  ffi?: boolean | readonly (string | URL)[];
+  /** `--allow-import` (hosts to import code from). @default {false} */
+  import?: boolean | readonly string[];
+}
+
+/** The `deno run` flags for `permissions`. */
+export function permissionFlags(permissions: WorkerPermissions): string[] {
+  const flags: string[] = [];
+  for (const [key, value] of Object.entries(permissions)) {
+    if (value === undefined || value === false) continue;
+    if (!PERMISSION_NAMES.has(key)) {
+      throw new TypeError(`Unknown permission "${key}": expected one of ${[...PERMISSION_NAMES]}`);
+    }
+    if (value === true) {
+      flags.push(`--allow-${key}`);
+      continue;
+    }
+    const list = (value as readonly (string | URL)[]).map((item) =>
+      item instanceof URL ? decodeURIComponent(item.pathname) : item
+    );
+    for (const item of list) {
+      if (item.includes(",")) {
+        throw new TypeError(`permissions.${key} entries cannot contain ",": got "${item}"`);
+      }
+    }
+    // An empty list grants nothing, as `false` does; `--allow-x=` would grant everything.
+    if (list.length > 0) flags.push(`--allow-${key}=${list.join(",")}`);
+  }
+  return flags;
+}
+
+const PERMISSION_NAMES = new Set(["read", "write", "net", "env", "run", "sys", "ffi", "import"]);
+
+/** `permissions` plus reading the variable that tells the worker it is one. */
+export function withWorkerEnvGrant(permissions: WorkerPermissions): WorkerPermissions {
+  return { ...permissions, env: withGrant(permissions.env, WORKER_ENV) };
+}
+
+/**
+ * `permissions` plus what connecting to the Unix socket at `path` takes (Deno checks read,
+ * write and net) and reading the variable that names it.
+ */
+export function withSocketGrants(
+  permissions: WorkerPermissions,
+  path: string,
+): WorkerPermissions {
+  return {
+    ...permissions,
+    read: withGrant(permissions.read, path),
+    write: withGrant(permissions.write, path),
+    net: withGrant(permissions.net, `unix:${path}`),
+    env: withGrant(permissions.env, WORKER_SOCKET_ENV),
+  };
+}
+
+/** Adds `item` to a permission unless it already grants everything. */
+function withGrant<T extends string | URL>(
+  current: boolean | readonly T[] | undefined,
+  item: T,
+): boolean | readonly T[] {
+  return current === true ? true : [...(Array.isArray(current) ? current : []), item];
+}
+
+/**
+ * `permissions` as a Web Worker's `deno.permissions`: every permission named, the ones not
+ * granted as `false`, so a thread gets no more than a process would.
+ */
+export function threadPermissions(permissions: WorkerPermissions): Deno.PermissionOptionsObject {
+  permissionFlags(permissions); // The same checks: known names, no "," in a list entry.
+  const result: Record<string, boolean | (string | URL)[]> = {};
+  for (const name of PERMISSION_NAMES) {
+    const value = permissions[name as keyof WorkerPermissions];
+    result[name] = value === true
+      ? true
+      : Array.isArray(value) && value.length > 0
+      ? [...value]
+      : false;
+  }
+  return result as Deno.PermissionOptionsObject;
+}
+
+// The worker module spawnWorker runs. A relative string ("./w.ts") would resolve against the
+// working directory, not against the module that wrote it as `import` does; the calling
+// module's URL cannot be known reliably (a stack trace is not, and a WorkerPool spawns long
+// after its caller returned), so a relative string is refused with the fix in the message.
+/** Whether `path` is absolute, on POSIX or Windows. */
+const ABSOLUTE = /^(?:\/|[A-Za-z]:[\\/]|\\\\)/;
+/** A URL scheme (two letters at least, so that `C:` stays a drive). */
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]+:/;
+
+/**
+ * The specifier `deno run` gets for `module`: a URL's `href`, an absolute path or a URL string
+ * as given.
+ *
+ * @throws {TypeError} When `module` is a relative path.
+ */
+export function moduleSpecifier(module: string | URL): string {
+  if (module instanceof URL) return module.href;
+  if (typeof module !== "string" || module === "") {
+    throw new TypeError(`The worker module must be a URL or a path, got ${String(module)}`);
+  }
+  if (ABSOLUTE.test(module) || SCHEME.test(module)) return module;
+  throw new TypeError(
+    `The worker module "${module}" is a relative path: it would resolve against the working ` +
+      `directory, not against your module as an import does. Pass ` +
+      `new URL(${JSON.stringify(module.startsWith(".") ? module : `./${module}`)}, ` +
+      `import.meta.url), or an absolute path`,
+  );
+}
+
+/** `module` as a URL, for `new Worker()`: an absolute path becomes a `file:` URL. */
+export function moduleUrl(module: string | URL): URL {
+  const specifier = moduleSpecifier(module);
+  return SCHEME.test(specifier) ? new URL(specifier) : pathToFileURL(specifier);
+}
+
+/** A worker's default name: its module's file name, or its command's. */
+export function workerName(target: string | URL): string {
+  if (/^(?:data|blob):/.test(String(target))) return "inline module";
+  const path = target instanceof URL ? decodeURIComponent(target.pathname) : target;
+  return path.slice(path.lastIndexOf("/") + 1) || path;
+}
+
+// The codec a parent speaks to a worker module by default, loaded on first use: the structured
+// codec brings conduit's MessagePack modules, which a program that imports `@conduit/ipc` and never spawns
+// such a worker should not load.
+/** The structured codec, once its module has loaded. */
+export async function defaultWorkerCodec(): Promise<Codec<unknown>> {
+  const { structuredCodec } = await import("../codecs/structured.ts");
+  return structuredCodec();
+}
+
+// Deno says which flag a denied operation needs ("Requires read access to "/data/x", run
+// again with the --allow-read flag"), but a worker's permissions come from spawnWorker's
+// `permissions` option: translate the one into the other, for the errors the parent sees.
+const DENIED = /Requires (\w+) access to "([^"]*)"/;
+/** What a hint starts with, so that it is added once. */
+const HINT_START = "grant it to the worker with spawnWorker(";
+
+/**
+ * The `spawnWorker` option that grants what `text` (an error message or a stderr line) says
+ * was denied, as a sentence; `undefined` when `text` reports no denied permission.
+ */
+export function permissionHint(text: string): string | undefined {
+  const match = DENIED.exec(text);
+  if (match === null) return undefined;
+  const [, kind, target] = match;
+  const grant = target === "" ? "true" : `[${JSON.stringify(target)}]`;
+  return `${HINT_START}module, { permissions: { ${kind}: ${grant} } })`;
+}
+
+/** Adds the hint to a permission error's message (once); any other error is left alone. */
+export function withPermissionHint(error: unknown): unknown {
+  if (!(error instanceof Error) || error.message.includes(HINT_START)) return error;
+  const hint = permissionHint(error.message);
+  if (hint !== undefined) error.message += `: ${hint}`;
+  return error;
 }

@@ -12,6 +12,7 @@ import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
 import {
   spawnWorker as spawnWorkerUnmarked,
   type SpawnWorkerOptions,
+  standaloneRefusal,
   type WorkerCommand,
   type WorkerHandle,
   type WorkerTransportKind,
@@ -355,3 +356,21 @@ async function orphanCheck(signal: Deno.Signal, args: string[]): Promise<void> {
   await reader.cancel();
   await waitUntilGone(pids);
 }
+
+const module = { name: "_echo_worker.ts", specifier: "file:///app/_echo_worker.ts" };
+
+Deno.test("workers/standalone: a deno compile binary refuses a worker module, saying the ways", () => {
+  const err = standaloneRefusal(true, module);
+  assert.ok(err instanceof Deno.errors.NotSupported);
+  assert.match(err.message, /worker module _echo_worker\.ts as a process/);
+  assert.match(err.message, /deno compile: Deno\.execPath\(\) is the program itself/);
+  assert.match(err.message, /\{ thread: true \}/);
+  assert.match(err.message, /--include/);
+  assert.match(err.message, /command: "deno", args: \["run", <permission flags>, "file:\/\/\/app/);
+  assert.match(err.message, /codec: structuredCodec\(\)/);
+});
+
+Deno.test("workers/standalone: deno itself runs worker modules", () => {
+  assert.equal(Deno.build.standalone, false);
+  assert.equal(standaloneRefusal(Deno.build.standalone, module), undefined);
+});

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { FrameTooLargeError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
-import { stdoutTextError } from "./_stdout_text.ts";
+import { stdoutTextError } from "./_worker_process.ts";
 import { WorkerStdoutError } from "./errors.ts";
 
 const text = new TextEncoder().encode("hello from node\n");
