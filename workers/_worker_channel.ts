@@ -3,11 +3,10 @@
 // its failures pass through the worker's translation into WorkerExitedError.
 
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
-import { DualCall, remoteProxy } from "../channel/_remote.ts";
+import { DualCall, type OverListener, type Overseeable, remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, RemoteOf, RemoteStream } from "../channel/types.ts";
 import type { Transport } from "../transports/types.ts";
 import { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER } from "./worker_env.ts";
-import type { OverListener, Overseeable } from "../channel/_remote.ts";
 
 /** A worker's open (or opening) channel and the remote its handle shows. */
 export interface WorkerChannel<Api extends object> {
