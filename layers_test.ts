@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 
 /** Bottom to top: a module may import its own layer and the layers before it. */
 const LAYERS: readonly (readonly string[])[] = [
-  ["(base)"], // errors.ts, _options.ts, transfer.ts, _transfer_marks.ts
+  ["(base)"], // errors.ts, _options.ts, transfer.ts
   ["protocol"],
   ["codecs"],
   ["framing"],
@@ -26,14 +26,8 @@ const ROOT_FACADES = new Set(["mod.ts"]);
 const ALLOWED: Record<string, string> = {
   // The base's private helpers serve every layer.
   "* -> _options.ts": "the one options checker",
-  "* -> _transfer_marks.ts": "what transfer() marks, read where bodies are written",
-  // The conduit wire parses frames with the protocol's allocation-free table and heads.
-  "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the zero-copy frame reader",
-  "wires/conduit/wire.ts -> protocol/_json.ts": "control-frame bodies",
-  "wires/conduit/outbox.ts -> protocol/_encode.ts": "frame encoders",
-  "wires/conduit/outbox.ts -> protocol/_heads.ts": "cached envelope heads",
-  "wires/conduit/outbox.ts -> protocol/_varint.ts": "an ERROR's exact room",
-  "wires/conduit/outbox.ts -> protocol/_json.ts": "control-frame bodies",
+  // The conduit wire reads and writes frames with the protocol's allocation-free machinery.
+  "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the frame reader, encoders and heads",
   // The JSON-RPC wire reuses the framing's synchronous splitters behind its FrameSplitter.
   "wires/jsonrpc/wire.ts -> framing/_content_length_decoder.ts": "LSP framing",
   "wires/jsonrpc/wire.ts -> framing/_line_splitter.ts": "NDJSON framing",

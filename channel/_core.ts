@@ -8,7 +8,7 @@
 import type { Codec } from "../codecs/types.ts";
 import { FrameTooLargeError, FramingError } from "../errors.ts";
 import type { Goodbye, PeerInfo } from "../protocol/handshake.ts";
-import { ProtocolError } from "../protocol/protocol_error.ts";
+import { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { ConnectionTimers, HeartbeatConfig } from "./_connection_timers.ts";
@@ -347,6 +347,7 @@ export class ChannelCore implements LifecycleEvents {
     const life = this.#life;
     const incoming = this.#incoming;
     try {
+      if (wire.ready !== undefined) await wire.ready;
       while (true) {
         const value = await reader.readBytes();
         if (value === null) break;

@@ -5,8 +5,7 @@
 // result stream (produced); its state changes only there, it writes its own frames through
 // the outbox, and tells its registry when it is over.
 
-import type { CallMeta } from "../protocol/call_meta.ts";
-import { ProtocolError } from "../protocol/protocol_error.ts";
+import { type CallMeta, ProtocolError } from "../protocol/format.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import {
   CallTable,

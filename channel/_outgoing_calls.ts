@@ -4,8 +4,7 @@
 // here, as the incoming calls (_incoming_calls.ts) share them: the registry base both
 // directions extend, the table of calls by id, and how a codec's failure is said.
 
-import { type CallMeta, callMetaBody } from "../protocol/call_meta.ts";
-import { ProtocolError } from "../protocol/protocol_error.ts";
+import { type CallMeta, callMetaBody, ProtocolError } from "../protocol/format.ts";
 import { positiveOption } from "../_options.ts";
 import { CodecError, ConduitError } from "../errors.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { jsonCodec } from "../codecs/json.ts";
-import { CALL_FLAG_META, callMetaBody } from "../protocol/call_meta.ts";
+import { CALL_FLAG_META, callMetaBody } from "../protocol/format.ts";
 import { memory, unix } from "../transports/_test_pairs.ts";
 import { RawPeer } from "./_test_raw_peer.ts";
 import type { CallContext } from "./call_context.ts";

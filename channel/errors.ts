@@ -165,4 +165,4 @@ export class HandshakeError extends ConduitError {
  */
 export class AuthenticationError extends HandshakeError {}
 
-export { ProtocolError } from "../protocol/protocol_error.ts";
+export { ProtocolError } from "../protocol/format.ts";

@@ -51,4 +51,4 @@ export * from "./call_context.ts";
 export * from "./errors.ts";
 export * from "../wires/error_codec.ts";
 export * from "./serve.ts";
-export * from "../transfer.ts";
+export { transfer } from "../transfer.ts";

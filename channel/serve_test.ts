@@ -5,7 +5,7 @@ import { helloBody } from "../protocol/handshake.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.ts";
 import type { Transport } from "../transports/types.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
-import { openChannel } from "./channel.ts";
+import { DEFAULT_HANDSHAKE_TIMEOUT, openChannel } from "./channel.ts";
 import { HandshakeError } from "./errors.ts";
 import { helloBody as rawHelloBody, RawPeer } from "./_test_raw_peer.ts";
 import {
@@ -17,7 +17,6 @@ import {
   serve,
   type ServeOptions,
 } from "./serve.ts";
-import { DEFAULT_HANDSHAKE_TIMEOUT } from "./channel.ts";
 
 const codec = jsonCodec();
 

@@ -25,12 +25,12 @@ import {
   Vector,
 } from "apache-arrow";
 import type {
+  BufferRegion,
   DictionaryBatch as DictionaryBatchHeader,
   RecordBatch as RecordBatchHeader,
 } from "apache-arrow/ipc/metadata/message";
 import type { ArrayBufferViewInput } from "apache-arrow/util/buffer";
 import { VectorLoader } from "apache-arrow/visitor/vectorloader";
-import type { BufferRegion } from "apache-arrow/ipc/metadata/message";
 import { compressBuffers, decompressBody } from "./arrow_compression.ts";
 import { MessageVerifier, type VerifiedMessage } from "./_arrow_verify.ts";
 

@@ -60,8 +60,7 @@
  * @module
  */
 
-import { RemoteError } from "../errors.ts";
-import { CodecError } from "../errors.ts";
+import { CodecError, RemoteError } from "../errors.ts";
 import { ExtData, msgpackCodec } from "./msgpack.ts";
 import {
   ERROR,

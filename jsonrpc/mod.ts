@@ -62,14 +62,18 @@
 
 import { integerOption } from "../_options.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { LSP_DIALECT, MCP_DIALECT } from "../wires/jsonrpc/dialect.ts";
-import type { JsonRpcDialect, JsonRpcId } from "../wires/jsonrpc/dialect.ts";
+import {
+  type JsonRpcDialect,
+  type JsonRpcId,
+  LSP_DIALECT,
+  MCP_DIALECT,
+} from "../wires/jsonrpc/dialect.ts";
 import { DEFAULT_MAX_BATCH_MESSAGES } from "../wires/jsonrpc/limits.ts";
 import { type JsonRpcWire, jsonRpcWire } from "../wires/jsonrpc/wire.ts";
 import type { JsonRpcOutbox } from "../wires/jsonrpc/outbox.ts";
 import type { WireFactory } from "../wires/types.ts";
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
-import type { ProtocolError } from "../protocol/protocol_error.ts";
+import type { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 import type { CallContext } from "../channel/mod.ts";

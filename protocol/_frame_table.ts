@@ -4,14 +4,11 @@
 // before it calls the sink, so a sink never sees half a frame, and a malformed frame throws
 // ProtocolError naming what is wrong.
 
-import { AUTH_KIND } from "./auth.ts";
-import { Cursor, readVarint, varintProblem } from "./_varint.ts";
-import { CALL_FLAG_META, MAX_CALL_META_BYTES } from "./call_meta.ts";
-import { CALL_FLAG_STREAM_PARAM, describeType, FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
-import { MAX_METHOD_BYTES } from "./limits.ts";
-import { ProtocolError } from "./protocol_error.ts";
-
-export { Cursor };
+import { AUTH_KIND } from "./format.ts";
+import { CALL_FLAG_META, MAX_CALL_META_BYTES } from "./format.ts";
+import { CALL_FLAG_STREAM_PARAM, describeType, FRAME_KINDS, R_FLAG } from "./format.ts";
+import { MAX_METHOD_BYTES, MAX_VARINT_BYTES } from "./format.ts";
+import { ProtocolError } from "./format.ts";
 
 /**
  * What a frame means, one method per frame kind and R flag. Bodies are views into the frame,
@@ -98,7 +95,7 @@ export class MethodNames {
   }
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const utf8Text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 // What each type byte is: an operation of FrameParser.read. A switch over these small numbers
 // compiles to a jump table of direct calls, where a table of reader functions would make
@@ -428,8 +425,304 @@ function decodeMethod(frame: Uint8Array, start: number, end: number): string {
 
 function decodeUtf8Method(frame: Uint8Array, start: number, end: number): string {
   try {
-    return utf8.decode(frame.subarray(start, end));
+    return utf8Text.decode(frame.subarray(start, end));
   } catch {
     throw new ProtocolError(`${describeType(frame[0])} method name is not valid UTF-8`);
+  }
+}
+
+// Unsigned LEB128 varints as the protocol defines them (docs/protocol.md §3): minimal on write;
+// on read at most 8 bytes, minimal, and at most 2^53 - 1.
+/** Bytes `value` takes as a varint. `value` must be an integer in [0, 2^53 - 1]. */
+export function varintSize(value: number): number {
+  if (value < 0x80) return 1;
+  if (value < 0x4000) return 2;
+  if (value < 0x20_0000) return 3;
+  if (value < 0x1000_0000) return 4;
+  let size = 4;
+  let rest = Math.floor(value / 0x1000_0000);
+  while (rest > 0) {
+    size++;
+    rest = Math.floor(rest / 0x80);
+  }
+  return size;
+}
+
+/** Writes `value` at `offset` and returns the offset after it. */
+export function writeVarint(bytes: Uint8Array, offset: number, value: number): number {
+  if (value < 0x8000_0000) {
+    while (value >= 0x80) {
+      bytes[offset++] = (value & 0x7f) | 0x80;
+      value >>>= 7;
+    }
+    bytes[offset++] = value;
+    return offset;
+  }
+  while (value >= 0x80) {
+    bytes[offset++] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  bytes[offset++] = value;
+  return offset;
+}
+
+/**
+ * Where a read stopped: {@linkcode readVarint}'s second result. Each reader owns one and
+ * reuses it, so reading allocates nothing.
+ */
+export class Cursor {
+  /** The offset after the last varint read, or a negative `VARINT_*` code. */
+  end = 0;
+}
+
+/** Varint failure: the frame ended inside the varint. */
+export const VARINT_TRUNCATED = -1;
+/** Varint failure: more than {@linkcode MAX_VARINT_BYTES} bytes. */
+export const VARINT_TOO_LONG = -2;
+/** Varint failure: a multi-byte varint whose last byte is 0. */
+export const VARINT_NOT_MINIMAL = -3;
+/** Varint failure: the value exceeds 2^53 - 1. */
+export const VARINT_TOO_BIG = -4;
+
+/**
+ * Reads a varint at `offset`. Returns its value and sets `cursor.end` to the offset after it,
+ * or to a negative `VARINT_*` code (the returned value is then meaningless).
+ */
+export function readVarint(bytes: Uint8Array, offset: number, cursor: Cursor): number {
+  const length = bytes.length;
+  if (offset < length) {
+    const first = bytes[offset];
+    if (first < 0x80) {
+      cursor.end = offset + 1;
+      return first;
+    }
+  }
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < MAX_VARINT_BYTES; i++) {
+    if (offset + i >= length) {
+      cursor.end = VARINT_TRUNCATED;
+      return 0;
+    }
+    const byte = bytes[offset + i];
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) {
+      if (byte === 0 && i > 0) {
+        cursor.end = VARINT_NOT_MINIMAL;
+        return 0;
+      }
+      if (value > Number.MAX_SAFE_INTEGER) {
+        cursor.end = VARINT_TOO_BIG;
+        return 0;
+      }
+      cursor.end = offset + i + 1;
+      return value;
+    }
+    scale *= 0x80;
+  }
+  cursor.end = VARINT_TOO_LONG;
+  return 0;
+}
+
+/** Describes a negative `Cursor.end` code. */
+export function varintProblem(code: number): string {
+  switch (code) {
+    case VARINT_TRUNCATED:
+      return "the frame ends inside a varint";
+    case VARINT_TOO_LONG:
+      return `a varint is longer than ${MAX_VARINT_BYTES} bytes`;
+    case VARINT_NOT_MINIMAL:
+      return "a varint is not minimally encoded";
+    default:
+      return `a varint exceeds ${Number.MAX_SAFE_INTEGER}`;
+  }
+}
+
+// JSON bodies of control frames (HELLO, GOODBYE, CANCEL).
+const utf8 = new TextEncoder();
+// Fatal: a body that is not UTF-8 is not JSON text (docs/protocol.md §5 check 1).
+const text = new TextDecoder("utf-8", { fatal: true });
+
+/** The JSON value of a UTF-8 body, or undefined when it is not JSON. */
+export function parseJson(body: Uint8Array): unknown {
+  try {
+    return JSON.parse(text.decode(body));
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a CANCEL(R=0) body says: why, and whether it was the caller's deadline. */
+export interface CancelReason {
+  readonly reason: string | undefined;
+  readonly code: unknown;
+}
+
+const NO_REASON: CancelReason = { reason: undefined, code: undefined };
+
+/** Reads a CANCEL body (docs/protocol.md §6): JSON `{ reason, code }`, or empty. */
+export function parseCancel(body: Uint8Array): CancelReason {
+  if (body.length === 0) return NO_REASON;
+  const parsed = parseJson(body) as { reason?: unknown; code?: unknown } | undefined;
+  return {
+    reason: typeof parsed?.reason === "string" ? parsed.reason : undefined,
+    code: parsed?.code,
+  };
+}
+
+/** The CANCEL(R=0) body for `reason` and `code`. */
+export function cancelBody(reason: string, code: string | undefined): Uint8Array {
+  return utf8.encode(JSON.stringify({ reason, code }));
+}
+
+// Fast encoders of whole frames: one exactly-sized allocation per frame. Internal: a peer
+// implementer uses encodeEnvelope.
+/** Encodes a frame of a type byte followed by a body (HELLO, GOODBYE). */
+export function encodeBodyFrame(type: number, body: Uint8Array): Uint8Array {
+  const out = new Uint8Array(1 + body.length);
+  out[0] = type;
+  out.set(body, 1);
+  return out;
+}
+
+/** Encodes a type byte, one varint (an id or a nonce) and a body. */
+export function encodeIdFrame(type: number, id: number, body: Uint8Array): Uint8Array {
+  const head = 1 + varintSize(id);
+  const out = new Uint8Array(head + body.length);
+  out[0] = type;
+  writeVarint(out, 1, id);
+  if (body.length > 0) out.set(body, head);
+  return out;
+}
+
+/** Encodes CREDIT with the given type byte (R flag included). */
+export function encodeCredit(type: number, id: number, bytes: number): Uint8Array {
+  const out = new Uint8Array(1 + varintSize(id) + varintSize(bytes));
+  out[0] = type;
+  writeVarint(out, writeVarint(out, 1, id), bytes);
+  return out;
+}
+
+/** Encodes CALL; `method` is the UTF-8 method name, `meta` the call's meta when it has one. */
+export function encodeCall(
+  id: number,
+  flags: number,
+  timeoutMs: number,
+  method: Uint8Array,
+  body: Uint8Array,
+  meta?: Uint8Array,
+): Uint8Array {
+  const head = callHeadSize(id, flags, timeoutMs, method, meta);
+  const out = new Uint8Array(head + body.length);
+  writeCallHead(out, id, flags, timeoutMs, method, meta);
+  if (body.length > 0) out.set(body, head);
+  return out;
+}
+
+/** The length of a CALL's head (everything before its body). */
+export function callHeadSize(
+  id: number,
+  flags: number,
+  timeoutMs: number,
+  method: Uint8Array,
+  meta?: Uint8Array,
+): number {
+  return 1 + varintSize(id) + varintSize(flags) + varintSize(timeoutMs) +
+    varintSize(method.length) + method.length +
+    (meta === undefined ? 0 : varintSize(meta.length) + meta.length);
+}
+
+/** Writes a CALL's head at the start of `out`; returns where its body begins. */
+export function writeCallHead(
+  out: Uint8Array,
+  id: number,
+  flags: number,
+  timeoutMs: number,
+  method: Uint8Array,
+  meta?: Uint8Array,
+): number {
+  out[0] = FRAME_KINDS.call;
+  let offset = writeVarint(out, 1, id);
+  offset = writeVarint(out, offset, flags);
+  offset = writeVarint(out, offset, timeoutMs);
+  offset = writeVarint(out, offset, method.length);
+  out.set(method, offset);
+  offset += method.length;
+  if (meta === undefined) return offset;
+  offset = writeVarint(out, offset, meta.length);
+  out.set(meta, offset);
+  return offset + meta.length;
+}
+
+/** Encodes NOTIFY; `method` is the UTF-8 method name. */
+export function encodeNotify(method: Uint8Array, body: Uint8Array): Uint8Array {
+  const head = 1 + varintSize(method.length) + method.length;
+  const out = new Uint8Array(head + body.length);
+  out[0] = FRAME_KINDS.notify;
+  out.set(method, writeVarint(out, 1, method.length));
+  if (body.length > 0) out.set(body, head);
+  return out;
+}
+
+/** The payload bytes a DATA frame with this id and body costs in credit. */
+export function dataCost(id: number, bodyLength: number): number {
+  return 1 + varintSize(id) + bodyLength;
+}
+
+// Envelope heads (docs/protocol.md §4): the type byte and varint fields before a frame's body,
+// written into one reused scratch buffer. The channel sends them with
+// FrameWriter.writeParts(head, body), so a frame costs no buffer of its own: allocating one
+// costs far more than the frame's few head bytes (`bench/ab_engine.ts` case `notify`).
+/** The longest head: CALL with four maximal varints and the longest method name. */
+const MAX_HEAD_BYTES = 1 + 4 * MAX_VARINT_BYTES + MAX_METHOD_BYTES;
+
+/** Writes heads; each returns a view of the scratch buffer, valid until the next call. */
+export class EnvelopeHeads {
+  readonly #scratch = new Uint8Array(MAX_HEAD_BYTES);
+  // One view per head length, made once: a subarray per frame would be the only allocation
+  // left on the send path.
+  readonly #views: Uint8Array[] = [];
+
+  /** A type byte and one varint: RESULT, ERROR, CANCEL, DATA, END, PING, PONG. */
+  id(type: number, id: number): Uint8Array {
+    const head = this.#scratch;
+    head[0] = type;
+    return this.#view(writeVarint(head, 1, id));
+  }
+
+  /** A whole CREDIT frame (it has no body). */
+  creditHead(type: number, id: number, bytes: number): Uint8Array {
+    const head = this.#scratch;
+    head[0] = type;
+    return this.#view(writeVarint(head, writeVarint(head, 1, id), bytes));
+  }
+
+  /** CALL up to its body; `method` is the UTF-8 method name. */
+  callHead(id: number, flags: number, timeoutMs: number, method: Uint8Array): Uint8Array {
+    const head = this.#scratch;
+    head[0] = FRAME_KINDS.call;
+    let offset = writeVarint(head, 1, id);
+    offset = writeVarint(head, offset, flags);
+    offset = writeVarint(head, offset, timeoutMs);
+    return this.#view(this.#method(offset, method));
+  }
+
+  /** NOTIFY up to its body; `method` is the UTF-8 method name. */
+  notifyHead(method: Uint8Array): Uint8Array {
+    const head = this.#scratch;
+    head[0] = FRAME_KINDS.notify;
+    return this.#view(this.#method(1, method));
+  }
+
+  #view(length: number): Uint8Array {
+    return this.#views[length] ??= this.#scratch.subarray(0, length);
+  }
+
+  #method(offset: number, method: Uint8Array): number {
+    const head = this.#scratch;
+    offset = writeVarint(head, offset, method.length);
+    // Method names are short: a loop beats TypedArray#set's fixed cost.
+    for (let i = 0; i < method.length; i++) head[offset + i] = method[i];
+    return offset + method.length;
   }
 }

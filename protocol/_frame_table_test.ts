@@ -2,9 +2,9 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { encodeEnvelope, type Envelope } from "./envelope.ts";
 import { bodyStart, FrameParser, type FrameSink, readFrame } from "./_frame_table.ts";
-import { ProtocolError } from "./protocol_error.ts";
+import { encodeEnvelope, type Envelope } from "./envelope.ts";
+import { ProtocolError } from "./format.ts";
 import { envelopeArbs } from "./_test_envelopes.ts";
 
 const arbs = envelopeArbs(fc.uint8Array({ minLength: 1, maxLength: 40 }));

@@ -26,29 +26,7 @@
  * @module
  */
 
-import { hmacSha256 } from "./_sha256.ts";
-
-/** The kind byte of the AUTH frame: its payload is this byte and the 32-byte proof. */
-export const AUTH_KIND = 0x05;
-/** The authentication method HELLO's `auth.method` names (docs/protocol.md §5.1). */
-export const AUTH_METHOD = "hmac-sha256-v2";
-/**
- * The method of conduit's first handshake, refused by name: its proofs were bound to neither
- * role nor transcript, so a peer without the secret could have them signed for it.
- */
-export const RETIRED_AUTH_METHOD = "hmac-sha256";
-/** The length of a HELLO's nonce, in bytes (64 hex digits in the HELLO). */
-export const AUTH_NONCE_BYTES = 32;
-/** The length of an AUTH frame's proof: one HMAC-SHA-256. */
-export const AUTH_PROOF_BYTES = 32;
-/** The ASCII label every proof's message starts with. */
-export const AUTH_LABEL = "conduit-auth-v2";
-
-/**
- * A side's role in the handshake: the `initiator` opened the connection and proves itself
- * first; the `responder` accepted it and answers only a proof it checked.
- */
-export type AuthRole = "initiator" | "responder";
+import { AUTH_LABEL, type AuthRole } from "./handshake.ts";
 
 const utf8 = new TextEncoder();
 const LABELS: Record<AuthRole, Uint8Array> = {
@@ -134,45 +112,149 @@ export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
-/**
- * The lowercase hex form of a nonce, as HELLO's `auth.nonce` carries it.
- *
- * @param bytes The nonce.
- * @returns Two hex digits per byte.
- *
- * @example
- * ```ts
- * import { toHex } from "@conduit/ipc/protocol";
- * import assert from "node:assert/strict";
- *
- * assert.equal(toHex(new Uint8Array([0, 255])), "00ff");
- * ```
- */
-export function toHex(bytes: Uint8Array): string {
-  let hex = "";
-  for (const byte of bytes) hex += byte.toString(16).padStart(2, "0");
-  return hex;
+// HMAC-SHA-256 (RFC 2104 over FIPS 180-4's SHA-256), synchronous: the handshake's proofs are
+// computed as a frame is read, so that what a frame means never depends on timing (WebCrypto
+// is asynchronous), and without node:crypto, whose loading would cost every process that
+// imports a channel tens of milliseconds at start (bench/ab_engine.ts case `spawn`). Checked
+// against RFC 4231's vectors and against WebCrypto in _sha256_test.ts.
+const K = new Uint32Array([
+  0x428a2f98,
+  0x71374491,
+  0xb5c0fbcf,
+  0xe9b5dba5,
+  0x3956c25b,
+  0x59f111f1,
+  0x923f82a4,
+  0xab1c5ed5,
+  0xd807aa98,
+  0x12835b01,
+  0x243185be,
+  0x550c7dc3,
+  0x72be5d74,
+  0x80deb1fe,
+  0x9bdc06a7,
+  0xc19bf174,
+  0xe49b69c1,
+  0xefbe4786,
+  0x0fc19dc6,
+  0x240ca1cc,
+  0x2de92c6f,
+  0x4a7484aa,
+  0x5cb0a9dc,
+  0x76f988da,
+  0x983e5152,
+  0xa831c66d,
+  0xb00327c8,
+  0xbf597fc7,
+  0xc6e00bf3,
+  0xd5a79147,
+  0x06ca6351,
+  0x14292967,
+  0x27b70a85,
+  0x2e1b2138,
+  0x4d2c6dfc,
+  0x53380d13,
+  0x650a7354,
+  0x766a0abb,
+  0x81c2c92e,
+  0x92722c85,
+  0xa2bfe8a1,
+  0xa81a664b,
+  0xc24b8b70,
+  0xc76c51a3,
+  0xd192e819,
+  0xd6990624,
+  0xf40e3585,
+  0x106aa070,
+  0x19a4c116,
+  0x1e376c08,
+  0x2748774c,
+  0x34b0bcb5,
+  0x391c0cb3,
+  0x4ed8aa4a,
+  0x5b9cca4f,
+  0x682e6ff3,
+  0x748f82ee,
+  0x78a5636f,
+  0x84c87814,
+  0x8cc70208,
+  0x90befffa,
+  0xa4506ceb,
+  0xbef9a3f7,
+  0xc67178f2,
+]);
+const INITIAL = [
+  0x6a09e667,
+  0xbb67ae85,
+  0x3c6ef372,
+  0xa54ff53a,
+  0x510e527f,
+  0x9b05688c,
+  0x1f83d9ab,
+  0x5be0cd19,
+];
+const BLOCK = 64;
+
+/** SHA-256 of the bytes of `parts`, one after the other. */
+export function sha256(...parts: Uint8Array[]): Uint8Array {
+  const length = parts.reduce((sum, part) => sum + part.length, 0);
+  // The message, a 0x80 byte, zeros, and its length in bits as 64 big-endian bits.
+  const padded = new Uint8Array(Math.ceil((length + 9) / BLOCK) * BLOCK);
+  let at = 0;
+  for (const part of parts) {
+    padded.set(part, at);
+    at += part.length;
+  }
+  padded[length] = 0x80;
+  const view = new DataView(padded.buffer);
+  view.setUint32(padded.length - 8, Math.floor(length / 0x2000_0000));
+  view.setUint32(padded.length - 4, (length * 8) >>> 0);
+  const h = Int32Array.from(INITIAL);
+  const w = new Int32Array(64);
+  for (let block = 0; block < padded.length; block += BLOCK) {
+    for (let i = 0; i < 16; i++) w[i] = view.getInt32(block + 4 * i);
+    for (let i = 16; i < 64; i++) {
+      const a = w[i - 15];
+      const b = w[i - 2];
+      const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
+      const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
+      w[i] = (w[i - 16] + s0 + w[i - 7] + s1) | 0;
+    }
+    let [a, b, c, d, e, f, g, hh] = h;
+    for (let i = 0; i < 64; i++) {
+      const s1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+      const t1 = (hh + s1 + ((e & f) ^ (~e & g)) + K[i] + w[i]) | 0;
+      const s0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+      const t2 = (s0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+      hh = g;
+      g = f;
+      f = e;
+      e = (d + t1) | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) | 0;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
+  }
+  const digest = new Uint8Array(32);
+  const out = new DataView(digest.buffer);
+  for (let i = 0; i < 8; i++) out.setInt32(4 * i, h[i]);
+  return digest;
 }
 
-/**
- * Reads a nonce from HELLO's `auth.nonce`: exactly 64 lowercase hex digits.
- *
- * @param hex The field's value.
- * @returns The 32 bytes, or undefined when the value is not such a string.
- *
- * @example
- * ```ts
- * import { parseNonce } from "@conduit/ipc/protocol";
- * import assert from "node:assert/strict";
- *
- * assert.equal(parseNonce("00".repeat(32))?.length, 32);
- * assert.equal(parseNonce("xyz"), undefined);
- * assert.equal(parseNonce("AB".repeat(32)), undefined); // uppercase is not the form
- * ```
- */
-export function parseNonce(hex: unknown): Uint8Array | undefined {
-  if (typeof hex !== "string" || !/^[0-9a-f]{64}$/.test(hex)) return undefined;
-  const bytes = new Uint8Array(AUTH_NONCE_BYTES);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
+/** HMAC-SHA-256 with `key` of the bytes of `parts`, one after the other. */
+export function hmacSha256(key: Uint8Array, ...parts: Uint8Array[]): Uint8Array {
+  const block = new Uint8Array(BLOCK);
+  block.set(key.length > BLOCK ? sha256(key) : key);
+  const inner = block.map((byte) => byte ^ 0x36);
+  const outer = block.map((byte) => byte ^ 0x5c);
+  return sha256(outer, sha256(inner, ...parts));
 }

@@ -1,15 +1,9 @@
 import assert from "node:assert/strict";
 import vectors from "../testdata/protocol/vectors.json" with { type: "json" };
 import { encodeFrame } from "../framing/frame_decoder.ts";
-import {
-  AUTH_KIND,
-  authProof,
-  authTranscript,
-  constantTimeEqual,
-  parseNonce,
-  toHex,
-} from "./auth.ts";
-import { helloBody, parseHello } from "./handshake.ts";
+import { authProof, authTranscript, constantTimeEqual } from "./auth.ts";
+import { AUTH_KIND } from "./format.ts";
+import { helloBody, parseHello, parseNonce, toHex } from "./handshake.ts";
 
 const fromHex = (hex: string) => Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
 const utf8 = new TextEncoder();

@@ -16,16 +16,17 @@
  * @module
  */
 
-import { CALL_FLAG_META } from "./call_meta.ts";
+import { CALL_FLAG_META, FRAME_KINDS, R_FLAG } from "./format.ts";
 import {
   encodeBodyFrame,
   encodeCall,
   encodeCredit,
   encodeIdFrame,
   encodeNotify,
-} from "./_encode.ts";
-import { FrameParser, type FrameSink, readFrame } from "./_frame_table.ts";
-import { FRAME_KINDS, R_FLAG } from "./frame_kinds.ts";
+  FrameParser,
+  type FrameSink,
+  readFrame,
+} from "./_frame_table.ts";
 
 /**
  * A decoded frame: its kind, its fields, and its body (a view into the frame).

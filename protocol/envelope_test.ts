@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./envelope.ts";
-import { ProtocolError } from "./protocol_error.ts";
+import { Cursor, readVarint, varintSize, writeVarint } from "./_frame_table.ts";
+import { ProtocolError } from "./format.ts";
 import { envelopeArbs } from "./_test_envelopes.ts";
-import { Cursor, readVarint, varintSize, writeVarint } from "./_varint.ts";
 
 interface Vector {
   name: string;

@@ -17,9 +17,8 @@
  * @module
  */
 
-import { parseJson } from "./_json.ts";
-import { AUTH_METHOD, type AuthRole, parseNonce, toHex } from "./auth.ts";
-import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./limits.ts";
+import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./format.ts";
+import { parseJson } from "./_frame_table.ts";
 
 /**
  * The peer's HELLO: its codec and limits.
@@ -293,4 +292,67 @@ function refuse(code: string, message: string): HelloOutcome {
 
 function isStrings(value: unknown): boolean {
   return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+/** The authentication method HELLO's `auth.method` names (docs/protocol.md §5.1). */
+export const AUTH_METHOD = "hmac-sha256-v2";
+/**
+ * The method of conduit's first handshake, refused by name: its proofs were bound to neither
+ * role nor transcript, so a peer without the secret could have them signed for it.
+ */
+export const RETIRED_AUTH_METHOD = "hmac-sha256";
+/** The length of a HELLO's nonce, in bytes (64 hex digits in the HELLO). */
+export const AUTH_NONCE_BYTES = 32;
+/** The length of an AUTH frame's proof: one HMAC-SHA-256. */
+export const AUTH_PROOF_BYTES = 32;
+/** The ASCII label every proof's message starts with. */
+export const AUTH_LABEL = "conduit-auth-v2";
+
+/**
+ * A side's role in the handshake: the `initiator` opened the connection and proves itself
+ * first; the `responder` accepted it and answers only a proof it checked.
+ */
+export type AuthRole = "initiator" | "responder";
+
+/**
+ * The lowercase hex form of a nonce, as HELLO's `auth.nonce` carries it.
+ *
+ * @param bytes The nonce.
+ * @returns Two hex digits per byte.
+ *
+ * @example
+ * ```ts
+ * import { toHex } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(toHex(new Uint8Array([0, 255])), "00ff");
+ * ```
+ */
+export function toHex(bytes: Uint8Array): string {
+  let hex = "";
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
+
+/**
+ * Reads a nonce from HELLO's `auth.nonce`: exactly 64 lowercase hex digits.
+ *
+ * @param hex The field's value.
+ * @returns The 32 bytes, or undefined when the value is not such a string.
+ *
+ * @example
+ * ```ts
+ * import { parseNonce } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(parseNonce("00".repeat(32))?.length, 32);
+ * assert.equal(parseNonce("xyz"), undefined);
+ * assert.equal(parseNonce("AB".repeat(32)), undefined); // uppercase is not the form
+ * ```
+ */
+export function parseNonce(hex: unknown): Uint8Array | undefined {
+  if (typeof hex !== "string" || !/^[0-9a-f]{64}$/.test(hex)) return undefined;
+  const bytes = new Uint8Array(AUTH_NONCE_BYTES);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return bytes;
 }

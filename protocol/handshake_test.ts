@@ -8,7 +8,7 @@ import {
   parseGoodbye,
   parseHello,
 } from "./handshake.ts";
-import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./limits.ts";
+import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./format.ts";
 
 const ours: HelloOptions = {
   codec: "json",

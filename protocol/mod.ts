@@ -18,9 +18,6 @@
  */
 
 export * from "./envelope.ts";
-export * from "./frame_kinds.ts";
+export * from "./format.ts";
 export * from "./handshake.ts";
-export * from "./limits.ts";
-export * from "./protocol_error.ts";
-export * from "./auth.ts";
-export * from "./call_meta.ts";
+export { authProof, authTranscript, constantTimeEqual } from "./auth.ts";

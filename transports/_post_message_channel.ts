@@ -16,7 +16,7 @@
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
-import { fillOrSwap, outgoing } from "../_transfer_marks.ts";
+import { fillOrSwap, outgoing } from "../transfer.ts";
 import { ReceiveCredit, SendCredit } from "./_credit_window.ts";
 import { COALESCE_MAX_BYTES, WriteCoalescer } from "./_write_coalescer.ts";
 import { PostBell } from "./_post_bell.ts";

@@ -2,7 +2,7 @@
 // as a message on a MessagePort, its record in the ring (length negated) keeping its place in
 // the byte order.
 
-import { outgoing } from "../_transfer_marks.ts";
+import { outgoing } from "../transfer.ts";
 
 /** The MessagePort oversized chunks travel on, and those received and not yet read. */
 export class OversizedPort {

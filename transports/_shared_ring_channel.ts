@@ -14,7 +14,7 @@
 
 import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
-import { fillOrSwap } from "../_transfer_marks.ts";
+import { fillOrSwap } from "../transfer.ts";
 import {
   OVERSIZED_UNREAD,
   READ_POS,

@@ -3,7 +3,8 @@
 
 import { CodecError } from "../errors.ts";
 import type { Codec } from "../codecs/types.ts";
-import { isGivenUp } from "../_transfer_marks.ts";
+import { isGivenUp } from "../transfer.ts";
+import type { FrameWriter } from "../framing/frame_writer.ts";
 
 /** A codec and whether an empty body means `undefined` for it. */
 export interface CodecSlot {
@@ -91,5 +92,44 @@ export function decodeBody(slot: CodecSlot, body: Uint8Array): unknown {
     return slot.codec.decode(body);
   } catch (error) {
     throw error instanceof CodecError ? error : new CodecError(slot.codec.name, "decode", error);
+  }
+}
+
+// What every Outbox over a FrameWriter shares, whatever its wire: backpressure and the
+// writer's lifecycle. Each wire's outbox extends it with its own frames.
+/** The FrameWriter side of an Outbox: backpressure, flush, close and abort. */
+export abstract class WriterOutbox {
+  protected readonly writer: FrameWriter;
+
+  constructor(writer: FrameWriter) {
+    this.writer = writer;
+  }
+
+  get desiredSize(): number {
+    return this.writer.desiredSize;
+  }
+
+  get ready(): Promise<void> {
+    return this.writer.ready;
+  }
+
+  writable(): Promise<void> | undefined {
+    return this.writer.desiredSize > 0 ? undefined : this.writer.ready;
+  }
+
+  writeQueued(): void {
+    this.writer.writeQueued();
+  }
+
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
+  close(): Promise<void> {
+    return this.writer.close();
+  }
+
+  abort(): Promise<void> {
+    return this.writer.abort();
   }
 }

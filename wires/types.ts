@@ -28,9 +28,8 @@
  * @module
  */
 
-import type { AuthRole } from "../protocol/auth.ts";
-import type { CallMeta } from "../protocol/call_meta.ts";
-import type { PeerInfo } from "../protocol/handshake.ts";
+import type { AuthRole, PeerInfo } from "../protocol/handshake.ts";
+import type { CallMeta } from "../protocol/format.ts";
 import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CodecSlot, MethodCodecs } from "./codec_slots.ts";
@@ -242,6 +241,11 @@ export interface Wire {
    * words (JSON-RPC has no goodbye to miss); absent, the engine says it missed a GOODBYE.
    */
   peerEnded?(): string;
+  /**
+   * Settles when what the wire loads on demand (conduit's authentication step) is there: the
+   * engine reads no frame before. Absent when nothing is loaded.
+   */
+  readonly ready?: Promise<void>;
 }
 
 /**

@@ -2,13 +2,17 @@
 // worker's channel defaults; the options that only make sense for a process are refused.
 
 import { DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
-import { defaultWorkerCodec } from "./spawn_worker_options.ts";
-import { moduleUrl, workerName } from "./spawn_worker_options.ts";
+import {
+  defaultWorkerCodec,
+  moduleUrl,
+  type SpawnWorkerOptions,
+  threadPermissions,
+  type WorkerCommand,
+  workerName,
+} from "./spawn_worker_options.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { ThreadPermissionsError } from "./errors.ts";
-import type { SpawnWorkerOptions, WorkerCommand } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { threadPermissions } from "./spawn_worker_options.ts";
 
 /** Options of a process worker that a thread has no use for. */
 const PROCESS_ONLY = [

@@ -8,10 +8,9 @@ import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { workerTransport } from "../transports/web_worker.ts";
-import { HeldWorker, KeepAlive } from "./_worker_channel.ts";
+import { HeldWorker, KeepAlive, workerChannel } from "./_worker_channel.ts";
 import { withPermissionHint } from "./spawn_worker_options.ts";
 import { threadWorkerName } from "./worker_env.ts";
-import { workerChannel } from "./_worker_channel.ts";
 import { WorkerExitedError } from "./errors.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 

@@ -45,8 +45,7 @@ import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, CheckedHandlers, MethodName } from "../channel/types.ts";
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
 import { connectNats, type ConnectNatsOptions, type NatsClient } from "../transports/nats.ts";
-import { Dispatcher, type Target, type TargetManager } from "./_dispatcher.ts";
-import type { InnerCall } from "./_dispatcher.ts";
+import { Dispatcher, type InnerCall, type Target, type TargetManager } from "./_dispatcher.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
 import { DEFAULT_POOL_MAX_QUEUED, type PoolRemoteOf, type StreamSource } from "./worker_pool.ts";
 

@@ -32,8 +32,10 @@ import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 import type { Codec } from "../codecs/types.ts";
 import {
+  consoleToStderr,
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,
+  inThreadWorker,
   WORKER_ENV,
   WORKER_SOCKET_ENV,
 } from "./worker_env.ts";
@@ -42,8 +44,6 @@ import { ConduitError } from "../errors.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
-import { consoleToStderr } from "./worker_env.ts";
-import { inThreadWorker } from "./worker_env.ts";
 
 export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV };
 // The channel types this API shows, so that this entrypoint's documentation is complete.

@@ -41,31 +41,28 @@ import { channelCodecs, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
-import { defaultWorkerCodec } from "./spawn_worker_options.ts";
-import { moduleSpecifier, workerName } from "./spawn_worker_options.ts";
-import { spawnProcess } from "./_worker_process.ts";
-import { WorkerProcess } from "./_worker_process.ts";
-import type { WorkerSocket } from "./_worker_socket.ts";
-import { spawnThread } from "./_spawn_thread.ts";
-import { withWorkerDefaults } from "./_worker_channel.ts";
-import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import {
   DEFAULT_EXIT_TIMEOUT,
   DEFAULT_KILL_TIMEOUT,
   DEFAULT_STDERR_TAIL_LINES,
   DEFAULT_WORKER_TRANSPORT,
-  type SpawnWorkerOptions,
-  type WorkerCommand,
-} from "./spawn_worker_options.ts";
-import type { WorkerHandle } from "./worker_handle.ts";
-import {
+  defaultWorkerCodec,
+  moduleSpecifier,
   permissionFlags,
+  type SpawnWorkerOptions,
   withSocketGrants,
   withWorkerEnvGrant,
+  type WorkerCommand,
+  workerName,
   type WorkerPermissions,
 } from "./spawn_worker_options.ts";
+import { spawnProcess, WorkerProcess } from "./_worker_process.ts";
+import type { WorkerSocket } from "./_worker_socket.ts";
+import { spawnThread } from "./_spawn_thread.ts";
+import { withWorkerDefaults } from "./_worker_channel.ts";
+import { consoleToStderr, WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import type { WorkerHandle } from "./worker_handle.ts";
 import { REAL_STDOUT_KEY } from "../transports/_real_stdout.ts";
-import { consoleToStderr } from "./worker_env.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
 export * from "./spawn_worker_options.ts";

@@ -36,10 +36,9 @@ import type {
   ParamOf,
   RemoteMethod,
 } from "../channel/types.ts";
-import { Dispatcher, type Target, type TargetManager } from "./_dispatcher.ts";
+import { Dispatcher, type InnerCall, type Target, type TargetManager } from "./_dispatcher.ts";
 import { moduleSpecifier } from "./spawn_worker_options.ts";
 import { checkThreadOptions } from "./_spawn_thread.ts";
-import type { InnerCall } from "./_dispatcher.ts";
 import { CrashLoopError, PoolClosedError, WorkerExitedError } from "./errors.ts";
 import { spawnWorker, type SpawnWorkerOptions, type WorkerCommand } from "./spawn_worker.ts";
 import type { WorkerHandle } from "./worker_handle.ts";

@@ -4,7 +4,8 @@
 import { encodeEnvelope, type Envelope } from "../../protocol/envelope.ts";
 import { encodeFrame } from "../../framing/frame_decoder.ts";
 import { implementation, peerHello, sequences, service } from "./_sequences.ts";
-import { AUTH_KIND, authProof, authTranscript } from "../../protocol/auth.ts";
+import { authProof, authTranscript } from "../../protocol/auth.ts";
+import { AUTH_KIND } from "../../protocol/format.ts";
 import { helloBody } from "../../protocol/handshake.ts";
 import { encodeErrorBody } from "../../wires/error_codec.ts";
 

@@ -5,18 +5,15 @@
 // on timing: frames are judged in the order they arrive, and until the peer's AUTH checks out
 // nothing it sends but a GOODBYE is read as anything but a failure.
 
+import { authProof, authTranscript, constantTimeEqual } from "../../protocol/auth.ts";
+import { AUTH_KIND } from "../../protocol/format.ts";
 import {
-  AUTH_KIND,
   AUTH_METHOD,
-  AUTH_NONCE_BYTES,
   AUTH_PROOF_BYTES,
-  authProof,
   type AuthRole,
-  authTranscript,
-  constantTimeEqual,
+  type HelloAuth,
   RETIRED_AUTH_METHOD,
-} from "../../protocol/auth.ts";
-import type { HelloAuth } from "../../protocol/handshake.ts";
+} from "../../protocol/handshake.ts";
 
 /** What the authentication step does to the connection. */
 export interface AuthHost {
@@ -37,16 +34,17 @@ export interface AuthHellos {
 /** One connection's authentication step. */
 export class ConduitAuth {
   /** This side's nonce, sent in its HELLO. */
-  readonly nonce: Uint8Array = crypto.getRandomValues(new Uint8Array(AUTH_NONCE_BYTES));
+  readonly nonce: Uint8Array;
   readonly role: AuthRole;
   readonly #secret: Uint8Array;
   #host: AuthHost | undefined;
   #transcript: Uint8Array | undefined;
   #done = false;
 
-  constructor(secret: Uint8Array, role: AuthRole) {
+  constructor(secret: Uint8Array, role: AuthRole, nonce: Uint8Array) {
     this.#secret = secret;
     this.role = role;
+    this.nonce = nonce;
   }
 
   /** Whether the peer's HELLO was accepted and its AUTH is awaited. */

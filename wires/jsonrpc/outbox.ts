@@ -5,7 +5,7 @@
 // batch are held until the whole batch is answered and leave as one array; an answer that
 // would take the array past maxFrameBytes is replaced by a short error.
 
-import { WriterOutbox } from "../writer_outbox.ts";
+import { WriterOutbox } from "../codec_slots.ts";
 import { FrameTooLargeError } from "../../errors.ts";
 import type { FrameWriter } from "../../framing/frame_writer.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";

@@ -14,23 +14,23 @@ import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
 import { LineSplitter } from "../../framing/_line_splitter.ts";
 import { type PushDecoder, QueueSplitter } from "../../framing/_queue_splitter.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
-import { ProtocolError } from "../../protocol/protocol_error.ts";
+import { ProtocolError } from "../../protocol/format.ts";
 import type { Transport } from "../../transports/types.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
 import { type Batch, INVALID_REQUEST, JsonRpcOutbox, PARSE_ERROR } from "./outbox.ts";
 import { DEFAULT_MAX_BATCH_MESSAGES } from "./limits.ts";
-import type {
-  ChunkReader,
-  EventNames,
-  IncomingEvents,
-  LifecycleEvents,
-  OutgoingEvents,
-  Wire,
-  WireEvents,
-  WireFactory,
-  WireOptions,
+import {
+  type ChunkReader,
+  type EventNames,
+  type IncomingEvents,
+  type LifecycleEvents,
+  type OutgoingEvents,
+  type Wire,
+  type WireEvents,
+  type WireFactory,
+  type WireOptions,
+  writeTarget,
 } from "../types.ts";
-import { writeTarget } from "../types.ts";
 import { RemoteError, TruncatedFrameError } from "../../errors.ts";
 
 /** How JSON-RPC names each event in the engine's error messages. */

@@ -1,0 +1,294 @@
+/**
+ * The frame kinds of the conduit wire format (docs/protocol.md §4): the low 7 bits of a
+ * frame's type byte, and the R flag in its high bit.
+ *
+ * @example
+ * ```ts
+ * import { FRAME_KINDS, R_FLAG } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(FRAME_KINDS.result | R_FLAG, 0x92);
+ * ```
+ *
+ * @module
+ */
+
+import { ConduitError } from "../errors.ts";
+
+/**
+ * The kind numbers of the frame types (the low 7 bits of the type byte).
+ *
+ * @example
+ * ```ts
+ * import { FRAME_KINDS } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(FRAME_KINDS.call, 0x10);
+ * ```
+ */
+export const FRAME_KINDS = {
+  hello: 0x01,
+  goodbye: 0x02,
+  ping: 0x03,
+  pong: 0x04,
+  call: 0x10,
+  notify: 0x11,
+  result: 0x12,
+  error: 0x13,
+  cancel: 0x14,
+  data: 0x20,
+  end: 0x21,
+  credit: 0x22,
+} as const;
+
+/** The name of a frame kind. */
+export type FrameKindName = keyof typeof FRAME_KINDS;
+
+/**
+ * The R flag of the type byte: the frame's id was allocated by the frame's receiver.
+ *
+ * @example
+ * ```ts
+ * import { FRAME_KINDS, R_FLAG } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal((FRAME_KINDS.data | R_FLAG) & 0x7f, FRAME_KINDS.data);
+ * ```
+ */
+export const R_FLAG = 0x80;
+
+/**
+ * CALL flag bit 0: the param is a stream of DATA(R=0) frames.
+ *
+ * @example
+ * ```ts
+ * import { CALL_FLAG_STREAM_PARAM, decodeEnvelope, encodeEnvelope } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * const frame = encodeEnvelope({
+ *   kind: "call", id: 1, flags: CALL_FLAG_STREAM_PARAM, timeoutMs: 0, method: "m", body: new Uint8Array(0),
+ * });
+ * assert.equal(decodeEnvelope(frame).kind, "call");
+ * ```
+ */
+export const CALL_FLAG_STREAM_PARAM = 1;
+
+/**
+ * The name of a type byte's kind, for messages (`"DATA(R=1)"`, `"kind 0x7f"`).
+ *
+ * @example
+ * ```ts
+ * import { describeType } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(describeType(0x92), "RESULT(R=1)");
+ * assert.equal(describeType(0x7f), "kind 0x7f");
+ * ```
+ */
+export function describeType(type: number): string {
+  const kind = type & 0x7f;
+  for (const [name, value] of Object.entries(FRAME_KINDS)) {
+    if (value === kind) return `${name.toUpperCase()}(R=${type >= R_FLAG ? 1 : 0})`;
+  }
+  return `kind 0x${kind.toString(16)}`;
+}
+
+/** The kind byte of the AUTH frame: its payload is this byte and the 32-byte proof. */
+export const AUTH_KIND = 0x05;
+
+// The fixed limits of the conduit wire format (docs/protocol.md §2–§4): what a peer must
+// check before it allocates, whatever it announces in its HELLO.
+//
+// @example
+// ```ts
+// import { MAX_CONTROL_FRAME_BYTES, MAX_METHOD_BYTES, PROTOCOL_VERSION } from "@conduit/ipc/protocol";
+// import assert from "node:assert/strict";
+//
+// assert.equal(PROTOCOL_VERSION, 1);
+// assert.equal(MAX_METHOD_BYTES, 1024);
+// assert.equal(MAX_CONTROL_FRAME_BYTES, 1024);
+// ```
+//
+/**
+ * The protocol version this implementation speaks (the `version` of its HELLO).
+ *
+ * @example
+ * ```ts
+ * import { PROTOCOL_VERSION } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(PROTOCOL_VERSION, 1);
+ * ```
+ */
+export const PROTOCOL_VERSION = 1;
+
+/**
+ * The longest method name, in UTF-8 bytes.
+ *
+ * @example
+ * ```ts
+ * import { MAX_METHOD_BYTES } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(new TextEncoder().encode("add").length <= MAX_METHOD_BYTES);
+ * ```
+ */
+export const MAX_METHOD_BYTES = 1024;
+
+/**
+ * HELLO and GOODBYE frames must fit in this many bytes, and no peer may announce a
+ * `maxFrameBytes` below it.
+ *
+ * @example
+ * ```ts
+ * import { MAX_CONTROL_FRAME_BYTES } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(MAX_CONTROL_FRAME_BYTES, 1024);
+ * ```
+ */
+export const MAX_CONTROL_FRAME_BYTES = 1024;
+
+/**
+ * The most bytes a varint may take on the wire.
+ *
+ * @example
+ * ```ts
+ * import { MAX_VARINT_BYTES } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(2 ** (7 * MAX_VARINT_BYTES) > Number.MAX_SAFE_INTEGER, true);
+ * ```
+ */
+export const MAX_VARINT_BYTES = 8;
+
+// The error for bytes the wire protocol forbids.
+//
+// @example
+// ```ts
+// import { decodeEnvelope, ProtocolError } from "@conduit/ipc/protocol";
+// import assert from "node:assert/strict";
+//
+// assert.throws(() => decodeEnvelope(new Uint8Array([0x7f])), ProtocolError);
+// ```
+//
+export { ConduitError };
+
+/**
+ * The peer sent something the protocol forbids (a malformed or unknown frame, an id it never
+ * issued, a result twice, a stream item after its end, a frame too large). The connection is
+ * closed; pending calls fail with a `ConnectionClosedError` whose `cause` is this.
+ *
+ * @example
+ * ```ts
+ * import { ProtocolError } from "@conduit/ipc/channel";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new ProtocolError("unknown frame kind 0x7f").name, "ProtocolError");
+ * ```
+ */
+export class ProtocolError extends ConduitError {}
+
+// A CALL's meta (docs/protocol.md §6, "Call meta"): a small JSON object after the method that
+// says which logical call this is and which attempt of it, so a handler can tell a retry from
+// a new call. Sent only to a peer whose HELLO announces {@linkcode CALL_META_FEATURE}, behind
+// CALL flag {@linkcode CALL_FLAG_META}.
+//
+// @example
+// ```ts
+// import { callMetaBody, parseCallMeta } from "@conduit/ipc/protocol";
+// import assert from "node:assert/strict";
+//
+// const body = callMetaBody({ key: "upload-7", attempt: 2 });
+// assert.deepEqual(parseCallMeta(body), { key: "upload-7", attempt: 2 });
+// ```
+//
+/** The HELLO feature of a peer that reads call meta. */
+export const CALL_META_FEATURE = "call-meta";
+/** CALL flag bit 1: a meta object follows the method. */
+export const CALL_FLAG_META = 2;
+/** The largest meta object, in bytes of UTF-8 JSON. */
+export const MAX_CALL_META_BYTES = 4096;
+/** The longest call key, in code points. */
+export const MAX_CALL_KEY_LENGTH = 128;
+
+/** What a CALL's meta says (each member optional). */
+export interface CallMeta {
+  /** The caller's stable name for the logical call: the same on every attempt. */
+  readonly key?: string;
+  /** Which attempt of the call this is: 1 for the first. */
+  readonly attempt?: number;
+}
+
+const utf8 = new TextEncoder();
+const text = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The meta's bytes: compact JSON with `key` then `attempt`, each only when given.
+ *
+ * @param meta The key and attempt.
+ * @returns The UTF-8 JSON object.
+ * @throws {RangeError} When the key is empty or too long, or the attempt not an integer >= 1.
+ *
+ * @example
+ * ```ts
+ * import { callMetaBody } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new TextDecoder().decode(callMetaBody({ attempt: 3 })), '{"attempt":3}');
+ * ```
+ */
+export function callMetaBody(meta: CallMeta): Uint8Array {
+  const problem = metaProblem(meta.key, meta.attempt);
+  if (problem !== undefined) throw new RangeError(problem);
+  return utf8.encode(JSON.stringify({ key: meta.key, attempt: meta.attempt }));
+}
+
+/**
+ * Reads a CALL's meta; members it does not know are ignored.
+ *
+ * @param bytes The meta's bytes.
+ * @returns Its key and attempt (each absent when the meta has none).
+ * @throws {ProtocolError} When the bytes are not a JSON object, or its `key` or `attempt` is
+ * not of its form.
+ *
+ * @example
+ * ```ts
+ * import { parseCallMeta, ProtocolError } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseCallMeta(new TextEncoder().encode('{"attempt":1,"x":0}')), { attempt: 1 });
+ * assert.throws(() => parseCallMeta(new TextEncoder().encode('{"attempt":0}')), ProtocolError);
+ * ```
+ */
+export function parseCallMeta(bytes: Uint8Array): CallMeta {
+  let value: unknown;
+  try {
+    value = JSON.parse(text.decode(bytes));
+  } catch {
+    throw new ProtocolError("A CALL's meta is not UTF-8 JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ProtocolError("A CALL's meta is not a JSON object");
+  }
+  const { key, attempt } = value as { key?: unknown; attempt?: unknown };
+  const problem = metaProblem(key, attempt);
+  if (problem !== undefined) throw new ProtocolError(`A CALL's meta: ${problem}`);
+  return {
+    ...(key !== undefined && { key: key as string }),
+    ...(attempt !== undefined && { attempt: attempt as number }),
+  };
+}
+
+function metaProblem(key: unknown, attempt: unknown): string | undefined {
+  if (
+    key !== undefined &&
+    (typeof key !== "string" || key.length === 0 || [...key].length > MAX_CALL_KEY_LENGTH)
+  ) {
+    return `key must be a string of 1 to ${MAX_CALL_KEY_LENGTH} characters`;
+  }
+  if (attempt !== undefined && (!Number.isSafeInteger(attempt) || (attempt as number) < 1)) {
+    return `attempt must be an integer >= 1, not ${JSON.stringify(attempt)}`;
+  }
+  return undefined;
+}
