@@ -4,8 +4,7 @@
 // recent method names by their bytes, so a common frame costs no allocation to read.
 
 import { CALL_META_FEATURE, parseCallMeta } from "../../protocol/call_meta.ts";
-import { FrameDecoder } from "../../framing/frame_decoder.ts";
-import { FrameReader } from "../../framing/frame_reader.ts";
+import { FrameDecoder, FrameReader } from "../../framing/frame_decoder.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
 import {
   bodyStart,
