@@ -3,14 +3,14 @@
 // `console.log` and its siblings, `Deno.stdout` — prints to stderr instead, which the parent
 // forwards line by line. So a `console.log` at module load, before `serveWorker`, or a
 // `Deno.stdout.writeSync` in a handler cannot land between two frames; the real stdout is kept
-// for the stdio transport (`transports/_real_stdout.ts`). `node:process`'s `process.stdout`
-// and subprocesses inheriting fd 1 still reach the pipe (moving fd 1 itself needs FFI); the
-// parent then fails with an error that quotes what was written.
+// for the stdio transport (`transports/_byte_channel_transport.ts`). `node:process`'s
+// `process.stdout` and subprocesses inheriting fd 1 still reach the pipe (moving fd 1 itself
+// needs FFI); the parent then fails with an error that quotes what was written.
 //
 // A data: URL, built from the source of two self-contained functions: it needs no read
 // permission, no network for a remote (JSR) copy of conduit, and no TypeScript module load.
 
-import { REAL_STDOUT_KEY } from "../transports/_real_stdout.ts";
+import { REAL_STDOUT_KEY } from "../transports/_byte_channel_transport.ts";
 import { consoleToStderr } from "./_console_to_stderr.ts";
 
 let url: string | undefined;
