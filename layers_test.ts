@@ -33,10 +33,10 @@ const ALLOWED: Record<string, string> = {
   "wires/jsonrpc/wire.ts -> framing/_line_splitter.ts": "NDJSON framing",
   "wires/jsonrpc/wire.ts -> framing/_queue_splitter.ts": "thread transports' messages",
   // Workers own processes and threads through the transports' private process plumbing.
-  "workers/_worker_process.ts -> transports/_child_process.ts": "spawning with stdio",
-  "workers/_worker_process.ts -> transports/_stderr_lines.ts": "the one stderr line reader",
+  "workers/_worker_process.ts -> transports/_child_process.ts":
+    "spawning with stdio, and the one stderr line reader",
   "workers/_worker_socket.ts -> transports/_conn_transport.ts": "a worker's socket transport",
-  "workers/spawn_worker.ts -> transports/_real_stdout.ts": "the worker's real stdout",
+  "workers/spawn_worker.ts -> transports/_byte_channel_transport.ts": "the worker's real stdout",
   "workers/nats_service_pool.ts -> transports/_nats_discovery.ts": "service discovery",
   // Workers wrap channel calls (pooled calls are the channel's call objects) and hold
   // the channel's process handle; the shown types keep each entrypoint's docs complete.

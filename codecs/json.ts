@@ -42,7 +42,6 @@
 
 import { CodecError } from "../errors.ts";
 import type { Codec } from "./types.ts";
-import { keySegment } from "./_value_path.ts";
 
 export type { Codec };
 
@@ -213,6 +212,29 @@ export function jsonText(value: unknown, lossy: boolean, codecName = JSON_CODEC_
   }
   return text;
 }
+
+/**
+ * How a codec names an object key in the path of a value it refuses, as in
+ * `$.items[3].callback`: `.name`, or `["odd key"]` when the key is no identifier. The JSON
+ * and structured codecs build their error paths with it.
+ *
+ * @param key The object key.
+ * @returns The key's path segment.
+ *
+ * @example
+ * ```ts
+ * import { keySegment } from "@conduit/ipc/codecs/json";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(keySegment("items"), ".items");
+ * assert.equal(keySegment("odd key"), '["odd key"]');
+ * ```
+ */
+export function keySegment(key: string): string {
+  return IDENTIFIER.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 /** A value JSON would change, and the path to it, built innermost first while unwinding. */
 class Loss {

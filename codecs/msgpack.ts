@@ -54,10 +54,11 @@ import {
   decodeTimestamp,
   encodeTimestamp,
   ExtData,
+  MsgpackReader,
+  MsgpackWriter,
+  type ReaderOptions,
   type SubMillisecond,
-} from "./_msgpack_ext.ts";
-import { MsgpackReader, type ReaderOptions } from "./_msgpack_reader.ts";
-import { MsgpackWriter } from "./_msgpack_writer.ts";
+} from "./_msgpack.ts";
 import type { Codec } from "./types.ts";
 
 export type { Codec };

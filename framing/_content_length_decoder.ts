@@ -2,7 +2,7 @@
 // JSON-RPC wire's synchronous frame splitter.
 
 import { FrameSyntaxError, FrameTooLargeError, TruncatedFrameError } from "../errors.ts";
-import { MAX_HEADER_LENGTH } from "./_header.ts";
+import { MAX_HEADER_LENGTH } from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
 import { integerOption } from "../_options.ts";
 import type { FrameSink } from "./_frame_sink.ts";

@@ -2,7 +2,22 @@
 // its own rather than handed out as a view of a chunk, when it is split into head and rest,
 // and the memory of such buffers handed back through recycle() for later frames to reuse.
 
-import { FRAME_HEADER_BYTES, MAX_RECYCLED_BUFFERS } from "./limits.ts";
+import { FRAME_HEADER_BYTES } from "./_packer.ts";
+
+/**
+ * The most buffers a {@linkcode FrameDecoder} keeps for reuse from
+ * {@linkcode FrameDecoder.recycle}: 4. Recycling more drops the oldest, so the pool holds the
+ * sizes of the latest frames.
+ *
+ * @example
+ * ```ts
+ * import { MAX_RECYCLED_BUFFERS } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(MAX_RECYCLED_BUFFERS, 4);
+ * ```
+ */
+export const MAX_RECYCLED_BUFFERS = 4;
 
 /**
  * The least a frame must still need for readTarget() to offer it: below this, one ordinary

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import { DIRECT_READ_MIN_BYTES, LargeFrames } from "./_large_frames.ts";
-import { MAX_RECYCLED_BUFFERS } from "./limits.ts";
+import { DIRECT_READ_MIN_BYTES, LargeFrames, MAX_RECYCLED_BUFFERS } from "./_large_frames.ts";
 
 const LARGE = DIRECT_READ_MIN_BYTES;
 

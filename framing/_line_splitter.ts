@@ -2,7 +2,7 @@
 // wire's synchronous frame splitter.
 
 import { FrameTooLargeError } from "../errors.ts";
-import { findByte } from "./_find_byte.ts";
+import { findByte } from "./_packer.ts";
 import { integerOption } from "../_options.ts";
 import type { FrameSink } from "./_frame_sink.ts";
 

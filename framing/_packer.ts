@@ -1,13 +1,40 @@
 // Coalesces queued frames into few, large chunks. Shared by every encoder (length-prefixed,
-// NDJSON, Content-Length) and by FrameWriter, so all of them write frames the same way.
+// NDJSON, Content-Length) and by FrameWriter, so all of them write frames the same way. Also
+// the length-prefix header shared by the frame decoder, encoders and writer, and the byte
+// search of the line framings.
 
 import { FrameSyntaxError, FrameTooLargeError } from "../errors.ts";
-import { findByte } from "./_find_byte.ts";
-import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, writeLength } from "./_header.ts";
 import { integerOption } from "../_options.ts";
-import { DEFAULT_MAX_BATCH_BYTES } from "./limits.ts";
 
-export { DEFAULT_MAX_BATCH_BYTES };
+/**
+ * Bytes in a length-prefixed frame's header: the payload length as an unsigned 32-bit
+ * big-endian integer.
+ *
+ * @example
+ * ```ts
+ * import { encodeFrame, FRAME_HEADER_BYTES } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(encodeFrame(new Uint8Array(10)).length, FRAME_HEADER_BYTES + 10);
+ * ```
+ */
+export const FRAME_HEADER_BYTES = 4;
+
+/**
+ * The default `maxBatchBytes`, the bound on one coalesced chunk: 64 KiB.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_BATCH_BYTES } from "@conduit/ipc/framing";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(DEFAULT_MAX_BATCH_BYTES, 65536);
+ * ```
+ */
+export const DEFAULT_MAX_BATCH_BYTES: number = 64 * 1024;
+
+/** The largest payload a 4-byte header can announce. */
+export const MAX_HEADER_LENGTH = 0xffff_ffff;
 
 const EMPTY_CHUNKS: Uint8Array[] = [];
 
@@ -514,4 +541,45 @@ function decimalDigits(value: number): number {
     digits++;
   }
   return digits;
+}
+
+/** Reads a big-endian uint32 at `offset`. */
+export function readLength(bytes: Uint8Array, offset: number): number {
+  return ((bytes[offset] << 24) | (bytes[offset + 1] << 16) | (bytes[offset + 2] << 8) |
+    bytes[offset + 3]) >>> 0;
+}
+
+/** Writes `length` as a big-endian uint32 at `offset`. */
+export function writeLength(bytes: Uint8Array, offset: number, length: number): void {
+  bytes[offset] = length >>> 24;
+  bytes[offset + 1] = (length >>> 16) & 0xff;
+  bytes[offset + 2] = (length >>> 8) & 0xff;
+  bytes[offset + 3] = length & 0xff;
+}
+
+// Byte search for the line framings. Reading four bytes per step with a zero-byte test beats
+// `Uint8Array.prototype.indexOf` once the range is long enough to amortize the word view
+// (`deno bench -A bench/framing_bench.ts`, the `ndjson/decode-stream` cases).
+const WORD_SCAN_MIN = 256;
+
+/** The index of the first `byte` in `bytes` at or after `from`, or -1. */
+export function findByte(bytes: Uint8Array, byte: number, from = 0): number {
+  const length = bytes.length;
+  if (length - from < WORD_SCAN_MIN) return bytes.indexOf(byte, from);
+  let i = from;
+  // Walk bytes up to a 4-byte boundary of the underlying buffer.
+  for (; ((bytes.byteOffset + i) & 3) !== 0; i++) {
+    if (bytes[i] === byte) return i;
+  }
+  const count = (length - i) >>> 2;
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset + i, count);
+  const pattern = byte * 0x0101_0101;
+  for (let k = 0; k < count; k++) {
+    const x = words[k] ^ pattern;
+    // Non-zero exactly when some byte of x is zero, that is when some byte equals `byte`.
+    if (((x - 0x0101_0101) & ~x & 0x8080_8080) !== 0) {
+      return bytes.indexOf(byte, i + k * 4);
+    }
+  }
+  return bytes.indexOf(byte, i + count * 4);
 }

@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Transport } from "../transports/types.ts";
 import { unix } from "../transports/_test_pairs.ts";
-import { encodeFrame, FrameDecoder, MAX_RECYCLED_BUFFERS } from "./frame_decoder.ts";
-import { FrameReader } from "./frame_reader.ts";
+import { encodeFrame, FrameDecoder, FrameReader, MAX_RECYCLED_BUFFERS } from "./frame_decoder.ts";
 import { FrameWriter } from "./frame_writer.ts";
 import { holdsPattern, pattern } from "./_test_util.ts";
 

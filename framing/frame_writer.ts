@@ -7,11 +7,11 @@
  */
 
 import { TransportClosedError } from "../errors.ts";
-import { FRAME_HEADER_BYTES } from "./_header.ts";
 import {
   type BatchPacker,
   ContentLengthPacker,
   DEFAULT_MAX_BATCH_BYTES,
+  FRAME_HEADER_BYTES,
   LengthPrefixPacker,
   LinePacker,
 } from "./_packer.ts";

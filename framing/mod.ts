@@ -38,10 +38,8 @@
  * @module
  */
 
-export * from "./limits.ts";
 export * from "./frame_decoder.ts";
 export * from "./frame_decoder_stream.ts";
-export * from "./frame_reader.ts";
 export * from "./frame_encoder_stream.ts";
 export * from "./frame_writer.ts";
 export * from "./content_length_decoder_stream.ts";

@@ -1,10 +1,10 @@
 // The one implementation of the Transport contract. Each transport (memory, Unix socket, TCP,
 // TLS, stdio on either side) only supplies a ByteChannel: how to read, write, half-close and
 // release its OS object. Close semantics, flushing and error mapping live here and in the
-// read direction (_channel_reads.ts), once.
+// read direction (ChannelReads, below), once. Below them, the plumbing of the stdio byte
+// channels on both sides: resizing a pipe's buffer, and where a worker keeps its real stdout.
 
 import { TransportClosedError } from "../errors.ts";
-import { ChannelReads, messageOf } from "./_channel_reads.ts";
 import type { Transport } from "./types.ts";
 
 /** What a transport needs from the object under it. */
@@ -503,4 +503,355 @@ export class ReadBuffer {
     this.#shared = false;
     return this.#buffer = new Uint8Array(size);
   }
+}
+
+// The read direction of a ByteChannelTransport: its `readable`, created at first use, and the
+// direct reads (`readInto`, `readChunk`) that bypass it, over one channel read at a time.
+
+/** What the reads need of a `ByteChannel`: its read half. */
+export interface ReadChannel {
+  readonly label: string;
+  read(): Promise<Uint8Array | null>;
+  readInto?(view: Uint8Array): Promise<Uint8Array | null>;
+}
+
+/** What the reads need of their transport's lifecycle. */
+export interface ReadsOwner {
+  /** The transport was released, gracefully or by an abort. */
+  readonly released: boolean;
+  /** The transport was aborted. */
+  readonly aborted: boolean;
+  /** The error of an operation on the released transport. */
+  closedError(): TransportClosedError;
+  /** A direction ended on its own: the transport is released once both did. */
+  ended(): void;
+}
+
+/** What `pull` returns: the read it starts is followed by `#reading`, not by the stream. */
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** The read direction's life: READING until the bytes end (ENDED) or fail (FAILED). */
+type ReadState = typeof READING | typeof ENDED | typeof FAILED;
+const READING = 0;
+/** The bytes ended, or the readable was cancelled or released. */
+const ENDED = 1;
+const FAILED = 2;
+
+/**
+ * The reads of a ByteChannelTransport. The channel is read by one read at a time, either for
+ * the readable (its `pull`) or for a direct read (`readDirect`); which one is in flight is
+ * `#reading`, and a pull that comes while a direct read is pending is served after it.
+ */
+export class ChannelReads {
+  readonly #channel: ReadChannel;
+  readonly #owner: ReadsOwner;
+  /** The readable's controller, once the readable was created. */
+  #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /**
+   * Settles one microtask after the readable was created, once it has started and passed any
+   * read already requested to `pull`; `undefined` from then on.
+   */
+  #starting: Promise<void> | undefined;
+  /** A pull came while a direct read was pending: the readable still owes a read. */
+  #pullWanted = false;
+  /** The channel read in flight, awaited on release so no op outlives the transport. */
+  #reading: Promise<unknown> | undefined;
+  /** The direct read in flight is a `readChunk`, which reads again after an empty chunk. */
+  #skipEmpty = false;
+  #state: ReadState = READING;
+  /** What the reads failed with, once FAILED, for direct reads to throw too. */
+  #error: unknown;
+
+  constructor(channel: ReadChannel, owner: ReadsOwner) {
+    this.#channel = channel;
+    this.#owner = owner;
+  }
+
+  /** The reads are over: the bytes ended or failed, or the readable was cancelled. */
+  get done(): boolean {
+    return this.#state !== READING;
+  }
+
+  /** The channel read in flight, if any. */
+  get reading(): Promise<unknown> | undefined {
+    return this.#reading;
+  }
+
+  /** The transport's `readable`: called once, at its first use. */
+  createReadable(): ReadableStream<Uint8Array> {
+    const direct = this.#channel.readInto !== undefined;
+    const readable = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.#controller = controller;
+        // Direct reads may have ended the bytes before the stream existed.
+        if (this.#state === FAILED) controller.error(this.#error);
+        else if (this.#state === ENDED) controller.close();
+      },
+      pull: this.#pull,
+      cancel: () => {
+        if (this.#state === READING) this.#state = ENDED;
+        this.#owner.ended();
+      },
+      // With `readInto`, no read ahead: a chunk read ahead into the channel's buffer would
+      // have to be delivered before the bytes `readInto` reads.
+    }, { highWaterMark: direct ? 0 : 1 });
+    // The stream's own start reaction was queued above, so this runs right after it.
+    if (direct) this.#starting = Promise.resolve().then(() => this.#starting = undefined);
+    return readable;
+  }
+
+  /**
+   * A read of `readInto` (into `view`) or `readChunk` (no `view`): with `readChunk`, an empty
+   * chunk is not returned: the channel is read again. A then with handlers made once, not an
+   * async function: one layer and its allocations less on every read (a small call reads
+   * once per side).
+   */
+  readDirect(view: Uint8Array | undefined): Promise<Uint8Array | null> {
+    // Only in the first microtask of the readable's life: a read() requested before it
+    // started reaches `pull` then.
+    if (this.#starting !== undefined) return this.#starting.then(() => this.readDirect(view));
+    // A chunk in the queue (read for a reader released since) comes before any byte read now.
+    if (this.#reading !== undefined || (this.#controller?.desiredSize ?? 0) < 0) {
+      return Promise.reject(
+        new TypeError(`A direct read of ${this.#channel.label} while a read is pending`),
+      );
+    }
+    if (this.#owner.released) this.end();
+    if (this.#state !== READING) return this.#endedLater();
+    let reading: Promise<Uint8Array | null>;
+    try {
+      reading = view === undefined ? this.#channel.read() : this.#channel.readInto!(view);
+    } catch (error) {
+      this.#onReadFailed(error);
+      return this.#endedLater();
+    }
+    this.#reading = reading;
+    this.#skipEmpty = view === undefined;
+    return reading.then(this.#directRead, this.#directReadFailed);
+  }
+
+  /** Ends the reads: the readable closes. */
+  end(): void {
+    if (this.#state !== READING) return;
+    this.#state = ENDED;
+    this.#controller?.close();
+  }
+
+  /** Errors the reads, unless the failure is only the echo of a graceful release. */
+  fail(error: unknown): void {
+    if (this.#state !== READING) return;
+    const owner = this.#owner;
+    if (owner.released && !owner.aborted) return this.end();
+    this.#state = FAILED;
+    this.#error = owner.aborted ? owner.closedError() : new TransportClosedError(
+      `Read from ${this.#channel.label} failed: ${messageOf(error)}`,
+      { cause: error },
+    );
+    this.#controller?.error(this.#error);
+  }
+
+  // `pull` starts the channel read and returns at once, so the stream never counts a pull as
+  // running: a read() it is asked for reaches `pull` synchronously (the stream would hold it
+  // back until a running pull settled), and `#reading` tells `readDirect` of every read the
+  // readable owes. A pull while a read is in flight changes nothing: enqueueing its chunk
+  // asks for the next pull if the readable still owes one.
+  readonly #pull = (): Promise<void> => {
+    if (this.#reading !== undefined) this.#pullWanted = true;
+    else if (this.#state === READING) this.#readNext();
+    return RESOLVED;
+  };
+
+  #readNext(): void {
+    if (this.#owner.released) return this.end();
+    (this.#reading = this.#channel.read()).then(this.#onRead, this.#onReadFailed);
+  }
+
+  readonly #onRead = (chunk: Uint8Array | null): void => {
+    this.#reading = undefined;
+    this.#pullWanted = false;
+    // close() or cancel() ended the readable while the read was in flight.
+    if (this.#state !== READING) return;
+    if (chunk === null) {
+      this.end();
+      this.#owner.ended();
+    } else if (chunk.length > 0) this.#controller!.enqueue(chunk);
+    else this.#readNext();
+  };
+
+  readonly #onReadFailed = (error: unknown): void => {
+    this.#reading = undefined;
+    this.#pullWanted = false;
+    this.fail(error);
+  };
+
+  readonly #directRead = (
+    chunk: Uint8Array | null,
+  ): Uint8Array | null | Promise<Uint8Array | null> => {
+    this.#reading = undefined;
+    if (this.#state !== READING) return this.#ended();
+    if (chunk === null) {
+      this.end();
+      this.#owner.ended();
+    } else if (this.#pullWanted) {
+      // The caller read the readable while this was pending: serve that read now.
+      this.#pullWanted = false;
+      this.#readNext();
+    }
+    // Rare: the read loop wants bytes, so read again (as a fresh read, rechecking the state).
+    if (this.#skipEmpty && chunk?.length === 0) return this.readDirect(undefined);
+    return chunk;
+  };
+
+  readonly #directReadFailed = (error: unknown): null => {
+    this.#onReadFailed(error);
+    return this.#ended();
+  };
+
+  /** `#ended()` as a promise: its error rejects it. */
+  #endedLater(): Promise<null> {
+    try {
+      return Promise.resolve(this.#ended());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** What a direct read gives once the reads are done: their error, or the end. */
+  #ended(): null {
+    if (this.#state === FAILED) throw this.#error;
+    return null;
+  }
+}
+
+/** The message of `error`, whatever was thrown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+// Resizing a pipe's kernel buffer (Linux `fcntl(F_SETPIPE_SZ)`), which Deno has no API for,
+// through libc by FFI. Only done where FFI is already granted: we never prompt, and without
+// the permission (or off Linux) pipes keep the OS default of 64 KiB.
+//
+// Why it matters: the frame writer sends 64 KiB batches, so a 64 KiB pipe holds exactly one
+// and the two processes move it in lock step (write, wait for the reader to empty the pipe,
+// write again), with two or three thread wake-ups per batch on each side; a larger buffer
+// lets the writer run ahead of the reader as a socket's buffers do.
+
+const F_SETPIPE_SZ = 1031;
+const F_GETPIPE_SZ = 1032;
+// Linux values on x86-64 and arm64 (asm-generic).
+const O_RDONLY = 0;
+const O_NONBLOCK = 0o4000;
+const O_CLOEXEC = 0o2000000;
+
+const SYMBOLS = {
+  open: { parameters: ["buffer", "i32"], result: "i32" },
+  fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  close: { parameters: ["i32"], result: "i32" },
+} as const;
+
+/** An open file descriptor of ours, or a path to open (e.g. `/proc/<pid>/fd/0`). */
+export type PipeRef = number | string;
+
+/**
+ * Bytes that cross a pipe before it is resized: 256 KiB, four default pipes full. A
+ * transport that moves less keeps the default, so short-lived and idle ones cost no FFI call
+ * at spawn and none of the user's pipe budget (`/proc/sys/fs/pipe-user-pages-soft`).
+ */
+export const RESIZE_AFTER_BYTES = 256 * 1024;
+
+/** Resizes one pipe, once, after {@linkcode RESIZE_AFTER_BYTES} have crossed it. */
+export class PipeResizer {
+  readonly #pipe: PipeRef;
+  readonly #bytes: number;
+  #left: number;
+
+  /**
+   * @param pipe The pipe.
+   * @param bytes The buffer size to ask for; 0 never resizes.
+   */
+  constructor(pipe: PipeRef, bytes: number) {
+    this.#pipe = pipe;
+    this.#bytes = bytes;
+    this.#left = bytes > 0 ? RESIZE_AFTER_BYTES : 0;
+  }
+
+  /** Counts `bytes` more across the pipe. */
+  count(bytes: number): void {
+    if (this.#left > 0 && (this.#left -= bytes) <= 0) resizePipes([this.#pipe], this.#bytes);
+  }
+
+  /** Never resizes from now on (the pipe's path may name another process's pipe soon). */
+  cancel(): void {
+    this.#left = 0;
+  }
+}
+
+/**
+ * Asks the kernel for pipe buffers of `bytes` for each pipe in `pipes`, and returns their
+ * sizes afterwards, or `undefined` when it cannot ask (no FFI permission, not Linux, no
+ * glibc). A refused request (over `/proc/sys/fs/pipe-max-size`, over the user's pipe
+ * budget) or a target that is not a pipe leaves that pipe as it was and reads as -1 or its
+ * old size. Never throws.
+ */
+export function resizePipes(pipes: readonly PipeRef[], bytes: number): number[] | undefined {
+  return withLibc((libc) =>
+    pipes.map((pipe) =>
+      onPipe(libc, pipe, (fd) => {
+        if (bytes > 0) libc.fcntl(fd, F_SETPIPE_SZ, bytes);
+        return libc.fcntl(fd, F_GETPIPE_SZ, 0);
+      })
+    )
+  );
+}
+
+type Libc = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+
+function withLibc<T>(use: (libc: Libc) => T): T | undefined {
+  if (Deno.build.os !== "linux") return undefined;
+  try {
+    if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return undefined;
+    // Closed again at once: an open library is a resource that test sanitizers count.
+    const library = Deno.dlopen("libc.so.6", SYMBOLS);
+    try {
+      return use(library.symbols);
+    } finally {
+      library.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+function onPipe(libc: Libc, pipe: PipeRef, use: (fd: number) => number): number {
+  if (typeof pipe === "number") return use(pipe);
+  // Read-only and non-blocking: opening a pipe this way never waits for a writer, and a
+  // reader more or less changes nothing for the processes using it.
+  const fd = libc.open(
+    new TextEncoder().encode(`${pipe}\0`),
+    O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+  );
+  if (fd < 0) return -1;
+  try {
+    return use(fd);
+  } finally {
+    libc.close(fd);
+  }
+}
+
+// Where this process's real stdout is kept when something moved `Deno.stdout` away from it:
+// a conduit worker runs a preload first (`workers/_quiet_preload.ts`), which points `Deno.stdout` at
+// stderr (so no stray write lands between two frames) and keeps the real one here for the
+// stdio transport. A registered symbol, because the preload is a data: URL that cannot import
+// this module.
+
+/** The `Symbol.for` key of the global under which the real `Deno.stdout` is kept. */
+export const REAL_STDOUT_KEY = "conduit.stdout";
+
+/** The global under which the real `Deno.stdout` is kept. */
+export const REAL_STDOUT: unique symbol = Symbol.for(REAL_STDOUT_KEY) as never;
+
+/** This process's real stdout: the one kept by the worker preload, or `Deno.stdout`. */
+export function realStdout(): typeof Deno.stdout {
+  return (globalThis as { [REAL_STDOUT]?: typeof Deno.stdout })[REAL_STDOUT] ?? Deno.stdout;
 }

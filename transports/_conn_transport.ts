@@ -1,11 +1,13 @@
-// A Deno.Conn (Unix socket, TCP, TLS) as a ByteChannel.
+// A Deno.Conn (Unix socket, TCP, TLS) as a ByteChannel, and a Deno.Listener as a Listener of
+// Transports (ConnListener, below, on ListenerBase, which the NATS listener shares).
 //
 // It reads with `conn.read()` rather than `conn.readable`: reading `conn.readable` to its end
 // closes the whole connection (deno#22258), which would break half-close; `conn.read()` into
 // a reused buffer also spares the 64 KiB allocation the default stream reader makes per read.
 
+import { TransportClosedError } from "../errors.ts";
 import { type ByteChannel, ByteChannelTransport, ReadBuffer } from "./_byte_channel_transport.ts";
-import type { Transport } from "./types.ts";
+import type { Listener, Transport } from "./types.ts";
 
 /** Wraps a connection in a Transport; `label` names it in error messages. */
 export function connTransport(conn: Deno.Conn, label: string): Transport {
@@ -67,5 +69,105 @@ class ConnChannel implements ByteChannel {
       // Closed already.
     }
     return Promise.resolve();
+  }
+}
+
+// What every Listener shares: iteration until closed, an idempotent close() and disposal.
+
+/** A Listener whose subclass supplies `accept()` and the release behind `close()`. */
+export abstract class ListenerBase implements Listener {
+  abstract readonly addr: Deno.Addr;
+  #closing: Promise<void> | undefined;
+
+  abstract accept(): Promise<Transport>;
+
+  /** Stops accepting and releases what the listener holds; called once, by `close()`. */
+  protected abstract release(): Promise<void>;
+
+  /** Whether `close()` has been called. */
+  protected get closing(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Transport> {
+    while (!this.closing) {
+      let transport: Transport;
+      try {
+        transport = await this.accept();
+      } catch (error) {
+        // An accept the close ended ends the iteration; any other failure is the caller's.
+        if (this.closing) return;
+        throw error;
+      }
+      yield transport;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#closing ??= this.release();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** Turns each accepted connection into a Transport; runs `onClose` once the listener closed. */
+export class ConnListener<C extends Deno.Conn> extends ListenerBase {
+  readonly addr: Deno.Addr;
+  readonly encryption: "none" | "tls" | undefined;
+  readonly #listener: Deno.Listener<C>;
+  readonly #wrap: (conn: C) => Transport;
+  readonly #onClose: (() => Promise<void>) | undefined;
+  readonly #accepting = new Set<Promise<C>>();
+
+  constructor(
+    listener: Deno.Listener<C>,
+    wrap: (conn: C) => Transport,
+    options: {
+      addr?: Deno.Addr;
+      encryption?: "none" | "tls";
+      onClose?: () => Promise<void>;
+    } = {},
+  ) {
+    super();
+    this.#listener = listener;
+    this.#wrap = wrap;
+    this.addr = options.addr ?? listener.addr;
+    this.encryption = options.encryption;
+    this.#onClose = options.onClose;
+  }
+
+  async accept(): Promise<Transport> {
+    if (this.closing) throw new TransportClosedError("The listener is closed");
+    const accepting = this.#listener.accept();
+    this.#accepting.add(accepting);
+    let conn: C;
+    try {
+      conn = await accepting;
+    } catch (cause) {
+      if (this.closing) {
+        throw new TransportClosedError("The listener is closed", { cause });
+      }
+      throw cause;
+    } finally {
+      this.#accepting.delete(accepting);
+    }
+    if (this.closing) {
+      conn.close();
+      throw new TransportClosedError("The listener is closed");
+    }
+    return this.#wrap(conn);
+  }
+
+  protected override async release(): Promise<void> {
+    try {
+      this.#listener.close();
+    } catch {
+      // Closed already.
+    }
+    // Let pending accepts settle, so no op outlives the listener.
+    await Promise.all([...this.#accepting].map((accepting) => accepting.catch(() => {})));
+    await this.#onClose?.();
   }
 }

@@ -1,9 +1,10 @@
 // A ByteChannel over anything with postMessage and message events: a Worker (parent side),
 // a worker's global scope (worker side), a MessagePort. Bytes travel as transferred
-// ArrayBuffers; small writes are coalesced into one message (_write_coalescer.ts); a credit
+// ArrayBuffers; small writes are coalesced into one message (WriteCoalescer, below); a credit
 // window bounds what the peer may have unread (_credit_window.ts: postMessage itself has no
 // backpressure, its queue would grow without bound under a fast writer). With `spinMicros`, a
-// side stays awake after a post until the peer's answer is on its way (_post_bell.ts).
+// side stays awake after a post until the peer's answer is on its way (PostBell, below). The
+// parent's end of a Worker posts through a HeldEndpoint (below) until the worker listens.
 //
 // The channel's lifecycle is one state, its transitions in TRANSITIONS:
 //
@@ -18,8 +19,7 @@ import { TransportClosedError } from "../errors.ts";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
 import { fillOrSwap, outgoing } from "../transfer.ts";
 import { ReceiveCredit, SendCredit } from "./_credit_window.ts";
-import { COALESCE_MAX_BYTES, WriteCoalescer } from "./_write_coalescer.ts";
-import { PostBell } from "./_post_bell.ts";
+import { Spinner } from "./_spin.ts";
 
 /** What the channel needs of a Worker, a worker's `self` or a MessagePort. */
 export interface MessageEndpoint {
@@ -320,4 +320,267 @@ export class PostMessageChannel implements ByteChannel {
     this.#reader = undefined;
     reader.reject(error);
   }
+}
+
+// The parent's side of a Worker, holding what it posts until the worker listens. Deno drops a
+// message that reaches a worker before it has a message listener (while its module loads, or
+// awaits at its top level before it creates its transport), and a dropped HELLO broke the
+// handshake ("The first frame was CALL, not HELLO", workers/thread_worker_test.ts). The
+// worker's end posts LISTENING once it listens (selfTransport); until that arrives, posts are
+// kept in order, cloned now as a post would clone them (so a writer may reuse its buffer).
+
+export class HeldEndpoint implements MessageEndpoint {
+  readonly #target: MessageEndpoint;
+  #held: unknown[] | undefined = [];
+
+  constructor(target: MessageEndpoint) {
+    this.#target = target;
+    target.addEventListener("message", this.#onMessage);
+  }
+
+  postMessage(message: unknown, transfer: Transferable[]): void {
+    if (this.#held === undefined) this.#target.postMessage(message, transfer);
+    else {this.#held.push(
+        sharedOrNumber(message) ? message : structuredClone(message, { transfer }),
+      );}
+  }
+
+  addEventListener(type: "message", listener: (event: MessageEvent) => void): void {
+    this.#target.addEventListener(type, listener);
+  }
+
+  removeEventListener(type: "message", listener: (event: MessageEvent) => void): void {
+    this.#target.removeEventListener(type, listener);
+  }
+
+  /**
+   * The transport was released: stops waiting for LISTENING, unless posts are held (a close
+   * whose writes and END the worker has not listened for yet), which still go once it listens.
+   */
+  release(): void {
+    if (this.#held === undefined || this.#held.length === 0) this.#detach();
+  }
+
+  #detach(): void {
+    this.#target.removeEventListener("message", this.#onMessage);
+    this.#held = undefined;
+  }
+
+  readonly #onMessage = (event: MessageEvent): void => {
+    if (event.data !== LISTENING || this.#held === undefined) return;
+    const held = this.#held;
+    this.#detach();
+    for (const message of held) this.#target.postMessage(message, []);
+  };
+}
+
+/** A number, or a view of shared memory: posted as it is (shared memory is meant to be shared). */
+function sharedOrNumber(message: unknown): boolean {
+  return typeof message === "number" ||
+    (ArrayBuffer.isView(message) && message.buffer instanceof SharedArrayBuffer);
+}
+
+// Small writes of the Web Worker transport, gathered into one message: a burst of frames
+// costs the peer one wake-up, not one per frame.
+
+/** Writes below this join the coalescing buffer; larger ones travel as they are. */
+export const COALESCE_MAX_BYTES = 4 * 1024;
+const COALESCE_BUFFER_BYTES = 64 * 1024;
+/**
+ * Microtask hops a coalesced batch waits for more writes, and again while they keep coming:
+ * a WritableStream hands its sink the next chunk a few hops after the last one settled. A
+ * lone write waits for these hops only, never for a task.
+ */
+const COALESCE_HOPS = 4;
+
+/** The bytes staged for the next message, and the microtask hops that decide when it goes. */
+export class WriteCoalescer {
+  #staging: Uint8Array | undefined;
+  #staged = 0;
+  #scheduled = false;
+  #hops = 0;
+  #stagedSinceHop = false;
+  readonly #flush: () => void;
+
+  /** @param flush Called when the staged bytes should go: it takes them with `take()`. */
+  constructor(flush: () => void) {
+    this.#flush = flush;
+  }
+
+  /** Stages `chunk` (shorter than COALESCE_MAX_BYTES), flushing first if it does not fit. */
+  stage(chunk: Uint8Array): void {
+    const length = chunk.length;
+    if (this.#staged + length > COALESCE_BUFFER_BYTES) this.#flush();
+    const staging = this.#staging ??= new Uint8Array(COALESCE_BUFFER_BYTES);
+    staging.set(chunk, this.#staged);
+    this.#staged += length;
+    this.#stagedSinceHop = true;
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      this.#hops = 0;
+      queueMicrotask(this.#hop);
+    }
+  }
+
+  /** The staged bytes as a chunk of their own, if any; nothing is staged afterwards. */
+  take(): Uint8Array | undefined {
+    const staged = this.#staged;
+    if (staged === 0) return undefined;
+    this.#staged = 0;
+    return this.#staging!.slice(0, staged);
+  }
+
+  /** Forgets the staged bytes: they will not be sent. */
+  drop(): void {
+    this.#staged = 0;
+  }
+
+  readonly #hop = (): void => {
+    if (this.#staged === 0) {
+      this.#scheduled = false;
+      return;
+    }
+    if (this.#stagedSinceHop) {
+      this.#stagedSinceHop = false;
+      this.#hops = 0;
+    }
+    if (++this.#hops < COALESCE_HOPS) {
+      queueMicrotask(this.#hop);
+      return;
+    }
+    this.#scheduled = false;
+    this.#flush();
+  };
+}
+
+// The spin of the Web Worker transport. With `spinMicros`, a side stays awake after a post
+// until the peer's answer is on its way, so that answer does not have to wake a sleeping
+// thread. It learns that from a bell: two shared counters the peer keeps, of what it posted
+// and of what it took. Every end keeps the bell of a peer that sent one, whether or not it
+// spins itself: one side may spin alone.
+
+/** Slots of a bell (see `PostBell.#own`). */
+const BELL_POSTED = 0;
+const BELL_TAKEN = 1;
+
+/**
+ * Channels of this thread that posted data and have had none back since. A spin waits for one
+ * channel's answer while every other channel's messages wait behind it, so a channel spins
+ * only when it is the one waiting: a pool's parent, talking to several workers at once, does
+ * not (without this rule, a 2-thread pool whose ends all spun made fewer calls/s than one
+ * whose ends did not, on a loaded machine: `deno task demo`, its thread pool).
+ */
+let awaitingChannels = 0;
+
+/** Where a bell's channel posts: its endpoint (a Worker, a worker's `self`, a MessagePort). */
+export interface PostTarget {
+  postMessage(message: unknown, transfer: Transferable[]): void;
+}
+
+/** A channel's data posts and arrivals, counted for both bells, and its spin after a post. */
+export class PostBell {
+  readonly #endpoint: PostTarget;
+  /**
+   * Shared memory only the peer writes (sent to it before our first data message): at
+   * BELL_POSTED the count of data messages it posted here, stored after each post; at
+   * BELL_TAKEN the count of ours it received, stored as each arrives. Undefined when not
+   * spinning.
+   */
+  readonly #own: Int32Array | undefined;
+  #ownSent = false;
+  /** The peer's bell, once it sent it: kept up to date as described at `#own`. */
+  #peer: Int32Array | undefined;
+  /** Data messages received, compared with the bell: a higher bell is a message on its way. */
+  #received = 0;
+  /** Data messages posted: what the peer's bell holds once the peer sent it. */
+  #posted = 0;
+  readonly #spinner: Spinner;
+  #spinQueued = false;
+  /** Counted in awaitingChannels: posted data, and has had none back since. */
+  #awaiting = false;
+  /** Whether a read of the channel waits for the answer (a spin is of use only then). */
+  readonly #readWaits: () => boolean;
+
+  constructor(endpoint: PostTarget, spinMicros: number, readWaits: () => boolean) {
+    this.#endpoint = endpoint;
+    this.#readWaits = readWaits;
+    this.#spinner = new Spinner(spinMicros);
+    if (this.#spinner.enabled && typeof SharedArrayBuffer === "function") {
+      this.#own = new Int32Array(new SharedArrayBuffer(8));
+    }
+  }
+
+  /**
+   * Posts a data message, rings the peer's bell, and, when this side spins, queues a spin for
+   * the answer. A post to a thread whose CPU went idle wakes it through the OS (and, in a VM,
+   * the hypervisor), which costs the poster and the wakee far more than a post to a thread
+   * that is still running: staying awake after a post until the peer's answer is posted makes
+   * that answer the cheap kind (bench/report/notes.md, "The parent's end waits by default").
+   */
+  post(message: unknown, transfer: Transferable[]): void {
+    const own = this.#own;
+    if (own !== undefined && !this.#ownSent) {
+      this.#ownSent = true;
+      this.#endpoint.postMessage(own, []);
+    }
+    this.#endpoint.postMessage(message, transfer);
+    this.#posted = (this.#posted + 1) | 0;
+    const peer = this.#peer;
+    if (peer !== undefined) Atomics.store(peer, BELL_POSTED, this.#posted);
+    if (own === undefined) return;
+    if (!this.#awaiting) {
+      this.#awaiting = true;
+      awaitingChannels++;
+    }
+    if (!this.#spinQueued) {
+      this.#spinQueued = true;
+      queueMicrotask(this.#spin);
+    }
+  }
+
+  /** A data message arrived: the peer's bell learns it, and this side is answered. */
+  arrived(): void {
+    this.#received = (this.#received + 1) | 0;
+    const peer = this.#peer;
+    if (peer !== undefined) Atomics.store(peer, BELL_TAKEN, this.#received);
+    this.answered();
+  }
+
+  /** Takes `data` as the peer's bell if it is one; false when it is not. */
+  takePeerBell(data: unknown): boolean {
+    if (
+      !(data instanceof Int32Array && data.buffer instanceof SharedArrayBuffer &&
+        data.length === 2)
+    ) return false;
+    this.#peer = data;
+    Atomics.store(data, BELL_POSTED, this.#posted);
+    Atomics.store(data, BELL_TAKEN, this.#received);
+    return true;
+  }
+
+  /** This side waits for no answer any more (one came, or the channel is over). */
+  answered(): void {
+    if (!this.#awaiting) return;
+    this.#awaiting = false;
+    awaitingChannels--;
+  }
+
+  /**
+   * In the microtask after a post, while a read waits for the answer: spins until the peer's
+   * bell says a message is on its way (the event loop then finds it queued), as `Spinner`
+   * allows. The bell went before the first data message, so the peer bumps it after each post
+   * that answers one, whether or not it spins itself.
+   */
+  readonly #spin = (): void => {
+    this.#spinQueued = false;
+    if (!this.#readWaits() || awaitingChannels > 1) return;
+    if (this.#spinner.shouldSpin()) this.#spinner.spinUntil(this.#rang, this.#taken);
+  };
+
+  /** Whether the peer posted a message not received yet. */
+  readonly #rang = (): boolean =>
+    ((Atomics.load(this.#own!, BELL_POSTED) - this.#received) | 0) > 0;
+
+  /** Whether the peer received every data message this side posted. */
+  readonly #taken = (): boolean => ((Atomics.load(this.#own!, BELL_TAKEN) - this.#posted) | 0) >= 0;
 }

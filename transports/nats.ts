@@ -87,7 +87,7 @@
 
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { ConduitError, TransportClosedError } from "../errors.ts";
-import { ListenerBase } from "./_listener_base.ts";
+import { ListenerBase } from "./_conn_transport.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
 import { flushWithin } from "./_nats_flow.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { FrameDecoder } from "../framing/frame_decoder.ts";
-import { FrameReader } from "../framing/frame_reader.ts";
+import { FrameReader } from "../framing/frame_decoder.ts";
 import { FrameWriter } from "../framing/frame_writer.ts";
 import { testTransportConformance } from "./_conformance.ts";
 import { assertDeathsFailPendingCalls } from "./_test_thread_failures.ts";

@@ -6,9 +6,13 @@
  */
 
 import { integerOption, numberOption } from "../_options.ts";
-import { type ByteChannel, ByteChannelTransport, ReadBuffer } from "./_byte_channel_transport.ts";
-import { PipeResizer } from "./_pipe_buffer.ts";
-import { realStdout } from "./_real_stdout.ts";
+import {
+  type ByteChannel,
+  ByteChannelTransport,
+  PipeResizer,
+  ReadBuffer,
+  realStdout,
+} from "./_byte_channel_transport.ts";
 import type { Transport } from "./types.ts";
 
 /**

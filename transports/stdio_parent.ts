@@ -7,8 +7,7 @@
  */
 
 import { integerOption } from "../_options.ts";
-import { ChildProcessTransport } from "./_child_process.ts";
-import type { StderrLinesOptions } from "./_stderr_lines.ts";
+import { ChildProcessTransport, type StderrLinesOptions } from "./_child_process.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "./stdio_child.ts";
 import type { Transport } from "./types.ts";
 

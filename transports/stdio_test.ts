@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { testTransportConformance } from "./_conformance.ts";
-import { resizePipes } from "./_pipe_buffer.ts";
+import { resizePipes } from "./_byte_channel_transport.ts";
 import { childTransport, spawnTransport, stdioTransport } from "./stdio.ts";
 import type { Transport } from "./types.ts";
 import { listenUnix } from "./unix.ts";

@@ -33,8 +33,7 @@
  * @module
  */
 
-import { connTransport } from "./_conn_transport.ts";
-import { ConnListener } from "./_conn_listener.ts";
+import { ConnListener, connTransport } from "./_conn_transport.ts";
 import type { Listener, Transport } from "./types.ts";
 
 // The types this module's API shows, so that its documentation is complete on its own.

@@ -38,8 +38,7 @@
  */
 
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
-import { HeldEndpoint } from "./_held_endpoint.ts";
-import { type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
+import { HeldEndpoint, type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
 import { spinMicrosOf } from "./_spin.ts";
 import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
 import type { Transport } from "./types.ts";
@@ -174,7 +173,7 @@ export function workerTransport(
     throw new TypeError(`workerTransport() takes a Worker, got ${describe(worker)}`);
   }
   const label = "Web Worker transport";
-  // Until the worker's end listens, what this end posts waits here (see _held_endpoint.ts).
+  // Until the worker's end listens, what this end posts waits here (see HeldEndpoint).
   const endpoint = new HeldEndpoint(worker as MessageEndpoint);
   const channel: PostMessageChannel = new PostMessageChannel(endpoint, {
     label,

@@ -170,7 +170,7 @@ function takesChunks(transport: Transport): transport is Transport & FrameTarget
   return transport.writeChunk !== undefined && transport.closeWrite !== undefined;
 }
 
-/** Reads the transport's chunks (framing/frame_reader.ts has this shape). */
+/** Reads the transport's chunks (framing/frame_decoder.ts's FrameReader has this shape). */
 export interface ChunkReader {
   /** The next chunk, or `null` at the end. */
   readBytes(): Promise<Uint8Array | null>;

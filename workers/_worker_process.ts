@@ -6,8 +6,7 @@
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
-import { StderrLines } from "../transports/_stderr_lines.ts";
-import { ChildProcessTransport } from "../transports/_child_process.ts";
+import { ChildProcessTransport, StderrLines } from "../transports/_child_process.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
 import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";

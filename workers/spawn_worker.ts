@@ -62,7 +62,7 @@ import { spawnThread } from "./_spawn_thread.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
 import { consoleToStderr, WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { REAL_STDOUT_KEY } from "../transports/_real_stdout.ts";
+import { REAL_STDOUT_KEY } from "../transports/_byte_channel_transport.ts";
 
 export { DEFAULT_DRAIN_TIMEOUT };
 export * from "./spawn_worker_options.ts";
@@ -278,7 +278,7 @@ export function standaloneRefusal(
 // `console.log` and its siblings, `Deno.stdout` — prints to stderr instead, which the parent
 // forwards line by line. So a `console.log` at module load, before `serveWorker`, or a
 // `Deno.stdout.writeSync` in a handler cannot land between two frames; the real stdout is kept
-// for the stdio transport (`transports/_real_stdout.ts`). `node:process`'s `process.stdout`
+// for the stdio transport (`REAL_STDOUT_KEY` in `transports/_byte_channel_transport.ts`). `node:process`'s `process.stdout`
 // and subprocesses inheriting fd 1 still reach the pipe (moving fd 1 itself needs FFI); the
 // parent then fails with an error that quotes what was written.
 //

@@ -17,6 +17,7 @@ import {
   ProtocolError,
   R_FLAG,
 } from "../../protocol/format.ts";
+import { FrameDecoder, FrameReader } from "../../framing/frame_decoder.ts";
 import {
   bodyStart,
   callHeadSize,
@@ -32,8 +33,6 @@ import {
   varintSize,
   writeCallHead,
 } from "../../protocol/_frame_table.ts";
-import { FrameDecoder } from "../../framing/frame_decoder.ts";
-import { FrameReader } from "../../framing/frame_reader.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
 import { decodeEnvelope } from "../../protocol/envelope.ts";
 import {

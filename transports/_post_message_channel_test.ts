@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { WriteCoalescer } from "./_write_coalescer.ts";
+import { WriteCoalescer } from "./_post_message_channel.ts";
 
 Deno.test("write coalescer: writes of one turn go as one chunk, a few microtasks later", async () => {
   const sent: Uint8Array[] = [];

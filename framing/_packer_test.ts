@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { findByte } from "./_find_byte.ts";
+import { findByte } from "./_packer.ts";
 
 Deno.test("findByte: agrees with indexOf at any offset, length and alignment", () => {
   fc.assert(

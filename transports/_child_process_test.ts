@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { StderrLines } from "./_stderr_lines.ts";
+import { StderrLines } from "./_child_process.ts";
 
 const encoder = new TextEncoder();
 
