@@ -52,3 +52,30 @@ Deno.test("module graph: workers/serve_worker.ts loads the worker's side, not th
   assert.ok(modules.has("transports/stdio_child.ts"));
   for (const module of PARENT_SIDE) assert.ok(!modules.has(module), `loads ${module}`);
 });
+
+// Each module costs a worker's start-up about as much as several hundred lines in one file
+// (bench/workers_bench.ts, "workers/spawn"), so the counts have budgets.
+/** The most local modules `import "@conduit/ipc"` may load. */
+const ROOT_BUDGET = 45;
+/** The most local modules a worker loads before it can answer its first call. */
+const WORKER_BUDGET = 32;
+/** Loaded only by a channel that uses them: auth, a heartbeat or idle timeout. */
+const ON_DEMAND = [
+  "protocol/auth.ts",
+  "wires/conduit/auth.ts",
+  "channel/_connection_timers.ts",
+];
+
+Deno.test("module graph: the root and a worker stay within their module budgets", async () => {
+  for (
+    const [entry, budget] of [["mod.ts", ROOT_BUDGET], ["workers/serve_worker.ts", WORKER_BUDGET]]
+  ) {
+    const modules = await loaded(new URL(entry as string, root).pathname);
+    const local = [...modules].filter((specifier) => !specifier.includes(":"));
+    assert.ok(
+      local.length <= (budget as number),
+      `${entry} loads ${local.length} local modules, over its budget of ${budget}`,
+    );
+    for (const module of ON_DEMAND) assert.ok(!modules.has(module), `${entry} loads ${module}`);
+  }
+});

@@ -7,7 +7,10 @@ export async function isGone(pid: number): Promise<boolean> {
     // The state follows the parenthesised command name, which may itself contain spaces.
     return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z";
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return true;
+    // A process that exits while its stat is read fails the read with ESRCH.
+    if (error instanceof Deno.errors.NotFound || (error as { code?: string }).code === "ESRCH") {
+      return true;
+    }
     throw error;
   }
 }
