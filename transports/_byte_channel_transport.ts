@@ -840,9 +840,9 @@ function onPipe(libc: Libc, pipe: PipeRef, use: (fd: number) => number): number 
 }
 
 // Where this process's real stdout is kept when something moved `Deno.stdout` away from it:
-// a conduit worker runs a preload first (`workers/_quiet_preload.ts`), which points `Deno.stdout` at
-// stderr (so no stray write lands between two frames) and keeps the real one here for the
-// stdio transport. A registered symbol, because the preload is a data: URL that cannot import
+// a conduit worker runs a preload first (`quietPreloadUrl` in `workers/spawn_worker.ts`),
+// which points `Deno.stdout` at stderr (so no stray write lands between two frames) and keeps
+// the real one here for the stdio transport. A registered symbol, because the preload is a data: URL that cannot import
 // this module.
 
 /** The `Symbol.for` key of the global under which the real `Deno.stdout` is kept. */
