@@ -42,11 +42,15 @@ export type {
 } from "./channel/channel.ts";
 export type {
   AnyHandler,
+  CallDetails,
   CallOptions,
   CheckedHandlers,
   HandlerTakesOneParam,
+  IncomingCallInfo,
+  Interceptor,
   IsOneParamHandler,
   MethodName,
+  OutgoingCallInfo,
   ParamOf,
   RemoteArgs,
   RemoteMethod,

@@ -12,12 +12,12 @@ import { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { ConnectionTimers, HeartbeatConfig } from "./_connection_timers.ts";
-import { IncomingCalls } from "./_incoming_calls.ts";
+import { handleChain, IncomingCalls } from "./_incoming_calls.ts";
 import { isAsyncIterable, type OutgoingCall, OutgoingCalls } from "./_outgoing_calls.ts";
 import type { LifecycleEvents, Wire, WireAuth, WireFactory } from "../wires/types.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
-import type { CallOptions } from "./types.ts";
+import type { CallOptions, Interceptor } from "./types.ts";
 
 export type { PeerInfo };
 
@@ -26,6 +26,8 @@ export interface CoreConfig {
   codec: Codec<unknown>;
   methodCodecs: Map<string, MethodCodecs> | undefined;
   handlers: object | undefined;
+  /** Code around every call made and served. */
+  interceptors: readonly Interceptor[] | undefined;
   maxInFlight: number;
   maxFrameBytes: number;
   streamWindowBytes: number;
@@ -152,6 +154,7 @@ export class ChannelCore implements LifecycleEvents {
       onNotificationError: config.onNotificationError,
       closeSignal: () => (this.#closeController ??= new AbortController()).signal,
       onIdle,
+      intercept: handleChain(config.interceptors, config.handlers),
     });
     wire.attach({ outgoing: this.#outgoing, incoming: this.#incoming, lifecycle: this });
     wire.start();

@@ -17,6 +17,10 @@ import {
 import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_remote.ts";
 import type { EngineError, IncomingEvents, Outbox, Wire } from "../wires/types.ts";
 import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
+import type { IncomingCallInfo, Interceptor } from "./types.ts";
+
+/** The headers of a call that came with none. */
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
 
@@ -56,6 +60,39 @@ export interface IncomingOptions {
   readonly closeSignal: () => AbortSignal;
   /** A call finished (activity for the idle timeout; while closing, it may finish the close). */
   readonly onIdle: () => void;
+  /** Runs a handler through the interceptors, when any has a `handle`. */
+  readonly intercept: HandleChain | undefined;
+}
+
+/** Runs `handler` for a call through a chain of interceptors. */
+export type HandleChain = (
+  method: string,
+  param: unknown,
+  context: IncomingCall,
+  handler: Handler,
+) => Promise<unknown>;
+
+/** The chain of the `handle` functions of `interceptors`, or undefined when none has one. */
+export function handleChain(
+  interceptors: readonly Interceptor[] | undefined,
+  handlers: object | undefined,
+): HandleChain | undefined {
+  const chain = interceptors?.filter((interceptor) => interceptor.handle !== undefined) ?? [];
+  if (chain.length === 0) return undefined;
+  return (method, param, context, handler) => {
+    const run = (index: number, call: IncomingCallInfo): Promise<unknown> => {
+      try {
+        return Promise.resolve(
+          index === chain.length
+            ? handler.call(handlers, call.param, context)
+            : chain[index].handle!(call, (next) => run(index + 1, next)),
+        );
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    return run(0, { method, param, context });
+  };
 }
 
 /** The calls the peer starts. */
@@ -257,7 +294,10 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
     let result: unknown;
     try {
-      result = handler.call(this.#options.handlers, param, call);
+      const intercept = this.#options.intercept;
+      result = intercept === undefined
+        ? handler.call(this.#options.handlers, param, call)
+        : intercept(method, param, call, handler);
     } catch (error) {
       call.sendFailure(error);
       return;
@@ -525,6 +565,10 @@ export class IncomingCall implements InboxOwner, PumpOwner {
     return this.#meta?.key;
   }
 
+  get headers(): Readonly<Record<string, string>> {
+    return this.#meta?.headers ?? NO_HEADERS;
+  }
+
   get attempt(): number {
     return this.#meta?.attempt ?? 1;
   }
@@ -703,6 +747,7 @@ export class NotificationContext {
   readonly deadline: undefined;
   readonly key: undefined;
   readonly attempt = 1;
+  readonly headers: Readonly<Record<string, string>> = NO_HEADERS;
 
   constructor(channel: object, method: string, signal: AbortSignal) {
     this.channel = channel;

@@ -413,9 +413,12 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     timeout: number,
     waits: boolean,
   ): boolean {
-    if (options?.key !== undefined || options?.attempt !== undefined) {
+    if (
+      options?.key !== undefined || options?.attempt !== undefined ||
+      options?.headers !== undefined
+    ) {
       try {
-        callMetaBody({ key: options.key, attempt: options.attempt });
+        callMetaBody({ key: options.key, attempt: options.attempt, headers: options.headers });
       } catch (error) {
         this.reject(error);
         return false;
@@ -648,8 +651,10 @@ export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown>
 /** The call's meta from its options, when it has any. */
 function metaOf(options: CallOptions | undefined): CallMeta | undefined {
   if (options === undefined) return undefined;
-  const { key, attempt } = options;
-  return key === undefined && attempt === undefined ? undefined : { key, attempt };
+  const { key, attempt, headers } = options;
+  return key === undefined && attempt === undefined && headers === undefined
+    ? undefined
+    : { key, attempt, headers };
 }
 
 // ---------------------------------------------------------------- calls by id

@@ -24,6 +24,7 @@
  */
 
 import type { Channel } from "./channel.ts";
+import type { CallDetails } from "./types.ts";
 
 /**
  * What a handler receives beside its param: the call's method, a signal that fires when the
@@ -32,23 +33,7 @@ import type { Channel } from "./channel.ts";
  *
  * @typeParam Peer The handlers the peer serves, for typed call-backs through `channel`.
  */
-export interface CallContext<Peer extends object = Record<string, never>> {
-  /** The method being served. */
-  readonly method: string;
-  /**
-   * Fires on cancellation (`CallCancelledError`), deadline (`DeadlineExceededError`) or
-   * connection loss (`ConnectionClosedError`); its `reason` says which.
-   */
-  readonly signal: AbortSignal;
-  /** The deadline as a `Date.now()` timestamp, or `undefined` when the caller set none. */
-  readonly deadline: number | undefined;
-  /**
-   * The caller's stable name for this call, the same on each of its attempts (its `key` call
-   * option; pools set one on retryable calls), or `undefined`: what a handler de-duplicates by.
-   */
-  readonly key: string | undefined;
-  /** Which attempt of the call this is: 1 for the first, 2 for the first retry, … */
-  readonly attempt: number;
+export interface CallContext<Peer extends object = Record<string, never>> extends CallDetails {
   /** The channel the call arrived on. */
   readonly channel: Channel<Peer>;
 }

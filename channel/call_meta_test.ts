@@ -81,7 +81,24 @@ Deno.test("call meta: a peer that announces it gets the meta behind the flag", a
 });
 
 Deno.test("call meta: a malformed meta from the peer is a protocol error; no handler runs", async () => {
-  for (const meta of ['{"attempt":0}', "[1]", '{"key":7}', "not json"]) {
+  const manyHeaders = JSON.stringify({
+    headers: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`h${i}`, "v"])),
+  });
+  for (
+    const meta of [
+      '{"attempt":0}',
+      "[1]",
+      '{"key":7}',
+      "not json",
+      '{"headers":[1]}',
+      '{"headers":{"Upper":"x"}}',
+      '{"headers":{"__proto__":"x"}}',
+      '{"headers":{"a":7}}',
+      '{"headers":{"a":"\\u0001"}}',
+      '{"headers":{"a":"\u00e9"}}',
+      manyHeaders,
+    ]
+  ) {
     let ran = false;
     const { a, b, cleanup } = await memory.pair();
     const peer = new RawPeer(b);
@@ -105,4 +122,34 @@ Deno.test("call meta: a malformed meta from the peer is a protocol error; no han
     await cleanup();
     assert.equal(ran, false, meta);
   }
+});
+
+Deno.test("call meta: headers reach the handler; bad ones reject the call before it is sent", async () => {
+  const seen = {
+    headers: (_: null, ctx: CallContext) => ({ ...ctx.headers }),
+  };
+  const { a, b, cleanup } = await memory.pair();
+  const [server, client] = await Promise.all([
+    openChannel(a, { codec, handlers: seen }),
+    openChannel<typeof seen>(b, { codec }),
+  ]);
+  assert.deepEqual(await client.remote.headers(null), {});
+  const headers = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" };
+  assert.deepEqual(await client.remote.headers(null, { headers }), headers);
+  for (
+    const bad of [
+      { "Upper": "x" },
+      { "": "x" },
+      { "a": "line\nbreak" },
+      { "a": "x".repeat(1025) },
+      Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`h${i}`, "v"])),
+      Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`h${i}`, "v".repeat(1000)])),
+    ]
+  ) {
+    await assert.rejects(client.remote.headers(null, { headers: bad }), RangeError);
+  }
+  // The channel is still fine: a refused call never reached the wire.
+  assert.deepEqual(await client.remote.headers(null, { headers: { a: "b" } }), { a: "b" });
+  await Promise.all([client.close(), server.close()]);
+  await cleanup();
 });

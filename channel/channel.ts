@@ -42,11 +42,18 @@ import { DEFAULT_WRITE_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "../wires/codec_slots.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
-import { remoteProxy } from "./_remote.ts";
+import { interceptedInvoke, type Invoke, remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { conduitWire } from "../wires/conduit/wire.ts";
 import type { WireAuth, WireFactory } from "../wires/types.ts";
-import type { CheckedHandlers, MethodName, RemoteArgs, RemoteOf, RemoteReturn } from "./types.ts";
+import type {
+  CheckedHandlers,
+  Interceptor,
+  MethodName,
+  RemoteArgs,
+  RemoteOf,
+  RemoteReturn,
+} from "./types.ts";
 
 export type { Codec, PeerInfo, Transport };
 
@@ -261,6 +268,13 @@ export interface ChannelOptions<Local extends object = object> {
    * @default logs with `console.error`
    */
   onNotificationError?: (error: unknown, method: string) => void;
+  /**
+   * Code around every call this side makes and serves, first outermost (see
+   * {@linkcode Interceptor}).
+   *
+   * @default none
+   */
+  interceptors?: readonly Interceptor[];
 }
 
 /**
@@ -321,6 +335,8 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    */
   readonly remote: RemoteOf<Remote>;
   readonly #core: ChannelCore;
+  /** Starts a call, through the interceptors when there are any. */
+  readonly #invoke: Invoke;
 
   /**
    * Starts the handshake on `transport`. Internal: the public way to open a channel is
@@ -351,6 +367,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         codec,
         methodCodecs,
         handlers: options.handlers,
+        interceptors: options.interceptors,
         maxInFlight: integer("maxInFlight", options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1),
         maxFrameBytes: integer(
           "maxFrameBytes",
@@ -385,7 +402,11 @@ export class Channel<Remote extends object = Record<string, never>> implements A
       wire,
     );
     const core = this.#core;
-    this.remote = remoteProxy((method, param, options) => core.call(method, param, options));
+    const invoke = this.#invoke = interceptedInvoke(
+      options.interceptors,
+      (method, param, options) => core.call(method, param, options),
+    );
+    this.remote = remoteProxy(invoke);
   }
 
   /** Resolves once the handshake succeeded; rejects with `HandshakeError` if it failed. */
@@ -417,7 +438,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
     method: K,
     ...args: RemoteArgs<Remote[K]>
   ): RemoteReturn<ResultOf<Remote[K]>> {
-    return this.#core.call(method, args[0], args[1]) as unknown as RemoteReturn<
+    return this.#invoke(method, args[0], args[1]) as unknown as RemoteReturn<
       ResultOf<Remote[K]>
     >;
   }

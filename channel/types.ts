@@ -57,6 +57,15 @@ export interface CallOptions {
    * @default {1}
    */
   attempt?: number;
+  /**
+   * Strings sent with the call (a request id, a trace context…), seen by the handler as
+   * `ctx.headers`: at most 32, each name 1 to 64 of `a-z`, `0-9`, `-`, `_`, `.` (starting with a
+   * letter or digit) and each value up to 1024 printable ASCII characters, the call's whole
+   * meta at most 4096 bytes (docs/protocol.md §6, "Call meta"); else the call rejects with a
+   * RangeError. Interceptors may add more. Sent only to a peer that reads call meta, like
+   * `key`.
+   */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -155,3 +164,108 @@ export type MethodName<T> = {
  * @typeParam T The peer's handler interface.
  */
 export type RemoteOf<T> = { readonly [K in MethodName<T>]: RemoteMethod<T[K], K> };
+
+/** A call as a caller-side interceptor sees it (see {@linkcode Interceptor.call}). */
+export interface OutgoingCallInfo {
+  /** The method called. */
+  readonly method: string;
+  /** The param; an interceptor may replace it before calling `next`. */
+  param: unknown;
+  /**
+   * The headers the call will carry to the handler (`ctx.headers`): the caller's `headers`
+   * option, copied; an interceptor may add, change or delete entries before calling `next`.
+   */
+  readonly headers: Record<string, string>;
+  /** The caller's options for this call (signal, timeout, key, attempt). */
+  readonly options: Readonly<CallOptions>;
+}
+
+/** A call as a handler-side interceptor sees it (see {@linkcode Interceptor.handle}). */
+export interface IncomingCallInfo {
+  /** The method called. */
+  readonly method: string;
+  /** The decoded param (the stream, when the param is one); an interceptor may replace it. */
+  param: unknown;
+  /** The handler's context: its headers, signal, deadline, key, attempt and channel. */
+  readonly context: CallDetails & { readonly channel: object };
+}
+
+/**
+ * Code around every call a channel makes and every call it serves: logging, metrics, tracing,
+ * authorization, headers. Each function receives the call and `next`, which runs the rest of
+ * the chain (the later interceptors, then the call itself or the handler) and resolves with
+ * its result; what the function resolves with is the call's result, and what it throws is the
+ * call's error (a typed error reaches the caller as that error on its side, as a
+ * `RemoteError` from the handler's side). A result that is a stream is a
+ * {@linkcode RemoteStream} on the caller's side and an `AsyncIterable` on the handler's: wrap
+ * it to see its items. The first interceptor of the list is the outermost. Deadlines,
+ * cancellation and call options keep working through them; notifications are not
+ * intercepted.
+ *
+ * @example Adding a header on one side and reading it on the other
+ * ```ts
+ * import { type CallContext, type Interceptor, openChannel } from "@conduit/ipc/channel";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const tag: Interceptor = {
+ *   call: (call, next) => {
+ *     call.headers["x-request-id"] = "r-1";
+ *     return next(call);
+ *   },
+ * };
+ * const seen: string[] = [];
+ * const log: Interceptor = {
+ *   handle: async (call, next) => {
+ *     seen.push(`${call.method} ${call.context.headers["x-request-id"]}`);
+ *     return await next(call);
+ *   },
+ * };
+ * const handlers = { echo: (text: string, _ctx: CallContext) => text };
+ * const [a, b] = memoryPair();
+ * const [server, client] = await Promise.all([
+ *   openChannel(a, { handlers, interceptors: [log] }),
+ *   openChannel<typeof handlers>(b, { interceptors: [tag] }),
+ * ]);
+ * assert.equal(await client.remote.echo("hi"), "hi");
+ * assert.deepEqual(seen, ["echo r-1"]);
+ * await Promise.all([client.close(), server.close()]);
+ * ```
+ */
+export interface Interceptor {
+  /** Around each call this side makes. */
+  call?(
+    call: OutgoingCallInfo,
+    next: (call: OutgoingCallInfo) => Promise<unknown>,
+  ): Promise<unknown>;
+  /** Around each call this side serves (its handler). */
+  handle?(
+    call: IncomingCallInfo,
+    next: (call: IncomingCallInfo) => Promise<unknown>,
+  ): Promise<unknown>;
+}
+
+/** What a handler's context says about its call (`CallContext` adds the channel). */
+export interface CallDetails {
+  /** The method being served. */
+  readonly method: string;
+  /**
+   * Fires on cancellation (`CallCancelledError`), deadline (`DeadlineExceededError`) or
+   * connection loss (`ConnectionClosedError`); its `reason` says which.
+   */
+  readonly signal: AbortSignal;
+  /** The deadline as a `Date.now()` timestamp, or `undefined` when the caller set none. */
+  readonly deadline: number | undefined;
+  /**
+   * The caller's stable name for this call, the same on each of its attempts (its `key` call
+   * option; pools set one on retryable calls), or `undefined`: what a handler de-duplicates by.
+   */
+  readonly key: string | undefined;
+  /** Which attempt of the call this is: 1 for the first, 2 for the first retry, … */
+  readonly attempt: number;
+  /**
+   * The headers the caller sent with the call (its `headers` call option and what its
+   * interceptors added), or an empty object: read-only.
+   */
+  readonly headers: Readonly<Record<string, string>>;
+}

@@ -211,6 +211,12 @@ export const CALL_FLAG_META = 2;
 export const MAX_CALL_META_BYTES = 4096;
 /** The longest call key, in code points. */
 export const MAX_CALL_KEY_LENGTH = 128;
+/** The most headers one CALL's meta carries. */
+export const MAX_CALL_HEADERS = 32;
+/** The longest header name: 1 to 64 of `a-z`, `0-9`, `-`, `_` and `.`. */
+export const MAX_HEADER_NAME_LENGTH = 64;
+/** The longest header value: 0 to 1024 printable ASCII characters (0x20 to 0x7e). */
+export const MAX_HEADER_VALUE_LENGTH = 1024;
 
 /** What a CALL's meta says (each member optional). */
 export interface CallMeta {
@@ -218,17 +224,24 @@ export interface CallMeta {
   readonly key?: string;
   /** Which attempt of the call this is: 1 for the first. */
   readonly attempt?: number;
+  /**
+   * Strings the caller attaches to the call (a trace context, a request id…), by name: at most
+   * {@linkcode MAX_CALL_HEADERS}, each name a lowercase token and each value printable ASCII.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 const utf8 = new TextEncoder();
 const text = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * The meta's bytes: compact JSON with `key` then `attempt`, each only when given.
+ * The meta's bytes: compact JSON with `key`, `attempt` and `headers`, each only when given
+ * (headers only when there is one).
  *
- * @param meta The key and attempt.
+ * @param meta The key, attempt and headers.
  * @returns The UTF-8 JSON object.
- * @throws {RangeError} When the key is empty or too long, or the attempt not an integer >= 1.
+ * @throws {RangeError} When the key is empty or too long, the attempt not an integer >= 1, a
+ * header's name or value not of its form, or the whole over {@linkcode MAX_CALL_META_BYTES}.
  *
  * @example
  * ```ts
@@ -239,18 +252,31 @@ const text = new TextDecoder("utf-8", { fatal: true });
  * ```
  */
 export function callMetaBody(meta: CallMeta): Uint8Array {
-  const problem = metaProblem(meta.key, meta.attempt);
+  const headers = meta.headers;
+  const problem = metaProblem(meta.key, meta.attempt, headers);
   if (problem !== undefined) throw new RangeError(problem);
-  return utf8.encode(JSON.stringify({ key: meta.key, attempt: meta.attempt }));
+  const bytes = utf8.encode(
+    JSON.stringify({
+      key: meta.key,
+      attempt: meta.attempt,
+      headers: headers !== undefined && hasAny(headers) ? headers : undefined,
+    }),
+  );
+  if (bytes.length > MAX_CALL_META_BYTES) {
+    throw new RangeError(
+      `A call's meta (key, attempt and headers) is ${bytes.length} bytes, over ${MAX_CALL_META_BYTES}`,
+    );
+  }
+  return bytes;
 }
 
 /**
  * Reads a CALL's meta; members it does not know are ignored.
  *
  * @param bytes The meta's bytes.
- * @returns Its key and attempt (each absent when the meta has none).
- * @throws {ProtocolError} When the bytes are not a JSON object, or its `key` or `attempt` is
- * not of its form.
+ * @returns Its key, attempt and headers (each absent when the meta has none).
+ * @throws {ProtocolError} When the bytes are not a JSON object, or its `key`, `attempt` or
+ * `headers` is not of its form.
  *
  * @example
  * ```ts
@@ -271,16 +297,33 @@ export function parseCallMeta(bytes: Uint8Array): CallMeta {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new ProtocolError("A CALL's meta is not a JSON object");
   }
-  const { key, attempt } = value as { key?: unknown; attempt?: unknown };
-  const problem = metaProblem(key, attempt);
+  const { key, attempt, headers } = value as {
+    key?: unknown;
+    attempt?: unknown;
+    headers?: unknown;
+  };
+  const problem = metaProblem(key, attempt, headers);
   if (problem !== undefined) throw new ProtocolError(`A CALL's meta: ${problem}`);
   return {
     ...(key !== undefined && { key: key as string }),
     ...(attempt !== undefined && { attempt: attempt as number }),
+    ...(headers !== undefined && { headers: Object.freeze(headers as Record<string, string>) }),
   };
 }
 
-function metaProblem(key: unknown, attempt: unknown): string | undefined {
+const HEADER_NAME = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+const HEADER_VALUE = /^[\x20-\x7e]{0,1024}$/;
+
+function hasAny(headers: object): boolean {
+  for (const _ in headers) return true;
+  return false;
+}
+
+function metaProblem(key: unknown, attempt: unknown, headers?: unknown): string | undefined {
+  if (headers !== undefined) {
+    const problem = headersProblem(headers);
+    if (problem !== undefined) return problem;
+  }
   if (
     key !== undefined &&
     (typeof key !== "string" || key.length === 0 || [...key].length > MAX_CALL_KEY_LENGTH)
@@ -289,6 +332,24 @@ function metaProblem(key: unknown, attempt: unknown): string | undefined {
   }
   if (attempt !== undefined && (!Number.isSafeInteger(attempt) || (attempt as number) < 1)) {
     return `attempt must be an integer >= 1, not ${JSON.stringify(attempt)}`;
+  }
+  return undefined;
+}
+
+function headersProblem(headers: unknown): string | undefined {
+  if (typeof headers !== "object" || headers === null || Array.isArray(headers)) {
+    return "headers must be an object of strings";
+  }
+  let count = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    if (++count > MAX_CALL_HEADERS) return `more than ${MAX_CALL_HEADERS} headers`;
+    if (!HEADER_NAME.test(name)) {
+      return `header name ${JSON.stringify(name.slice(0, 70))} is not 1 to ` +
+        `${MAX_HEADER_NAME_LENGTH} of a-z, 0-9, "-", "_" and "."`;
+    }
+    if (typeof value !== "string" || !HEADER_VALUE.test(value)) {
+      return `header "${name}" must be a string of 0 to ${MAX_HEADER_VALUE_LENGTH} printable ASCII characters`;
+    }
   }
   return undefined;
 }
