@@ -14,7 +14,7 @@ import type { MethodCodecs } from "../wires/codec_slots.ts";
 import type { ConnectionTimers, HeartbeatConfig } from "./_connection_timers.ts";
 import { handleChain, IncomingCalls } from "./_incoming_calls.ts";
 import { isAsyncIterable, type OutgoingCall, OutgoingCalls } from "./_outgoing_calls.ts";
-import type { LifecycleEvents, Wire, WireAuth, WireFactory } from "../wires/types.ts";
+import type { LifecycleEvents, Wire, WireAuth, WireFactory, WireTrace } from "../wires/types.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
@@ -28,6 +28,8 @@ export interface CoreConfig {
   handlers: object | undefined;
   /** Code around every call made and served. */
   interceptors: readonly Interceptor[] | undefined;
+  /** The wire trace, when the channel traces. */
+  trace: WireTrace | undefined;
   maxInFlight: number;
   maxFrameBytes: number;
   streamWindowBytes: number;
@@ -119,6 +121,7 @@ export class ChannelCore implements LifecycleEvents {
       trustPeer: config.trustPeer,
       errorClasses: config.errorClasses,
       auth: config.auth,
+      trace: config.trace,
       onWriteFailure: (error) =>
         this.#fail(new ConnectionClosedError("Writing to the transport failed", { cause: error })),
     });

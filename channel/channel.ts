@@ -45,7 +45,7 @@ import { ChannelCore, type PeerInfo } from "./_core.ts";
 import { interceptedInvoke, type Invoke, remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { conduitWire } from "../wires/conduit/wire.ts";
-import type { WireAuth, WireFactory } from "../wires/types.ts";
+import type { WireAuth, WireFactory, WireTrace } from "../wires/types.ts";
 import type {
   CheckedHandlers,
   Interceptor,
@@ -275,6 +275,17 @@ export interface ChannelOptions<Local extends object = object> {
    * @default none
    */
   interceptors?: readonly Interceptor[];
+  /**
+   * The wire trace: one line per frame sent (→) or received (←), with its kind, call id,
+   * method, body size, the codec's rendering of a small body (cut at 96 characters) and the
+   * time since the call began; the handshake's secrets are left out. `true` writes the lines to
+   * stderr (so a worker's trace reaches its parent with its stderr), a function receives them.
+   * Set the environment variable `CONDUIT_TRACE=1` to trace every channel of a program that
+   * may read it (`--allow-env=CONDUIT_TRACE`). JSON-RPC channels do not trace yet.
+   *
+   * @default off, unless `CONDUIT_TRACE` is set
+   */
+  trace?: boolean | ((line: string) => void);
 }
 
 /**
@@ -368,6 +379,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         methodCodecs,
         handlers: options.handlers,
         interceptors: options.interceptors,
+        trace: wireTrace(options.trace, codec),
         maxInFlight: integer("maxInFlight", options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1),
         maxFrameBytes: integer(
           "maxFrameBytes",
@@ -756,4 +768,39 @@ function authConfig(auth: AuthOptions | false | undefined): WireAuth | undefined
 
 function reportNotificationError(error: unknown, method: string): void {
   console.error(`conduit: the notification handler "${method}" failed:`, error);
+}
+
+/** The environment variable that turns on the wire trace of every channel. */
+const TRACE_ENV = "CONDUIT_TRACE";
+/** Whether `CONDUIT_TRACE` asks for a trace: read once, and only where it may be read. */
+let traceFromEnv: boolean | undefined;
+
+/** The channel's wire trace, from its `trace` option or `CONDUIT_TRACE`. */
+function wireTrace(
+  option: boolean | ((line: string) => void) | undefined,
+  codec: Codec<unknown>,
+): WireTrace | undefined {
+  const on = option ?? (traceFromEnv ??= envAsksForTrace());
+  if (on === false) return undefined;
+  return {
+    sink: typeof on === "function" ? on : (line) => console.error(line),
+    render: (body) => renderValue(codec.decode(body)),
+  };
+}
+
+function envAsksForTrace(): boolean {
+  const env = Deno.permissions.querySync?.({ name: "env", variable: TRACE_ENV });
+  if (env?.state !== "granted") return false;
+  const value = Deno.env.get(TRACE_ENV);
+  return value !== undefined && value !== "" && value !== "0";
+}
+
+function renderValue(value: unknown): string {
+  if (value instanceof Uint8Array) return `<${value.length} bytes>`;
+  try {
+    return JSON.stringify(value, (_, item) => typeof item === "bigint" ? `${item}n` : item) ??
+      String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
 }

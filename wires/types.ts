@@ -206,6 +206,8 @@ export interface WireOptions {
   readonly errorClasses: ReadonlyMap<string, ErrorClass>;
   /** A write failed: the channel fails with it. */
   readonly onWriteFailure: (error: unknown) => void;
+  /** Where the wire trace goes, one line per frame; absent when the channel does not trace. */
+  readonly trace?: WireTrace;
 }
 
 /** Makes the wire of one connection (conduit's is the default). */
@@ -333,4 +335,12 @@ export interface StreamOutbox {
   sendParamCredit(id: number, bytes: number): void;
   /** Tells the caller the handler stopped reading call `id`'s param stream. */
   sendParamCancel(id: number): void;
+}
+
+/** A channel's wire trace: where its lines go, and how a body reads with the channel codec. */
+export interface WireTrace {
+  /** Takes one line. */
+  readonly sink: (line: string) => void;
+  /** A body as the channel codec decodes it, for the line (throws when it does not decode). */
+  readonly render: (body: Uint8Array) => string;
 }

@@ -56,6 +56,7 @@ import {
   WriterOutbox,
 } from "../codec_slots.ts";
 import type { ConduitAuth } from "./auth.ts";
+import type { ConduitTrace } from "./_trace.ts";
 import {
   type EngineError,
   type EventNames,
@@ -69,6 +70,7 @@ import {
   type WireEvents,
   type WireFactory,
   type WireOptions,
+  type WireTrace,
   writeTarget,
 } from "../types.ts";
 import { decodeErrorBody, encodeErrorBody } from "../error_codec.ts";
@@ -112,6 +114,8 @@ export class ConduitWire implements Wire, FrameSink {
   readonly #parser = new FrameParser(new MethodNames());
   #reader: FrameReader | undefined;
   #greeted = false;
+  /** Feeds the wire trace, when the channel traces. */
+  readonly #onFrame: ((out: boolean, frame: Uint8Array) => void) | undefined;
   /** The authentication step, when this side has a shared secret (loaded on demand). */
   #auth: ConduitAuth | undefined;
   readonly ready: Promise<void> | undefined;
@@ -139,11 +143,17 @@ export class ConduitWire implements Wire, FrameSink {
       );
     }
     this.#hello = hello;
+    const trace = options.trace && traceFeed(options.trace);
+    this.#onFrame = trace?.feed;
     // The HMAC step is loaded only by a channel with a secret; no frame is read before.
-    this.ready = auth &&
+    const authReady = auth &&
       import("./auth.ts").then(({ ConduitAuth }) => {
         this.#auth = new ConduitAuth(auth.secret, auth.role, nonce!);
       });
+    // The engine reads no frame before the auth step and the trace's formatter are there.
+    this.ready = authReady && trace
+      ? Promise.all([authReady, trace.loaded]).then(() => {})
+      : (authReady || trace?.loaded);
     this.#transport = transport;
     this.#options = options;
     // Until the peer's HELLO is accepted, nothing larger than a HELLO is read, checked from
@@ -170,6 +180,7 @@ export class ConduitWire implements Wire, FrameSink {
       trustPeer: options.trustPeer,
       onWriteError: options.onWriteFailure,
       reuse: (bytes) => void this.decoder.recycle(bytes),
+      onFrame: this.#onFrame,
     });
   }
 
@@ -189,6 +200,7 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   read(frame: Uint8Array): void {
+    this.#onFrame?.(false, frame);
     if (this.#greeted) readFrame(frame, this, this.#parser, this.decoder.tail);
     else this.#handshake(frame);
   }
@@ -384,6 +396,8 @@ export interface OutboxOptions {
    * received frame's buffer goes back to the frame decoder, for a later frame to reuse.
    */
   readonly reuse: (bytes: Uint8Array) => void;
+  /** Sees each frame written (the wire trace), when the channel traces. */
+  readonly onFrame?: (out: boolean, frame: Uint8Array) => void;
 }
 
 /** conduit's {@linkcode Outbox} over a FrameWriter. */
@@ -574,6 +588,13 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 
   /** Sends one frame: `head` (copied at once, so a scratch view will do), then `body`. */
   #writeParts(head: Uint8Array, body: Uint8Array): void {
+    const onFrame = this.#options.onFrame;
+    if (onFrame !== undefined) {
+      const frame = new Uint8Array(head.length + body.length);
+      frame.set(head);
+      frame.set(body, head.length);
+      onFrame(true, frame);
+    }
     try {
       this.writer.writeParts(head, body);
     } catch (error) {
@@ -683,4 +704,25 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 /** An upper bound of a CALL frame's size (a method name is at most 3 bytes per UTF-16 unit). */
 function callSize(method: string, body: Uint8Array): number {
   return body.length + method.length * 3 + ENVELOPE_SLACK;
+}
+
+/**
+ * Feeds frames to a wire trace, loading its formatter on first use: frames seen before it is
+ * there (the HELLO) are copied and kept until it is.
+ */
+function traceFeed(
+  trace: WireTrace,
+): { feed: (out: boolean, frame: Uint8Array) => void; loaded: Promise<void> } {
+  let tracer: ConduitTrace | undefined;
+  const pending: [boolean, Uint8Array, number][] = [];
+  const loaded = import("./_trace.ts").then(({ ConduitTrace }) => {
+    tracer = new ConduitTrace(trace.sink, trace.render);
+    for (const [out, frame, at] of pending.splice(0)) tracer.frame(out, frame, at);
+  });
+  const feed = (out: boolean, frame: Uint8Array): void => {
+    const at = performance.now();
+    if (tracer !== undefined) tracer.frame(out, frame, at);
+    else pending.push([out, frame.slice(), at]);
+  };
+  return { feed, loaded };
 }
