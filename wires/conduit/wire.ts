@@ -104,8 +104,6 @@ export const conduitWire: WireFactory = (transport, options) => new ConduitWire(
 
 /** conduit's {@linkcode Wire}. */
 export class ConduitWire implements Wire, FrameSink {
-  readonly names: EventNames = NAMES;
-  readonly answersCancelled = true;
   readonly outbox: ConduitOutbox;
   readonly decoder: FrameDecoder;
   readonly #transport: Transport;
@@ -182,6 +180,15 @@ export class ConduitWire implements Wire, FrameSink {
       reuse: (bytes) => void this.decoder.recycle(bytes),
       onFrame: this.#onFrame,
     });
+  }
+
+  get names(): EventNames {
+    return NAMES;
+  }
+
+  /** A conduit peer answers a call it was told to cancel (with its ERROR or RESULT). */
+  get answersCancelled(): boolean {
+    return true;
   }
 
   attach(events: WireEvents): void {
