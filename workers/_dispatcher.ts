@@ -19,6 +19,7 @@ import type { CallOptions, RemoteStream } from "../channel/types.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
 import { DualCall, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
+import { integerOption, numberOption } from "../_options.ts";
 
 /** Something the dispatcher sends calls to: a worker slot, a channel to an instance. */
 export interface Target {
@@ -634,4 +635,53 @@ async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
 
 async function* fromIterable(items: Iterable<unknown>): AsyncGenerator<unknown> {
   yield* items;
+}
+
+// When a pool restarts a crashed worker: exponential backoff from `restartDelay` up to
+// `maxRestartDelay`, and a crash loop (more than `maxRestarts` crashes within
+// `restartWindow`) stops restarting. Pure: the caller passes the time, so a test drives it
+// with a fake clock.
+/** The restart policy's settings, in milliseconds and counts. */
+export interface RestartPolicyOptions {
+  /** The delay before the first restart; it doubles with each crash within the window. */
+  restartDelay: number;
+  /** The longest delay before a restart. */
+  maxRestartDelay: number;
+  /** How many crashes within `restartWindow` are survived; one more is a crash loop. */
+  maxRestarts: number;
+  /** The window crashes are counted in. */
+  restartWindow: number;
+}
+
+/** What to do after a crash: restart after `delay` ms, or give up (a crash loop). */
+export type RestartDecision =
+  | { restart: true; delay: number; crashes: number }
+  | { restart: false; crashes: number };
+
+/** Counts crashes in a sliding window and says when, and whether, to restart. */
+export class RestartPolicy {
+  readonly restartDelay: number;
+  readonly maxRestartDelay: number;
+  readonly maxRestarts: number;
+  readonly restartWindow: number;
+  /** When the crashes within the window happened, oldest first. */
+  #crashTimes: number[] = [];
+
+  /** @throws {RangeError} When a setting is out of range. */
+  constructor(options: RestartPolicyOptions) {
+    this.restartDelay = numberOption("restartDelay", options.restartDelay, 0);
+    this.maxRestartDelay = numberOption("maxRestartDelay", options.maxRestartDelay, 0);
+    this.maxRestarts = integerOption("maxRestarts", options.maxRestarts, 0);
+    this.restartWindow = numberOption("restartWindow", options.restartWindow, 0);
+  }
+
+  /** Records a crash at time `now` (ms, any monotonic clock) and decides. */
+  crashed(now: number): RestartDecision {
+    this.#crashTimes = this.#crashTimes.filter((t) => now - t < this.restartWindow);
+    this.#crashTimes.push(now);
+    const crashes = this.#crashTimes.length;
+    if (crashes > this.maxRestarts) return { restart: false, crashes };
+    const delay = Math.min(this.restartDelay * 2 ** (crashes - 1), this.maxRestartDelay);
+    return { restart: true, delay, crashes };
+  }
 }

@@ -146,13 +146,13 @@ export async function serveWorker<
 // `serveWorker` of `@conduit/ipc` and `@conduit/ipc/workers` loads serve_worker.ts when it is
 // called (serve_worker_lazy.ts). The socket and thread transports are loaded only when used.
 /** serveWorker's options, as serve_worker.ts documents them. */
-export interface ServeOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
+interface ServeOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
   codec?: Codec<unknown>;
   exit?: boolean;
 }
 
 /** serveWorker itself; see serve_worker.ts. */
-export async function serve<Parent extends object>(
+async function serve<Parent extends object>(
   handlers: object,
   options: ServeOptions = {},
 ): Promise<Channel<Parent>> {

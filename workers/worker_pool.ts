@@ -36,7 +36,13 @@ import type {
   ParamOf,
   RemoteMethod,
 } from "../channel/types.ts";
-import { Dispatcher, type InnerCall, type Target, type TargetManager } from "./_dispatcher.ts";
+import {
+  Dispatcher,
+  type InnerCall,
+  RestartPolicy,
+  type Target,
+  type TargetManager,
+} from "./_dispatcher.ts";
 import { moduleSpecifier } from "./spawn_worker_options.ts";
 import { checkThreadOptions } from "./_spawn_thread.ts";
 import { CrashLoopError, PoolClosedError, WorkerExitedError } from "./errors.ts";
@@ -776,53 +782,4 @@ interface PoolLimits {
   idleTimeout: number;
   ignoredCancel: "wait" | "replace";
   cancelGrace: number;
-}
-
-// When a pool restarts a crashed worker: exponential backoff from `restartDelay` up to
-// `maxRestartDelay`, and a crash loop (more than `maxRestarts` crashes within
-// `restartWindow`) stops restarting. Pure: the caller passes the time, so a test drives it
-// with a fake clock.
-/** The restart policy's settings, in milliseconds and counts. */
-export interface RestartPolicyOptions {
-  /** The delay before the first restart; it doubles with each crash within the window. */
-  restartDelay: number;
-  /** The longest delay before a restart. */
-  maxRestartDelay: number;
-  /** How many crashes within `restartWindow` are survived; one more is a crash loop. */
-  maxRestarts: number;
-  /** The window crashes are counted in. */
-  restartWindow: number;
-}
-
-/** What to do after a crash: restart after `delay` ms, or give up (a crash loop). */
-export type RestartDecision =
-  | { restart: true; delay: number; crashes: number }
-  | { restart: false; crashes: number };
-
-/** Counts crashes in a sliding window and says when, and whether, to restart. */
-export class RestartPolicy {
-  readonly restartDelay: number;
-  readonly maxRestartDelay: number;
-  readonly maxRestarts: number;
-  readonly restartWindow: number;
-  /** When the crashes within the window happened, oldest first. */
-  #crashTimes: number[] = [];
-
-  /** @throws {RangeError} When a setting is out of range. */
-  constructor(options: RestartPolicyOptions) {
-    this.restartDelay = numberOption("restartDelay", options.restartDelay, 0);
-    this.maxRestartDelay = numberOption("maxRestartDelay", options.maxRestartDelay, 0);
-    this.maxRestarts = integerOption("maxRestarts", options.maxRestarts, 0);
-    this.restartWindow = numberOption("restartWindow", options.restartWindow, 0);
-  }
-
-  /** Records a crash at time `now` (ms, any monotonic clock) and decides. */
-  crashed(now: number): RestartDecision {
-    this.#crashTimes = this.#crashTimes.filter((t) => now - t < this.restartWindow);
-    this.#crashTimes.push(now);
-    const crashes = this.#crashTimes.length;
-    if (crashes > this.maxRestarts) return { restart: false, crashes };
-    const delay = Math.min(this.restartDelay * 2 ** (crashes - 1), this.maxRestartDelay);
-    return { restart: true, delay, crashes };
-  }
 }

@@ -9,11 +9,8 @@ import {
   WorkerExitedError,
 } from "./errors.ts";
 import type { WorkerCommand } from "./spawn_worker.ts";
-import {
-  RestartPolicy,
-  WorkerPool as WorkerPoolUnmarked,
-  type WorkerPoolOptions,
-} from "./worker_pool.ts";
+import { WorkerPool as WorkerPoolUnmarked, type WorkerPoolOptions } from "./worker_pool.ts";
+import { RestartPolicy } from "./_dispatcher.ts";
 
 /** WorkerPool, with the running test's mark in its workers' environment. */
 class WorkerPool<Api extends object> extends WorkerPoolUnmarked<Api> {
