@@ -281,7 +281,7 @@ export interface ChannelOptions<Local extends object = object> {
    * time since the call began; the handshake's secrets are left out. `true` writes the lines to
    * stderr (so a worker's trace reaches its parent with its stderr), a function receives them.
    * Set the environment variable `CONDUIT_TRACE=1` to trace every channel of a program that
-   * may read it (`--allow-env=CONDUIT_TRACE`). JSON-RPC channels do not trace yet.
+   * may read it (`--allow-env=CONDUIT_TRACE`).
    *
    * @default off, unless `CONDUIT_TRACE` is set
    */

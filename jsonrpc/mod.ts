@@ -75,7 +75,7 @@ import type { WireFactory } from "../wires/types.ts";
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
-import type { CheckedHandlers } from "../channel/types.ts";
+import type { CheckedHandlers, Interceptor } from "../channel/types.ts";
 import type { CallContext } from "../channel/mod.ts";
 import { HandlerTable } from "./_handlers.ts";
 
@@ -85,12 +85,16 @@ export type { JsonRpcDialect, JsonRpcId, ProtocolError, Transport };
 export type {
   AnyHandler,
   CallContext,
+  CallDetails,
   CallOptions,
   Channel,
   CheckedHandlers,
   HandlerTakesOneParam,
+  IncomingCallInfo,
+  Interceptor,
   IsOneParamHandler,
   MethodName,
+  OutgoingCallInfo,
   ParamOf,
   PeerInfo,
   RemoteArgs,
@@ -198,6 +202,21 @@ export interface JsonRpcOptions<Local extends object = object> {
    * @default logs with `console.warn`
    */
   onProtocolError?: (error: ProtocolError) => void;
+  /**
+   * The wire trace: one line per message sent (→) or received (←), with its kind, id, method,
+   * size, text (cut) and a response's time since its request; `true` writes to stderr
+   * (ChannelOptions.trace; `CONDUIT_TRACE=1` turns it on too).
+   *
+   * @default off, unless `CONDUIT_TRACE` is set
+   */
+  trace?: boolean | ((line: string) => void);
+  /**
+   * Code around every request this side sends and serves (see `Interceptor`). Headers they
+   * add are not sent: JSON-RPC has no call meta.
+   *
+   * @default none
+   */
+  interceptors?: readonly Interceptor[];
 }
 
 /** What the helper functions need of a channel openJsonRpc opened. */

@@ -133,3 +133,34 @@ export abstract class WriterOutbox {
     return this.writer.abort();
   }
 }
+
+/** A body as the channel codec reads it, for a trace line. */
+export type TraceRender = (body: Uint8Array) => string;
+
+/** What turns a channel's frames into trace lines (each wire has its own formatter). */
+export interface FrameTracer {
+  /** One frame, `out` when this side sent it, `at` the `performance.now()` it was seen. */
+  frame(out: boolean, frame: Uint8Array, at: number): void;
+}
+
+/**
+ * Feeds frames to a wire trace, loading the wire's formatter (`load`) at once: frames seen
+ * before it is there (the HELLO) are copied and kept until it is. `loaded` settles then.
+ */
+export function traceFeed(
+  trace: { readonly sink: (line: string) => void; readonly render: TraceRender },
+  load: () => Promise<new (sink: (line: string) => void, render: TraceRender) => FrameTracer>,
+): { feed: (out: boolean, frame: Uint8Array) => void; loaded: Promise<void> } {
+  let tracer: FrameTracer | undefined;
+  const pending: [boolean, Uint8Array, number][] = [];
+  const loaded = load().then((Tracer) => {
+    tracer = new Tracer(trace.sink, trace.render);
+    for (const [out, frame, at] of pending.splice(0)) tracer.frame(out, frame, at);
+  });
+  const feed = (out: boolean, frame: Uint8Array): void => {
+    const at = performance.now();
+    if (tracer !== undefined) tracer.frame(out, frame, at);
+    else pending.push([out, frame.slice(), at]);
+  };
+  return { feed, loaded };
+}

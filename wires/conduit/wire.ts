@@ -53,10 +53,10 @@ import {
   type CodecSlot,
   decodeBody,
   encodeBody,
+  traceFeed,
   WriterOutbox,
 } from "../codec_slots.ts";
 import type { ConduitAuth } from "./auth.ts";
-import type { ConduitTrace } from "./_trace.ts";
 import {
   type EngineError,
   type EventNames,
@@ -70,7 +70,6 @@ import {
   type WireEvents,
   type WireFactory,
   type WireOptions,
-  type WireTrace,
   writeTarget,
 } from "../types.ts";
 import { decodeErrorBody, encodeErrorBody } from "../error_codec.ts";
@@ -141,7 +140,11 @@ export class ConduitWire implements Wire, FrameSink {
       );
     }
     this.#hello = hello;
-    const trace = options.trace && traceFeed(options.trace);
+    const trace = options.trace &&
+      traceFeed(
+        options.trace,
+        () => import("./_trace.ts").then(({ ConduitTrace }) => ConduitTrace),
+      );
     this.#onFrame = trace?.feed;
     // The HMAC step is loaded only by a channel with a secret; no frame is read before.
     const authReady = auth &&
@@ -711,25 +714,4 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 /** An upper bound of a CALL frame's size (a method name is at most 3 bytes per UTF-16 unit). */
 function callSize(method: string, body: Uint8Array): number {
   return body.length + method.length * 3 + ENVELOPE_SLACK;
-}
-
-/**
- * Feeds frames to a wire trace, loading its formatter on first use: frames seen before it is
- * there (the HELLO) are copied and kept until it is.
- */
-function traceFeed(
-  trace: WireTrace,
-): { feed: (out: boolean, frame: Uint8Array) => void; loaded: Promise<void> } {
-  let tracer: ConduitTrace | undefined;
-  const pending: [boolean, Uint8Array, number][] = [];
-  const loaded = import("./_trace.ts").then(({ ConduitTrace }) => {
-    tracer = new ConduitTrace(trace.sink, trace.render);
-    for (const [out, frame, at] of pending.splice(0)) tracer.frame(out, frame, at);
-  });
-  const feed = (out: boolean, frame: Uint8Array): void => {
-    const at = performance.now();
-    if (tracer !== undefined) tracer.frame(out, frame, at);
-    else pending.push([out, frame.slice(), at]);
-  };
-  return { feed, loaded };
 }

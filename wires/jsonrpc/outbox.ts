@@ -43,6 +43,8 @@ export interface JsonRpcOutboxOptions {
   readonly onWriteError: (error: unknown) => void;
   /** This side closes: the wire reports the implied goodbye of the peer. */
   readonly onGoodbye: () => void;
+  /** Sees each message written (the wire trace), when the channel traces. */
+  readonly onFrame?: ((out: boolean, frame: Uint8Array) => void) | undefined;
 }
 
 /** The answers of one received batch. */
@@ -411,6 +413,13 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   }
 
   #writeParts(head: Uint8Array, body: Uint8Array): void {
+    const onFrame = this.#options.onFrame;
+    if (onFrame !== undefined) {
+      const frame = new Uint8Array(head.length + body.length);
+      frame.set(head);
+      frame.set(body, head.length);
+      onFrame(true, frame);
+    }
     try {
       this.writer.writeParts(head, body);
     } catch (error) {

@@ -19,6 +19,7 @@ import type { Transport } from "../../transports/types.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
 import { type Batch, INVALID_REQUEST, JsonRpcOutbox, PARSE_ERROR } from "./outbox.ts";
 import { DEFAULT_MAX_BATCH_MESSAGES } from "./limits.ts";
+import { traceFeed } from "../codec_slots.ts";
 import {
   type ChunkReader,
   type EventNames,
@@ -89,7 +90,6 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** JSON-RPC's {@linkcode Wire}. */
 export class JsonRpcWire implements Wire {
-  readonly names: EventNames = NAMES;
   readonly answersCancelled: boolean;
   readonly outbox: JsonRpcOutbox;
   readonly decoder: QueueSplitter;
@@ -105,6 +105,10 @@ export class JsonRpcWire implements Wire {
   #outgoing!: OutgoingEvents;
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
+  /** Feeds the wire trace, when the channel traces. */
+  readonly #onFrame: ((out: boolean, frame: Uint8Array) => void) | undefined;
+  /** Settles once the trace's formatter is loaded (no frame is read before). */
+  readonly ready: Promise<void> | undefined;
 
   constructor(transport: Transport, options: WireOptions, rpc: JsonRpcWireOptions) {
     if (options.auth !== undefined) {
@@ -115,6 +119,13 @@ export class JsonRpcWire implements Wire {
     this.#options = options;
     this.#rpc = rpc;
     this.answersCancelled = rpc.dialect.cancel.answered;
+    const trace = options.trace &&
+      traceFeed(
+        options.trace,
+        () => import("./_trace.ts").then(({ JsonRpcTrace }) => JsonRpcTrace),
+      );
+    this.#onFrame = trace?.feed;
+    this.ready = trace?.loaded;
     const maxFrameBytes = options.maxFrameBytes;
     this.decoder = new QueueSplitter(
       rpc.framing === "ndjson"
@@ -135,6 +146,7 @@ export class JsonRpcWire implements Wire {
       trustPeer: options.trustPeer,
       lossy: rpc.lossy ?? false,
       onWriteError: options.onWriteFailure,
+      onFrame: this.#onFrame,
       onGoodbye: () => {
         this.#closing = true;
         this.#lifecycle.onGoodbye(undefined, undefined);
@@ -194,7 +206,12 @@ export class JsonRpcWire implements Wire {
     };
   }
 
+  get names(): EventNames {
+    return NAMES;
+  }
+
   read(frame: Uint8Array): void {
+    this.#onFrame?.(false, frame);
     let message: unknown;
     try {
       message = JSON.parse(utf8.decode(frame));

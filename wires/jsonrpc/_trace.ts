@@ -1,0 +1,59 @@
+// The wire trace of a JSON-RPC channel (ChannelOptions.trace, CONDUIT_TRACE): one line per
+// message sent (→) or received (←): a request with its id and method, a notification, a
+// response with its id and the time since its request, an error with its code, a batch with
+// its size; the message's text follows, cut. Loaded only by a channel that traces.
+
+/** The most characters of a message's text in a line. */
+const MAX_TEXT_CHARS = 160;
+
+const utf8 = new TextDecoder();
+
+/** Turns JSON-RPC messages into trace lines for `sink`. */
+export class JsonRpcTrace {
+  readonly #sink: (line: string) => void;
+  /** When each request in flight was sent (→) or received (←), by direction and id. */
+  readonly #began = new Map<string, number>();
+
+  constructor(sink: (line: string) => void, _render: (body: Uint8Array) => string) {
+    this.#sink = sink;
+  }
+
+  /** One message, `out` when this side sent it, `at` the `performance.now()` it was seen. */
+  frame(out: boolean, frame: Uint8Array, at: number): void {
+    const arrow = out ? "→" : "←";
+    const text = utf8.decode(frame);
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      this.#sink(`jsonrpc ${arrow} ${frame.length} B not JSON: ${clip(text)}`);
+      return;
+    }
+    const what = Array.isArray(message)
+      ? `BATCH of ${message.length}`
+      : this.#describe(message as Record<string, unknown>, out, at);
+    this.#sink(`jsonrpc ${arrow} ${what} ${frame.length} B ${clip(text)}`);
+  }
+
+  #describe(message: Record<string, unknown>, out: boolean, at: number): string {
+    const id = message?.id;
+    const key = (maker: string) => `${maker}${JSON.stringify(id)}`;
+    if (typeof message?.method === "string") {
+      if (id === undefined) return `NOTIFICATION ${message.method}`;
+      this.#began.set(key(out ? "→" : "←"), at);
+      return `REQUEST ${JSON.stringify(id)} ${message.method}`;
+    }
+    // A response answers the other side's request.
+    const began = this.#began.get(key(out ? "←" : "→"));
+    this.#began.delete(key(out ? "←" : "→"));
+    const since = began === undefined ? "" : ` (+${(at - began).toFixed(1)} ms)`;
+    const error = message?.error as { code?: unknown } | undefined;
+    return error !== undefined
+      ? `ERROR ${JSON.stringify(id)} code ${error?.code}${since}`
+      : `RESULT ${JSON.stringify(id)}${since}`;
+  }
+}
+
+function clip(text: string): string {
+  return text.length <= MAX_TEXT_CHARS ? text : `${text.slice(0, MAX_TEXT_CHARS)}…`;
+}
