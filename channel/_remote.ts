@@ -899,3 +899,56 @@ class InterceptedCall extends DualCall implements Overseeable {
     return Promise.resolve();
   }
 }
+
+// ---------------------------------------------------------------- telemetry context
+
+/** The runtime's OpenTelemetry context manager (Deno.telemetry), as far as conduit uses it. */
+interface ContextManager {
+  active(): unknown;
+  with<T>(context: unknown, fn: () => T): T;
+}
+
+interface DenoTelemetry {
+  readonly contextManager: ContextManager;
+  readonly tracerProvider: { getTracer(name: string): { startSpan(name: string): unknown } };
+}
+
+/** Whether the runtime exports OpenTelemetry (`OTEL_DENO=true`): found out once. */
+let exporting: boolean | undefined;
+
+/**
+ * Whether Deno exports telemetry: its tracer refuses to start a span when it does not (the
+ * probe span is never ended, so never exported). Needs no permission and loads nothing.
+ */
+export function telemetryExported(): boolean {
+  if (exporting !== undefined) return exporting;
+  const telemetry = denoTelemetry();
+  try {
+    telemetry?.tracerProvider.getTracer("conduit").startSpan("conduit.probe");
+    return exporting = telemetry !== undefined;
+  } catch {
+    return exporting = false;
+  }
+}
+
+function denoTelemetry(): DenoTelemetry | undefined {
+  return (Deno as unknown as { telemetry?: DenoTelemetry }).telemetry;
+}
+
+/** Where a call started later (by a pool) keeps the telemetry context it was made in. */
+const CALL_CONTEXT: unique symbol = Symbol("conduit.callContext");
+
+/**
+ * `options` carrying the telemetry context active now, when the runtime exports telemetry: a
+ * pool sends its calls later, from another context, and its attempts belong to this one.
+ */
+export function withCallContext(options: CallOptions | undefined): CallOptions | undefined {
+  if (!telemetryExported()) return options;
+  return { ...options, [CALL_CONTEXT]: denoTelemetry()!.contextManager.active() } as CallOptions;
+}
+
+/** Runs `fn` in the telemetry context `options` carry (see {@linkcode withCallContext}). */
+export function inCallContext<T>(options: CallOptions | undefined, fn: () => T): T {
+  const context = (options as { [CALL_CONTEXT]?: unknown } | undefined)?.[CALL_CONTEXT];
+  return context === undefined ? fn() : denoTelemetry()!.contextManager.with(context, fn);
+}

@@ -42,7 +42,7 @@ import { DEFAULT_WRITE_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "../wires/codec_slots.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
-import { interceptedInvoke, type Invoke, remoteProxy } from "./_remote.ts";
+import { interceptedInvoke, type Invoke, remoteProxy, telemetryExported } from "./_remote.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { conduitWire } from "../wires/conduit/wire.ts";
 import type { WireAuth, WireFactory, WireTrace } from "../wires/types.ts";
@@ -361,6 +361,10 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    */
   constructor(transport: Transport, options: ChannelOptions, wire: WireFactory = conduitWire) {
     const { codec, defaults, methodCodecs } = channelCodecs(options);
+    const interceptors = withTelemetry(
+      options.interceptors,
+      wire === conduitWire ? "conduit" : "jsonrpc",
+    );
     const errorClasses = new Map<string, ErrorClass>();
     for (const cls of options.errorClasses ?? []) {
       const name = cls.name;
@@ -378,7 +382,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         codec,
         methodCodecs,
         handlers: options.handlers,
-        interceptors: options.interceptors,
+        interceptors,
         trace: wireTrace(options.trace, codec),
         maxInFlight: integer("maxInFlight", options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1),
         maxFrameBytes: integer(
@@ -415,7 +419,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
     );
     const core = this.#core;
     const invoke = this.#invoke = interceptedInvoke(
-      options.interceptors,
+      interceptors,
       (method, param, options) => core.call(method, param, options),
     );
     this.remote = remoteProxy(invoke);
@@ -803,4 +807,26 @@ function renderValue(value: unknown): string {
   } catch {
     return Object.prototype.toString.call(value);
   }
+}
+
+/** The telemetry interceptors' module, loaded by the first channel that needs it. */
+let telemetryModule: Promise<typeof import("./_telemetry.ts")> | undefined;
+
+/**
+ * `interceptors`, behind the one that traces and measures each call when the runtime exports
+ * OpenTelemetry; as they are otherwise (nothing is loaded then).
+ */
+function withTelemetry(
+  interceptors: readonly Interceptor[] | undefined,
+  system: "conduit" | "jsonrpc",
+): readonly Interceptor[] | undefined {
+  if (!telemetryExported()) return interceptors;
+  const loaded = (telemetryModule ??= import("./_telemetry.ts")).then((module) =>
+    module.telemetryInterceptor(system)
+  );
+  const telemetry: Interceptor = {
+    call: (call, next) => loaded.then((interceptor) => interceptor.call!(call, next)),
+    handle: (call, next) => loaded.then((interceptor) => interceptor.handle!(call, next)),
+  };
+  return [telemetry, ...(interceptors ?? [])];
 }

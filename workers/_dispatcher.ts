@@ -17,7 +17,7 @@
 import { DeadlineExceededError } from "../channel/errors.ts";
 import type { CallOptions, RemoteStream } from "../channel/types.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
-import { DualCall, type Overseeable } from "../channel/_remote.ts";
+import { DualCall, inCallContext, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
 import { integerOption, numberOption } from "../_options.ts";
 
@@ -264,7 +264,10 @@ export class Dispatcher<T extends Target> {
     const options = remaining === Infinity && meta === undefined
       ? call.options
       : { ...call.options, ...meta, ...(remaining !== Infinity && { timeout: remaining }) };
-    const inner = this.#manager.send(target, call.method, param, options);
+    const inner = inCallContext(
+      options,
+      () => this.#manager.send(target, call.method, param, options),
+    );
     call.run(inner, (ok, error) => this.#finished(call, target, ok, error));
   }
 

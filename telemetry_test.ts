@@ -1,0 +1,63 @@
+// OpenTelemetry through Deno's own providers, checked in a real Jaeger: a Deno.serve request
+// whose handler calls a pool's worker process, which calls the parent back, is one trace with
+// the spans in the expected parent/child chain across both processes.
+
+import assert from "node:assert/strict";
+import { haveJaeger, type JaegerSpan, startJaeger } from "./_test_jaeger.ts";
+
+const NAME = "telemetry: Deno.serve → pool call → worker → call back to the parent is one trace";
+
+Deno.test({
+  name: NAME,
+  ignore: !haveJaeger(NAME),
+  async fn() {
+    await using jaeger = await startJaeger();
+    const service = `conduit-app-${crypto.randomUUID().slice(0, 8)}`;
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./testdata/telemetry/app.ts", import.meta.url).pathname],
+      env: {
+        OTEL_DENO: "true",
+        OTEL_SERVICE_NAME: service,
+        OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+        OTEL_DENO_CONSOLE: "ignore",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(output.stdout);
+    assert.ok(output.success, new TextDecoder().decode(output.stderr));
+    const app = JSON.parse(text.trim().split("\n").at(-1)!);
+    assert.deepEqual({ worker: app.worker, parent: app.parent }, { worker: 1, parent: 2 });
+    // The handler that the worker called back ran in the same trace as the HTTP request.
+    assert.equal(app.parentTraceId, app.traceId);
+
+    const named = (spans: JaegerSpan[], service: string, name: string, kind: string) =>
+      spans.find((s) => s.service === service && s.name === name && s.tags["span.kind"] === kind);
+    const worker = "conduit-test-worker";
+    const spans = await jaeger.spans(
+      service,
+      (spans) => named(spans, service, "fromParent", "server") !== undefined,
+    );
+    const inTrace = spans.filter((span) => span.traceId === app.traceId);
+    const request = inTrace.find((s) =>
+      s.service === service && s.tags["span.kind"] === "server" &&
+      s.name !== "fromParent"
+    );
+    const callWork = named(inTrace, service, "work", "client");
+    const serveWork = named(inTrace, worker, "work", "server");
+    const callBack = named(inTrace, worker, "fromParent", "client");
+    const serveBack = named(inTrace, service, "fromParent", "server");
+    const tree = inTrace.map((s) => `${s.service} ${s.tags["span.kind"]} ${s.name}`).join("\n");
+    for (const span of [request, callWork, serveWork, callBack, serveBack]) {
+      assert.ok(span !== undefined, `a span is missing from the trace:\n${tree}`);
+    }
+    assert.equal(callWork!.parentId, request!.spanId, tree);
+    assert.equal(serveWork!.parentId, callWork!.spanId, tree);
+    assert.equal(callBack!.parentId, serveWork!.spanId, tree);
+    assert.equal(serveBack!.parentId, callBack!.spanId, tree);
+    for (const span of [callWork!, serveWork!, callBack!, serveBack!]) {
+      assert.equal(span.tags["rpc.system"], "conduit");
+      assert.equal(span.tags["rpc.method"], span.name);
+    }
+  },
+});

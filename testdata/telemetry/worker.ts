@@ -1,0 +1,18 @@
+// The worker of testdata/telemetry/app.ts: its handler calls the parent back.
+import type { CallContext } from "../../channel/call_context.ts";
+import { serveWorker } from "../../workers/serve_worker.ts";
+
+interface Parent {
+  fromParent(n: number): { n: number; traceId: string };
+}
+
+const handlers = {
+  work: async (n: number, ctx: CallContext<Parent>) => {
+    const back = await ctx.channel.remote.fromParent(n);
+    return { worker: n, parent: back.n, parentTraceId: back.traceId };
+  },
+};
+
+export type TelemetryWorkerApi = typeof handlers;
+
+await serveWorker<Parent>(handlers);
