@@ -1,17 +1,20 @@
 // OpenTelemetry through Deno's own providers, checked in a real Jaeger: a Deno.serve request
-// whose handler calls a pool's worker process, which calls the parent back, is one trace with
-// the spans in the expected parent/child chain across both processes.
+// whose handler calls a pool's worker process, which calls the parent back, whose handler calls
+// a service over NATS, is one trace with the spans in the expected parent/child chain.
 
 import assert from "node:assert/strict";
 import { haveJaeger, type JaegerSpan, startJaeger } from "./_test_jaeger.ts";
+import { haveNatsServer, startNatsServer } from "./transports/_test_nats_server.ts";
 
-const NAME = "telemetry: Deno.serve → pool call → worker → call back to the parent is one trace";
+const NAME =
+  "telemetry: Deno.serve → pool call → worker → call back → NATS service call is one trace";
 
 Deno.test({
   name: NAME,
-  ignore: !haveJaeger(NAME),
+  ignore: !haveJaeger(NAME) || !haveNatsServer,
   async fn() {
     await using jaeger = await startJaeger();
+    await using nats = await startNatsServer();
     const service = `conduit-app-${crypto.randomUUID().slice(0, 8)}`;
     const output = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("./testdata/telemetry/app.ts", import.meta.url).pathname],
@@ -20,6 +23,7 @@ Deno.test({
         OTEL_SERVICE_NAME: service,
         OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
         OTEL_DENO_CONSOLE: "ignore",
+        NATS_URL: nats.url,
       },
       stdout: "piped",
       stderr: "piped",
@@ -27,16 +31,20 @@ Deno.test({
     const text = new TextDecoder().decode(output.stdout);
     assert.ok(output.success, new TextDecoder().decode(output.stderr));
     const app = JSON.parse(text.trim().split("\n").at(-1)!);
-    assert.deepEqual({ worker: app.worker, parent: app.parent }, { worker: 1, parent: 2 });
-    // The handler that the worker called back ran in the same trace as the HTTP request.
+    assert.deepEqual({ worker: app.worker, parent: app.parent }, { worker: 1, parent: 20 });
+    // The handler the worker called back, and the NATS service it called, ran in the trace of
+    // the HTTP request.
     assert.equal(app.parentTraceId, app.traceId);
+    assert.equal(app.serviceTraceId, app.traceId);
 
     const named = (spans: JaegerSpan[], service: string, name: string, kind: string) =>
       spans.find((s) => s.service === service && s.name === name && s.tags["span.kind"] === kind);
     const worker = "conduit-test-worker";
     const spans = await jaeger.spans(
       service,
-      (spans) => named(spans, service, "fromParent", "server") !== undefined,
+      // Both processes export in batches: wait for the whole trace (the fetch, the request,
+      // three calls and their serving).
+      (spans) => spans.filter((span) => span.traceId === app.traceId).length >= 8,
     );
     const inTrace = spans.filter((span) => span.traceId === app.traceId);
     const request = inTrace.find((s) =>
@@ -47,15 +55,20 @@ Deno.test({
     const serveWork = named(inTrace, worker, "work", "server");
     const callBack = named(inTrace, worker, "fromParent", "client");
     const serveBack = named(inTrace, service, "fromParent", "server");
+    const callService = named(inTrace, service, "lookup", "client");
+    const serveService = named(inTrace, service, "lookup", "server");
     const tree = inTrace.map((s) => `${s.service} ${s.tags["span.kind"]} ${s.name}`).join("\n");
-    for (const span of [request, callWork, serveWork, callBack, serveBack]) {
+    for (const span of [request, callWork, serveWork, callBack, serveBack, callService]) {
       assert.ok(span !== undefined, `a span is missing from the trace:\n${tree}`);
     }
     assert.equal(callWork!.parentId, request!.spanId, tree);
     assert.equal(serveWork!.parentId, callWork!.spanId, tree);
     assert.equal(callBack!.parentId, serveWork!.spanId, tree);
     assert.equal(serveBack!.parentId, callBack!.spanId, tree);
-    for (const span of [callWork!, serveWork!, callBack!, serveBack!]) {
+    assert.ok(serveService !== undefined, `the NATS service's span is missing:\n${tree}`);
+    assert.equal(callService!.parentId, serveBack!.spanId, tree);
+    assert.equal(serveService.parentId, callService!.spanId, tree);
+    for (const span of [callWork!, serveWork!, callBack!, serveBack!, callService!, serveService]) {
       assert.equal(span.tags["rpc.system"], "conduit");
       assert.equal(span.tags["rpc.method"], span.name);
     }

@@ -3,13 +3,18 @@ import type { CallContext } from "../../channel/call_context.ts";
 import { serveWorker } from "../../workers/serve_worker.ts";
 
 interface Parent {
-  fromParent(n: number): { n: number; traceId: string };
+  fromParent(n: number): { n: number; traceId: string; serviceTraceId: string };
 }
 
 const handlers = {
   work: async (n: number, ctx: CallContext<Parent>) => {
     const back = await ctx.channel.remote.fromParent(n);
-    return { worker: n, parent: back.n, parentTraceId: back.traceId };
+    return {
+      worker: n,
+      parent: back.n,
+      parentTraceId: back.traceId,
+      serviceTraceId: back.serviceTraceId,
+    };
   },
 };
 
