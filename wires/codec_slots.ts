@@ -100,9 +100,27 @@ export function decodeBody(slot: CodecSlot, body: Uint8Array): unknown {
 /** The FrameWriter side of an Outbox: backpressure, flush, close and abort. */
 export abstract class WriterOutbox {
   protected readonly writer: FrameWriter;
+  readonly #hooks: WriterHooks;
 
-  constructor(writer: FrameWriter) {
+  constructor(writer: FrameWriter, hooks: WriterHooks) {
     this.writer = writer;
+    this.#hooks = hooks;
+  }
+
+  /** Sends one frame: `head` (copied at once, so a scratch view will do), then `body`. */
+  protected writeParts(head: Uint8Array, body: Uint8Array): void {
+    const onFrame = this.#hooks.onFrame;
+    if (onFrame !== undefined) {
+      const frame = new Uint8Array(head.length + body.length);
+      frame.set(head);
+      frame.set(body, head.length);
+      onFrame(true, frame);
+    }
+    try {
+      this.writer.writeParts(head, body);
+    } catch (error) {
+      this.#hooks.onWriteError(error);
+    }
   }
 
   get desiredSize(): number {
@@ -136,6 +154,14 @@ export abstract class WriterOutbox {
 
 /** A body as the channel codec reads it, for a trace line. */
 export type TraceRender = (body: Uint8Array) => string;
+
+/** What an outbox tells its wire about its writes. */
+export interface WriterHooks {
+  /** A write threw (the transport failed): the channel fails. */
+  readonly onWriteError: (error: unknown) => void;
+  /** Sees each frame written (the wire trace), when the channel traces. */
+  readonly onFrame?: ((out: boolean, frame: Uint8Array) => void) | undefined;
+}
 
 /** What turns a channel's frames into trace lines (each wire has its own formatter). */
 export interface FrameTracer {

@@ -425,7 +425,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   #pingNonce = 0;
 
   constructor(writer: FrameWriter, options: OutboxOptions) {
-    super(writer);
+    super(writer, options);
     this.#options = options;
   }
 
@@ -471,7 +471,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
       ? this.#metaHead(id, flags, timeoutMs, name, meta, body.length)
       : this.#heads.callHead(id, flags, timeoutMs, name);
     if (body !== value) {
-      this.#writeParts(head, body);
+      this.writeParts(head, body);
       return undefined;
     }
     // The caller's own bytes (body === value): written as they are, and until then the call
@@ -481,7 +481,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
       this.#writeBody(head, body, given ? BODY_GIVEN : BODY_LENT);
       return undefined;
     }
-    this.#writeParts(head, body);
+    this.writeParts(head, body);
     return this.writer.flush();
   }
 
@@ -496,7 +496,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   }
 
   sendResultCredit(id: number, bytes: number): void {
-    this.#writeParts(this.#heads.creditHead(CREDIT_R0, id, bytes), EMPTY);
+    this.writeParts(this.#heads.creditHead(CREDIT_R0, id, bytes), EMPTY);
   }
 
   sendParamItem(id: number, slot: CodecSlot, value: unknown): number {
@@ -558,7 +558,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   }
 
   sendParamCredit(id: number, bytes: number): void {
-    this.#writeParts(this.#heads.creditHead(CREDIT_R1, id, bytes), EMPTY);
+    this.writeParts(this.#heads.creditHead(CREDIT_R1, id, bytes), EMPTY);
   }
 
   sendParamCancel(id: number): void {
@@ -593,23 +593,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   // ---------------------------------------------------------------- helpers
 
   #write(frame: Uint8Array): void {
-    this.#writeParts(EMPTY, frame);
-  }
-
-  /** Sends one frame: `head` (copied at once, so a scratch view will do), then `body`. */
-  #writeParts(head: Uint8Array, body: Uint8Array): void {
-    const onFrame = this.#options.onFrame;
-    if (onFrame !== undefined) {
-      const frame = new Uint8Array(head.length + body.length);
-      frame.set(head);
-      frame.set(body, head.length);
-      onFrame(true, frame);
-    }
-    try {
-      this.writer.writeParts(head, body);
-    } catch (error) {
-      this.#options.onWriteError(error);
-    }
+    this.writeParts(EMPTY, frame);
   }
 
   /**
@@ -619,7 +603,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   #writeBody(head: Uint8Array, body: Uint8Array, holder: number): void {
     const keeps = this.writer.keepsBody(head.length + body.length);
     if (holder === BODY_GIVEN) {
-      this.#writeParts(head, body);
+      this.writeParts(head, body);
       if (!keeps) this.#takeBack(body); // copied into the batch already
       else {
         const done = (): void => this.#takeBack(body);
@@ -628,7 +612,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
       return;
     }
     const copy = keeps && holder !== BODY_OWNED;
-    this.#writeParts(head, copy ? body.slice() : body);
+    this.writeParts(head, copy ? body.slice() : body);
   }
 
   /** Given-up bytes are written: their mark is dropped and their memory reused if it can be. */
@@ -647,7 +631,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     if (holder === BODY_LENT && this.writer.keepsBody(size)) {
       // The producer's own bytes, written as they are: every pump pulls its next item (after
       // which the producer may change them) only once they are written; see writable().
-      this.#writeParts(head, body);
+      this.writeParts(head, body);
       const done = (): void => {
         if (this.#lentItemsWritten === written) this.#lentItemsWritten = undefined;
       };

@@ -89,7 +89,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   #sending: OutgoingBatch | undefined;
 
   constructor(writer: FrameWriter, options: JsonRpcOutboxOptions) {
-    super(writer);
+    super(writer, options);
     this.#options = options;
   }
 
@@ -196,7 +196,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
         offset += messages[i].length;
       }
       array[offset] = CLOSE_BRACKET;
-      this.#writeParts(array, EMPTY);
+      this.writeParts(array, EMPTY);
       start = end;
     }
   }
@@ -248,7 +248,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     }
     const start = utf8.encode(head + id);
     if (this.#sending !== undefined) this.#sending.messages.push(concat(start, body));
-    else this.#writeParts(start, body);
+    else this.writeParts(start, body);
     return undefined;
   }
 
@@ -409,22 +409,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   }
 
   #writeText(text: string): void {
-    this.#writeParts(utf8.encode(text), EMPTY);
-  }
-
-  #writeParts(head: Uint8Array, body: Uint8Array): void {
-    const onFrame = this.#options.onFrame;
-    if (onFrame !== undefined) {
-      const frame = new Uint8Array(head.length + body.length);
-      frame.set(head);
-      frame.set(body, head.length);
-      onFrame(true, frame);
-    }
-    try {
-      this.writer.writeParts(head, body);
-    } catch (error) {
-      this.#options.onWriteError(error);
-    }
+    this.writeParts(utf8.encode(text), EMPTY);
   }
 }
 
