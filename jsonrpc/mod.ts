@@ -212,7 +212,7 @@ export interface JsonRpcOptions<Local extends object = object> {
   trace?: boolean | ((line: string) => void);
   /**
    * Code around every request this side sends and serves (see `Interceptor`). Headers they
-   * add are not sent: JSON-RPC has no call meta.
+   * add travel in `params._meta` where the dialect has one (MCP), and are read from it.
    *
    * @default none
    */

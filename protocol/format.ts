@@ -353,3 +353,36 @@ function headersProblem(headers: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The members of `meta` that are call headers: string values of header names, at most
+ * {@linkcode MAX_CALL_HEADERS}, in order; the rest is left out. For protocols whose messages carry
+ * headers among other things (MCP's `_meta`).
+ *
+ * @param meta Any value; only a plain object's members count.
+ * @returns The headers, or undefined when there are none.
+ *
+ * @example
+ * ```ts
+ * import { headersIn } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(headersIn({ traceparent: "00-x-y-01", progressToken: 7, Bad: "z" }), {
+ *   traceparent: "00-x-y-01",
+ * });
+ * assert.equal(headersIn("nope"), undefined);
+ * ```
+ */
+export function headersIn(meta: unknown): Readonly<Record<string, string>> | undefined {
+  if (typeof meta !== "object" || meta === null || Array.isArray(meta)) return undefined;
+  const headers: Record<string, string> = {};
+  let count = 0;
+  for (const [name, value] of Object.entries(meta)) {
+    if (count === MAX_CALL_HEADERS) break;
+    if (typeof value === "string" && HEADER_NAME.test(name) && HEADER_VALUE.test(value)) {
+      headers[name] = value;
+      count++;
+    }
+  }
+  return count === 0 ? undefined : Object.freeze(headers);
+}

@@ -51,6 +51,11 @@ export interface JsonRpcDialect {
   readonly cancel: JsonRpcCancel;
   /** Progress tied to a request. */
   readonly progress: JsonRpcProgress;
+  /**
+   * Whether a request's params carry a `_meta` object (MCP's): call headers travel there, a
+   * string member each (`traceparent`, `tracestate`, …). Without it, headers are not sent.
+   */
+  readonly meta?: boolean;
 }
 
 function field(param: unknown, name: string): unknown {
@@ -127,6 +132,7 @@ export const LSP_DIALECT: JsonRpcDialect = Object.freeze({
  * ```
  */
 export const MCP_DIALECT: JsonRpcDialect = Object.freeze({
+  meta: true,
   cancel: Object.freeze({
     method: "notifications/cancelled",
     param: (requestId: JsonRpcId, reason: string) => ({ requestId, reason }),

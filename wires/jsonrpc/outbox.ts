@@ -9,6 +9,7 @@ import { WriterOutbox } from "../codec_slots.ts";
 import { FrameTooLargeError } from "../../errors.ts";
 import type { FrameWriter } from "../../framing/frame_writer.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
+import type { CallMeta } from "../../protocol/format.ts";
 import { REQUEST_CANCELLED } from "./error_codes.ts";
 import type { CodecSlot, EngineError, Outbox } from "../types.ts";
 import { jsonText } from "../../codecs/json.ts";
@@ -30,6 +31,7 @@ const ENGINE_CODES: Readonly<Record<string, number>> = {
 const MAX_CANCELLED = 1024;
 
 const utf8 = new TextEncoder();
+const text = new TextDecoder();
 const CLOSE_BRACE = utf8.encode("}");
 
 /** What the outbox needs of its wire. */
@@ -237,10 +239,15 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     _streamParam: boolean,
     _timeoutMs: number,
     body: Uint8Array,
+    _value?: unknown,
+    meta?: CallMeta,
   ): undefined {
     this.#awaited.add(id);
     this.#tokens.bind(body, id);
     this.#partials.bind(body, id);
+    if (meta?.headers !== undefined && this.#options.dialect.meta) {
+      body = withMetaHeaders(body, meta.headers);
+    }
     let head = this.#methodHeads.get(method);
     if (head === undefined) {
       head = `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"id":`;
@@ -476,4 +483,20 @@ class TokenLinks {
     this.#tokenOf.delete(handle);
     this.#handles.delete(token);
   }
+}
+
+const PARAMS_OBJECT = utf8.encode(',"params":{');
+
+/**
+ * `body` (`,"params":{…}}` or `}`) with `headers` as the first members of the params' `_meta`;
+ * as it is when its params are not an object, or already have a `_meta` of their own.
+ */
+function withMetaHeaders(body: Uint8Array, headers: Readonly<Record<string, string>>): Uint8Array {
+  const meta = JSON.stringify(headers);
+  if (meta === "{}") return body;
+  if (body.length === 1) return utf8.encode(`,"params":{"_meta":${meta}}}`);
+  for (let i = 0; i < PARAMS_OBJECT.length; i++) if (body[i] !== PARAMS_OBJECT[i]) return body;
+  const rest = text.decode(body.subarray(PARAMS_OBJECT.length));
+  if (rest.includes('"_meta"')) return body;
+  return utf8.encode(`,"params":{"_meta":${meta}${rest.startsWith("}") ? "" : ","}${rest}`);
 }

@@ -14,7 +14,7 @@ import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
 import { LineSplitter } from "../../framing/_line_splitter.ts";
 import { type PushDecoder, QueueSplitter } from "../../framing/_queue_splitter.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
-import { ProtocolError } from "../../protocol/format.ts";
+import { headersIn, ProtocolError } from "../../protocol/format.ts";
 import type { Transport } from "../../transports/types.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
 import { type Batch, INVALID_REQUEST, JsonRpcOutbox, PARSE_ERROR } from "./outbox.ts";
@@ -338,7 +338,10 @@ export class JsonRpcWire implements Wire {
       return;
     }
     const handle = this.outbox.peerRequest(id, batch);
-    this.#incoming.onCall(handle, method, params, 0, false, undefined);
+    const headers = this.#rpc.dialect.meta
+      ? headersIn((params as { _meta?: unknown } | undefined)?._meta)
+      : undefined;
+    this.#incoming.onCall(handle, method, params, 0, false, headers && { headers });
   }
 
   #notification(method: string, params: unknown): void {
