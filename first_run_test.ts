@@ -60,8 +60,8 @@ Deno.test("first run: deno.lock holds only the packages deno.json imports need",
     !Object.values(imports).includes(s)
   );
   assert.deepEqual(specifiers, [], `deno.lock resolves specifiers no import names`);
-  // The library's dependencies, the tests' fast-check and MessagePack reference and the
-  // benchmarks' comlink: the programs tests drive belong in testdata/npm_programs.lock.
+  // The library's dependencies, the tests' fast-check, MessagePack reference and OpenTelemetry
+  // API (a traced handler's, in testdata/telemetry/) and the benchmarks' comlink: the programs tests drive belong in testdata/npm_programs.lock.
   assert.deepEqual(
     Object.values(imports).filter((target) => target.startsWith("npm:")).map(packageOf).sort(),
     [
@@ -78,7 +78,7 @@ Deno.test("first run: deno.lock holds only the packages deno.json imports need",
   assert.ok(closure.size <= 20, `deno task installs ${closure.size} packages`);
 });
 
-Deno.test("first run: the demo and its worker load no npm package but MessagePack (and OpenTelemetry's API only with OTEL_DENO)", async () => {
+Deno.test("first run: the demo and its worker load no npm package but MessagePack", async () => {
   for (const file of ["examples/worker_pool_demo.ts", "examples/_prime_worker.ts"]) {
     const info = await denoInfo(new URL(file, root).pathname);
     const npm = new Set(
@@ -86,8 +86,6 @@ Deno.test("first run: the demo and its worker load no npm package but MessagePac
         .map((key) => key.slice(0, key.lastIndexOf("@"))),
     );
     npm.delete("@msgpack/msgpack");
-    // Imported dynamically by channel/_telemetry.ts, only when the runtime exports telemetry.
-    npm.delete("@opentelemetry/api");
     assert.deepEqual([...npm], [], `${file} loads npm packages beyond MessagePack`);
   }
 });

@@ -80,3 +80,11 @@ Deno.test("module graph: the root and a worker stay within their module budgets"
     for (const module of ON_DEMAND) assert.ok(!modules.has(module), `${entry} loads ${module}`);
   }
 });
+
+Deno.test("module graph: nothing the root can load on demand is an npm package", async () => {
+  // Every module of `deno info mod.ts`, dynamic imports included: telemetry reads the runtime's
+  // OpenTelemetry registry instead of importing `@opentelemetry/api`.
+  const info = await denoInfo(new URL("mod.ts", root).pathname);
+  const npm = info.modules.map((m) => m.specifier).filter((s) => s.startsWith("npm:"));
+  assert.deepEqual(npm, []);
+});

@@ -1,99 +1,147 @@
-// OpenTelemetry for channels, through Deno's own providers (OTEL_DENO=true): a call is a
+// OpenTelemetry for channels, through the runtime's own providers (see _otel.ts): a call is a
 // client span on the caller and a server span on the handler's side (RPC semantic
 // conventions), the W3C trace context travels in the call's headers (`traceparent`,
 // `tracestate`), and the handler runs inside the propagated context, so the spans it starts and
-// the `fetch` calls it makes join the caller's trace. Durations and calls in flight are
-// recorded through the runtime's meter provider. Loaded only when the runtime exports
-// telemetry (channel.ts decides); `@opentelemetry/api` is what Deno registers its providers
-// with.
+// the `fetch` calls it makes join the caller's trace. Durations go to a histogram per side and
+// calls in flight to an observable counter (read when the meter exports, so a call pays only
+// for a count). Loaded only when the runtime traces (channel.ts decides).
 
-import {
-  type Attributes,
-  context,
-  metrics,
-  propagation,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from "@opentelemetry/api";
+import type { OtelApi, OtelContext, OtelMeter, OtelSpan } from "./_otel.ts";
 import type { Interceptor } from "./types.ts";
 
-const tracer = trace.getTracer("conduit");
-const meter = metrics.getMeter("conduit");
-const clientDuration = meter.createHistogram("rpc.client.duration", {
-  description: "Duration of calls this side made, until their result or error",
-  unit: "ms",
-});
-const serverDuration = meter.createHistogram("rpc.server.duration", {
-  description: "Duration of calls this side served, until its handler settled",
-  unit: "ms",
-});
-const clientInFlight = meter.createUpDownCounter("rpc.client.in_flight", {
-  description: "Calls this side made that have not settled",
-});
-const serverInFlight = meter.createUpDownCounter("rpc.server.in_flight", {
-  description: "Calls this side serves whose handler has not settled",
-});
+/** The key under which OpenTelemetry contexts hold their span (the API's own). */
+const SPAN_KEY = Symbol.for("OpenTelemetry Context Key SPAN");
+const SPAN_KIND_SERVER = 1;
+const SPAN_KIND_CLIENT = 2;
+const STATUS_ERROR = 2;
+/** Methods whose attribute objects are kept; past this, each call makes its own. */
+const MAX_KEPT_METHODS = 1024;
+
+type Attributes = Readonly<Record<string, string>>;
+type Histogram = ReturnType<OtelMeter["createHistogram"]>;
+
+const setter = {
+  set(carrier: Record<string, string>, key: string, value: string): void {
+    carrier[key] = value;
+  },
+};
+const getter = {
+  get: (carrier: Attributes, key: string): string | undefined => carrier[key],
+  keys: (carrier: Attributes): string[] => Object.keys(carrier),
+};
+
+/** One side's instruments: its duration histogram and in-flight counts. */
+interface Side {
+  readonly duration: Histogram | undefined;
+  /** Calls in flight by their attributes, observed when the meter exports. */
+  readonly inFlight: Map<Attributes, number>;
+}
+
+/** A method's attributes, and those of its successful outcome. */
+interface MethodAttributes {
+  readonly call: Attributes;
+  readonly ok: Attributes;
+}
+
+const interceptors = new Map<string, Interceptor>();
 
 /** The interceptor that traces and measures calls of a channel speaking `system`. */
-export function telemetryInterceptor(system: "conduit" | "jsonrpc"): Interceptor {
-  return {
+export function telemetryInterceptor(api: OtelApi, system: "conduit" | "jsonrpc"): Interceptor {
+  const kept = interceptors.get(system);
+  if (kept !== undefined) return kept;
+  const tracer = api.trace.getTracer("conduit");
+  const meter = api.metrics?.getMeter("conduit");
+  const client = side(meter, "client", "Duration of calls this side made");
+  const server = side(meter, "server", "Duration of calls this side served");
+  const methods = new Map<string, MethodAttributes>();
+  const attributesOf = (method: string): MethodAttributes => {
+    let attributes = methods.get(method);
+    if (attributes === undefined) {
+      const call = { "rpc.system": system, "rpc.method": method };
+      attributes = { call, ok: { ...call, "rpc.status": "ok" } };
+      if (methods.size < MAX_KEPT_METHODS) methods.set(method, attributes);
+    }
+    return attributes;
+  };
+  const interceptor: Interceptor = {
     call: (call, next) => {
-      const attributes: Attributes = { "rpc.system": system, "rpc.method": call.method };
-      return measured(
-        tracer.startSpan(call.method, { kind: SpanKind.CLIENT, attributes }),
-        context.active(),
-        attributes,
-        clientDuration,
-        clientInFlight,
-        (active) => {
-          propagation.inject(active, call.headers);
-          return next(call);
-        },
+      const attributes = attributesOf(call.method);
+      const parent = api.context.active();
+      const span = tracer.startSpan(
+        call.method,
+        { kind: SPAN_KIND_CLIENT, attributes: attributes.call },
+        parent,
       );
+      const active = parent.setValue(SPAN_KEY, span);
+      api.propagation.inject(active, call.headers, setter);
+      return measured(api, span, active, attributes, client, () => next(call));
     },
     handle: (call, next) => {
-      const attributes: Attributes = { "rpc.system": system, "rpc.method": call.method };
-      const parent = propagation.extract(context.active(), call.context.headers);
-      return measured(
-        tracer.startSpan(call.method, { kind: SpanKind.SERVER, attributes }, parent),
+      const attributes = attributesOf(call.method);
+      const parent = api.propagation.extract(api.context.active(), call.context.headers, getter);
+      const span = tracer.startSpan(
+        call.method,
+        { kind: SPAN_KIND_SERVER, attributes: attributes.call },
         parent,
+      );
+      return measured(
+        api,
+        span,
+        parent.setValue(SPAN_KEY, span),
         attributes,
-        serverDuration,
-        serverInFlight,
+        server,
         () => next(call),
       );
     },
   };
+  interceptors.set(system, interceptor);
+  return interceptor;
 }
 
-/** Runs `run` inside `span` (a child of `parent`), recording its outcome and duration. */
+function side(meter: OtelMeter | undefined, name: string, what: string): Side {
+  const inFlight = new Map<Attributes, number>();
+  meter?.createObservableUpDownCounter(`rpc.${name}.in_flight`, {
+    description: `Calls this side ${name === "client" ? "made" : "serves"} that have not settled`,
+  }).addCallback((result) => {
+    for (const [attributes, count] of inFlight) result.observe(count, attributes);
+  });
+  const duration = meter?.createHistogram(`rpc.${name}.duration`, {
+    description: `${what}, until it settled`,
+    unit: "ms",
+  });
+  return { duration, inFlight };
+}
+
+/** Runs `run` inside `active` (whose span is `span`), recording its outcome and duration. */
 async function measured(
-  span: Span,
-  parent: ReturnType<typeof context.active>,
-  attributes: Attributes,
-  duration: ReturnType<typeof meter.createHistogram>,
-  inFlight: ReturnType<typeof meter.createUpDownCounter>,
-  run: (active: ReturnType<typeof context.active>) => Promise<unknown>,
+  api: OtelApi,
+  span: OtelSpan,
+  active: OtelContext,
+  attributes: MethodAttributes,
+  side: Side,
+  run: () => Promise<unknown>,
 ): Promise<unknown> {
   const started = performance.now();
-  inFlight.add(1, attributes);
-  const active = trace.setSpan(parent, span);
-  let status = "ok";
+  const inFlight = side.inFlight;
+  inFlight.set(attributes.call, (inFlight.get(attributes.call) ?? 0) + 1);
+  let outcome = attributes.ok;
   try {
-    return await context.with(active, () => run(active));
+    return await api.context.with(active, run);
   } catch (error) {
-    status = error instanceof Error ? error.name : "error";
+    const name = error instanceof Error ? error.name : "error";
+    outcome = { ...attributes.call, "rpc.status": name };
     span.recordException(error instanceof Error ? error : String(error));
     span.setStatus({
-      code: SpanStatusCode.ERROR,
+      code: STATUS_ERROR,
       message: error instanceof Error ? error.message : String(error),
     });
     throw error;
   } finally {
     span.end();
-    inFlight.add(-1, attributes);
-    duration.record(performance.now() - started, { ...attributes, "rpc.status": status });
+    const left = inFlight.get(attributes.call)! - 1;
+    // Idle methods stay at 0, unless there are more than are kept (then they leave).
+    if (left === 0 && inFlight.size > MAX_KEPT_METHODS) inFlight.delete(attributes.call);
+    else inFlight.set(attributes.call, left);
+    side.duration?.record(performance.now() - started, outcome);
   }
 }

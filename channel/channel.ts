@@ -42,7 +42,9 @@ import { DEFAULT_WRITE_HIGH_WATER_MARK } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "../wires/codec_slots.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
-import { interceptedInvoke, type Invoke, remoteProxy, telemetryExported } from "./_remote.ts";
+import { interceptedInvoke } from "./_intercepted_call.ts";
+import { otelApi } from "./_otel.ts";
+import { type Invoke, remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { conduitWire } from "../wires/conduit/wire.ts";
 import type { WireAuth, WireFactory, WireTrace } from "../wires/types.ts";
@@ -813,20 +815,24 @@ function renderValue(value: unknown): string {
 let telemetryModule: Promise<typeof import("./_telemetry.ts")> | undefined;
 
 /**
- * `interceptors`, behind the one that traces and measures each call when the runtime exports
- * OpenTelemetry; as they are otherwise (nothing is loaded then).
+ * `interceptors`, behind the one that traces and measures each call when the runtime traces
+ * (see _otel.ts); as they are otherwise (nothing is loaded then). Until its module is loaded,
+ * the telemetry interceptor waits for it; then it is the loaded one.
  */
 function withTelemetry(
   interceptors: readonly Interceptor[] | undefined,
   system: "conduit" | "jsonrpc",
 ): readonly Interceptor[] | undefined {
-  if (!telemetryExported()) return interceptors;
-  const loaded = (telemetryModule ??= import("./_telemetry.ts")).then((module) =>
-    module.telemetryInterceptor(system)
-  );
-  const telemetry: Interceptor = {
-    call: (call, next) => loaded.then((interceptor) => interceptor.call!(call, next)),
-    handle: (call, next) => loaded.then((interceptor) => interceptor.handle!(call, next)),
-  };
+  const api = otelApi();
+  if (api === undefined) return interceptors;
+  const telemetry: { -readonly [K in keyof Interceptor]: Interceptor[K] } = {};
+  const loaded = (telemetryModule ??= import("./_telemetry.ts")).then((module) => {
+    const interceptor = module.telemetryInterceptor(api, system);
+    telemetry.call = interceptor.call;
+    telemetry.handle = interceptor.handle;
+    return interceptor;
+  });
+  telemetry.call = (call, next) => loaded.then((interceptor) => interceptor.call!(call, next));
+  telemetry.handle = (call, next) => loaded.then((interceptor) => interceptor.handle!(call, next));
   return [telemetry, ...(interceptors ?? [])];
 }

@@ -17,7 +17,8 @@
 import { DeadlineExceededError } from "../channel/errors.ts";
 import type { CallOptions, RemoteStream } from "../channel/types.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
-import { DualCall, inCallContext, type Overseeable } from "../channel/_remote.ts";
+import { inCallContext } from "../channel/_otel.ts";
+import { DualCall, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
 import { integerOption, numberOption } from "../_options.ts";
 

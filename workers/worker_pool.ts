@@ -28,7 +28,8 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { channelCodecs } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
-import { remoteProxy, withCallContext } from "../channel/_remote.ts";
+import { withCallContext } from "../channel/_otel.ts";
+import { remoteProxy } from "../channel/_remote.ts";
 import type {
   CallOptions,
   CheckedHandlers,

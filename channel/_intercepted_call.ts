@@ -1,0 +1,173 @@
+// A channel's calls through its interceptors' `call` functions (see `Interceptor` in
+// types.ts): the chain runs first to last, the last `next` starts the call on the channel, and
+// the call object is a promise and a stream of what the chain resolves with. The object is
+// over once the chain settled and every call the chain made is over, so a pool counts an
+// intercepted call until its stream ends.
+
+import { ConduitError } from "../errors.ts";
+import {
+  type CallResult,
+  DualCall,
+  type Invoke,
+  type OverListener,
+  type Overseeable,
+  StreamView,
+} from "./_remote.ts";
+import type { CallOptions, Interceptor, OutgoingCallInfo } from "./types.ts";
+
+/** Starts a call on the channel itself, below every interceptor. */
+export type DirectInvoke = (
+  method: string,
+  param: unknown,
+  options: CallOptions | undefined,
+) => CallResult;
+
+/**
+ * The `invoke` of a remote whose calls pass through the `call` functions of `interceptors`;
+ * `direct` itself when none has one.
+ */
+export function interceptedInvoke(
+  interceptors: readonly Interceptor[] | undefined,
+  direct: DirectInvoke,
+): Invoke {
+  const chain = interceptors?.filter((interceptor) => interceptor.call !== undefined) ?? [];
+  if (chain.length === 0) return direct;
+  return (method, param, options) => new InterceptedCall(chain, direct, method, param, options);
+}
+
+/**
+ * A call made through interceptors: a promise and a stream of what the chain resolves with.
+ * It is over (see `whenOver`) once the chain settled and every call the chain made is over.
+ */
+class InterceptedCall extends DualCall implements Overseeable {
+  readonly #method: string;
+  readonly #result: Promise<unknown>;
+  readonly #cancel = new AbortController();
+  /** Calls the chain started that are not over yet, plus one until the chain settles. */
+  #open = 1;
+  /** How the chain ended: its value (or error), and each call it made with how that ended. */
+  #chain: { ok: boolean; value: unknown } | undefined;
+  readonly #calls: { view: unknown; ok: boolean; error: unknown }[] = [];
+  #overListeners: OverListener[] | undefined = [];
+
+  constructor(
+    chain: readonly Interceptor[],
+    direct: DirectInvoke,
+    method: string,
+    param: unknown,
+    options: CallOptions | undefined,
+  ) {
+    super();
+    this.#method = method;
+    const own = this.#cancel.signal;
+    const signal = options?.signal === undefined ? own : AbortSignal.any([options.signal, own]);
+    const last = (call: OutgoingCallInfo): Promise<unknown> => {
+      const headers = call.headers;
+      let any = false;
+      for (const _ in headers) any = true;
+      const inner = direct(call.method, call.param, {
+        ...call.options,
+        signal,
+        headers: any ? headers : undefined,
+      });
+      this.#open++;
+      const outcome = inner.either();
+      const made = { view: undefined as unknown, ok: true, error: undefined as unknown };
+      this.#calls.push(made);
+      outcome.then((value) => made.view = value, () => {});
+      inner.whenOver((ok, error) => {
+        made.ok = ok;
+        made.error = error;
+        this.#closeOne();
+      });
+      return outcome;
+    };
+    const run = (index: number, call: OutgoingCallInfo): Promise<unknown> => {
+      if (index === chain.length) return last(call);
+      try {
+        return Promise.resolve(chain[index].call!(call, (next) => run(index + 1, next)));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    this.#result = run(0, {
+      method,
+      param,
+      headers: { ...options?.headers },
+      options: options ?? {},
+    });
+    // Unread, its failure goes unnoticed, as a plain call's does.
+    this.#result.then(
+      (value) => {
+        this.#chain = { ok: true, value };
+        this.#closeOne();
+      },
+      (error) => {
+        this.#chain = { ok: false, value: error };
+        this.#closeOne();
+      },
+    );
+  }
+
+  whenOver(listener: OverListener): void {
+    const listeners = this.#overListeners;
+    if (listeners === undefined) listener(...this.#outcome());
+    else listeners.push(listener);
+  }
+
+  /** The chain's outcome; for a stream it returned, the outcome of the call that streamed it. */
+  #outcome(): [boolean, unknown] {
+    const chain = this.#chain!;
+    if (!chain.ok) return [false, chain.value];
+    const streamed = this.#calls.find((made) => made.view === chain.value);
+    return streamed !== undefined && chain.value instanceof StreamView
+      ? [streamed.ok, streamed.error]
+      : [true, undefined];
+  }
+
+  #closeOne(): void {
+    if (--this.#open > 0) return;
+    const listeners = this.#overListeners;
+    this.#overListeners = undefined;
+    const [ok, error] = this.#outcome();
+    for (const listener of listeners ?? []) listener(ok, error);
+  }
+
+  then<R1 = unknown, R2 = never>(
+    onfulfilled?: ((value: unknown) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    const method = this.#method;
+    return this.#result.then((value) => {
+      if (typeof value === "object" && value !== null && Symbol.asyncIterator in value) {
+        if (value instanceof StreamView) void value.cancel();
+        else void (value as AsyncIterable<unknown>)[Symbol.asyncIterator]().return?.();
+        throw new ConduitError(`"${method}" returned a stream: iterate it instead of awaiting it`);
+      }
+      return value;
+    }).then(onfulfilled, onrejected);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<unknown> {
+    const result = this.#result;
+    const method = this.#method;
+    return (async function* () {
+      const value = await result;
+      if (
+        typeof value !== "object" || value === null || !(Symbol.asyncIterator in value)
+      ) {
+        throw new ConduitError(
+          `"${method}" returned a single value, not a stream: await it instead`,
+        );
+      }
+      yield* value as AsyncIterable<unknown>;
+    })();
+  }
+
+  protected cancelUnread(reason: unknown): Promise<void> {
+    this.#cancel.abort(
+      reason ?? new ConduitError(`The call to "${this.#method}" was cancelled`),
+    );
+    return Promise.resolve();
+  }
+}
