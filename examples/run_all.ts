@@ -9,6 +9,15 @@
  */
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/** Examples run with telemetry on (exporting nowhere), so that what they check is checked. */
+const ENV: Record<string, Record<string, string>> = {
+  "tracing.ts": {
+    OTEL_DENO: "true",
+    OTEL_TRACES_EXPORTER: "none",
+    OTEL_METRICS_EXPORTER: "none",
+    OTEL_LOGS_EXPORTER: "none",
+  },
+};
 
 const dir = new URL(".", import.meta.url);
 const root = new URL("..", dir).pathname;
@@ -36,6 +45,7 @@ for (const name of examples) {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", new URL(name, dir).pathname],
     cwd: root,
+    env: ENV[name] ?? {},
     stdin: "null",
     signal: AbortSignal.timeout(timeoutMs),
   }).spawn();
