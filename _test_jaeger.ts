@@ -11,6 +11,8 @@ export interface JaegerSpan {
   readonly parentId: string | undefined;
   readonly service: string;
   readonly name: string;
+  /** How long the span lasted, in microseconds. */
+  readonly duration: number;
   readonly tags: Readonly<Record<string, unknown>>;
 }
 
@@ -132,6 +134,7 @@ interface JaegerTrace {
     operationName: string;
     processID: string;
     references: { refType: string; spanID: string }[];
+    duration: number;
     tags: { key: string; value: unknown }[];
   }[];
 }
@@ -144,6 +147,7 @@ function spansOf(body: { data?: JaegerTrace[] }): JaegerSpan[] {
       parentId: span.references.find((ref) => ref.refType === "CHILD_OF")?.spanID,
       service: trace.processes[span.processID]?.serviceName ?? "?",
       name: span.operationName,
+      duration: span.duration,
       tags: Object.fromEntries(span.tags.map((tag) => [tag.key, tag.value])),
     }))
   );

@@ -32,6 +32,7 @@ Deno.test({
     assert.ok(output.success, new TextDecoder().decode(output.stderr));
     const app = JSON.parse(text.trim().split("\n").at(-1)!);
     assert.deepEqual({ worker: app.worker, parent: app.parent }, { worker: 1, parent: 20 });
+    assert.deepEqual(app.ticks, [0, 1, 2]);
     // The handler the worker called back, and the NATS service it called, ran in the trace of
     // the HTTP request.
     assert.equal(app.parentTraceId, app.traceId);
@@ -43,13 +44,14 @@ Deno.test({
     const spans = await jaeger.spans(
       service,
       // Both processes export in batches: wait for the whole trace (the fetch, the request,
-      // three calls and their serving).
-      (spans) => spans.filter((span) => span.traceId === app.traceId).length >= 8,
+      // four calls and their serving).
+      (spans) => spans.filter((span) => span.traceId === app.traceId).length >= 10,
     );
     const inTrace = spans.filter((span) => span.traceId === app.traceId);
+    // Deno.serve's span: the one server span of the app that is not a conduit call's.
     const request = inTrace.find((s) =>
       s.service === service && s.tags["span.kind"] === "server" &&
-      s.name !== "fromParent"
+      s.tags["rpc.system"] === undefined
     );
     const callWork = named(inTrace, service, "work", "client");
     const serveWork = named(inTrace, worker, "work", "server");
@@ -71,6 +73,16 @@ Deno.test({
     for (const span of [callWork!, serveWork!, callBack!, serveBack!, callService!, serveService]) {
       assert.equal(span.tags["rpc.system"], "conduit");
       assert.equal(span.tags["rpc.method"], span.name);
+    }
+    // A streamed call's spans last until its stream ended (three ticks 100 ms apart), on the
+    // caller's side and the handler's.
+    const callTicks = named(inTrace, service, "ticks", "client");
+    const serveTicks = named(inTrace, worker, "ticks", "server");
+    assert.ok(callTicks !== undefined && serveTicks !== undefined, tree);
+    assert.equal(callTicks.parentId, request!.spanId, tree);
+    assert.equal(serveTicks.parentId, callTicks.spanId, tree);
+    for (const span of [callTicks, serveTicks]) {
+      assert.ok(span.duration >= 250_000, `${span.name} lasted ${span.duration} µs`);
     }
   },
 });

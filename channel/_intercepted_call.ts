@@ -119,10 +119,14 @@ class InterceptedCall extends DualCall implements Overseeable {
   #outcome(): [boolean, unknown] {
     const chain = this.#chain!;
     if (!chain.ok) return [false, chain.value];
-    const streamed = this.#calls.find((made) => made.view === chain.value);
-    return streamed !== undefined && chain.value instanceof StreamView
-      ? [streamed.ok, streamed.error]
-      : [true, undefined];
+    const value = chain.value;
+    if (typeof value !== "object" || value === null || !(Symbol.asyncIterator in value)) {
+      return [true, undefined];
+    }
+    // The stream of a call the chain made, or a stream an interceptor made around one.
+    const streamed = this.#calls.find((made) => made.view === value) ??
+      this.#calls.findLast((made) => made.view instanceof StreamView);
+    return streamed !== undefined ? [streamed.ok, streamed.error] : [true, undefined];
   }
 
   #closeOne(): void {

@@ -112,7 +112,10 @@ function side(meter: OtelMeter | undefined, name: string, what: string): Side {
   return { duration, inFlight };
 }
 
-/** Runs `run` inside `active` (whose span is `span`), recording its outcome and duration. */
+/**
+ * Runs `run` inside `active` (whose span is `span`), recording its outcome and duration. When
+ * it returns a stream, the call lasts until the stream ends, fails or is cancelled.
+ */
 async function measured(
   api: OtelApi,
   span: OtelSpan,
@@ -124,24 +127,67 @@ async function measured(
   const started = performance.now();
   const inFlight = side.inFlight;
   inFlight.set(attributes.call, (inFlight.get(attributes.call) ?? 0) + 1);
-  let outcome = attributes.ok;
-  try {
-    return await api.context.with(active, run);
-  } catch (error) {
-    const name = error instanceof Error ? error.name : "error";
-    outcome = { ...attributes.call, "rpc.status": name };
-    span.recordException(error instanceof Error ? error : String(error));
-    span.setStatus({
-      code: STATUS_ERROR,
-      message: error instanceof Error ? error.message : String(error),
-    });
-    throw error;
-  } finally {
+  let over = false;
+  const finish = (failed: boolean, error?: unknown): void => {
+    if (over) return;
+    over = true;
+    let outcome = attributes.ok;
+    if (failed) {
+      outcome = { ...attributes.call, "rpc.status": error instanceof Error ? error.name : "error" };
+      span.recordException(error instanceof Error ? error : String(error));
+      span.setStatus({
+        code: STATUS_ERROR,
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
     span.end();
     const left = inFlight.get(attributes.call)! - 1;
     // Idle methods stay at 0, unless there are more than are kept (then they leave).
     if (left === 0 && inFlight.size > MAX_KEPT_METHODS) inFlight.delete(attributes.call);
     else inFlight.set(attributes.call, left);
     side.duration?.record(performance.now() - started, outcome);
+  };
+  let result: unknown;
+  try {
+    result = await api.context.with(active, run);
+  } catch (error) {
+    finish(true, error);
+    throw error;
   }
+  if (typeof result === "object" && result !== null && Symbol.asyncIterator in result) {
+    return finishedWith(result as AsyncIterable<unknown>, finish);
+  }
+  finish(false);
+  return result;
+}
+
+/** `source`, calling `finish` once when it ends, fails or is closed early (read or not). */
+function finishedWith(
+  source: AsyncIterable<unknown>,
+  finish: (failed: boolean, error?: unknown) => void,
+): AsyncIterable<unknown> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<unknown> {
+      const iterator = source[Symbol.asyncIterator]();
+      return {
+        async next(): Promise<IteratorResult<unknown>> {
+          try {
+            const item = await iterator.next();
+            if (item.done) finish(false);
+            return item;
+          } catch (error) {
+            finish(true, error);
+            throw error;
+          }
+        },
+        async return(value?: unknown): Promise<IteratorResult<unknown>> {
+          try {
+            return await iterator.return?.(value) ?? { done: true, value };
+          } finally {
+            finish(false);
+          }
+        },
+      };
+    },
+  };
 }

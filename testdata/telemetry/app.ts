@@ -41,7 +41,9 @@ const pool = new WorkerPool<TelemetryWorkerApi>(new URL("./worker.ts", import.me
 });
 const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, async () => {
   const result = await pool.remote.work(1);
-  return Response.json({ ...result, traceId: traceId() });
+  const ticks = [];
+  for await (const tick of pool.remote.ticks({ count: 3, ms: 100 })) ticks.push(tick);
+  return Response.json({ ...result, ticks, traceId: traceId() });
 });
 const response = await fetch(`http://127.0.0.1:${server.addr.port}/`);
 console.log(JSON.stringify(await response.json()));

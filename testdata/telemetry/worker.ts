@@ -16,6 +16,13 @@ const handlers = {
       serviceTraceId: back.serviceTraceId,
     };
   },
+  /** A stream of `count` ticks, `ms` apart: its spans last until the stream ends. */
+  async *ticks({ count, ms }: { count: number; ms: number }) {
+    for (let i = 0; i < count; i++) {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      yield i;
+    }
+  },
 };
 
 export type TelemetryWorkerApi = typeof handlers;
