@@ -1,6 +1,8 @@
 // Test helper: a real Jaeger (v1.76.0's v2 binary, built by .ci/run into .tools/jaeger/) on
 // loopback, on free ports, with in-memory storage: an OTLP/HTTP receiver to export to and the
-// query API to read traces back. A test without the binary is ignored with a message naming it.
+// query API to read traces back. Metrics go through the same OTLP receiver to the collector's
+// debug exporter, whose log is parsed back. A test without the binary is ignored with a message
+// naming it.
 
 const BINARY = new URL("./.tools/jaeger/bin/jaeger", import.meta.url);
 
@@ -22,6 +24,17 @@ export interface Jaeger extends AsyncDisposable {
   readonly otlpEndpoint: string;
   /** The spans of the traces `service` took part in, waiting until `until` holds of them. */
   spans(service: string, until: (spans: JaegerSpan[]) => boolean): Promise<JaegerSpan[]>;
+  /** The metric points received so far, waiting (up to 15 s) until `until` holds of them. */
+  metrics(until: (points: MetricPoint[]) => boolean): Promise<MetricPoint[]>;
+}
+
+/** One data point of a metric as the collector received it. */
+export interface MetricPoint {
+  readonly service: string;
+  readonly name: string;
+  readonly attributes: Readonly<Record<string, string>>;
+  /** A sum's or gauge's value; a histogram's count. */
+  readonly value: number;
 }
 
 /** Whether the Jaeger binary is there; says on stderr which test skips when it is not. */
@@ -55,7 +68,8 @@ export async function startJaeger(): Promise<Jaeger> {
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
     traces: { receivers: [otlp], processors: [batch], exporters: [jaeger_storage_exporter] }
-  telemetry: { metrics: { level: none }, logs: { level: error } }
+    metrics: { receivers: [otlp], exporters: [debug] }
+  telemetry: { metrics: { level: none }, logs: { level: info } }
 extensions:
   jaeger_query:
     storage: { traces: memory }
@@ -69,6 +83,7 @@ processors:
   batch: { timeout: 100ms }
 exporters:
   jaeger_storage_exporter: { trace_storage: memory }
+  debug: { verbosity: detailed }
 `,
   );
   const child = new Deno.Command(BINARY, {
@@ -122,6 +137,15 @@ exporters:
       }
       return spans;
     },
+    async metrics(until) {
+      const end = Date.now() + 15_000;
+      let points = metricPoints(log);
+      while (!until(points) && Date.now() < end) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        points = metricPoints(log);
+      }
+      return points;
+    },
     [Symbol.asyncDispose]: stop,
   };
 }
@@ -151,4 +175,32 @@ function spansOf(body: { data?: JaegerTrace[] }): JaegerSpan[] {
       tags: Object.fromEntries(span.tags.map((tag) => [tag.key, tag.value])),
     }))
   );
+}
+
+/** The data points in the debug exporter's detailed log. */
+function metricPoints(log: string): MetricPoint[] {
+  const points: MetricPoint[] = [];
+  let service = "?";
+  let name = "?";
+  let attributes: Record<string, string> | undefined;
+  let section = "";
+  for (const line of log.split("\n")) {
+    const member = /^\s+-> ([^:]+): (?:Str|Int|Double|Bool)?\(?(.*?)\)?$/.exec(line);
+    if (line.startsWith("Resource attributes:")) section = "resource";
+    else if (line.startsWith("Descriptor:")) section = "descriptor";
+    else if (line.startsWith("Data point attributes:")) section = "point";
+    else if (/DataPoints #\d+/.test(line)) {
+      section = "";
+      attributes = {};
+    } else if (member !== null) {
+      const [, key, value] = member;
+      if (section === "resource" && key === "service.name") service = value;
+      else if (section === "descriptor" && key === "Name") name = value;
+      else if (section === "point" && attributes !== undefined) attributes[key] = value;
+    } else if (attributes !== undefined && /^(Count|Value): /.test(line)) {
+      points.push({ service, name, attributes, value: Number(line.split(": ")[1]) });
+      attributes = undefined;
+    }
+  }
+  return points;
 }

@@ -59,12 +59,13 @@ Deno.test("module graph: workers/serve_worker.ts loads the worker's side, not th
 const ROOT_BUDGET = 45;
 /** The most local modules a worker loads before it can answer its first call. */
 const WORKER_BUDGET = 32;
-/** Loaded only by a channel that uses them: auth, a heartbeat or idle timeout, telemetry. */
+/** Loaded only when used: auth, a heartbeat or idle timeout, telemetry, pool metrics. */
 const ON_DEMAND = [
   "protocol/auth.ts",
   "wires/conduit/auth.ts",
   "channel/_connection_timers.ts",
   "channel/_telemetry.ts",
+  "workers/_pool_metrics.ts",
 ];
 
 Deno.test("module graph: the root and a worker stay within their module budgets", async () => {

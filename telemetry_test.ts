@@ -1,13 +1,14 @@
 // OpenTelemetry through Deno's own providers, checked in a real Jaeger: a Deno.serve request
 // whose handler calls a pool's worker process, which calls the parent back, whose handler calls
-// a service over NATS, is one trace with the spans in the expected parent/child chain.
+// a service over NATS, is one trace with the spans in the expected parent/child chain, and the
+// calls' and pools' metrics reach the collector.
 
 import assert from "node:assert/strict";
-import { haveJaeger, type JaegerSpan, startJaeger } from "./_test_jaeger.ts";
+import { haveJaeger, type JaegerSpan, type MetricPoint, startJaeger } from "./_test_jaeger.ts";
 import { haveNatsServer, startNatsServer } from "./transports/_test_nats_server.ts";
 
 const NAME =
-  "telemetry: Deno.serve → pool call → worker → call back → NATS service call is one trace";
+  "telemetry: Deno.serve → pool call → worker → call back → NATS service call is one trace, with metrics";
 
 Deno.test({
   name: NAME,
@@ -23,6 +24,7 @@ Deno.test({
         OTEL_SERVICE_NAME: service,
         OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
         OTEL_DENO_CONSOLE: "ignore",
+        OTEL_METRIC_EXPORT_INTERVAL: "200",
         NATS_URL: nats.url,
       },
       stdout: "piped",
@@ -84,5 +86,43 @@ Deno.test({
     for (const span of [callTicks, serveTicks]) {
       assert.ok(span.duration >= 250_000, `${span.name} lasted ${span.duration} µs`);
     }
+
+    // Metrics, through the runtime's meter, as the collector received them: durations per
+    // method on both sides, calls in flight, and the pools' counters.
+    const point = (points: MetricPoint[], where: Partial<MetricPoint>, attributes = {}) =>
+      points.find((p) =>
+        Object.entries(where).every(([key, value]) => p[key as keyof MetricPoint] === value) &&
+        Object.entries(attributes).every(([key, value]) => p.attributes[key] === value)
+      );
+    const wanted = (points: MetricPoint[]) => [
+      point(points, { service, name: "rpc.client.duration", value: 1 }, { "rpc.method": "work" }),
+      point(points, { service: worker, name: "rpc.server.duration", value: 1 }, {
+        "rpc.method": "work",
+        "rpc.system": "conduit",
+        "rpc.status": "ok",
+      }),
+      point(points, { service, name: "rpc.server.duration", value: 1 }, {
+        "rpc.method": "fromParent",
+      }),
+      point(points, { service, name: "rpc.client.in_flight" }, { "rpc.method": "ticks" }),
+      point(points, { service, name: "conduit.pool.workers", value: 1 }, {
+        "conduit.pool.kind": "worker",
+      }),
+      point(points, { service, name: "conduit.pool.completed" }, {
+        "conduit.pool.kind": "nats",
+        "conduit.pool.name": "telemetry-svc",
+      }),
+    ];
+    const points = await jaeger.metrics((points) => wanted(points).every((p) => p !== undefined));
+    const names = [...new Set(points.map((p) => `${p.service} ${p.name}`))].join("\n");
+    for (const [i, found] of wanted(points).entries()) {
+      assert.ok(found !== undefined, `metric ${i} is missing; received:\n${names}`);
+    }
+    // The NATS pool's lookup completed (a later export than the first may say so).
+    const completed = points.filter((p) =>
+      p.service === service && p.name === "conduit.pool.completed" &&
+      p.attributes["conduit.pool.kind"] === "nats"
+    ).map((p) => p.value);
+    assert.ok(Math.max(...completed) >= 1, `the NATS pool completed ${completed}`);
   },
 });

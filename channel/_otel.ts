@@ -22,22 +22,23 @@ export interface OtelSpan {
   end(): void;
 }
 
-/** A histogram, an up-down counter's observable form, and the meter that makes them. */
+/** A histogram, observable counters, and the meter that makes them. */
 export interface OtelMeter {
   createHistogram(
     name: string,
     options: { description: string; unit?: string },
   ): { record(value: number, attributes: Readonly<Record<string, string>>): void };
-  createObservableUpDownCounter(
-    name: string,
-    options: { description: string },
-  ): {
-    addCallback(
-      callback: (
-        result: { observe(value: number, attributes: Readonly<Record<string, string>>): void },
-      ) => void,
-    ): void;
-  };
+  createObservableUpDownCounter(name: string, options: { description: string }): OtelObservable;
+  createObservableCounter(name: string, options: { description: string }): OtelObservable;
+}
+
+/** An instrument the meter reads when it exports, through its callbacks. */
+export interface OtelObservable {
+  addCallback(
+    callback: (
+      result: { observe(value: number, attributes: Readonly<Record<string, string>>): void },
+    ) => void,
+  ): void;
 }
 
 /** The members of the registry conduit uses; `metrics` may be absent (no meter registered). */

@@ -17,7 +17,7 @@
 import { DeadlineExceededError } from "../channel/errors.ts";
 import type { CallOptions, RemoteStream } from "../channel/types.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
-import { inCallContext } from "../channel/_otel.ts";
+import { inCallContext, otelApi } from "../channel/_otel.ts";
 import { DualCall, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
 import { integerOption, numberOption } from "../_options.ts";
@@ -75,6 +75,31 @@ export interface DispatchCounts {
   completed: number;
   failed: number;
   retried: number;
+}
+
+/** Numbers pools apart in their metrics' attributes. */
+let poolIds = 0;
+
+/**
+ * Reports `pool.stats` as metrics (see _pool_metrics.ts, loaded only then) while `open()`,
+ * when the runtime traces.
+ */
+export function observed(
+  pool: { readonly stats: object },
+  kind: "worker" | "nats",
+  name: string,
+  open: () => boolean,
+): void {
+  const api = otelApi();
+  if (api === undefined) return;
+  const attributes = {
+    "conduit.pool.kind": kind,
+    "conduit.pool.name": name,
+    "conduit.pool.id": String(++poolIds),
+  };
+  void import("./_pool_metrics.ts").then((metrics) =>
+    metrics.observePool(api, attributes, () => pool.stats, open)
+  );
 }
 
 /** Queues calls and sends them to the least-loaded target of a {@linkcode TargetManager}. */

@@ -46,7 +46,13 @@ import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, CheckedHandlers, MethodName } from "../channel/types.ts";
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
 import { connectNats, type ConnectNatsOptions, type NatsClient } from "../transports/nats.ts";
-import { Dispatcher, type InnerCall, type Target, type TargetManager } from "./_dispatcher.ts";
+import {
+  Dispatcher,
+  type InnerCall,
+  observed,
+  type Target,
+  type TargetManager,
+} from "./_dispatcher.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
 import { DEFAULT_POOL_MAX_QUEUED, type PoolRemoteOf, type StreamSource } from "./worker_pool.ts";
 
@@ -373,6 +379,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
       gone: (instance) => this.#gone(instance.instance),
     });
     this.#watchStatus(nc);
+    observed(this, "nats", subject, () => this.#closing === undefined);
     void nc.closed().then((reason) => {
       if (this.#closing) return;
       const failure = new TransportClosedError(

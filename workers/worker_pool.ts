@@ -40,6 +40,7 @@ import type {
 import {
   Dispatcher,
   type InnerCall,
+  observed,
   RestartPolicy,
   type Target,
   type TargetManager,
@@ -428,6 +429,10 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       dispatcher.call(method, param, withCallContext(callOptions))
     ) as unknown as PoolRemoteOf<Api>;
     for (let i = 0; i < this.size; i++) this.#start(new Slot());
+    const name = typeof worker === "string" || worker instanceof URL
+      ? String(worker)
+      : String(worker.command);
+    observed(this, "worker", name, () => this.#closing === undefined);
   }
 
   /** The pool's counters at this moment; see {@linkcode WorkerPoolStats}. */
