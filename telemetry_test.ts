@@ -126,3 +126,59 @@ Deno.test({
     assert.ok(Math.max(...completed) >= 1, `the NATS pool completed ${completed}`);
   },
 });
+
+const PATHS = "telemetry: a thread worker, serve() over a Unix socket and JSON-RPC keep one trace";
+
+Deno.test({
+  name: PATHS,
+  ignore: !haveJaeger(PATHS),
+  async fn() {
+    await using jaeger = await startJaeger();
+    const service = `conduit-paths-${crypto.randomUUID().slice(0, 8)}`;
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./testdata/telemetry/paths.ts", import.meta.url).pathname],
+      env: {
+        OTEL_DENO: "true",
+        OTEL_SERVICE_NAME: service,
+        OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+        OTEL_DENO_CONSOLE: "ignore",
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(output.success, new TextDecoder().decode(output.stderr));
+    const app = JSON.parse(new TextDecoder().decode(output.stdout).trim().split("\n").at(-1)!);
+    assert.equal(app.n, 40);
+    // The thread's handler, the parent's call-back, the served handler and the JSON-RPC
+    // handler all ran in the root span's trace.
+    assert.deepEqual(app.traceIds, [app.traceId, app.traceId, app.traceId, app.traceId]);
+
+    const spans = await jaeger.spans(
+      service,
+      (spans) => spans.filter((span) => span.traceId === app.traceId).length >= 9,
+    );
+    const inTrace = spans.filter((span) => span.traceId === app.traceId);
+    const tree = inTrace.map((s) => `${s.tags["span.kind"]} ${s.name}`).join("\n");
+    const named = (name: string, kind: string) => {
+      const span = inTrace.find((s) => s.name === name && s.tags["span.kind"] === kind);
+      assert.ok(span !== undefined, `${kind} ${name} is missing from the trace:\n${tree}`);
+      return span;
+    };
+    const chain = [
+      named("root", "internal"),
+      named("hop", "client"),
+      named("hop", "server"),
+      named("viaServe", "client"),
+      named("viaServe", "server"),
+      named("served", "client"),
+      named("served", "server"),
+      named("rpcLookup", "client"),
+      named("rpcLookup", "server"),
+    ];
+    for (let i = 1; i < chain.length; i++) {
+      assert.equal(chain[i].parentId, chain[i - 1].spanId, `${chain[i].name}:\n${tree}`);
+    }
+    assert.equal(chain[7].tags["rpc.system"], "jsonrpc");
+    assert.equal(chain[1].tags["rpc.system"], "conduit");
+  },
+});
