@@ -112,6 +112,12 @@ Deno.test({
         "conduit.pool.kind": "nats",
         "conduit.pool.name": "telemetry-svc",
       }),
+      point(points, { service: worker, name: "conduit.channel.sent_bytes" }, {
+        "rpc.system": "conduit",
+      }),
+      point(points, { service, name: "conduit.channel.received_bytes" }, {
+        "rpc.system": "conduit",
+      }),
     ];
     const points = await jaeger.metrics((points) => wanted(points).every((p) => p !== undefined));
     const names = [...new Set(points.map((p) => `${p.service} ${p.name}`))].join("\n");
@@ -124,6 +130,11 @@ Deno.test({
       p.attributes["conduit.pool.kind"] === "nats"
     ).map((p) => p.value);
     assert.ok(Math.max(...completed) >= 1, `the NATS pool completed ${completed}`);
+    // The worker's channel sent its HELLO, results and ticks: more than a few frames' worth.
+    const sent = points.filter((p) =>
+      p.service === worker && p.name === "conduit.channel.sent_bytes"
+    ).map((p) => p.value);
+    assert.ok(Math.max(...sent) > 100, `the worker's channel sent ${sent} bytes`);
   },
 });
 

@@ -180,6 +180,11 @@ export class ChannelCore implements LifecycleEvents {
     return this.#deadlines.receivedAt > 0;
   }
 
+  /** Bytes sent to the peer and received from it so far. */
+  get traffic(): { readonly sent: number; readonly received: number } {
+    return { sent: this.#wire.outbox.bytesWritten, received: this.#deadlines.bytesReceived };
+  }
+
   /** Settles when the handshake succeeds or fails. */
   get opened(): Promise<void> {
     return this.#opened.promise;
@@ -359,6 +364,7 @@ export class ChannelCore implements LifecycleEvents {
         if (value === null) break;
         // One clock read per chunk: the receipt time of every frame in it.
         deadlines.receivedAt = performance.now();
+        deadlines.bytesReceived += value.length;
         decoder.push(value);
         let frame: Uint8Array | undefined;
         let dispatched = 0;
@@ -718,6 +724,8 @@ export class Lifecycle {
 export class Deadlines {
   /** `performance.now()` when the frames being dispatched arrived. */
   receivedAt = 0;
+  /** Bytes received from the peer so far (read with the clock, chunk by chunk). */
+  bytesReceived = 0;
   readonly #expire: (now: number) => number;
   #timer: Timer | undefined;
   #at = Infinity;

@@ -2,9 +2,10 @@
 // client span on the caller and a server span on the handler's side (RPC semantic
 // conventions), the W3C trace context travels in the call's headers (`traceparent`,
 // `tracestate`), and the handler runs inside the propagated context, so the spans it starts and
-// the `fetch` calls it makes join the caller's trace. Durations go to a histogram per side and
-// calls in flight to an observable counter (read when the meter exports, so a call pays only
-// for a count). Loaded only when the runtime traces (channel.ts decides).
+// the `fetch` calls it makes join the caller's trace. Durations go to a histogram per side,
+// calls in flight and the bytes channels send and receive to observable counters (read when the
+// meter exports, so a call pays only for a count). Loaded only when the runtime traces
+// (channel.ts decides).
 
 import type { OtelApi, OtelContext, OtelMeter, OtelSpan } from "./_otel.ts";
 import type { Interceptor } from "./types.ts";
@@ -190,4 +191,63 @@ function finishedWith(
       };
     },
   };
+}
+
+/** A channel whose bytes the meter reads, until it is closed. */
+interface Counted {
+  readonly system: string;
+  readonly traffic: () => { readonly sent: number; readonly received: number };
+  closed: boolean;
+}
+
+const counted = new Set<Counted>();
+/** The bytes of closed channels, by system, once the meter has read them last. */
+const closedTotals = new Map<string, { sent: number; received: number }>();
+let trafficObserved = false;
+
+/**
+ * Reports the bytes a channel sends and receives, summed by `system`, as
+ * `conduit.channel.sent_bytes` and `conduit.channel.received_bytes` (frame headers included).
+ */
+export function observeTraffic(
+  api: OtelApi,
+  system: "conduit" | "jsonrpc",
+  traffic: () => { readonly sent: number; readonly received: number },
+  closed: Promise<unknown>,
+): void {
+  const meter = api.metrics?.getMeter("conduit");
+  if (meter === undefined) return;
+  const channel: Counted = { system, traffic, closed: false };
+  const over = () => void (channel.closed = true);
+  closed.then(over, over);
+  counted.add(channel);
+  if (trafficObserved) return;
+  trafficObserved = true;
+  const totals = (): Map<string, { sent: number; received: number }> => {
+    const sums = new Map<string, { sent: number; received: number }>();
+    for (const [name, total] of closedTotals) sums.set(name, { ...total });
+    for (const one of counted) {
+      const { sent, received } = one.traffic();
+      const sum = sums.get(one.system) ?? { sent: 0, received: 0 };
+      sum.sent += sent;
+      sum.received += received;
+      sums.set(one.system, sum);
+      if (one.closed) {
+        // Its last count joins the closed channels' totals, and it leaves.
+        const total = closedTotals.get(one.system) ?? { sent: 0, received: 0 };
+        total.sent += sent;
+        total.received += received;
+        closedTotals.set(one.system, total);
+        counted.delete(one);
+      }
+    }
+    return sums;
+  };
+  for (const direction of ["sent", "received"] as const) {
+    meter.createObservableCounter(`conduit.channel.${direction}_bytes`, {
+      description: `Bytes the channels ${direction}, frame headers included`,
+    }).addCallback((result) => {
+      for (const [name, sum] of totals()) result.observe(sum[direction], { "rpc.system": name });
+    });
+  }
 }

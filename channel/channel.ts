@@ -43,7 +43,7 @@ import type { Transport } from "../transports/types.ts";
 import { codecSlot, type MethodCodecs } from "../wires/codec_slots.ts";
 import { ChannelCore, type PeerInfo } from "./_core.ts";
 import { interceptedInvoke } from "./_intercepted_call.ts";
-import { otelApi } from "./_otel.ts";
+import { type OtelApi, otelApi } from "./_otel.ts";
 import { type Invoke, remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { conduitWire } from "../wires/conduit/wire.ts";
@@ -363,10 +363,11 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    */
   constructor(transport: Transport, options: ChannelOptions, wire: WireFactory = conduitWire) {
     const { codec, defaults, methodCodecs } = channelCodecs(options);
-    const interceptors = withTelemetry(
-      options.interceptors,
-      wire === conduitWire ? "conduit" : "jsonrpc",
-    );
+    const system = wire === conduitWire ? "conduit" : "jsonrpc";
+    const otel = otelApi();
+    const interceptors = otel === undefined
+      ? options.interceptors
+      : withTelemetry(otel, options.interceptors, system);
     const errorClasses = new Map<string, ErrorClass>();
     for (const cls of options.errorClasses ?? []) {
       const name = cls.name;
@@ -420,6 +421,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
       wire,
     );
     const core = this.#core;
+    if (otel !== undefined) observeTraffic(otel, system, core);
     const invoke = this.#invoke = interceptedInvoke(
       interceptors,
       (method, param, options) => core.call(method, param, options),
@@ -811,20 +813,19 @@ function renderValue(value: unknown): string {
   }
 }
 
-/** The telemetry interceptors' module, loaded by the first channel that needs it. */
+/** The telemetry module, loaded by the first channel that needs it. */
 let telemetryModule: Promise<typeof import("./_telemetry.ts")> | undefined;
 
 /**
- * `interceptors`, behind the one that traces and measures each call when the runtime traces
- * (see _otel.ts); as they are otherwise (nothing is loaded then). Until its module is loaded,
- * the telemetry interceptor waits for it; then it is the loaded one.
+ * `interceptors`, behind the one that traces and measures each call (the runtime traces: see
+ * _otel.ts). Until its module is loaded, the telemetry interceptor waits for it; then it is
+ * the loaded one.
  */
 function withTelemetry(
+  api: OtelApi,
   interceptors: readonly Interceptor[] | undefined,
   system: "conduit" | "jsonrpc",
-): readonly Interceptor[] | undefined {
-  const api = otelApi();
-  if (api === undefined) return interceptors;
+): readonly Interceptor[] {
   const telemetry: { -readonly [K in keyof Interceptor]: Interceptor[K] } = {};
   const loaded = (telemetryModule ??= import("./_telemetry.ts")).then((module) => {
     const interceptor = module.telemetryInterceptor(api, system);
@@ -835,4 +836,11 @@ function withTelemetry(
   telemetry.call = (call, next) => loaded.then((interceptor) => interceptor.call!(call, next));
   telemetry.handle = (call, next) => loaded.then((interceptor) => interceptor.handle!(call, next));
   return [telemetry, ...(interceptors ?? [])];
+}
+
+/** Counts the bytes `core` sends and receives in the runtime's meter (see _telemetry.ts). */
+function observeTraffic(api: OtelApi, system: "conduit" | "jsonrpc", core: ChannelCore): void {
+  void (telemetryModule ??= import("./_telemetry.ts")).then((module) =>
+    module.observeTraffic(api, system, () => core.traffic, core.closed)
+  );
 }

@@ -247,6 +247,11 @@ export class FrameWriter {
     }
   }
 
+  /** Bytes written to the target so far, frame headers included. */
+  get bytesWritten(): number {
+    return this.#batch.written;
+  }
+
   /**
    * Bytes that may still be queued before reaching the high-water mark: negative past it,
    * 0 once the writer is closed or failed.
@@ -533,7 +538,9 @@ export class FrameWriter {
   /** The batch's next chunk was written. */
   #countWritten(): void {
     const batch = this.#batch;
-    batch.bytes -= batch.chunks[batch.at++].length;
+    const bytes = batch.chunks[batch.at++].length;
+    batch.bytes -= bytes;
+    batch.written += bytes;
     if (this.#waiters.ready.length > 0 && this.#belowMark()) this.#waiters.wakeReady();
   }
 
@@ -586,6 +593,8 @@ class BatchInFlight {
   at = 0;
   /** Bytes not written yet: 0 once the last chunk is. */
   bytes = 0;
+  /** Bytes written by every batch so far. */
+  written = 0;
   /** The write in flight, if it is asynchronous. */
   writing: Promise<void> | undefined = undefined;
 

@@ -127,6 +127,10 @@ export abstract class WriterOutbox {
     return this.writer.desiredSize;
   }
 
+  get bytesWritten(): number {
+    return this.writer.bytesWritten;
+  }
+
   get ready(): Promise<void> {
     return this.writer.ready;
   }

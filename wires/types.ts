@@ -257,6 +257,8 @@ export interface Wire {
 export interface Outbox {
   /** Room below the high-water mark; not positive when writers should wait. */
   readonly desiredSize: number;
+  /** Bytes written to the transport so far (telemetry's count of bytes sent). */
+  readonly bytesWritten: number;
   /** Settles when {@linkcode desiredSize} is positive again (rejects once writing failed). */
   readonly ready: Promise<void>;
   /** Undefined while the transport takes more; else a promise of when it will (pumps wait). */
