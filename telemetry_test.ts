@@ -138,7 +138,8 @@ Deno.test({
   },
 });
 
-const PATHS = "telemetry: a thread worker, serve() over a Unix socket and JSON-RPC keep one trace";
+const PATHS =
+  "telemetry: a thread worker, serve() over a Unix socket, JSON-RPC and a fetch keep one trace";
 
 Deno.test({
   name: PATHS,
@@ -160,13 +161,13 @@ Deno.test({
     assert.ok(output.success, new TextDecoder().decode(output.stderr));
     const app = JSON.parse(new TextDecoder().decode(output.stdout).trim().split("\n").at(-1)!);
     assert.equal(app.n, 40);
-    // The thread's handler, the parent's call-back, the served handler and the JSON-RPC
-    // handler all ran in the root span's trace.
-    assert.deepEqual(app.traceIds, [app.traceId, app.traceId, app.traceId, app.traceId]);
+    // The thread's handler, the parent's call-back, the served handler, the JSON-RPC handler
+    // and the HTTP handler it fetched from all ran in the root span's trace.
+    assert.deepEqual(app.traceIds, Array(5).fill(app.traceId));
 
     const spans = await jaeger.spans(
       service,
-      (spans) => spans.filter((span) => span.traceId === app.traceId).length >= 9,
+      (spans) => spans.filter((span) => span.traceId === app.traceId).length >= 11,
     );
     const inTrace = spans.filter((span) => span.traceId === app.traceId);
     const tree = inTrace.map((s) => `${s.tags["span.kind"]} ${s.name}`).join("\n");
@@ -185,6 +186,7 @@ Deno.test({
       named("served", "server"),
       named("rpcLookup", "client"),
       named("rpcLookup", "server"),
+      named("GET", "client"),
     ];
     for (let i = 1; i < chain.length; i++) {
       assert.equal(chain[i].parentId, chain[i - 1].spanId, `${chain[i].name}:\n${tree}`);

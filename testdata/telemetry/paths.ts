@@ -1,7 +1,8 @@
 // The second program of telemetry_test.ts, run with OTEL_DENO=true: in a span of its own, it
 // calls a thread worker, whose handler calls this process back, whose handler calls a serve()
-// server over a Unix socket, whose handler calls a JSON-RPC (MCP dialect) peer. Prints the
-// root's trace id and the trace id each handler ran in.
+// server over a Unix socket, whose handler calls a JSON-RPC (MCP dialect) peer, whose handler
+// fetches from a Deno.serve server. Prints the root's trace id and the trace id each handler
+// ran in.
 import { trace } from "@opentelemetry/api";
 import { openChannel } from "../../channel/channel.ts";
 import { serve } from "../../channel/serve.ts";
@@ -14,14 +15,27 @@ import type { TelemetryThreadApi } from "./thread.ts";
 
 const traceId = () => trace.getActiveSpan()?.spanContext().traceId ?? "none";
 
+// An HTTP server the JSON-RPC handler fetches from: Deno's own spans, in the same trace.
+const http = Deno.serve(
+  { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+  () => new Response(traceId()),
+);
+
 // The JSON-RPC peer, over a memory pair.
 const [rpcA, rpcB] = memoryPair();
 const [rpcServer, rpcClient] = await Promise.all([
   openJsonRpc(rpcA, {
     framing: "ndjson",
-    handlers: { rpcLookup: ({ n }: { n: number }) => ({ n: n * 10, traceId: traceId() }) },
+    handlers: {
+      rpcLookup: async ({ n }: { n: number }) => {
+        const fetched = await (await fetch(`http://127.0.0.1:${http.addr.port}/`)).text();
+        return { n: n * 10, traceId: traceId(), fetched };
+      },
+    },
   }),
-  openJsonRpc<{ rpcLookup(p: { n: number }): { n: number; traceId: string } }>(rpcB, {
+  openJsonRpc<{
+    rpcLookup(p: { n: number }): { n: number; traceId: string; fetched: string };
+  }>(rpcB, {
     framing: "ndjson",
   }),
 ]);
@@ -33,7 +47,7 @@ const server = serve(await listenUnix(`${dir}/s`), {
   handlers: {
     served: async (n: number) => {
       const looked = await rpcClient.remote.rpcLookup({ n: n + 1 });
-      return { n: looked.n, traceIds: [traceId(), looked.traceId] };
+      return { n: looked.n, traceIds: [traceId(), looked.traceId, looked.fetched] };
     },
   },
 });
@@ -67,4 +81,5 @@ console.log(JSON.stringify(result));
 await client.close();
 await server.close();
 await Promise.all([rpcClient.close(), rpcServer.close()]);
+await http.shutdown();
 await Deno.remove(dir, { recursive: true });
