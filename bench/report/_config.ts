@@ -50,6 +50,9 @@ export const FULL = {
   workersStreamMB: 100,
   /** Rounds of the threads section (comlink against conduit between threads). */
   threadsRounds: 7,
+  /** Rounds of the tracing-on section, and its sample-count multiplier. */
+  telemetryRounds: 5,
+  telemetryScale: 1,
 };
 
 /** The knobs of one report run. */
@@ -78,4 +81,6 @@ export const QUICK: ReportConfig = {
   workersRounds: 1,
   workersStreamMB: 10,
   threadsRounds: 1,
+  telemetryRounds: 1,
+  telemetryScale: 0.1,
 };

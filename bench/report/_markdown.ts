@@ -3,6 +3,7 @@
 
 import { bytes, mbps, percent, rate, sig, spreadOf, time, times } from "./_format.ts";
 import { machineMarkdown } from "./_machine.ts";
+import { telemetryMarkdown } from "./_telemetry.ts";
 import { threadsMarkdown } from "./_threads.ts";
 import { workersMarkdown } from "./_workers.ts";
 import { nodePeersMarkdown } from "./_node_rows.ts";
@@ -105,6 +106,7 @@ export function renderMarkdown(results: ReportResults): string {
   out.push(...machineMarkdown(results.machine));
   out.push(...workersMarkdown(results.workers));
   out.push(...threadsMarkdown(results.threads));
+  out.push(...telemetryMarkdown(results.telemetry));
 
   out.push("## In-memory codec speed", "", "MB/s count the JSON bytes; raw is left out.", "");
   out.push(

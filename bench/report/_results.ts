@@ -8,6 +8,7 @@ import type { ThreadsResult } from "./_threads.ts";
 import type { WorkersResult } from "./_workers.ts";
 import type { NodePeersResult } from "./_node_rows.ts";
 import type { StreamCell } from "./_streams.ts";
+import type { TelemetryResult } from "./_telemetry.ts";
 import type { SubjectResult } from "./_suite.ts";
 
 /** One target of the issue, with what this run measured. */
@@ -35,5 +36,7 @@ export interface ReportResults {
   /** Worker spawn and a 100 MB stream against a bare Deno child; absent from older reports. */
   workers?: WorkersResult;
   threads?: ThreadsResult;
+  /** Calls with Deno's OpenTelemetry off and on; absent from older reports. */
+  telemetry?: TelemetryResult;
   targets: TargetResult[];
 }

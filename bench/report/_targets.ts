@@ -229,5 +229,12 @@ export function evaluateTargets(results: ReportResults): TargetResult[] {
         : [["ratio", spreadOf(ring, (x) => x.toFixed(2)), ring.median <= 1 / 3]],
     );
   }
+  const telemetry = results.telemetry;
+  if (telemetry?.p50Ratio !== undefined && telemetry.callsRatio !== undefined) {
+    add("Tracing on and exporting: small-call p50 and calls/s (256 in flight) ≥ 0.85× off", [
+      ["p50", spreadOf(telemetry.p50Ratio, times), telemetry.p50Ratio.median >= 0.85],
+      ["calls/s", spreadOf(telemetry.callsRatio, times), telemetry.callsRatio.median >= 0.85],
+    ]);
+  }
   return targets;
 }

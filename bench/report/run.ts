@@ -12,6 +12,7 @@
 // the one a full run leaves beside this file (git-ignored: it is rewritten by every run).
 
 import { runMachine } from "./_machine.ts";
+import { runTelemetry } from "./_telemetry.ts";
 import { runThreads } from "./_threads.ts";
 import { runWorkers } from "./_workers.ts";
 import { runNodePeers } from "./_node_rows.ts";
@@ -86,6 +87,8 @@ async function measure(): Promise<ReportResults> {
     const workers = await runWorkers(config.workersRounds, config.workersStreamMB, log);
     log("threads");
     const threads = await runThreads(config.threadsRounds, log);
+    log("tracing on");
+    const telemetry = await runTelemetry(config.telemetryRounds, config.telemetryScale, log);
     env.loadAfter = loadAverage();
     env.seconds = Math.round((performance.now() - started) / 1000);
     const results: ReportResults = {
@@ -100,6 +103,7 @@ async function measure(): Promise<ReportResults> {
       machine,
       workers,
       threads,
+      telemetry,
       targets: [],
     };
     results.targets = evaluateTargets(results);
