@@ -628,7 +628,7 @@ def call_meta_problem(key: Any, attempt: Any, headers: Any) -> tuple[str, str] |
             if not isinstance(name, str) or not HEADER_NAME.fullmatch(name):
                 return "headers", (f"header name {str(name)[:70]!r} is not 1 to "
                                    f"{MAX_HEADER_NAME_LENGTH} of a-z, 0-9, '-', '_' and '.' "
-                                   "starting with a letter or digit")
+                                   "starting with a lowercase letter or a digit")
             if not isinstance(value, str) or not HEADER_VALUE.fullmatch(value):
                 return "headers", (f"header {name!r} must be a string of 0 to "
                                    f"{MAX_HEADER_VALUE_LENGTH} printable ASCII characters "

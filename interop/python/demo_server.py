@@ -52,8 +52,8 @@ import os
 import sys
 from typing import Any, AsyncIterator
 
-from conduit_peer import (CallContext, CallMetaError, ConnectionClosedError, HandshakeError, Peer, PeerOptions,
-                          RemoteError, error_to_wire, stdio_streams, unix_streams)
+from conduit_peer import (CallContext, CallMetaError, ConnectionClosedError, HandshakeError, Peer,
+                          PeerOptions, RemoteError, error_to_wire, stdio_streams, unix_streams)
 
 
 class DemoState:
