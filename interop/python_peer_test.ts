@@ -30,6 +30,11 @@ const PYTHON_ENV = { PYTHONDONTWRITEBYTECODE: "1" };
 /** What the Python demo serves (interop/python/demo_server.py). */
 interface PythonPeer {
   attempt(): { key: string | null; attempt: number };
+  headers(): Record<string, string>;
+  headersBack(param: { headers: Record<string, string> }): {
+    seen: Record<string, string>;
+    refused: (string | null)[];
+  };
   add(param: { a: number; b: number }): number;
   fail(): void;
   count(param: { n: number; size?: number }): AsyncIterable<{ i: number; pad: string }>;
@@ -166,6 +171,47 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "interop/python: a CALL with 33 headers from Python is a protocol error (§6)",
+  ignore: python.missing,
+  async fn() {
+    const lines: string[] = [];
+    const transport = spawnTransport("python3", {
+      args: [...PYTHON_FLAGS, DEMO, "--stdio", "--bad-headers"],
+      env: PYTHON_ENV,
+      stderr: (line) => lines.push(line),
+    });
+    const echoed: unknown[] = [];
+    const channel = await openChannel(transport, {
+      codec: jsonCodec(),
+      handlers: { "ts.echo": (param: unknown) => (echoed.push(param), param) },
+    });
+    try {
+      const closed = await channel.closed.then(() => undefined, (error: unknown) => error);
+      assert.ok(closed instanceof Error, `channel.closed settled with ${closed}`);
+      assert.match(describe(closed), /more than 32 headers/);
+      assert.equal((await transport.status).code, 0, lines.join("\n"));
+      // The greeting's ts.echo ran; the CALL with 33 headers (param 1) reached no handler.
+      assert.equal(echoed.length, 1);
+      assert.notEqual(echoed[0], 1);
+      assert.match(
+        lines.join("\n"),
+        /^demo_server: bad headers: ConnectionClosedError: the peer said GOODBYE: protocol_error \(.*more than 32 headers\)$/m,
+      );
+    } finally {
+      await channel.close();
+      await transport.close();
+    }
+  },
+});
+
+/** An error's message and its causes' messages, one a line. */
+function describe(error: unknown): string {
+  const lines: string[] = [];
+  for (let e = error; e instanceof Error; e = e.cause) lines.push(`${e.name}: ${e.message}`);
+  return lines.join("\n");
+}
+
 async function overStdio(codec: Codec<unknown>, name: string): Promise<void> {
   const lines: string[] = [];
   const transport = spawnTransport("python3", {
@@ -195,6 +241,7 @@ async function exercise(
   const handlers = {
     "ts.echo": (param: unknown) => param,
     "ts.double": (x: number) => x * 2,
+    "ts.headers": (_: undefined, ctx: CallContext) => ({ ...ctx.headers }),
     async *"ts.range"({ n, size }: { n: number; size: number }) {
       for (let i = 0; i < n; i++) yield { i, pad: "x".repeat(size) };
     },
@@ -241,6 +288,22 @@ async function exercise(
       key: "job-1",
       attempt: 2,
     });
+    // Call headers (§6) both ways: a W3C trace context reaches the Python handler intact...
+    const traced = {
+      traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      tracestate: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7",
+      "x-request-id": "req-1.2_3",
+      empty: "",
+    };
+    assert.deepEqual(await channel.remote.headers(undefined, { headers: traced }), traced);
+    assert.deepEqual(await channel.remote.headers(), {});
+    // ...and Python's headers reach ctx.headers here; Python refuses to send bad ones itself.
+    const back = await channel.remote.headersBack({ headers: { "x-from": "python", ...traced } });
+    assert.deepEqual(back.seen, { "x-from": "python", ...traced });
+    assert.equal(back.refused.length, 3);
+    assert.match(back.refused[0]!, /'ts\.headers'.*'headers': 33 headers, at most 32/);
+    assert.match(back.refused[1]!, /'ts\.headers'.*header name 'Bad' is not 1 to 64/);
+    assert.match(back.refused[2]!, /header 'x-ok' must be a string of 0 to 1024 printable ASCII/);
     // Python calls ts.double while it serves our call: calls cross both ways at once.
     assert.equal(await channel.remote.callBack({ x: 21 }), 42);
 

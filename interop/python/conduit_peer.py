@@ -16,6 +16,10 @@ handler: each `yield` sends one DATA frame. A call whose CALL has the STREAM_PAR
 an async iterator of the caller's items as `param`. Raise RemoteError to control every field
 of the ERROR frame; any other exception is sent with its class name and message.
 
+Call meta (§6): `ctx.headers` is a read-only mapping of the headers the caller sent (empty when
+it sent none), beside `ctx.key` and `ctx.attempt`; `peer.call(..., headers={...})` sends
+headers, and raises CallMetaError before sending when they break §6's limits.
+
 Handlers start in frame order (§6): a call handler starts as an asyncio task and a
 notification handler through `call_soon`, both first in, first out on the event loop.
 
@@ -36,7 +40,8 @@ import socket
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterable, AsyncIterator, Callable
+from types import MappingProxyType
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Mapping
 
 # --------------------------------------------------------------------------------------------
 # Constants (§4, §5)
@@ -62,6 +67,12 @@ FLAG_STREAM_PARAM = 0x01
 FLAG_META = 0x02  # §6 call meta: a JSON object after the method (feature "call-meta")
 CALL_META_FEATURE = "call-meta"
 MAX_CALL_META_BYTES = 4096
+MAX_CALL_KEY_LENGTH = 128  # code points
+MAX_CALL_HEADERS = 32
+MAX_HEADER_NAME_LENGTH = 64
+MAX_HEADER_VALUE_LENGTH = 1024
+HEADER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+HEADER_VALUE = re.compile(r"[\x20-\x7e]{0,1024}")
 
 # Which R values each kind allows, and what follows the type byte.
 R_ZERO_ONLY = {HELLO, GOODBYE, PING, PONG, CALL, NOTIFY}
@@ -595,9 +606,70 @@ def parse_nonce(value: Any) -> bytes | None:
     return bytes.fromhex(value)
 
 
+class CallMetaError(ValueError):
+    """Our own call's `key`, `attempt` or `headers` break §6's limits: raised by `Peer.call`
+    before anything is sent. `option` names the argument at fault."""
+
+    def __init__(self, method: str, option: str, problem: str) -> None:
+        super().__init__(f"call to {method!r}: option {option!r}: {problem}")
+        self.method = method
+        self.option = option
+
+
+def call_meta_problem(key: Any, attempt: Any, headers: Any) -> tuple[str, str] | None:
+    """§6: what is wrong with a meta's `key`, `attempt` or `headers` (each None when absent),
+    as (member, problem); None when all three are of their form."""
+    if headers is not None:
+        if not isinstance(headers, dict):
+            return "headers", "must be an object of strings"
+        if len(headers) > MAX_CALL_HEADERS:
+            return "headers", f"{len(headers)} headers, at most {MAX_CALL_HEADERS}"
+        for name, value in headers.items():
+            if not isinstance(name, str) or not HEADER_NAME.fullmatch(name):
+                return "headers", (f"header name {str(name)[:70]!r} is not 1 to "
+                                   f"{MAX_HEADER_NAME_LENGTH} of a-z, 0-9, '-', '_' and '.' "
+                                   "starting with a lowercase letter or a digit")
+            if not isinstance(value, str) or not HEADER_VALUE.fullmatch(value):
+                return "headers", (f"header {name!r} must be a string of 0 to "
+                                   f"{MAX_HEADER_VALUE_LENGTH} printable ASCII characters "
+                                   "(0x20 to 0x7e)")
+    if key is not None and (not isinstance(key, str)
+                            or not 1 <= len(key) <= MAX_CALL_KEY_LENGTH):
+        return "key", f"must be a string of 1 to {MAX_CALL_KEY_LENGTH} characters"
+    if attempt is not None and not 1 <= (_integer(attempt) or 0) <= MAX_SAFE_INTEGER:
+        return "attempt", f"must be an integer from 1 to 2^53 - 1, not {attempt!r}"
+    return None
+
+
+def call_meta_body(method: str, key: str | None = None, attempt: int | None = None,
+                   headers: dict[str, str] | None = None) -> bytes | None:
+    """§6: the meta of our call to `method` as compact UTF-8 JSON (members only when given,
+    `headers` only when it has one), or None when there is nothing to send. Raises
+    CallMetaError when a member breaks the spec's limits or the whole exceeds 4096 bytes."""
+    problem = call_meta_problem(key, attempt, headers)
+    if problem is not None:
+        raise CallMetaError(method, *problem)
+    obj: dict[str, Any] = {}
+    if key is not None:
+        obj["key"] = key
+    if attempt is not None:
+        obj["attempt"] = _integer(attempt)
+    if headers:
+        obj["headers"] = headers
+    if not obj:
+        return None
+    body = json_body(obj)
+    if len(body) > MAX_CALL_META_BYTES:
+        raise CallMetaError(method, "headers" if headers else "key",
+                            f"the meta (key, attempt and headers) is {len(body)} bytes of "
+                            f"JSON, over {MAX_CALL_META_BYTES}")
+    return body
+
+
 def parse_call_meta(meta: bytes | None) -> dict[str, Any] | None:
-    """§6: a CALL's meta, a JSON object whose `key` (1 to 128 characters) and `attempt` (an
-    integer >= 1) are checked; a malformed one is a protocol error."""
+    """§6: a CALL's meta, a JSON object whose `key` (1 to 128 characters), `attempt` (an
+    integer >= 1) and `headers` (at most 32 names of a-z 0-9 - _ . to printable ASCII strings)
+    are checked; a malformed one is a protocol error. Unknown members are ignored."""
     if meta is None:
         return None
     try:
@@ -606,12 +678,11 @@ def parse_call_meta(meta: bytes | None) -> dict[str, Any] | None:
         raise ProtocolError("a CALL's meta is not UTF-8 JSON") from None
     if not isinstance(obj, dict):
         raise ProtocolError("a CALL's meta is not a JSON object")
-    key, attempt = obj.get("key"), obj.get("attempt")
-    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 128):
-        raise ProtocolError("a CALL's meta key must be a string of 1 to 128 characters")
-    if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int)
-                                or attempt < 1):
-        raise ProtocolError(f"a CALL's meta attempt must be an integer >= 1, not {attempt!r}")
+    problem = call_meta_problem(obj.get("key"), obj.get("attempt"), obj.get("headers"))
+    if problem is not None:
+        raise ProtocolError(f"a CALL's meta {problem[0]}: {problem[1]}")
+    if obj.get("attempt") is not None:
+        obj["attempt"] = _integer(obj["attempt"])  # 2.0 is the integer 2 in JSON
     return obj
 
 
@@ -624,9 +695,12 @@ class CallContext:
         self.id = call_id
         self.method = method
         self.timeout_ms = timeout_ms
-        # §6 call meta: the caller's stable key for the call, and which attempt this is.
+        # §6 call meta: the caller's stable key for the call, which attempt this is, and the
+        # strings it attached by name (a read-only mapping, empty when it sent none).
         self.key: str | None = (meta or {}).get("key")
         self.attempt: int = (meta or {}).get("attempt", 1)
+        self.headers: Mapping[str, str] = MappingProxyType(dict((meta or {}).get("headers")
+                                                                or {}))
         self.cancelled = asyncio.Event()
         self.cancel_reason: str | None = None
 
@@ -977,13 +1051,23 @@ class Peer:
             raise ConnectionClosedError("the connection is closing (GOODBYE)")
 
     async def call(self, method: str, param: Any = None, *, timeout: float | None = None,
-                   param_stream: AsyncIterable[Any] | None = None) -> Any:
+                   param_stream: AsyncIterable[Any] | None = None, key: str | None = None,
+                   attempt: int | None = None, headers: Mapping[str, str] | None = None,
+                   _raw_meta: bytes | None = None) -> Any:
         """Calls `method` and returns its result; `param_stream` makes it a client stream.
+
+        `key`, `attempt` and `headers` travel in the CALL's meta (§6) and reach the handler
+        (conduit: `ctx.key`, `ctx.attempt`, `ctx.headers`); CallMetaError is raised before
+        anything is sent when they break §6's limits. The meta is left out towards a peer whose
+        HELLO does not list `call-meta`, and when it would take the CALL past the peer's
+        maxFrameBytes. `_raw_meta` is for tests: these bytes go out as the meta, unchecked.
 
         On `timeout` (seconds) or task cancellation it sends CANCEL(R=0) and raises at once;
         the id stays reserved until the handler's terminal frame arrives (§6).
         """
-        call = await self._start_call(method, param, timeout, param_stream, None)
+        meta = _raw_meta if _raw_meta is not None else call_meta_body(
+            method, key, attempt, None if headers is None else dict(headers))
+        call = await self._start_call(method, param, timeout, param_stream, None, meta)
         try:
             return await asyncio.wait_for(asyncio.shield(call.result), timeout)
         except asyncio.TimeoutError:
@@ -994,11 +1078,14 @@ class Peer:
             raise
 
     async def call_stream(self, method: str, param: Any = None, *,
-                          param_stream: AsyncIterable[Any] | None = None
-                          ) -> AsyncIterator[Any]:
-        """Calls a result-stream method and yields its items; stopping early sends CANCEL."""
+                          param_stream: AsyncIterable[Any] | None = None,
+                          key: str | None = None, attempt: int | None = None,
+                          headers: Mapping[str, str] | None = None) -> AsyncIterator[Any]:
+        """Calls a result-stream method and yields its items; stopping early sends CANCEL.
+        `key`, `attempt` and `headers` are as for `call`."""
+        meta = call_meta_body(method, key, attempt, None if headers is None else dict(headers))
         stream = _InStream(self, self._next_id, credit_r=False)
-        call = await self._start_call(method, param, None, param_stream, stream)
+        call = await self._start_call(method, param, None, param_stream, stream, meta)
         finished = False
         try:
             async for item in stream:
@@ -1028,7 +1115,7 @@ class Peer:
 
     async def _start_call(self, method: str, param: Any, timeout: float | None,
                           param_stream: AsyncIterable[Any] | None,
-                          stream: _InStream | None) -> _OutCall:
+                          stream: _InStream | None, meta: bytes | None = None) -> _OutCall:
         self._check_open()
         assert self._call_slots is not None, "call start() first"
         await self._call_slots.acquire()  # §6: queue beyond the peer's maxInFlight
@@ -1044,9 +1131,16 @@ class Peer:
         flags = 0 if param_stream is None else FLAG_STREAM_PARAM
         body = b"" if param_stream is not None else encode_value(self.codec, param)
         timeout_ms = 0 if timeout is None else max(1, round(timeout * 1000))
+        env = Envelope(CALL, id=call_id, flags=flags, timeout_ms=timeout_ms, method=method,
+                       body=body)
+        if meta is not None and CALL_META_FEATURE in self.remote_hello.get("features", []):
+            with_meta = Envelope(CALL, id=call_id, flags=flags | FLAG_META,
+                                 timeout_ms=timeout_ms, method=method, body=body, meta=meta)
+            # §6: the meta is left out rather than send a frame over the peer's limit.
+            if len(with_meta.encode()) <= self.remote_hello["maxFrameBytes"]:
+                env = with_meta
         try:
-            self._send(Envelope(CALL, id=call_id, flags=flags, timeout_ms=timeout_ms,
-                                method=method, body=body))
+            self._send(env)
         except BaseException:
             self._call_slots.release()
             raise

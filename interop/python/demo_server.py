@@ -3,6 +3,12 @@
     python3 demo_server.py --stdio [--codec json|msgpack]
     python3 demo_server.py --unix /path/to/socket [--codec json|msgpack]
     python3 demo_server.py --worker [--codec json|msgpack]
+    python3 demo_server.py --stdio --bad-headers
+
+`--bad-headers`: after its greeting, the demo calls `ts.echo` with a meta of 33 headers, one
+over §6's limit, bypassing its own check; conduit must close with GOODBYE protocol_error. The
+demo prints `demo_server: bad headers: ` and the error its call failed with to stderr, and exits
+0 when that error is the GOODBYE protocol_error, 1 otherwise.
 
 `--worker` follows the worker contract of docs/protocol.md §13, as spawnWorker starts it: the
 Unix socket named by CONDUIT_WORKER_SOCKET when it is set (stdin then only tells when the
@@ -30,6 +36,10 @@ Handlers:
   reverse({n, size})   -> the other direction: consumes ts.range({n, size}) (a result stream
                           from TS), sends ts.total a param stream of 0..n-1, catches ts.fail's
                           error, cancels a running ts.wait; returns what it saw
+  headers()            -> the headers of this call (§6 call meta), as {name: value}
+  headersBack({headers}) -> calls ts.headers with these headers and returns
+                          {seen: what ts.headers returned, refused: [the CallMetaError messages
+                          of calls Python refused to send: 33 headers, a bad name, a bad value]}
 On a notification `ts.poke` it answers with the notification `py.poked` carrying the param.
 """
 
@@ -37,12 +47,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from typing import Any, AsyncIterator
 
-from conduit_peer import (CallContext, ConnectionClosedError, HandshakeError, Peer, PeerOptions,
-                          RemoteError, error_to_wire, stdio_streams, unix_streams)
+from conduit_peer import (CallContext, CallMetaError, ConnectionClosedError, HandshakeError, Peer,
+                          PeerOptions, RemoteError, error_to_wire, stdio_streams, unix_streams)
 
 
 class DemoState:
@@ -159,7 +170,23 @@ def build_handlers(state: DemoState) -> dict[str, Any]:
     async def attempt(param: Any, ctx: CallContext) -> Any:
         return {"key": ctx.key, "attempt": ctx.attempt}  # §6 call meta
 
+    async def headers(param: Any, ctx: CallContext) -> Any:
+        return dict(ctx.headers)  # §6 call meta
+
+    async def headers_back(param: Any, ctx: CallContext) -> Any:
+        refused = []
+        too_many = {f"h{i}": "v" for i in range(33)}
+        for bad in (too_many, {"Bad": "x"}, {"x-ok": "caf\u00e9"}):
+            try:
+                await ctx.peer.call("ts.headers", headers=bad)
+                refused.append(None)
+            except CallMetaError as err:
+                refused.append(str(err))
+        seen = await ctx.peer.call("ts.headers", headers=param["headers"])
+        return {"seen": seen, "refused": refused}
+
     return {
+        "headers": headers, "headersBack": headers_back,
         "attempt": attempt, "add": add, "fail": fail, "count": count, "sum": sum_, "measure": measure, "slow": slow,
         "ticks": ticks, "callBack": call_back, "notifications": notifications,
         "wasCancelled": was_cancelled, "stats": stats, "reverse": reverse,
@@ -208,6 +235,21 @@ async def _abort_when_stdin_ends(peer: Peer) -> None:
     await peer._abort(ConnectionClosedError("the parent closed the worker's stdin"))
 
 
+async def send_bad_headers(peer: Peer) -> int:
+    """§6: a meta with 33 headers is a protocol error for the receiver: GOODBYE
+    protocol_error, then the connection closes. Returns the exit code."""
+    headers = {f"h{i}": "v" for i in range(33)}
+    meta = json.dumps({"headers": headers}, separators=(",", ":")).encode()
+    try:
+        answer = await peer.call("ts.echo", 1, _raw_meta=meta, timeout=10)
+        print(f"demo_server: bad headers: answered {answer!r}", file=sys.stderr)
+        return 1
+    except ConnectionClosedError as err:
+        print(f"demo_server: bad headers: {type(err).__name__}: {err}", file=sys.stderr)
+        await peer.wait_closed()
+        return 0 if "GOODBYE: protocol_error" in str(err) else 1
+
+
 def _secret_from_env() -> bytes | None:
     """§5.1's shared secret, from $CONDUIT_SECRET (an environment variable, not an argument,
     so it does not show in the process list)."""
@@ -225,6 +267,8 @@ async def main() -> int:
     parser.add_argument("--codec", default="json", choices=["json", "msgpack"])
     parser.add_argument("--window", type=int, default=PeerOptions.stream_window_bytes,
                         help="streamWindowBytes to announce (default %(default)s)")
+    parser.add_argument("--bad-headers", action="store_true",
+                        help="send a CALL whose meta has 33 headers (§6: at most 32)")
     args = parser.parse_args()
 
     socket_path = os.environ.get("CONDUIT_WORKER_SOCKET") if args.worker else args.unix
@@ -246,6 +290,8 @@ async def main() -> int:
         await greet(peer, state)
     except Exception as err:
         state.problems.append(f"greeting failed: {err!r}")
+    if args.bad_headers:
+        return await send_bad_headers(peer)
     await peer.serve_until_goodbye()
     if state.closing is not None:
         await state.closing

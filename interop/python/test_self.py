@@ -18,8 +18,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conduit_peer import (CALL, CANCEL, DATA, END, ERROR, FLAG_STREAM_PARAM,  # noqa: E402
-                          GOODBYE, HELLO, PING, PONG, RESULT, CallTimeoutError,
+from conduit_peer import (CALL, CANCEL, DATA, END, ERROR, FLAG_META,  # noqa: E402
+                          FLAG_STREAM_PARAM, GOODBYE, HELLO, PING, PONG, RESULT, CallMetaError,
+                          CallTimeoutError,
                           ConnectionClosedError, Envelope, HandshakeError, Peer, PeerOptions,
                           RemoteError, auth_proof, auth_transcript, decode_envelope,
                           frame_bytes, json_body, read_frame, socket_streams)
@@ -283,6 +284,107 @@ class RawWireTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((pong.kind, pong.id), (PONG, 7))
         self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"1"))  # now it is one
         await self.raw.expect_protocol_error(self)
+
+
+class CallMetaTest(unittest.IsolatedAsyncioTestCase):
+    """§6 call meta: headers read into ctx.headers, checked both ways."""
+
+    async def open(self, features: list[str], max_frame_bytes: int = 1 << 20) -> None:
+        a, b = socket.socketpair()
+
+        async def seen(param: Any, ctx: Any) -> Any:
+            return {"headers": dict(ctx.headers), "key": ctx.key, "attempt": ctx.attempt}
+
+        self.peer = Peer(*await socket_streams(a), {"seen": seen})
+        self.raw = RawSide(*await socket_streams(b))
+        self.raw.send(Envelope(HELLO, body=json_body(
+            {**HELLO_BODY, "features": features, "maxFrameBytes": max_frame_bytes})))
+        await self.peer.start()
+        hello = await self.raw.recv()
+        self.assertEqual(json.loads(hello.body)["features"], ["call-meta"])
+
+    async def asyncTearDown(self) -> None:
+        if not self.peer.closed:
+            await self.peer._abort(ConnectionClosedError("test over"))
+        self.raw.writer.close()
+
+    async def test_headers_reach_the_handler(self) -> None:
+        await self.open([])
+        headers = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                   "x.y_z-9": "", "v": "~" * 1024}
+        headers.update({f"h{i}": " !" for i in range(29)})  # 32 in all: the limit
+        meta = json_body({"headers": headers, "key": "k", "attempt": 2.0, "later": [1]})
+        self.raw.send(Envelope(CALL, id=1, flags=FLAG_META, method="seen", meta=meta))
+        result = await self.raw.recv(RESULT)
+        self.assertEqual(json.loads(result.body),
+                         {"headers": headers, "key": "k", "attempt": 2})
+        self.raw.send(Envelope(CALL, id=2, method="seen"))  # no meta: empty headers
+        result = await self.raw.recv(RESULT)
+        self.assertEqual(json.loads(result.body), {"headers": {}, "key": None, "attempt": 1})
+
+    async def test_a_meta_that_breaks_the_limits_is_a_protocol_error(self) -> None:
+        for headers in ({f"h{i}": "v" for i in range(33)}, {"x" * 65: "v"}, {"Upper": "v"},
+                        {"__proto__": "v"}, {"-a": "v"}, {"a": "v" * 1025}, {"a": "\u00e9"},
+                        {"a": "\t"}, {"a": 7}, ["a"], "a"):
+            with self.subTest(headers=headers):
+                await self.open([])
+                self.raw.send(Envelope(CALL, id=1, flags=FLAG_META, method="seen",
+                                       meta=json_body({"headers": headers})))
+                bye = await self.raw.recv(GOODBYE)
+                body = json.loads(bye.body)
+                self.assertEqual(body["code"], "protocol_error")
+                self.assertIn("meta headers", body["reason"])
+                self.assertIsNone(await self.raw.recv())  # no RESULT: the handler never ran
+                await self.asyncTearDown()
+
+    async def test_headers_are_sent_to_a_peer_that_reads_them(self) -> None:
+        await self.open(["call-meta"])
+        pending = asyncio.create_task(self.peer.call("m", headers={"traceparent": "00-ab"},
+                                                     key="k"))
+        call = await self.raw.recv(CALL)
+        self.assertEqual(call.flags, FLAG_META)
+        self.assertEqual(call.meta, b'{"key":"k","headers":{"traceparent":"00-ab"}}')
+        self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"1"))
+        self.assertEqual(await pending, 1)
+        pending = asyncio.create_task(self.peer.call("m", headers={}))  # nothing to send
+        call = await self.raw.recv(CALL)
+        self.assertEqual((call.flags, call.meta), (0, None))
+        self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"2"))
+        self.assertEqual(await pending, 2)
+
+    async def test_headers_are_left_out_for_a_peer_without_call_meta(self) -> None:
+        await self.open([])
+        pending = asyncio.create_task(self.peer.call("m", headers={"a": "b"}))
+        call = await self.raw.recv(CALL)
+        self.assertEqual((call.flags, call.meta), (0, None))
+        self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"1"))
+        self.assertEqual(await pending, 1)
+
+    async def test_headers_are_left_out_of_a_call_over_the_peer_limit(self) -> None:
+        await self.open(["call-meta"], max_frame_bytes=1024)
+        pending = asyncio.create_task(self.peer.call("m", "x" * 900, headers={"a": "b" * 200}))
+        call = await self.raw.recv(CALL)
+        self.assertEqual((call.flags, call.meta), (0, None))
+        self.raw.send(Envelope(RESULT, r=True, id=call.id, body=b"1"))
+        self.assertEqual(await pending, 1)
+
+    async def test_bad_headers_are_refused_before_sending(self) -> None:
+        await self.open(["call-meta"])
+        cases = [({f"h{i}": "v" for i in range(33)}, "33 headers, at most 32"),
+                 ({"Bad": "v"}, "header name 'Bad' is not 1 to 64"),
+                 ({"a": "caf\u00e9"}, "header 'a' must be a string of 0 to 1024 printable"),
+                 ({f"h{i}": "v" * 1000 for i in range(5)}, "over 4096")]
+        for headers, problem in cases:
+            with self.subTest(problem=problem):
+                with self.assertRaises(CallMetaError) as caught:
+                    await self.peer.call("m", headers=headers)
+                self.assertEqual(caught.exception.option, "headers")
+                self.assertIn("call to 'm': option 'headers'", str(caught.exception))
+                self.assertIn(problem, str(caught.exception))
+                with self.assertRaises(CallMetaError):
+                    await anext(self.peer.call_stream("m", headers=headers))
+        self.raw.send(Envelope(PING, id=3))  # nothing was sent: the next frame is the PONG
+        self.assertEqual((await self.raw.recv()).kind, PONG)
 
 
 class HandshakeRulesTest(unittest.IsolatedAsyncioTestCase):

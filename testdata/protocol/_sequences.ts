@@ -80,8 +80,12 @@ function describe(e: Envelope): string {
   const fields: string[] = [];
   if ("id" in e) fields.push(`id=${e.id}`);
   if ("nonce" in e) fields.push(`nonce=${e.nonce}`);
-  if (e.kind === "call" && e.flags) fields.push("STREAM_PARAM");
+  if (e.kind === "call" && e.flags & 1) fields.push("STREAM_PARAM");
   if ("method" in e) fields.push(`"${e.method}"`);
+  if (e.kind === "call" && e.meta !== undefined) {
+    const text = new TextDecoder().decode(e.meta);
+    fields.push(`META ${text.length > 40 ? `${text.slice(0, 30)}…(${e.meta.length} bytes)` : text}`);
+  }
   if ("bytes" in e) fields.push(`bytes=${e.bytes}`);
   if ("body" in e && e.body.length > 0) {
     const text = new TextDecoder().decode(e.body);
@@ -104,6 +108,28 @@ const call = (id: number, method: string, param?: unknown, flags = 0): Envelope 
   method,
   body: param === undefined ? EMPTY : json(param),
 });
+/** A CALL with META (§6): `meta` is the meta's JSON text, sent as is. */
+const metaCall = (id: number, method: string, param: unknown, meta: string): Envelope => ({
+  ...call(id, method, param),
+  meta: utf8.encode(meta),
+} as Envelope);
+/** A meta whose `headers` are `count` headers h0, h1, … with the value "v". */
+const manyHeaders = (count: number) =>
+  JSON.stringify({ headers: Object.fromEntries(Array.from({ length: count }, (_, i) => [`h${i}`, "v"])) });
+/** Call headers at every limit of §6: 32 of them, a 64-character name, 1024-character values. */
+const headersAtLimits = JSON.stringify({
+  key: "job-1",
+  attempt: 2,
+  later: { ignored: true },
+  headers: {
+    traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    tracestate: "congo=t61rcWkgMzE",
+    ["n".repeat(64)]: "",
+    "0.a_b-c": " !~".repeat(341) + " ",
+    ...Object.fromEntries(Array.from({ length: 28 }, (_, i) => [`h${i}`, "v"])),
+  },
+});
+
 const streamCall = (id: number, method: string): Envelope => ({
   kind: "call",
   id,
@@ -328,6 +354,35 @@ export const sequences: Sequence[] = [
     ],
     then: "open",
   },
+
+  // ---------------------------------------------------------------- call meta (§6)
+  {
+    name: "call-meta-headers-at-limits-accepted",
+    description:
+      "A CALL with META whose headers sit at every limit (32 headers, a 64-character name, a 1024-character value, an empty one) and an unknown member is served as usual; the scripted peer's HELLO lists no features, which only restrains what the implementation sends (§6).",
+    steps: [
+      ...start(),
+      send(metaCall(1, "echo", "ok", headersAtLimits)),
+      expect({ kind: "result", id: 1, body: "ok" }),
+    ],
+    then: "open",
+  },
+  ...([
+    ["call-meta-33-headers-refused", "33 headers (at most 32)", manyHeaders(33)],
+    ["call-meta-header-name-65-refused", "a header name of 65 characters", JSON.stringify({ headers: { ["n".repeat(65)]: "v" } })],
+    ["call-meta-header-name-uppercase-refused", "a header name with an uppercase letter", '{"headers":{"Trace":"v"}}'],
+    ["call-meta-header-name-proto-refused", "the header name __proto__ (it must start with a letter or digit)", '{"headers":{"__proto__":"v"}}'],
+    ["call-meta-header-value-1025-refused", "a header value of 1025 characters", JSON.stringify({ headers: { a: "v".repeat(1025) } })],
+    ["call-meta-header-value-not-ascii-refused", "a header value with a non-ASCII character", '{"headers":{"a":"caf\u00e9"}}'],
+    ["call-meta-header-value-control-refused", "a header value with a control character", '{"headers":{"a":"\\t"}}'],
+    ["call-meta-header-value-number-refused", "a header value that is a number", '{"headers":{"a":1}}'],
+    ["call-meta-headers-array-refused", "headers that are an array", '{"headers":["a"]}'],
+  ] as const).map(([name, what, meta]): Sequence => ({
+    name,
+    description: `A CALL whose meta has ${what} is a protocol error (§6); its handler never runs.`,
+    steps: [...start(), send(metaCall(1, "echo", "no", meta)), protocolError()],
+    then: "closed",
+  })),
 
   // ---------------------------------------------------------------- ids (§6, §9)
   {

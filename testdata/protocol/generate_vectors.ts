@@ -49,6 +49,15 @@ const valid: Array<[string, string, Envelope]> = [
     kind: "call", id: 5, flags: 2, timeoutMs: 0, method: "put", body: json(1),
     meta: json({ key: "job-42", attempt: 2 }),
   }],
+  ["call-with-headers", "CALL id 6 trace(null) with META: headers carrying a W3C trace context (§6)", {
+    kind: "call", id: 6, flags: 2, timeoutMs: 0, method: "trace", body: json(null),
+    meta: json({
+      headers: {
+        traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        tracestate: "congo=t61rcWkgMzE",
+      },
+    }),
+  }],
   ["call-utf8-method", "CALL id 300 (varint ac 02) to a method with a non-ASCII name", {
     kind: "call", id: 300, flags: 0, timeoutMs: 0, method: "grüße", body: json("hi"),
   }],
