@@ -420,7 +420,12 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
       try {
         callMetaBody({ key: options.key, attempt: options.attempt, headers: options.headers });
       } catch (error) {
-        this.reject(error);
+        // The problem names the option (key, attempt or a header); say which call it is.
+        this.reject(
+          error instanceof RangeError
+            ? new RangeError(`The call to "${this.method}": ${error.message}`)
+            : error,
+        );
         return false;
       }
     }
