@@ -932,7 +932,7 @@ export function telemetryExported(): boolean {
 }
 
 function denoTelemetry(): DenoTelemetry | undefined {
-  return (Deno as unknown as { telemetry?: DenoTelemetry }).telemetry;
+  return (globalThis as { Deno?: { telemetry?: DenoTelemetry } }).Deno?.telemetry;
 }
 
 /** Where a call started later (by a pool) keeps the telemetry context it was made in. */
