@@ -47,7 +47,7 @@ const ALLOWED: Record<string, string> = {
 
 const root = new URL("./", import.meta.url);
 const NOT_LIBRARY =
-  /^(bench|examples|interop|testdata|docs|\.ci|\.git|\.github|\.tools|node_modules)\/|(^|\/)_testdata\/|_test\.ts$|(^|\/)_test_[^/]*\.ts$|_conformance\.ts$|_test_util\.ts$/;
+  /^(bench|examples|interop|runtimes|testdata|docs|\.ci|\.git|\.github|\.tools|node_modules)\/|(^|\/)_testdata\/|_test\.ts$|(^|\/)_test_[^/]*\.ts$|_conformance\.ts$|_test_util\.ts$/;
 const IMPORT =
   /(?:^|\n)\s*(?:import|export)\s[^"';]*?from\s*"(\.{1,2}\/[^"]+)"|import\s*\(?\s*"(\.{1,2}\/[^"]+)"/g;
 
