@@ -26,6 +26,7 @@ import {
   NdjsonEncoderStream,
 } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
+import { envVar, refTimer, runtimeOs } from "../_runtime.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** One case: a name and a function that throws (or rejects) when the case fails. */
@@ -49,6 +50,32 @@ for (const [entrypoint, path] of Object.entries(denoJson.exports)) {
     await import(new URL(`../${path.slice(2)}`, import.meta.url).href);
   });
 }
+
+// ---------------------------------------------------------------- the runtime seam
+
+add("_runtime: refTimer lets a timer go and holds it again", () => {
+  const timer = setTimeout(() => {}, 60_000);
+  // Node's and Bun's handles tell (hasRef); Deno's numbers do not, so there it must not throw.
+  const handle = timer as unknown as { hasRef?(): boolean };
+  try {
+    refTimer(timer, false);
+    if (handle.hasRef) assert.equal(handle.hasRef(), false);
+    refTimer(timer, true);
+    if (handle.hasRef) assert.equal(handle.hasRef(), true);
+  } finally {
+    clearTimeout(timer);
+  }
+});
+
+add("_runtime: envVar reads the environment, runtimeOs names the OS", () => {
+  // Every runner here runs with the environment readable (deno test -A).
+  assert.equal(typeof envVar("PATH"), "string");
+  assert.equal(envVar("CONDUIT_SURELY_UNSET_VARIABLE"), undefined);
+  assert.ok(
+    ["linux", "darwin", "windows", "freebsd", "netbsd", "openbsd"].includes(runtimeOs()),
+    runtimeOs(),
+  );
+});
 
 // ---------------------------------------------------------------- a channel pair
 
