@@ -26,6 +26,7 @@ import {
   NdjsonEncoderStream,
 } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
+import { openJsonRpc } from "../jsonrpc/mod.ts";
 import { envVar, refTimer, runtimeOs } from "../_runtime.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
@@ -234,6 +235,46 @@ add("channel over memory: a typed error from the peer", async () => {
     assert.ok(error.cause instanceof RemoteError);
     assert.equal(error.cause.name, "RangeError");
   });
+});
+
+add("JSON-RPC over memory: LSP and MCP framings, a call, a notification, a cancel", async () => {
+  for (const framing of ["content-length", "ndjson"] as const) {
+    const [a, b] = memoryPair();
+    const noted = Promise.withResolvers<string>();
+    const stopped = Promise.withResolvers<unknown>();
+    const server = await openJsonRpc(a, {
+      framing,
+      handlers: {
+        add: ({ a, b }: { a: number; b: number }) => a + b,
+        noted: (param: { text: string }) => noted.resolve(param.text),
+        wait: (_: object, ctx: CallContext) =>
+          new Promise<never>((_, reject) =>
+            ctx.signal.addEventListener("abort", () => {
+              stopped.resolve(ctx.signal.reason);
+              reject(ctx.signal.reason);
+            })
+          ),
+      },
+    });
+    const client = await openJsonRpc<{
+      add(p: { a: number; b: number }): number;
+      noted(p: { text: string }): void;
+      wait(p: object): void;
+    }>(b, { framing });
+    try {
+      assert.equal(await client.remote.add({ a: 20, b: 22 }), 42, framing);
+      client.notify("noted", { text: framing });
+      assert.equal(await noted.promise, framing);
+      const aborted = new AbortController();
+      const call = client.remote.wait({}, { signal: aborted.signal });
+      setTimeout(() => aborted.abort(new Error("enough")), 10);
+      await assert.rejects(call, { message: "enough" });
+      assert.ok(await stopped.promise instanceof CallCancelledError, framing);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  }
 });
 
 // ---------------------------------------------------------------- codecs
