@@ -1,7 +1,7 @@
 // The one runtime seam: what differs between Deno, Node (>= 22) and Bun, for the
 // runtime-neutral layers. Every other module of those layers stays free of `Deno.*`,
 // `process.*` and `Bun.*` at run time, and nothing here touches a runtime global before it
-// is called, so every module loads on each runtime (runtimes/cases.ts checks it there).
+// is called, so every module loads on each runtime (runtimes/_cases.ts checks it there).
 // Anchors: vscode-jsonrpc's `ral.ts`, Hono's adapters.
 
 /** The operating system, in Deno's words (`Deno.build.os`). */
