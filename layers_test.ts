@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 
 /** Bottom to top: a module may import its own layer and the layers before it. */
 const LAYERS: readonly (readonly string[])[] = [
-  ["(base)"], // errors.ts, _options.ts, transfer.ts
+  ["(base)"], // errors.ts, _options.ts, _runtime.ts, transfer.ts
   ["protocol"],
   ["codecs"],
   ["framing"],
@@ -26,6 +26,7 @@ const ROOT_FACADES = new Set(["mod.ts"]);
 const ALLOWED: Record<string, string> = {
   // The base's private helpers serve every layer.
   "* -> _options.ts": "the one options checker",
+  "* -> _runtime.ts": "the one runtime seam (timers' ref, env vars, the OS)",
   // The conduit wire reads and writes frames with the protocol's allocation-free machinery.
   "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the frame reader, encoders and heads",
   // The JSON-RPC wire reuses the framing's synchronous splitters behind its FrameSplitter.
@@ -47,7 +48,7 @@ const ALLOWED: Record<string, string> = {
 
 const root = new URL("./", import.meta.url);
 const NOT_LIBRARY =
-  /^(bench|examples|interop|testdata|docs|\.ci|\.git|\.github|\.tools|node_modules)\/|(^|\/)_testdata\/|_test\.ts$|(^|\/)_test_[^/]*\.ts$|_conformance\.ts$|_test_util\.ts$/;
+  /^(bench|examples|interop|runtimes|testdata|docs|\.ci|\.git|\.github|\.tools|node_modules)\/|(^|\/)_testdata\/|_test\.ts$|(^|\/)_test_[^/]*\.ts$|_conformance\.ts$|_test_util\.ts$/;
 const IMPORT =
   /(?:^|\n)\s*(?:import|export)\s[^"';]*?from\s*"(\.{1,2}\/[^"]+)"|import\s*\(?\s*"(\.{1,2}\/[^"]+)"/g;
 

@@ -4,6 +4,8 @@
 // module when a channel that sets a heartbeat or an idle timeout opens, so a channel without
 // them does not load it.
 
+import { refTimer } from "../_runtime.ts";
+
 /** What the heartbeat asks of its connection. */
 export interface BeatHost {
   /** Sends a PING. */
@@ -130,8 +132,7 @@ export class Heartbeat {
 
   /** Whether the beat keeps the process alive. */
   hold(yes: boolean): void {
-    if (yes) Deno.refTimer(this.#interval);
-    else Deno.unrefTimer(this.#interval);
+    refTimer(this.#interval, yes);
   }
 }
 
@@ -173,13 +174,12 @@ export class IdleTimer {
   hold(yes: boolean): void {
     this.#held = yes;
     if (this.#timer === undefined) return;
-    if (yes) Deno.refTimer(this.#timer);
-    else Deno.unrefTimer(this.#timer);
+    refTimer(this.#timer, yes);
   }
 
   #schedule(delay: number): void {
     this.#timer = setTimeout(() => this.#check(), delay);
-    if (!this.#held) Deno.unrefTimer(this.#timer);
+    if (!this.#held) refTimer(this.#timer, false);
   }
 
   #check(): void {

@@ -18,6 +18,7 @@ import type { LifecycleEvents, Wire, WireAuth, WireFactory, WireTrace } from "..
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
+import { refTimer } from "../_runtime.ts";
 
 export type { PeerInfo };
 
@@ -747,7 +748,7 @@ export class Deadlines {
     clearTimer(this.#timer);
     this.#at = at;
     this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now())));
-    if (!this.#hold) Deno.unrefTimer(this.#timer);
+    if (!this.#hold) refTimer(this.#timer, false);
   }
 
   /** Whether the channel's timers keep the process alive (see `hold`). */
@@ -762,8 +763,7 @@ export class Deadlines {
   hold(yes: boolean): void {
     this.#hold = yes;
     if (this.#timer === undefined) return;
-    if (yes) Deno.refTimer(this.#timer);
-    else Deno.unrefTimer(this.#timer);
+    refTimer(this.#timer, yes);
   }
 
   /** Stops the timer (the channel closed). */

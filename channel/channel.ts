@@ -56,6 +56,7 @@ import type {
   RemoteOf,
   RemoteReturn,
 } from "./types.ts";
+import { envVar } from "../_runtime.ts";
 
 export type { Codec, PeerInfo, Transport };
 
@@ -797,9 +798,7 @@ function wireTrace(
 }
 
 function envAsksForTrace(): boolean {
-  const env = Deno.permissions.querySync?.({ name: "env", variable: TRACE_ENV });
-  if (env?.state !== "granted") return false;
-  const value = Deno.env.get(TRACE_ENV);
+  const value = envVar(TRACE_ENV);
   return value !== undefined && value !== "" && value !== "0";
 }
 

@@ -239,7 +239,11 @@ const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 /** A value JSON would change, and the path to it, built innermost first while unwinding. */
 class Loss {
   readonly segments: string[] = [];
-  constructor(readonly reason: string) {}
+  readonly reason: string;
+  // A plain field, not a parameter property: Node's type stripping cannot erase those.
+  constructor(reason: string) {
+    this.reason = reason;
+  }
 }
 
 const LOSSY_HINT = "jsonCodec({ lossy: true }) lets JSON change such values";

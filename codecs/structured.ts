@@ -166,7 +166,13 @@ export function structuredCodec<T = unknown>(options: StructuredCodecOptions = {
 /** A value that cannot cross, and the path to it, built innermost first while unwinding. */
 class Refusal {
   readonly segments: string[] = [];
-  constructor(readonly reason: string, readonly containers: unknown[] = []) {}
+  readonly reason: string;
+  readonly containers: unknown[];
+  // Plain fields, not parameter properties: Node's type stripping cannot erase those.
+  constructor(reason: string, containers: unknown[] = []) {
+    this.reason = reason;
+    this.containers = containers;
+  }
 }
 
 class _StructuredCodec<T> implements Codec<T> {

@@ -33,6 +33,7 @@
  * @module
  */
 
+import { runtimeOs } from "../_runtime.ts";
 import { ConnListener, connTransport } from "./_conn_transport.ts";
 import type { Listener, Transport } from "./types.ts";
 
@@ -43,7 +44,7 @@ export type { Listener, Transport };
  * The longest Unix socket path the OS accepts, in bytes: `sun_path` holds 108 bytes on Linux
  * and 104 on macOS and the BSDs, including the terminating NUL.
  */
-export const MAX_UNIX_PATH_BYTES: number = Deno.build.os === "linux" ? 107 : 103;
+export const MAX_UNIX_PATH_BYTES: number = runtimeOs() === "linux" ? 107 : 103;
 
 /**
  * Listens on a Unix socket at `path`.

@@ -381,8 +381,11 @@ export interface Killable {
 }
 
 const live = new Set<Killable>();
-/** Whether `setpriv --pdeathsig` works here: unknown until the first spawn tries it. */
-let pdeathsig: boolean | undefined = Deno.build.os === "linux" ? undefined : false;
+/**
+ * Whether `setpriv --pdeathsig` works here: unknown until the first spawn tries it (or finds
+ * it is not on Linux; asked then, not at import, so that this module loads on any runtime).
+ */
+let pdeathsig: boolean | undefined;
 
 /** Kills `worker` when this process exits, until the returned function is called. */
 export function killAtExit(worker: Killable): () => void {
@@ -414,6 +417,7 @@ function spawnWithParentDeath(
   command: string | URL,
   options: Deno.CommandOptions,
 ): Deno.ChildProcess {
+  if (pdeathsig === undefined && Deno.build.os !== "linux") pdeathsig = false;
   if (pdeathsig !== false) {
     const program = command instanceof URL ? command.pathname : command;
     try {

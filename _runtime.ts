@@ -1,0 +1,74 @@
+// The one runtime seam: what differs between Deno, Node (>= 22) and Bun, for the
+// runtime-neutral layers. Every other module of those layers stays free of `Deno.*`,
+// `process.*` and `Bun.*` at run time, and nothing here touches a runtime global before it
+// is called, so every module loads on each runtime (runtimes/_cases.ts checks it there).
+// Anchors: vscode-jsonrpc's `ral.ts`, Hono's adapters.
+
+/** The operating system, in Deno's words (`Deno.build.os`). */
+export type RuntimeOs = "linux" | "darwin" | "windows" | "freebsd" | "netbsd" | "openbsd";
+
+/** The parts of Deno's namespace this seam reads, so that it also type-checks off Deno. */
+interface DenoLike {
+  build: { os: string };
+  refTimer(id: number): void;
+  unrefTimer(id: number): void;
+  env: { get(name: string): string | undefined };
+  permissions: {
+    querySync?(descriptor: { name: "env"; variable: string }): { state: string };
+  };
+}
+
+/** The parts of Node's and Bun's `process` this seam reads. */
+interface ProcessLike {
+  platform: string;
+  env: Record<string, string | undefined>;
+}
+
+/** Node's and Bun's timer handles (Deno's are numbers). */
+interface TimerHandle {
+  ref?(): unknown;
+  unref?(): unknown;
+}
+
+function deno(): DenoLike | undefined {
+  return (globalThis as { Deno?: DenoLike }).Deno;
+}
+
+function nodeProcess(): ProcessLike | undefined {
+  return (globalThis as { process?: ProcessLike }).process;
+}
+
+/** The operating system this process runs on. */
+export function runtimeOs(): RuntimeOs {
+  const os = deno()?.build.os ?? nodeProcess()?.platform;
+  return (os === "win32" ? "windows" : os) as RuntimeOs;
+}
+
+/**
+ * Makes `timer` (from `setTimeout` or `setInterval`) keep the process alive (`ref`) or not:
+ * `Deno.refTimer`/`Deno.unrefTimer` on Deno, the handle's own `ref()`/`unref()` on Node and Bun.
+ */
+export function refTimer(timer: ReturnType<typeof setTimeout> | number, ref: boolean): void {
+  const runtime = deno();
+  if (runtime !== undefined) {
+    if (ref) runtime.refTimer(timer as unknown as number);
+    else runtime.unrefTimer(timer as unknown as number);
+    return;
+  }
+  const handle = timer as unknown as TimerHandle;
+  if (ref) handle.ref?.();
+  else handle.unref?.();
+}
+
+/**
+ * The environment variable `name`, or undefined when it is unset or, on Deno, when reading it
+ * is not granted already (never prompts: a library must not ask for permissions on its own).
+ */
+export function envVar(name: string): string | undefined {
+  const runtime = deno();
+  if (runtime !== undefined) {
+    const env = runtime.permissions.querySync?.({ name: "env", variable: name });
+    return env?.state === "granted" ? runtime.env.get(name) : undefined;
+  }
+  return nodeProcess()?.env[name];
+}

@@ -1,0 +1,363 @@
+// The cross-runtime cases, written once and registered by each runtime's own runner:
+// deno_test.ts (`deno test`), node_runner.ts (`node --test`), bun_runner.ts (`bun test`). They
+// use nothing but the web platform, `node:assert/strict` and conduit's runtime-neutral layers,
+// so that a failure names what differs between runtimes, not the harness.
+
+import assert from "node:assert/strict";
+import {
+  CallCancelledError,
+  type CallContext,
+  type Channel,
+  type ChannelOptions,
+  openChannel,
+  RemoteError,
+} from "../channel/mod.ts";
+import type { Codec } from "../codecs/types.ts";
+import { jsonCodec } from "../codecs/json.ts";
+import { msgpackCodec } from "../codecs/msgpack.ts";
+import { structuredCodec } from "../codecs/structured.ts";
+import { rawCodec } from "../codecs/raw.ts";
+import { protobufCodec } from "../codecs/protobuf.ts";
+import { arrowCodec, tableFromColumns } from "../codecs/arrow.ts";
+import {
+  encodeFrame,
+  FrameDecoderStream,
+  NdjsonDecoderStream,
+  NdjsonEncoderStream,
+} from "../framing/mod.ts";
+import { memoryPair } from "../transports/memory.ts";
+import { openJsonRpc } from "../jsonrpc/mod.ts";
+import { envVar, refTimer, runtimeOs } from "../_runtime.ts";
+import denoJson from "../deno.json" with { type: "json" };
+
+/** One case: a name and a function that throws (or rejects) when the case fails. */
+export interface RuntimeCase {
+  name: string;
+  fn: () => void | Promise<void>;
+}
+
+/** The cases every runner registers, in order. */
+export const cases: RuntimeCase[] = [];
+
+function add(name: string, fn: () => void | Promise<void>): void {
+  cases.push({ name, fn });
+}
+
+// ---------------------------------------------------------------- entrypoints
+
+for (const [entrypoint, path] of Object.entries(denoJson.exports)) {
+  add(`entrypoint ${entrypoint === "." ? "@conduit/ipc" : entrypoint} imports`, async () => {
+    // Loading is the case: some entrypoints (./codecs) export only types.
+    await import(new URL(`../${path.slice(2)}`, import.meta.url).href);
+  });
+}
+
+// ---------------------------------------------------------------- the runtime seam
+
+add("_runtime: refTimer lets a timer go and holds it again", () => {
+  const timer = setTimeout(() => {}, 60_000);
+  // Node's and Bun's handles tell (hasRef); Deno's numbers do not, so there it must not throw.
+  const handle = timer as unknown as { hasRef?(): boolean };
+  try {
+    refTimer(timer, false);
+    if (handle.hasRef) assert.equal(handle.hasRef(), false);
+    refTimer(timer, true);
+    if (handle.hasRef) assert.equal(handle.hasRef(), true);
+  } finally {
+    clearTimeout(timer);
+  }
+});
+
+add("_runtime: envVar reads the environment, runtimeOs names the OS", () => {
+  // Every runner here runs with the environment readable (deno test -A).
+  assert.equal(typeof envVar("PATH"), "string");
+  assert.equal(envVar("CONDUIT_SURELY_UNSET_VARIABLE"), undefined);
+  assert.ok(
+    ["linux", "darwin", "windows", "freebsd", "netbsd", "openbsd"].includes(runtimeOs()),
+    runtimeOs(),
+  );
+});
+
+// ---------------------------------------------------------------- a channel pair
+
+/** A typed error the server throws and the client revives by name. */
+class QuotaError extends Error {
+  override name = "QuotaError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+interface ServerApi {
+  add(param: { a: number; b: number }): number;
+  log(line: string): void;
+  count(to: number, ctx: CallContext): AsyncIterable<number>;
+  sum(items: AsyncIterable<number>): Promise<number>;
+  charge(amount: number): number;
+}
+
+interface ClientApi {
+  tick(n: number): void;
+  square(n: number): number;
+  letters(word: string): AsyncIterable<string>;
+}
+
+interface Pair {
+  server: Channel<ClientApi>;
+  client: Channel<ServerApi>;
+}
+
+/**
+ * Runs `body` with a server and a client channel over a memory transport pair, then closes
+ * both. try/finally rather than `await using`, which Node 22 does not parse.
+ */
+async function withPair(
+  server: Omit<ChannelOptions, "codec">,
+  client: Omit<ChannelOptions, "codec">,
+  body: (pair: Pair) => Promise<void>,
+): Promise<void> {
+  const [a, b] = memoryPair();
+  const [serverChannel, clientChannel] = await Promise.all([
+    openChannel<ClientApi>(a, { codec: jsonCodec(), ...server }),
+    openChannel<ServerApi>(b, { codec: jsonCodec(), ...client }),
+  ]);
+  try {
+    await body({ server: serverChannel, client: clientChannel });
+  } finally {
+    await Promise.all([clientChannel.close(), serverChannel.close()]);
+  }
+}
+
+add("channel over memory: calls both ways", async () => {
+  const server = { handlers: { add: ({ a, b }: { a: number; b: number }) => a + b } };
+  const client = { handlers: { square: (n: number) => n * n } };
+  await withPair(server, client, async (pair) => {
+    assert.equal(await pair.client.remote.add({ a: 2, b: 3 }), 5);
+    assert.equal(await pair.server.remote.square(7), 49);
+    const many = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => pair.client.remote.add({ a: i, b: i })),
+    );
+    assert.deepEqual(many, Array.from({ length: 50 }, (_, i) => 2 * i));
+  });
+});
+
+add("channel over memory: notifications both ways", async () => {
+  const toServer = Promise.withResolvers<string>();
+  const toClient = Promise.withResolvers<number>();
+  const server = { handlers: { log: (line: string) => toServer.resolve(line) } };
+  const client = { handlers: { tick: (n: number) => toClient.resolve(n) } };
+  await withPair(server, client, async (pair) => {
+    pair.client.notify("log", "hello");
+    pair.server.notify("tick", 7);
+    assert.equal(await toServer.promise, "hello");
+    assert.equal(await toClient.promise, 7);
+  });
+});
+
+add("channel over memory: streams both ways, results and params", async () => {
+  const server = {
+    handlers: {
+      async *count(to: number) {
+        for (let i = 1; i <= to; i++) yield i;
+      },
+      async sum(items: AsyncIterable<number>) {
+        let total = 0;
+        for await (const item of items) total += item;
+        return total;
+      },
+    },
+  };
+  const client = {
+    handlers: {
+      async *letters(word: string) {
+        yield* word;
+      },
+    },
+  };
+  await withPair(server, client, async (pair) => {
+    assert.deepEqual(await Array.fromAsync(pair.client.remote.count(300)), range(1, 300));
+    async function* numbers() {
+      yield* range(1, 1000);
+    }
+    assert.equal(await pair.client.remote.sum(numbers()), 500500);
+    assert.deepEqual(await Array.fromAsync(pair.server.remote.letters("node")), [..."node"]);
+  });
+});
+
+add("channel over memory: cancelling a stream or a call stops it", async () => {
+  const stopped = Promise.withResolvers<unknown>();
+  const server = {
+    handlers: {
+      add: ({ a, b }: { a: number; b: number }) => a + b,
+      async *count(to: number, ctx: CallContext) {
+        try {
+          for (let i = 1; i <= to; i++) yield i;
+        } finally {
+          stopped.resolve(ctx.signal.reason);
+        }
+      },
+    },
+  };
+  await withPair(server, {}, async (pair) => {
+    const seen: number[] = [];
+    for await (const n of pair.client.remote.count(1_000_000)) {
+      seen.push(n);
+      if (n === 3) break;
+    }
+    assert.deepEqual(seen, [1, 2, 3]);
+    assert.ok(await stopped.promise instanceof CallCancelledError);
+    const aborted = new AbortController();
+    const call = pair.client.remote.add({ a: 1, b: 2 }, { signal: aborted.signal });
+    const reason = new Error("changed my mind");
+    aborted.abort(reason);
+    await assert.rejects(call, (error) => error === reason);
+    assert.equal(await pair.client.remote.add({ a: 1, b: 2 }), 3, "the channel stays usable");
+  });
+});
+
+add("channel over memory: a typed error from the peer", async () => {
+  const server = {
+    handlers: {
+      charge(amount: number): number {
+        throw Object.assign(
+          new QuotaError(`${amount} is over the quota`, { cause: new RangeError("quota 10") }),
+          { code: "E_QUOTA", data: { quota: 10 } },
+        );
+      },
+    },
+  };
+  await withPair(server, { errorClasses: [QuotaError] }, async (pair) => {
+    const error = await pair.client.remote.charge(11).catch((e: unknown) => e);
+    assert.ok(error instanceof QuotaError, `revived as QuotaError, got ${error}`);
+    assert.equal(error.message, "11 is over the quota");
+    assert.equal((error as QuotaError & { code: string }).code, "E_QUOTA");
+    assert.deepEqual((error as QuotaError & { data: unknown }).data, { quota: 10 });
+    assert.ok(error.cause instanceof RemoteError);
+    assert.equal(error.cause.name, "RangeError");
+  });
+});
+
+add("JSON-RPC over memory: LSP and MCP framings, a call, a notification, a cancel", async () => {
+  for (const framing of ["content-length", "ndjson"] as const) {
+    const [a, b] = memoryPair();
+    const noted = Promise.withResolvers<string>();
+    const stopped = Promise.withResolvers<unknown>();
+    const server = await openJsonRpc(a, {
+      framing,
+      handlers: {
+        add: ({ a, b }: { a: number; b: number }) => a + b,
+        noted: (param: { text: string }) => noted.resolve(param.text),
+        wait: (_: object, ctx: CallContext) =>
+          new Promise<never>((_, reject) =>
+            ctx.signal.addEventListener("abort", () => {
+              stopped.resolve(ctx.signal.reason);
+              reject(ctx.signal.reason);
+            })
+          ),
+      },
+    });
+    const client = await openJsonRpc<{
+      add(p: { a: number; b: number }): number;
+      noted(p: { text: string }): void;
+      wait(p: object): void;
+    }>(b, { framing });
+    try {
+      assert.equal(await client.remote.add({ a: 20, b: 22 }), 42, framing);
+      client.notify("noted", { text: framing });
+      assert.equal(await noted.promise, framing);
+      const aborted = new AbortController();
+      const call = client.remote.wait({}, { signal: aborted.signal });
+      setTimeout(() => aborted.abort(new Error("enough")), 10);
+      await assert.rejects(call, { message: "enough" });
+      assert.ok(await stopped.promise instanceof CallCancelledError, framing);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  }
+});
+
+// ---------------------------------------------------------------- codecs
+
+function roundTrip<T>(codec: Codec<T>, value: T, expected: unknown = value): void {
+  assert.deepStrictEqual(codec.decode(codec.encode(value)), expected, codec.name);
+}
+
+add("codec json round-trips a value", () => {
+  roundTrip(jsonCodec(), { id: 1, name: "ada", tags: ["x", "y"], nested: { ok: true } });
+});
+
+add("codec msgpack round-trips a value", () => {
+  roundTrip(msgpackCodec(), { id: 2n ** 60n, bytes: new Uint8Array([1, 2]), list: [1.5, null] });
+});
+
+add("codec structured round-trips a value", () => {
+  const value = {
+    when: new Date(0),
+    map: new Map([["a", 1]]),
+    set: new Set([1, 2]),
+    big: 2n ** 70n,
+    bytes: new Uint8Array([3, 4]),
+  };
+  roundTrip(structuredCodec(), value);
+});
+
+add("codec raw round-trips bytes", () => {
+  roundTrip(rawCodec(), new Uint8Array([0, 255, 7]));
+});
+
+add("codec protobuf round-trips a message", () => {
+  const codec = protobufCodec<{ id: bigint; name: string; tags: string[] }>({
+    proto: `syntax = "proto3"; package demo;
+      message User { int64 id = 1; string name = 2; repeated string tags = 3; }`,
+    type: "demo.User",
+  });
+  roundTrip(codec, { id: 2n ** 60n, name: "ada", tags: ["x"] });
+});
+
+add("codec arrow round-trips a table", () => {
+  const codec = arrowCodec();
+  const table = codec.decode(
+    codec.encode(tableFromColumns({ id: Int32Array.of(1, 2, 3), name: ["a", "b", null] })),
+  );
+  assert.equal(table.numRows, 3);
+  assert.deepEqual([...table.getChild("id")!.toArray()], [1, 2, 3]);
+  assert.deepEqual(table.getChild("name")?.toArray(), ["a", "b", null]);
+});
+
+// ---------------------------------------------------------------- framing
+
+/** `bytes` cut into chunks of 1, 2, 3, ... bytes, so that frames and headers span chunks. */
+function split(bytes: Uint8Array): Uint8Array[] {
+  const chunks: Uint8Array[] = [];
+  for (let at = 0, size = 1; at < bytes.length; at += size++) {
+    chunks.push(bytes.slice(at, at + size));
+  }
+  return chunks;
+}
+
+add("framing decodes length-prefixed frames split across chunks", async () => {
+  const payloads = [new Uint8Array([1]), new Uint8Array(0), new Uint8Array(300).fill(9)];
+  const bytes = new Uint8Array(payloads.flatMap((payload) => [...encodeFrame(payload)]));
+  const frames = await Array.fromAsync(
+    ReadableStream.from(split(bytes)).pipeThrough(new FrameDecoderStream()),
+  );
+  assert.deepEqual(frames, payloads);
+});
+
+add("framing decodes NDJSON lines split across chunks", async () => {
+  const values = [{ a: 1 }, "two", [3]];
+  const encoded = await Array.fromAsync(
+    ReadableStream.from(values.map((value) => new TextEncoder().encode(JSON.stringify(value))))
+      .pipeThrough(new NdjsonEncoderStream()),
+  );
+  const bytes = new Uint8Array(encoded.flatMap((chunk) => [...chunk]));
+  const lines = await Array.fromAsync(
+    ReadableStream.from(split(bytes)).pipeThrough(new NdjsonDecoderStream()),
+  );
+  assert.deepEqual(lines.map((line) => JSON.parse(new TextDecoder().decode(line))), values);
+});
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}

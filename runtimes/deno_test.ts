@@ -1,0 +1,6 @@
+// The cross-runtime cases (_cases.ts) on Deno's runner, with its sanitizers on. The same cases
+// run under `node --test runtimes/node_runner.ts` and `bun test ./runtimes/bun_runner.ts`.
+
+import { cases } from "./_cases.ts";
+
+for (const { name, fn } of cases) Deno.test(`runtimes (deno): ${name}`, fn);

@@ -1,0 +1,7 @@
+// The cross-runtime cases (_cases.ts) on Node's runner: `node --test runtimes/node_runner.ts`
+// (Node >= 22, which strips the types). Not named `_test.ts`: `deno test` runs deno_test.ts.
+
+import { test } from "node:test";
+import { cases } from "./_cases.ts";
+
+for (const { name, fn } of cases) test(`runtimes (node): ${name}`, fn);
