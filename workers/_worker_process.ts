@@ -319,16 +319,33 @@ export interface ProcessControl {
 
 /** A worker's connection (its stdio or a socket) that stops the process when it closes. */
 export class ProcessTransport implements Transport {
-  readonly readable: ReadableStream<Uint8Array>;
-  readonly writable: WritableStream<Uint8Array>;
+  // The connection's direct reads and writes, passed on: without them the channel reads
+  // through `readable`, copying every large frame out of read buffers (a fresh 256 KiB one
+  // per read) where it would read it straight into a buffer of its own, which doubles the
+  // memory a stream of large items leaves for V8 to collect and slows it
+  // (bench/stream_memory.ts).
+  readonly readInto: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
+  readonly readChunk: (() => Promise<Uint8Array | null>) | undefined;
+  readonly writeChunk: ((chunk: Uint8Array) => Promise<void> | undefined) | undefined;
+  readonly closeWrite: (() => Promise<void>) | undefined;
   readonly #connection: Transport;
   readonly #process: ProcessControl;
 
   constructor(connection: Transport, process: ProcessControl) {
-    this.readable = connection.readable;
-    this.writable = connection.writable;
     this.#connection = connection;
     this.#process = process;
+    this.readInto = connection.readInto;
+    this.readChunk = connection.readChunk;
+    this.writeChunk = connection.writeChunk?.bind(connection);
+    this.closeWrite = connection.closeWrite?.bind(connection);
+  }
+
+  get readable(): ReadableStream<Uint8Array> {
+    return this.#connection.readable;
+  }
+
+  get writable(): WritableStream<Uint8Array> {
+    return this.#connection.writable;
   }
 
   async close(): Promise<void> {

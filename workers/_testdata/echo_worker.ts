@@ -73,6 +73,10 @@ const handlers = {
     const sha256 = Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
     return { bytes: all.length, sha256, pid: Deno.pid, key: ctx.key, attempt: ctx.attempt };
   },
+  /** `count` fresh items of `bytes` bytes, every byte of item `i` equal to `i & 0xff`. */
+  async *blobs({ count, bytes }: { count: number; bytes: number }): AsyncIterable<Uint8Array> {
+    for (let i = 0; i < count; i++) yield new Uint8Array(bytes).fill(i & 0xff);
+  },
   /** Adds up a stream from the caller. */
   async sum(values: AsyncIterable<number>): Promise<number> {
     let total = 0;
