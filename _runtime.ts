@@ -38,6 +38,11 @@ function nodeProcess(): ProcessLike | undefined {
   return (globalThis as { process?: ProcessLike }).process;
 }
 
+/** Whether this is Deno (its own APIs are used then; `node:` ones elsewhere). */
+export function onDeno(): boolean {
+  return deno() !== undefined;
+}
+
 /** The operating system this process runs on. */
 export function runtimeOs(): RuntimeOs {
   const os = deno()?.build.os ?? nodeProcess()?.platform;

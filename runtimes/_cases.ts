@@ -5,12 +5,14 @@
 
 import assert from "node:assert/strict";
 import {
+  AuthenticationError,
   CallCancelledError,
   type CallContext,
   type Channel,
   type ChannelOptions,
   openChannel,
   RemoteError,
+  serve,
 } from "../channel/mod.ts";
 import type { Codec } from "../codecs/types.ts";
 import { jsonCodec } from "../codecs/json.ts";
@@ -26,6 +28,11 @@ import {
   NdjsonEncoderStream,
 } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
+import { connectUnix, listenUnix } from "../transports/unix.ts";
+import { connectTcp } from "../transports/tcp.ts";
+import { nodeListenTcp } from "../transports/_node_socket.ts";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
 import { envVar, refTimer, runtimeOs } from "../_runtime.ts";
 import denoJson from "../deno.json" with { type: "json" };
@@ -274,6 +281,95 @@ add("JSON-RPC over memory: LSP and MCP framings, a call, a notification, a cance
       await client.close();
       await server.close();
     }
+  }
+});
+
+// ---------------------------------------------------------------- sockets
+
+/** Runs `body` with a fresh temporary directory, removed afterwards. */
+async function withTempDir(body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(`${tmpdir()}/cd`);
+  try {
+    await body(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+add("unix socket: a channel's calls and streams, through listenUnix and connectUnix", async () => {
+  await withTempDir(async (dir) => {
+    const listener = await listenUnix(`${dir}/s`);
+    try {
+      const accepted = listener.accept();
+      const [server, client] = await Promise.all([
+        accepted.then((transport) =>
+          openChannel(transport, {
+            handlers: {
+              add: ({ a, b }: { a: number; b: number }) => a + b,
+              async *count(to: number) {
+                for (let i = 1; i <= to; i++) yield i;
+              },
+            },
+          })
+        ),
+        connectUnix(`${dir}/s`).then((transport) => openChannel<ServerApi>(transport)),
+      ]);
+      try {
+        assert.equal(await client.remote.add({ a: 40, b: 2 }), 42);
+        assert.deepEqual(await Array.fromAsync(client.remote.count(1000)), range(1, 1000));
+        const big = "x".repeat(1 << 20);
+        assert.equal(await client.remote.add({ a: big.length, b: 0 }), 1 << 20);
+      } finally {
+        await Promise.all([client.close(), server.close()]);
+      }
+    } finally {
+      await listener.close();
+    }
+  });
+});
+
+add("serve() over a Unix socket with auth: the secret opens, a wrong one is refused", async () => {
+  await withTempDir(async (dir) => {
+    const secret = "correct horse battery staple";
+    const server = serve(await listenUnix(`${dir}/s`), {
+      auth: { secret },
+      handlers: { add: ({ a, b }: { a: number; b: number }) => a + b },
+    });
+    try {
+      const client = await openChannel<ServerApi>(await connectUnix(`${dir}/s`), {
+        auth: { secret },
+      });
+      try {
+        assert.equal(await client.remote.add({ a: 1, b: 2 }), 3);
+      } finally {
+        await client.close();
+      }
+      await assert.rejects(
+        openChannel<ServerApi>(await connectUnix(`${dir}/s`), { auth: { secret: "wrong" } }),
+        AuthenticationError,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+add("tcp: connectTcp reaches a node:net listener; bytes both ways, then the end", async () => {
+  const listener = await nodeListenTcp("127.0.0.1", 0);
+  try {
+    const accepted = listener.accept();
+    const client = await connectTcp({ port: (listener.addr as { port: number }).port });
+    const server = await accepted;
+    const echo = server.readable.pipeTo(server.writable);
+    const writer = client.writable.getWriter();
+    await writer.write(new Uint8Array([1, 2, 3]));
+    await writer.close();
+    const received = await Array.fromAsync(client.readable);
+    assert.deepEqual(received.flatMap((chunk) => [...chunk]), [1, 2, 3]);
+    await echo;
+    await Promise.all([client.close(), server.close()]);
+  } finally {
+    await listener.close();
   }
 });
 

@@ -36,6 +36,7 @@
  * @module
  */
 
+import { onDeno } from "../_runtime.ts";
 import { ConnListener, connTransport } from "./_conn_transport.ts";
 import type { Listener, Transport } from "./types.ts";
 
@@ -155,6 +156,9 @@ export function listenTcp(options: TcpListenOptions = {}): Listener {
  */
 export async function connectTcp(options: TcpConnectOptions): Promise<Transport> {
   const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
+  if (!onDeno()) {
+    return (await import("./_node_socket.ts")).nodeConnectTcp(hostname, options.port);
+  }
   const conn = await Deno.connect({ transport: "tcp", hostname, port: options.port });
   conn.setNoDelay(true);
   return connTransport(conn, `TCP connection to ${hostname}:${options.port}`);

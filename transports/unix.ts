@@ -33,7 +33,7 @@
  * @module
  */
 
-import { runtimeOs } from "../_runtime.ts";
+import { onDeno, runtimeOs } from "../_runtime.ts";
 import { ConnListener, connTransport } from "./_conn_transport.ts";
 import type { Listener, Transport } from "./types.ts";
 
@@ -88,6 +88,7 @@ export const MAX_UNIX_PATH_BYTES: number = runtimeOs() === "linux" ? 107 : 103;
  */
 export async function listenUnix(path: string): Promise<Listener> {
   assertPathFits(path);
+  if (!onDeno()) return (await import("./_node_socket.ts")).nodeListenUnix(path);
   let listener: Deno.Listener<Deno.UnixConn> | undefined;
   // A stale file removed by us can be taken by another listen before we bind: then we probe
   // again, and find its listener live.
@@ -128,6 +129,7 @@ export async function listenUnix(path: string): Promise<Listener> {
  * ```
  */
 export async function connectUnix(path: string): Promise<Transport> {
+  if (!onDeno()) return (await import("./_node_socket.ts")).nodeConnectUnix(path);
   const conn = await Deno.connect({ transport: "unix", path });
   return connTransport(conn, `Unix socket ${path}`);
 }

@@ -1,0 +1,310 @@
+// Sockets through `node:net`, for Node and Bun: a net.Socket as a ByteChannel, a net.Server as
+// a Listener, and the Unix and TCP connect/listen that transports/unix.ts and tcp.ts use off
+// Deno (loaded only there; Deno runs this module too, which is how its tests check it). The
+// same contract as the Deno transports: bytes in order, backpressure both ways (a read queue
+// that pauses the socket, writes settled when the runtime has the bytes), half-close, and a
+// listener that closes what it accepted but did not hand out.
+
+import * as fs from "node:fs/promises";
+import * as net from "node:net";
+import { TransportClosedError } from "../errors.ts";
+import { type ByteChannel, ByteChannelTransport } from "./_byte_channel_transport.ts";
+import { ListenerBase } from "./_conn_transport.ts";
+import type { Listener, Transport } from "./types.ts";
+
+/** Bytes read ahead of the reader before the socket is paused. */
+const READ_AHEAD_BYTES = 256 * 1024;
+/** Connections accepted but not yet taken by `accept()` before new ones are dropped. */
+const MAX_PENDING_CONNECTIONS = 1024;
+
+/** `socket` as a Transport; `label` names it in error messages. */
+export function socketTransport(
+  socket: net.Socket,
+  label: string,
+  remoteAddr?: Deno.Addr,
+): Transport {
+  const transport = new ByteChannelTransport(new SocketChannel(socket, label));
+  return remoteAddr === undefined
+    ? transport
+    : Object.defineProperty(transport, "remoteAddr", { value: remoteAddr });
+}
+
+class SocketChannel implements ByteChannel {
+  readonly label: string;
+  readonly #socket: net.Socket;
+  readonly #queue: Uint8Array[] = [];
+  #queued = 0;
+  #ended = false;
+  #failure: Error | undefined;
+  #reading: PromiseWithResolvers<Uint8Array | null> | undefined;
+  readonly #closed: Promise<void>;
+
+  constructor(socket: net.Socket, label: string) {
+    this.#socket = socket;
+    this.label = label;
+    socket.on("data", (data: Uint8Array) => this.#data(data));
+    socket.on("end", () => this.#end());
+    socket.on("error", (error: Error) => {
+      this.#failure ??= error;
+      this.#end();
+    });
+    this.#closed = new Promise((resolve) => socket.once("close", () => resolve()));
+    void this.#closed.then(() => this.#end());
+  }
+
+  #data(data: Uint8Array): void {
+    // A plain view: the runtime's Buffer is a subclass, which codecs refuse to pass on as is.
+    const chunk = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const reading = this.#reading;
+    if (reading !== undefined) {
+      this.#reading = undefined;
+      reading.resolve(chunk);
+      return;
+    }
+    this.#queue.push(chunk);
+    this.#queued += chunk.length;
+    if (this.#queued >= READ_AHEAD_BYTES) this.#socket.pause();
+  }
+
+  #end(): void {
+    this.#ended = true;
+    const reading = this.#reading;
+    if (reading === undefined) return;
+    this.#reading = undefined;
+    if (this.#failure !== undefined) reading.reject(this.#failure);
+    else reading.resolve(null);
+  }
+
+  read(): Promise<Uint8Array | null> {
+    const chunk = this.#queue.shift();
+    if (chunk !== undefined) {
+      this.#queued -= chunk.length;
+      if (this.#queued < READ_AHEAD_BYTES && this.#socket.isPaused()) this.#socket.resume();
+      return Promise.resolve(chunk);
+    }
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#ended) return Promise.resolve(null);
+    this.#reading = Promise.withResolvers();
+    return this.#reading.promise;
+  }
+
+  write(chunk: Uint8Array): Promise<void> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    // Settled once the runtime is done with `chunk` (the caller may reuse its memory then).
+    return new Promise((resolve, reject) =>
+      this.#socket.write(chunk, (error) => error ? reject(error) : resolve())
+    );
+  }
+
+  closeWrite(): Promise<void> {
+    return new Promise((resolve) => this.#socket.end(() => resolve()));
+  }
+
+  async close(): Promise<void> {
+    // Abortive or not, as Deno's sockets: the peer reads the end (no reset).
+    this.#socket.destroy();
+    await this.#closed;
+  }
+}
+
+/** A net.Server's connections as Transports. */
+class ServerListener extends ListenerBase {
+  readonly addr: Deno.Addr;
+  readonly encryption: "none" | undefined;
+  readonly #server: net.Server;
+  readonly #wrap: (socket: net.Socket) => Transport;
+  readonly #onClose: (() => Promise<void>) | undefined;
+  readonly #pending: net.Socket[] = [];
+  readonly #accepting: PromiseWithResolvers<net.Socket>[] = [];
+  #failure: Error | undefined;
+
+  constructor(
+    server: net.Server,
+    addr: Deno.Addr,
+    wrap: (socket: net.Socket) => Transport,
+    options: { encryption?: "none"; onClose?: () => Promise<void> } = {},
+  ) {
+    super();
+    this.#server = server;
+    this.addr = addr;
+    this.#wrap = wrap;
+    this.encryption = options.encryption;
+    this.#onClose = options.onClose;
+    server.on("connection", (socket: net.Socket) => {
+      const accepting = this.#accepting.shift();
+      if (accepting !== undefined) accepting.resolve(socket);
+      else if (this.#pending.length < MAX_PENDING_CONNECTIONS) this.#pending.push(socket);
+      else socket.destroy();
+    });
+    server.on("error", (error: Error) => {
+      this.#failure = error;
+      for (const accepting of this.#accepting.splice(0)) accepting.reject(error);
+    });
+  }
+
+  async accept(): Promise<Transport> {
+    if (this.closing) throw new TransportClosedError("The listener is closed");
+    if (this.#failure !== undefined) throw this.#failure;
+    let socket = this.#pending.shift();
+    if (socket === undefined) {
+      const accepting = Promise.withResolvers<net.Socket>();
+      this.#accepting.push(accepting);
+      socket = await accepting.promise;
+    }
+    return this.#wrap(socket);
+  }
+
+  protected override async release(): Promise<void> {
+    // Stops listening at once; its "close" waits for the connections handed out, which are
+    // their owners' to close, so it is not awaited.
+    this.#server.close();
+    for (const socket of this.#pending.splice(0)) socket.destroy();
+    for (const accepting of this.#accepting.splice(0)) {
+      accepting.reject(new TransportClosedError("The listener is closed"));
+    }
+    await this.#onClose?.();
+  }
+}
+
+/** Resolves once `server` listens (`listen` called by `start`), rejects with its error. */
+function listening(server: net.Server, start: () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.once("listening", () => {
+      server.off("error", reject);
+      resolve();
+    });
+    start();
+  });
+}
+
+/** Connects `socket` (`connect` called by `start`), resolving once connected. */
+function connected(start: () => net.Socket): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = start();
+    socket.once("error", reject);
+    socket.once("connect", () => {
+      socket.off("error", reject);
+      resolve(socket);
+    });
+  });
+}
+
+/** A TCP listener (Node and Bun); `setNoDelay(true)` on each connection. */
+export async function nodeListenTcp(hostname: string, port: number): Promise<Listener> {
+  const server = net.createServer({ noDelay: true, allowHalfOpen: true });
+  await listening(server, () => server.listen(port, hostname));
+  const address = server.address() as net.AddressInfo;
+  return new ServerListener(
+    server,
+    { transport: "tcp", hostname: address.address, port: address.port },
+    (socket) =>
+      socketTransport(socket, `TCP connection from ${socket.remoteAddress}:${socket.remotePort}`, {
+        transport: "tcp",
+        hostname: socket.remoteAddress ?? "",
+        port: socket.remotePort ?? 0,
+      }),
+    { encryption: "none" },
+  );
+}
+
+/** A TCP connection (Node and Bun), with `setNoDelay(true)`. */
+export async function nodeConnectTcp(hostname: string, port: number): Promise<Transport> {
+  const socket = await connected(() =>
+    net.connect({ host: hostname, port, noDelay: true, allowHalfOpen: true })
+  );
+  return socketTransport(socket, `TCP connection to ${hostname}:${port}`);
+}
+
+/**
+ * A Unix socket listener (Node and Bun): bound in a private directory beside `path`, made
+ * owner-only, then linked into place, so the file is never reachable with other permissions; a
+ * stale file (nothing listens) is replaced, a live listener's never; the file is removed on
+ * close if it is still ours.
+ */
+export async function nodeListenUnix(path: string): Promise<Listener> {
+  for (;;) {
+    const server = await bindUnlessTaken(path);
+    if (server !== undefined) {
+      const { ino } = await fs.lstat(path);
+      return new ServerListener(
+        server,
+        { transport: "unix", path },
+        (socket) => socketTransport(socket, `Unix socket ${path}`),
+        { onClose: () => removeIfOurs(path, ino) },
+      );
+    }
+    await clearStaleSocket(path);
+  }
+}
+
+/** A Unix socket connection (Node and Bun). */
+export async function nodeConnectUnix(path: string): Promise<Transport> {
+  const socket = await connected(() => net.connect({ path, allowHalfOpen: true }));
+  return socketTransport(socket, `Unix socket ${path}`);
+}
+
+async function bindUnlessTaken(path: string): Promise<net.Server | undefined> {
+  const privateDir = await fs.mkdtemp(`${dirname(path)}/.`);
+  try {
+    const bindPath = `${privateDir}/s`;
+    const server = net.createServer({ allowHalfOpen: true });
+    await listening(server, () => server.listen(bindPath));
+    try {
+      await fs.chmod(bindPath, 0o600);
+      await fs.link(bindPath, path);
+    } catch (error) {
+      await new Promise((resolve) => server.close(resolve));
+      if ((error as { code?: string }).code === "EEXIST") return undefined;
+      throw error;
+    }
+    return server;
+  } finally {
+    await fs.rm(privateDir, { recursive: true, force: true });
+  }
+}
+
+/** Removes the file at `path` if it is a socket nobody listens on; throws if it is live. */
+async function clearStaleSocket(path: string): Promise<void> {
+  let info;
+  try {
+    info = await fs.lstat(path);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return;
+    throw error;
+  }
+  if (!info.isSocket()) {
+    throw Object.assign(new Error(`Cannot listen on ${path}: it exists and is not a socket`), {
+      code: "EEXIST",
+    });
+  }
+  try {
+    (await connected(() => net.connect({ path }))).destroy();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT") return;
+    if (code !== "ECONNREFUSED") throw error;
+    // Stale: remove it unless another listener replaced it since (no directory lock here).
+    if ((await fs.lstat(path).catch(() => undefined))?.ino === info.ino) {
+      await fs.rm(path, { force: true });
+    }
+    return;
+  }
+  throw Object.assign(new Error(`Cannot listen on ${path}: a live listener serves it`), {
+    code: "EADDRINUSE",
+  });
+}
+
+async function removeIfOurs(path: string, ino: number): Promise<void> {
+  try {
+    if ((await fs.lstat(path)).ino === ino) await fs.rm(path);
+  } catch (error) {
+    if ((error as { code?: string }).code !== "ENOENT") throw error;
+  }
+}
+
+function dirname(path: string): string {
+  const slash = path.lastIndexOf("/");
+  if (slash < 0) return ".";
+  return slash === 0 ? "/" : path.slice(0, slash);
+}
