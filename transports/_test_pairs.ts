@@ -3,6 +3,7 @@
 // transports, channel) and the benchmarks. It lives at the lowest layer that has transports,
 // so no lower layer's test imports a higher layer's helper.
 
+import assert from "node:assert/strict";
 import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
 import { memoryPair } from "./memory.ts";
 import type { Listener, Transport } from "./types.ts";
@@ -116,4 +117,58 @@ function released(a: Transport, b: Transport, release: () => Promise<void>): Tes
       await release();
     },
   };
+}
+
+/** Leaves a socket file at `path` whose listener was killed (a stale file). */
+export async function leaveStaleSocket(path: string): Promise<void> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `Deno.listen({ transport: "unix", path: ${
+        JSON.stringify(path)
+      } }); console.log("ready"); setInterval(() => {}, 60_000);`,
+    ],
+    stdout: "piped",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  assert.equal((await reader.read()).value?.trim(), "ready");
+  child.kill("SIGKILL");
+  await child.status;
+  await reader.cancel();
+  assert.ok((await Deno.lstat(path)).isSocket, "the dead process left its socket file");
+}
+
+/** A fresh temporary directory under /tmp (short, for socket paths). */
+export function tempDir(): Promise<string> {
+  return Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
+}
+
+/** Sends three bytes from `a`, half-closes, checks `b` reads them, closes both. */
+export async function echoOnce(a: Transport, b: Transport): Promise<void> {
+  const writer = a.writable.getWriter();
+  await writer.write(new Uint8Array([1, 2, 3]));
+  await writer.close();
+  assert.deepEqual(await Array.fromAsync(b.readable), [new Uint8Array([1, 2, 3])]);
+  await Promise.all([a.close(), b.close()]);
+}
+
+/**
+ * Listens at `<dir>/app.sock` with `listen` and checks the socket file's rules: owner-only,
+ * nothing else left in the directory (the private bind directory is gone), the listener's
+ * address, and the file removed on close. Returns the path, gone by then.
+ */
+export async function checkSocketFile(
+  dir: string,
+  listen: (path: string) => Promise<Listener>,
+): Promise<string> {
+  const path = `${dir}/app.sock`;
+  const listener = await listen(path);
+  const info = await Deno.lstat(path);
+  assert.ok(info.isSocket);
+  assert.equal(info.mode! & 0o777, 0o600);
+  assert.deepEqual(listener.addr, { transport: "unix", path });
+  assert.deepEqual((await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name), ["app.sock"]);
+  await listener.close();
+  await assert.rejects(Deno.lstat(path), Deno.errors.NotFound);
+  return path;
 }

@@ -5,7 +5,13 @@
 import assert from "node:assert/strict";
 import { nodeConnectTcp, nodeConnectUnix, nodeListenTcp, nodeListenUnix } from "./_node_socket.ts";
 import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
-import { connectPair } from "./_test_pairs.ts";
+import {
+  checkSocketFile,
+  connectPair,
+  echoOnce,
+  leaveStaleSocket,
+  tempDir,
+} from "./_test_pairs.ts";
 import { connectTcp, listenTcp } from "./tcp.ts";
 import type { Listener, Transport } from "./types.ts";
 import { connectUnix, listenUnix } from "./unix.ts";
@@ -50,15 +56,8 @@ testTransportConformance({
 
 Deno.test("node:net unix: the socket file is owner-only from the start, and removed on close", async () => {
   const dir = await tempDir();
-  const listener = await nodeListenUnix(`${dir}/app.sock`);
-  const info = await Deno.lstat(`${dir}/app.sock`);
-  assert.ok(info.isSocket);
-  assert.equal(info.mode! & 0o777, 0o600);
-  assert.deepEqual(listener.addr, { transport: "unix", path: `${dir}/app.sock` });
-  assert.deepEqual((await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name), ["app.sock"]);
-  await listener.close();
-  await assert.rejects(Deno.lstat(`${dir}/app.sock`), Deno.errors.NotFound);
-  await assert.rejects(nodeConnectUnix(`${dir}/app.sock`), { code: "ENOENT" });
+  const path = await checkSocketFile(dir, nodeListenUnix);
+  await assert.rejects(nodeConnectUnix(path), { code: "ENOENT" });
   await Deno.remove(dir);
 });
 
@@ -122,32 +121,3 @@ Deno.test("node:net: a closed listener ends its iteration and refuses accept()",
   assert.deepEqual(await serving, []);
   await assert.rejects(listener.accept(), { name: "TransportClosedError" });
 });
-
-async function leaveStaleSocket(path: string): Promise<void> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "eval",
-      `Deno.listen({ transport: "unix", path: ${
-        JSON.stringify(path)
-      } }); console.log("ready"); setInterval(() => {}, 60_000);`,
-    ],
-    stdout: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  assert.equal((await reader.read()).value?.trim(), "ready");
-  child.kill("SIGKILL");
-  await child.status;
-  await reader.cancel();
-}
-
-function tempDir(): Promise<string> {
-  return Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
-}
-
-async function echoOnce(a: Transport, b: Transport): Promise<void> {
-  const writer = a.writable.getWriter();
-  await writer.write(new Uint8Array([1, 2, 3]));
-  await writer.close();
-  assert.deepEqual(await Array.fromAsync(b.readable), [new Uint8Array([1, 2, 3])]);
-  await Promise.all([a.close(), b.close()]);
-}

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
-import { connectPair, unix } from "./_test_pairs.ts";
+import {
+  checkSocketFile,
+  connectPair,
+  echoOnce,
+  leaveStaleSocket,
+  tempDir,
+  unix,
+} from "./_test_pairs.ts";
 import { connectUnix, listenUnix, MAX_UNIX_PATH_BYTES } from "./unix.ts";
 import type { Listener, Transport } from "./types.ts";
 
@@ -21,16 +28,8 @@ testTransportConformance({
 
 Deno.test("unix: the socket file is owner-only, and removed on close", async () => {
   const dir = await tempDir();
-  const listener = await listenUnix(`${dir}/app.sock`);
-  const info = await Deno.lstat(`${dir}/app.sock`);
-  assert.ok(info.isSocket);
-  assert.equal(info.mode! & 0o777, 0o600);
-  assert.deepEqual(listener.addr, { transport: "unix", path: `${dir}/app.sock` });
-  // Nothing but the socket is left in the directory (the private bind directory is gone).
-  assert.deepEqual((await Array.fromAsync(Deno.readDir(dir))).map((e) => e.name), ["app.sock"]);
-  await listener.close();
-  await assert.rejects(Deno.lstat(`${dir}/app.sock`), Deno.errors.NotFound);
-  await assert.rejects(connectUnix(`${dir}/app.sock`), Deno.errors.NotFound);
+  const path = await checkSocketFile(dir, listenUnix);
+  await assert.rejects(connectUnix(path), Deno.errors.NotFound);
   await Deno.remove(dir);
 });
 
@@ -212,24 +211,6 @@ Deno.test("unix: listenUnix works with permissions scoped to the socket's direct
 });
 
 /** Leaves a socket file at `path` whose listener is gone, as a killed process does. */
-async function leaveStaleSocket(path: string): Promise<void> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "eval",
-      `Deno.listen({ transport: "unix", path: ${
-        JSON.stringify(path)
-      } }); console.log("ready"); setInterval(() => {}, 60_000);`,
-    ],
-    stdout: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  assert.equal((await reader.read()).value?.trim(), "ready");
-  child.kill("SIGKILL");
-  await child.status;
-  await reader.cancel();
-  assert.ok((await Deno.lstat(path)).isSocket, "the dead process left its socket file");
-}
-
 async function rejectsWith(
   promise: Promise<unknown>,
   type: new (...args: never[]) => Error,
@@ -238,18 +219,6 @@ async function rejectsWith(
   const error = await promise.then(() => undefined, (e) => e);
   assert.ok(error instanceof type, `expected ${type.name}, got ${error}`);
   assert.match(error.message, message);
-}
-
-function tempDir(): Promise<string> {
-  return Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
-}
-
-async function echoOnce(a: Transport, b: Transport): Promise<void> {
-  const writer = a.writable.getWriter();
-  await writer.write(new Uint8Array([1, 2, 3]));
-  await writer.close();
-  assert.deepEqual(await Array.fromAsync(b.readable), [new Uint8Array([1, 2, 3])]);
-  await Promise.all([a.close(), b.close()]);
 }
 
 async function closeAndRemove(listener: Listener, dir: string): Promise<void> {

@@ -12,6 +12,7 @@ import { openChannel } from "../../channel/mod.ts";
 import { jsonCodec } from "../../codecs/json.ts";
 import type { Transport } from "../../transports/types.ts";
 import { connectUnix, listenUnix } from "../../transports/unix.ts";
+import { startJaeger } from "../../_test_jaeger.ts";
 import { loadAverage } from "./_env.ts";
 import { rate, roundsLine, sig, spreadOf, time, times } from "./_format.ts";
 import { callsPerSecond, rotated, sequential } from "./_measure.ts";
@@ -116,7 +117,7 @@ export function telemetryMarkdown(result: TelemetryResult | undefined): string[]
   return out;
 }
 
-/** Jaeger on free loopback ports when it is built, else nothing to export to. */
+/** Jaeger (`_test_jaeger.ts`'s) when it is built, else nothing to export to. */
 async function startCollector(): Promise<
   { name: string; env: Record<string, string> } & AsyncDisposable
 > {
@@ -129,65 +130,11 @@ async function startCollector(): Promise<
       [Symbol.asyncDispose]: () => Promise.resolve(),
     };
   }
-  const port = () => {
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const { port } = listener.addr;
-    listener.close();
-    return port;
-  };
-  const [otlp, query, grpc] = [port(), port(), port()];
-  const dir = await Deno.makeTempDir({ prefix: "conduit-report-jaeger" });
-  await Deno.writeTextFile(
-    `${dir}/config.yaml`,
-    `service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces: { receivers: [otlp], processors: [batch], exporters: [jaeger_storage_exporter] }
-    metrics: { receivers: [otlp], exporters: [nop] }
-  telemetry: { metrics: { level: none }, logs: { level: error } }
-extensions:
-  jaeger_query:
-    storage: { traces: memory }
-    http: { endpoint: "127.0.0.1:${query}" }
-    grpc: { endpoint: "127.0.0.1:${grpc}" }
-  jaeger_storage:
-    backends: { memory: { memory: { max_traces: 100000 } } }
-receivers:
-  otlp: { protocols: { http: { endpoint: "127.0.0.1:${otlp}" } } }
-processors:
-  batch: {}
-exporters:
-  jaeger_storage_exporter: { trace_storage: memory }
-  nop: {}
-`,
-  );
-  const child = new Deno.Command(JAEGER, {
-    args: ["--config", `${dir}/config.yaml`],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  for (let tries = 0;; tries++) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port: otlp })).close();
-      break;
-    } catch (error) {
-      if (tries > 200) {
-        child.kill();
-        await child.status;
-        throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  const jaeger = await startJaeger();
   return {
     name: "Jaeger v1.76.0 (OTLP/HTTP, in-memory storage) on this machine",
-    env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlp}` },
-    async [Symbol.asyncDispose]() {
-      child.kill();
-      await child.status;
-      await Deno.remove(dir, { recursive: true });
-    },
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint },
+    [Symbol.asyncDispose]: () => jaeger[Symbol.asyncDispose](),
   };
 }
 
