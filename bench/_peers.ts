@@ -54,7 +54,7 @@ export async function spawnPeer(
   // The parent listens, the child connects (its stdin and stdout are then unused).
   const listener: Listener = kind === "unix"
     ? await listenUnix(`${socketDir}/${++socketCount}.sock`)
-    : listenTcp({ port: 0 });
+    : await listenTcp({ port: 0 });
   const address = kind === "unix"
     ? (listener.addr as Deno.UnixAddr).path
     : String((listener.addr as Deno.NetAddr).port);

@@ -422,7 +422,7 @@ async function runServer(kind: Kind, root: string): Promise<void> {
       maxConnections: 1000,
       handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
     };
-    const listener = listenTcp({ port: 0 });
+    const listener = await listenTcp({ port: 0 });
     port = (listener.addr as Deno.NetAddr).port;
     const overTcp = serve(listener, { ...common, auth: { secret: SECRET } });
     const overUnix = serve(await listenUnix(`${dir}/s`), common);

@@ -60,12 +60,12 @@ const unix = await acceptEcho(
   () => `const conn = await Deno.connect({ transport: "unix", path: "${dir}/conduit" });`,
 );
 const tcp = await acceptEcho(
-  listenTcp(),
+  await listenTcp(),
   (port) => `const conn = await Deno.connect({ port: ${port} });`,
 );
 const ca = await Deno.readTextFile(new URL("ca.pem", TLS_DIR));
 const tls = await acceptEcho(
-  listenTls({
+  await listenTls({
     cert: await Deno.readTextFile(new URL("server.pem", TLS_DIR)),
     key: await Deno.readTextFile(new URL("server.key", TLS_DIR)),
   }),

@@ -271,7 +271,10 @@ Deno.test("auth: a peer echoing the server's nonce (a reflection) is refused", a
 Deno.test("auth: serve() over TLS authenticates each client; a wrong secret is refused, the server goes on", async () => {
   const read = (name: string) =>
     Deno.readTextFile(new URL(`../testdata/tls/${name}`, import.meta.url));
-  const listener = listenTls({ cert: await read("server.pem"), key: await read("server.key") });
+  const listener = await listenTls({
+    cert: await read("server.pem"),
+    key: await read("server.key"),
+  });
   const { port } = listener.addr as Deno.NetAddr;
   const caCerts = [await read("ca.pem")];
   const handlers = { ping: () => "pong" };
@@ -303,7 +306,7 @@ Deno.test("auth: serve() over TLS authenticates each client; a wrong secret is r
 });
 
 Deno.test("auth: serve() reports a refused client as an AuthenticationError with its address", async () => {
-  const listener = listenTcp({ port: 0 });
+  const listener = await listenTcp({ port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   const reported: [unknown, Connection | undefined][] = [];
   const server = serve(listener, {
@@ -447,7 +450,7 @@ for (const kind of [unix, tcp]) {
     const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cd" });
     const { listenUnix, connectUnix } = await import("../transports/unix.ts");
     const { listenTcp, connectTcp } = await import("../transports/tcp.ts");
-    const listener = kind === unix ? await listenUnix(`${dir}/s`) : listenTcp();
+    const listener = kind === unix ? await listenUnix(`${dir}/s`) : await listenTcp();
     const connect = kind === unix
       ? () => connectUnix(`${dir}/s`)
       : () => connectTcp({ port: (listener.addr as Deno.NetAddr).port });

@@ -131,7 +131,7 @@ export interface Connection {
    * import assert from "node:assert/strict";
    *
    * const seen: string[] = [];
-   * const listener = listenTcp({ port: 0 });
+   * const listener = await listenTcp({ port: 0 });
    * const { port } = listener.addr as Deno.NetAddr;
    * const server = serve(listener, {
    *   auth: false, // loopback only
@@ -284,7 +284,7 @@ export interface Server extends AsyncDisposable {
  *   next(): number;
  * }
  * const stop = new AbortController();
- * const listener = listenTcp({ port: 0 });
+ * const listener = await listenTcp({ port: 0 });
  * const { port } = listener.addr as Deno.NetAddr;
  * const server = serve(listener, {
  *   codec: jsonCodec(),
@@ -313,7 +313,7 @@ export interface Server extends AsyncDisposable {
  * import assert from "node:assert/strict";
  *
  * const handlers = { ping: () => "pong" };
- * const listener = listenTcp({ hostname: "0.0.0.0", port: 0 });
+ * const listener = await listenTcp({ hostname: "0.0.0.0", port: 0 });
  * assert.throws(() => serve(listener, { codec: jsonCodec(), handlers }), /auth: false/);
  * // Off loopback, plain TCP without auth takes a second, louder word.
  * const options = { codec: jsonCodec(), handlers, auth: false } as const;

@@ -145,7 +145,7 @@ Deno.test("serve: 1,000 concurrent good clients beside garbage, silent and abort
 
 Deno.test("serve: above maxConnections accepting pauses until a connection closes", async () => {
   assert.equal(DEFAULT_MAX_CONNECTIONS, 200);
-  const listener = listenTcp({ port: 0 });
+  const listener = await listenTcp({ port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   let most = 0;
   const handlers = { ping: () => "pong" };
@@ -187,7 +187,7 @@ async function listenerOf(kind: "tcp" | "unix"): Promise<{
   cleanup: () => Promise<void>;
 }> {
   if (kind === "tcp") {
-    const listener = listenTcp({ port: 0 });
+    const listener = await listenTcp({ port: 0 });
     const { port } = listener.addr as Deno.NetAddr;
     return { listener, connect: () => connectTcp({ port }), cleanup: async () => {} };
   }
@@ -422,8 +422,11 @@ async function callOnce(
 }
 
 Deno.test("serve: a TCP or TLS listener without auth is refused with a TypeError naming auth: false", async () => {
-  const tcp = listenTcp({ port: 0 });
-  const tls = listenTls({ cert: await tlsFile("server.pem"), key: await tlsFile("server.key") });
+  const tcp = await listenTcp({ port: 0 });
+  const tls = await listenTls({
+    cert: await tlsFile("server.pem"),
+    key: await tlsFile("server.key"),
+  });
   assert.equal(tcp.encryption, "none");
   assert.equal(tls.encryption, "tls");
   for (const listener of [tcp, tls]) {
@@ -445,7 +448,7 @@ Deno.test("serve: plain TCP off loopback needs auth, or auth: false with insecur
   const any = () => listenTcp({ hostname: "0.0.0.0", port: 0 });
   const connect = (port: number) => connectTcp({ port });
   for (const options of [{}, { insecure: true }, { auth: false } as const]) {
-    const listener = any();
+    const listener = await any();
     assert.throws(
       () => serve(listener, { codec, ...options }),
       (error: Error) =>
@@ -454,12 +457,12 @@ Deno.test("serve: plain TCP off loopback needs auth, or auth: false with insecur
     );
     await listener.close();
   }
-  await callOnce(any(), { auth: false, insecure: true }, connect);
-  await callOnce(any(), { auth: { secret: "a secret both ends hold, 32 bytes+" } }, connect);
+  await callOnce(await any(), { auth: false, insecure: true }, connect);
+  await callOnce(await any(), { auth: { secret: "a secret both ends hold, 32 bytes+" } }, connect);
   // TLS off loopback: auth: false is enough, the traffic is encrypted.
   const caCerts = [await tlsFile("ca.pem")];
   await callOnce(
-    listenTls({
+    await listenTls({
       hostname: "0.0.0.0",
       cert: await tlsFile("server.pem"),
       key: await tlsFile("server.key"),
@@ -585,7 +588,7 @@ Deno.test("serve: a handler factory that throws refuses its connection only", as
 });
 
 Deno.test("serve: options out of range are refused", async () => {
-  const listener = listenTcp({ port: 0 });
+  const listener = await listenTcp({ port: 0 });
   const auth = false;
   assert.throws(() => serve(listener, { codec, auth, maxConnections: 0 }), RangeError);
   assert.throws(() => serve(listener, { codec, auth, idleTimeout: 0 }), RangeError);

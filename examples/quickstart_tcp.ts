@@ -15,7 +15,7 @@ const handlers = { add: ({ a, b }: { a: number; b: number }) => a + b };
 // Both ends read the secret from their environment: never from the command line.
 const secret = Deno.env.get("CONDUIT_SECRET") || crypto.randomUUID();
 
-const listener = listenTcp({ port: 0 }); // 127.0.0.1 unless a hostname is given
+const listener = await listenTcp({ port: 0 }); // 127.0.0.1 unless a hostname is given
 const { port } = listener.addr as Deno.NetAddr;
 const stop = new AbortController();
 const server = serve(listener, {

@@ -28,7 +28,7 @@ Deno.test({
   name: "interop/python: auth over TCP, the right secret, a wrong one and none",
   ignore: !python,
   async fn() {
-    const listener = listenTcp({ port: 0 });
+    const listener = await listenTcp({ port: 0 });
     const { port } = listener.addr as Deno.NetAddr;
     const errors: unknown[] = [];
     let calls = 0;

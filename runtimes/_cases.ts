@@ -29,8 +29,7 @@ import {
 } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
-import { connectTcp } from "../transports/tcp.ts";
-import { nodeListenTcp } from "../transports/_node_socket.ts";
+import { connectTcp, listenTcp } from "../transports/tcp.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
@@ -354,24 +353,31 @@ add("serve() over a Unix socket with auth: the secret opens, a wrong one is refu
   });
 });
 
-add("tcp: connectTcp reaches a node:net listener; bytes both ways, then the end", async () => {
-  const listener = await nodeListenTcp("127.0.0.1", 0);
-  try {
-    const accepted = listener.accept();
-    const client = await connectTcp({ port: (listener.addr as { port: number }).port });
-    const server = await accepted;
-    const echo = server.readable.pipeTo(server.writable);
-    const writer = client.writable.getWriter();
-    await writer.write(new Uint8Array([1, 2, 3]));
-    await writer.close();
-    const received = await Array.fromAsync(client.readable);
-    assert.deepEqual(received.flatMap((chunk) => [...chunk]), [1, 2, 3]);
-    await echo;
-    await Promise.all([client.close(), server.close()]);
-  } finally {
-    await listener.close();
-  }
-});
+add(
+  "tcp: serve() over listenTcp with auth; connectTcp clients, a wrong secret refused",
+  async () => {
+    const secret = "correct horse battery staple";
+    const server = serve(await listenTcp({ port: 0 }), {
+      auth: { secret },
+      handlers: { add: ({ a, b }: { a: number; b: number }) => a + b },
+    });
+    try {
+      const port = (server.addr as { port: number }).port;
+      const client = await openChannel<ServerApi>(await connectTcp({ port }), { auth: { secret } });
+      try {
+        assert.equal(await client.remote.add({ a: 20, b: 22 }), 42);
+      } finally {
+        await client.close();
+      }
+      await assert.rejects(
+        openChannel<ServerApi>(await connectTcp({ port }), { auth: { secret: "wrong" } }),
+        AuthenticationError,
+      );
+    } finally {
+      await server.close();
+    }
+  },
+);
 
 // ---------------------------------------------------------------- codecs
 

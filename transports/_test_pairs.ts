@@ -52,7 +52,7 @@ export const unix: TransportKind = {
 export const tcp: TransportKind = {
   name: "tcp",
   async pair() {
-    const listener = listenTcp();
+    const listener = await listenTcp();
     const port = (listener.addr as Deno.NetAddr).port;
     const [b, a] = await connectPair(listener, () => connectTcp({ port }));
     await listener.close();
@@ -67,7 +67,10 @@ export const tls: TransportKind = {
   name: "tls",
   async pair() {
     const read = (name: string) => Deno.readTextFile(new URL(name, TLS_DIR));
-    const listener = listenTls({ cert: await read("server.pem"), key: await read("server.key") });
+    const listener = await listenTls({
+      cert: await read("server.pem"),
+      key: await read("server.key"),
+    });
     const port = (listener.addr as Deno.NetAddr).port;
     const ca = await read("ca.pem");
     const [b, a] = await connectPair(listener, () => connectTls({ port, caCerts: [ca] }));

@@ -102,7 +102,7 @@ Deno.test("node:net sockets talk to Deno's: both ways, Unix and TCP", async () =
     [await listenUnix(`${dir}/deno.sock`), () => nodeConnectUnix(`${dir}/deno.sock`)],
     [await nodeListenUnix(`${dir}/node.sock`), () => connectUnix(`${dir}/node.sock`)],
   ];
-  const denoTcp = listenTcp();
+  const denoTcp = await listenTcp();
   pairs.push([denoTcp, () => nodeConnectTcp("127.0.0.1", (denoTcp.addr as Deno.NetAddr).port)]);
   const nodeTcp = await nodeListenTcp("127.0.0.1", 0);
   pairs.push([nodeTcp, () => connectTcp({ port: (nodeTcp.addr as Deno.NetAddr).port })]);

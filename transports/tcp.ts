@@ -15,7 +15,7 @@
  * import { connectTcp, listenTcp } from "@conduit/ipc/transports/tcp";
  * import assert from "node:assert/strict";
  *
- * await using listener = listenTcp({ port: 0 });
+ * await using listener = await listenTcp({ port: 0 });
  * const serving = (async () => {
  *   for await (const server of listener) {
  *     await server.readable.pipeTo(server.writable); // echo until the client half-closes
@@ -108,25 +108,25 @@ export interface TlsConnectOptions extends TcpConnectOptions {
  * `auth: false` to serve without it (and `insecure: true` too off loopback).
  *
  * @param options Address to bind; see {@linkcode TcpListenOptions}.
- * @returns A listener; iterate it to accept, `close()` it to stop.
+ * @returns A listener, once it is bound; iterate it to accept, `close()` it to stop.
  *
  * @example
  * ```ts
  * import { listenTcp } from "@conduit/ipc/transports/tcp";
  * import assert from "node:assert/strict";
  *
- * const listener = listenTcp({ port: 0 });
+ * const listener = await listenTcp({ port: 0 });
  * assert.equal((listener.addr as Deno.NetAddr).hostname, "127.0.0.1");
  * assert.equal(listener.encryption, "none");
  * await listener.close();
  * ```
  */
-export function listenTcp(options: TcpListenOptions = {}): Listener {
-  const listener = Deno.listen({
-    transport: "tcp",
-    hostname: options.hostname ?? DEFAULT_TCP_HOSTNAME,
-    port: options.port ?? 0,
-  });
+export async function listenTcp(options: TcpListenOptions = {}): Promise<Listener> {
+  const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
+  if (!onDeno()) {
+    return (await import("./_node_socket.ts")).nodeListenTcp(hostname, options.port ?? 0);
+  }
+  const listener = Deno.listen({ transport: "tcp", hostname, port: options.port ?? 0 });
   return new ConnListener(listener, (conn) => {
     conn.setNoDelay(true);
     return connTransport(conn, `TCP connection from ${formatAddr(conn.remoteAddr)}`);
@@ -145,7 +145,7 @@ export function listenTcp(options: TcpListenOptions = {}): Listener {
  * import { connectTcp, listenTcp } from "@conduit/ipc/transports/tcp";
  * import assert from "node:assert/strict";
  *
- * await using listener = listenTcp({ port: 0 });
+ * await using listener = await listenTcp({ port: 0 });
  * const accepted = listener.accept();
  * await using client = await connectTcp({ port: (listener.addr as Deno.NetAddr).port });
  * await using server = await accepted;
@@ -171,14 +171,14 @@ export async function connectTcp(options: TcpConnectOptions): Promise<Transport>
  * serve any client that connects.
  *
  * @param options Address, certificate and key; see {@linkcode TlsListenOptions}.
- * @returns A listener; iterate it to accept, `close()` it to stop.
+ * @returns A listener, once it is bound; iterate it to accept, `close()` it to stop.
  *
  * @example Echo over TLS (with the repository's test-only certificate)
  * ```ts
  * import { connectTls, listenTls } from "@conduit/ipc/transports/tcp";
  * import assert from "node:assert/strict";
  *
- * await using listener = listenTls({
+ * await using listener = await listenTls({
  *   cert: await Deno.readTextFile("testdata/tls/server.pem"),
  *   key: await Deno.readTextFile("testdata/tls/server.key"),
  * });
@@ -200,7 +200,8 @@ export async function connectTcp(options: TcpConnectOptions): Promise<Transport>
  * await serving;
  * ```
  */
-export function listenTls(options: TlsListenOptions): Listener {
+export async function listenTls(options: TlsListenOptions): Promise<Listener> {
+  if (!onDeno()) throw new TypeError("listenTls runs on Deno only so far (docs/runtimes.md)");
   const listener = Deno.listenTls({
     transport: "tcp",
     hostname: options.hostname ?? DEFAULT_TCP_HOSTNAME,
@@ -228,7 +229,7 @@ export function listenTls(options: TlsListenOptions): Listener {
  * import { connectTls, listenTls } from "@conduit/ipc/transports/tcp";
  * import assert from "node:assert/strict";
  *
- * await using listener = listenTls({
+ * await using listener = await listenTls({
  *   cert: await Deno.readTextFile("testdata/tls/server.pem"),
  *   key: await Deno.readTextFile("testdata/tls/server.key"),
  * });

@@ -13,8 +13,8 @@ const ca = await Deno.readTextFile(new URL("ca.pem", TLS_DIR));
 testTransportConformance({
   name: "tcp",
   pair: tcp.pair,
-  stuckPeer: () => {
-    const listener = listenTcp();
+  stuckPeer: async () => {
+    const listener = await listenTcp();
     return stuckSocketPeer(listener, `await Deno.connect({ port: ${portOf(listener)} })`);
   },
   abortSeenByPeer: "end",
@@ -23,8 +23,8 @@ testTransportConformance({
 testTransportConformance({
   name: "tls",
   pair: tls.pair,
-  stuckPeer: () => {
-    const listener = listenTls({ cert, key });
+  stuckPeer: async () => {
+    const listener = await listenTls({ cert, key });
     return stuckSocketPeer(
       listener,
       `const c = await Deno.connectTls({ port: ${portOf(listener)}, caCerts: [${
@@ -36,7 +36,7 @@ testTransportConformance({
 });
 
 Deno.test("tcp: listens on loopback unless told otherwise", async () => {
-  const listener = listenTcp();
+  const listener = await listenTcp();
   const addr = listener.addr as Deno.NetAddr;
   assert.equal(addr.hostname, "127.0.0.1");
   assert.ok(addr.port > 0);
@@ -45,7 +45,7 @@ Deno.test("tcp: listens on loopback unless told otherwise", async () => {
 });
 
 Deno.test("tcp: a listener's close() ends a pending iteration and is idempotent", async () => {
-  const listener = listenTcp();
+  const listener = await listenTcp();
   const iterating = Array.fromAsync(listener);
   await new Promise((resolve) => setTimeout(resolve, 10));
   await Promise.all([listener.close(), listener.close()]);
@@ -53,7 +53,7 @@ Deno.test("tcp: a listener's close() ends a pending iteration and is idempotent"
 });
 
 Deno.test("tls: a client that does not trust the certificate fails to connect", async () => {
-  const listener = listenTls({ cert, key });
+  const listener = await listenTls({ cert, key });
   const serving = (async () => {
     for await (const t of listener) {
       // The failed handshake shows up as a read error on the server's transport.
@@ -68,7 +68,7 @@ Deno.test("tls: a client that does not trust the certificate fails to connect", 
 });
 
 Deno.test("tls: the certificate is checked against the name connected to", async () => {
-  const listener = listenTls({ cert, key });
+  const listener = await listenTls({ cert, key });
   const accepting = listener[Symbol.asyncIterator]().next();
   // The test certificate names localhost, 127.0.0.1 and ::1.
   const client = await connectTls({
@@ -98,7 +98,7 @@ function portOf(listener: Listener): number {
 }
 
 Deno.test("tcp listener: accept() returns each connection, and rejects once the listener closes", async () => {
-  const listener = listenTcp({ port: 0 });
+  const listener = await listenTcp({ port: 0 });
   const [client, server] = await connectPair(
     listener,
     () => connectTcp({ port: portOf(listener) }),

@@ -180,7 +180,7 @@ export interface Transport extends AsyncDisposable {
  * import { listenTcp } from "@conduit/ipc/transports/tcp";
  * import assert from "node:assert/strict";
  *
- * const listener: Listener = listenTcp({ port: 0 });
+ * const listener: Listener = await listenTcp({ port: 0 });
  * assert.ok(listener.addr);
  * await listener.close();
  * ```
