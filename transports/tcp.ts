@@ -200,20 +200,27 @@ export async function connectTcp(options: TcpConnectOptions): Promise<Transport>
  * await serving;
  * ```
  */
-export async function listenTls(options: TlsListenOptions): Promise<Listener> {
-  if (!onDeno()) throw new TypeError("listenTls runs on Deno only so far (docs/runtimes.md)");
-  const listener = Deno.listenTls({
-    transport: "tcp",
-    hostname: options.hostname ?? DEFAULT_TCP_HOSTNAME,
-    port: options.port ?? 0,
-    cert: options.cert,
-    key: options.key,
-  });
-  return new ConnListener(
-    listener,
-    (conn) => connTransport(conn, `TLS connection from ${formatAddr(conn.remoteAddr)}`),
-    { encryption: "tls" },
-  );
+export function listenTls(options: TlsListenOptions): Promise<Listener> {
+  // A promise for one shape with listenTcp, which binds asynchronously on Node and Bun.
+  try {
+    if (!onDeno()) throw new TypeError("listenTls runs on Deno only so far (docs/runtimes.md)");
+    const listener = Deno.listenTls({
+      transport: "tcp",
+      hostname: options.hostname ?? DEFAULT_TCP_HOSTNAME,
+      port: options.port ?? 0,
+      cert: options.cert,
+      key: options.key,
+    });
+    return Promise.resolve(
+      new ConnListener(
+        listener,
+        (conn) => connTransport(conn, `TLS connection from ${formatAddr(conn.remoteAddr)}`),
+        { encryption: "tls" },
+      ),
+    );
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /**
