@@ -42,7 +42,8 @@ const ALLOWED: Record<string, string> = {
   // Workers wrap channel calls (pooled calls are the channel's call objects) and hold
   // the channel's process handle; the shown types keep each entrypoint's docs complete.
   "workers/* -> channel/_remote.ts": "the one remote proxy, and the call objects pools wrap",
-  "workers/* -> channel/_otel.ts": "pooled calls keep the telemetry context they were made in",
+  "workers/* -> channel/_otel.ts":
+    "pooled calls keep the telemetry context they were made in; pool metrics",
   "workers/* -> channel/_shown_types.ts": "types shown by each entrypoint",
 };
 

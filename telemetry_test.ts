@@ -4,7 +4,13 @@
 // calls' and pools' metrics reach the collector.
 
 import assert from "node:assert/strict";
-import { haveJaeger, type JaegerSpan, type MetricPoint, startJaeger } from "./_test_jaeger.ts";
+import {
+  haveJaeger,
+  type Jaeger,
+  type JaegerSpan,
+  type MetricPoint,
+  startJaeger,
+} from "./_test_jaeger.ts";
 import { haveNatsServer, startNatsServer } from "./transports/_test_nats_server.ts";
 
 const NAME =
@@ -17,22 +23,10 @@ Deno.test({
     await using jaeger = await startJaeger();
     await using nats = await startNatsServer();
     const service = `conduit-app-${crypto.randomUUID().slice(0, 8)}`;
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", new URL("./testdata/telemetry/app.ts", import.meta.url).pathname],
-      env: {
-        OTEL_DENO: "true",
-        OTEL_SERVICE_NAME: service,
-        OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
-        OTEL_DENO_CONSOLE: "ignore",
-        OTEL_METRIC_EXPORT_INTERVAL: "200",
-        NATS_URL: nats.url,
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(output.stdout);
-    assert.ok(output.success, new TextDecoder().decode(output.stderr));
-    const app = JSON.parse(text.trim().split("\n").at(-1)!);
+    const app = await runTraced("app.ts", service, jaeger, {
+      OTEL_METRIC_EXPORT_INTERVAL: "200",
+      NATS_URL: nats.url,
+    });
     assert.deepEqual({ worker: app.worker, parent: app.parent }, { worker: 1, parent: 20 });
     assert.deepEqual(app.ticks, [0, 1, 2]);
     // The handler the worker called back, and the NATS service it called, ran in the trace of
@@ -147,19 +141,7 @@ Deno.test({
   async fn() {
     await using jaeger = await startJaeger();
     const service = `conduit-paths-${crypto.randomUUID().slice(0, 8)}`;
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", new URL("./testdata/telemetry/paths.ts", import.meta.url).pathname],
-      env: {
-        OTEL_DENO: "true",
-        OTEL_SERVICE_NAME: service,
-        OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
-        OTEL_DENO_CONSOLE: "ignore",
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.ok(output.success, new TextDecoder().decode(output.stderr));
-    const app = JSON.parse(new TextDecoder().decode(output.stdout).trim().split("\n").at(-1)!);
+    const app = await runTraced("paths.ts", service, jaeger);
     assert.equal(app.n, 40);
     // The thread's handler, the parent's call-back, the served handler, the JSON-RPC handler
     // and the HTTP handler it fetched from all ran in the root span's trace.
@@ -195,3 +177,29 @@ Deno.test({
     assert.equal(chain[1].tags["rpc.system"], "conduit");
   },
 });
+
+/**
+ * Runs `testdata/telemetry/<program>` with Deno's OpenTelemetry exporting to `jaeger` as
+ * `service`; what its last line of output says, as JSON.
+ */
+async function runTraced(
+  program: string,
+  service: string,
+  jaeger: Jaeger,
+  env: Record<string, string> = {},
+): Promise<Record<string, unknown> & { traceId: string }> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL(`./testdata/telemetry/${program}`, import.meta.url).pathname],
+    env: {
+      OTEL_DENO: "true",
+      OTEL_SERVICE_NAME: service,
+      OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+      OTEL_DENO_CONSOLE: "ignore",
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(output.success, new TextDecoder().decode(output.stderr));
+  return JSON.parse(new TextDecoder().decode(output.stdout).trim().split("\n").at(-1)!);
+}

@@ -7,8 +7,6 @@
 // Also the call context of pools: a pool sends a call later, from another context, and its
 // attempts belong to the context the call was made in.
 
-import type { CallOptions } from "./types.ts";
-
 /** An OpenTelemetry context: immutable, keyed by symbols. */
 export interface OtelContext {
   getValue(key: symbol): unknown;
@@ -84,21 +82,15 @@ export function otelApi(): OtelApi | undefined {
     : undefined;
 }
 
-/** Where a call started later (by a pool) keeps the telemetry context it was made in. */
-const CALL_CONTEXT: unique symbol = Symbol("conduit.callContext");
-
 /**
- * `options` carrying the telemetry context active now, when the runtime traces: a pool sends
- * its calls later, from another context, and its attempts belong to this one.
+ * The telemetry context active now, when the runtime traces: a pool sends a call later, from
+ * another context, and keeps this one with the call for its attempts (see {@linkcode inContext}).
  */
-export function withCallContext(options: CallOptions | undefined): CallOptions | undefined {
-  const api = otelApi();
-  if (api === undefined) return options;
-  return { ...options, [CALL_CONTEXT]: api.context.active() } as CallOptions;
+export function activeContext(): OtelContext | undefined {
+  return otelApi()?.context.active();
 }
 
-/** Runs `fn` in the telemetry context `options` carry (see {@linkcode withCallContext}). */
-export function inCallContext<T>(options: CallOptions | undefined, fn: () => T): T {
-  const context = (options as { [CALL_CONTEXT]?: OtelContext } | undefined)?.[CALL_CONTEXT];
+/** Runs `fn` in `context` (from {@linkcode activeContext}), or as it is without one. */
+export function inContext<T>(context: OtelContext | undefined, fn: () => T): T {
   return context === undefined ? fn() : otelApi()!.context.with(context, fn);
 }

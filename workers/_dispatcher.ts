@@ -17,7 +17,7 @@
 import { DeadlineExceededError } from "../channel/errors.ts";
 import type { CallOptions, RemoteStream } from "../channel/types.ts";
 import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./errors.ts";
-import { inCallContext, otelApi } from "../channel/_otel.ts";
+import { activeContext, inContext, otelApi, type OtelContext } from "../channel/_otel.ts";
 import { DualCall, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
 import { integerOption, numberOption } from "../_options.ts";
@@ -136,7 +136,7 @@ export class Dispatcher<T extends Target> {
 
   /** Starts a call: refused at once, or queued until a target takes it. */
   call(method: string, param: unknown, options: CallOptions | undefined): PoolCall {
-    const call = new PoolCall(method, param, options);
+    const call = new PoolCall(method, param, options, activeContext());
     const refusal = this.#failure ??
       (this.#closed ? new PoolClosedError(`The pool is closed: cannot call "${method}"`) : (
         this.hasRoom() ? undefined : new PoolQueueFullError(this.limits.maxQueued)
@@ -290,8 +290,8 @@ export class Dispatcher<T extends Target> {
     const options = remaining === Infinity && meta === undefined
       ? call.options
       : { ...call.options, ...meta, ...(remaining !== Infinity && { timeout: remaining }) };
-    const inner = inCallContext(
-      options,
+    const inner = inContext(
+      call.context,
       () => this.#manager.send(target, call.method, param, options),
     );
     call.run(inner, (ok, error) => this.#finished(call, target, ok, error));
@@ -446,6 +446,8 @@ export class PoolCall extends DualCall {
   readonly method: string;
   /** The caller's options; a retryable call's gain its key on its first dispatch. */
   options: CallOptions | undefined;
+  /** The telemetry context the call was made in, which its attempts run in (if tracing). */
+  readonly context: OtelContext | undefined;
   readonly #param: unknown;
   readonly #deadline: number;
   attempts = 0;
@@ -469,11 +471,17 @@ export class PoolCall extends DualCall {
   #stream: PromiseWithResolvers<AsyncIterator<unknown>> | undefined;
   #streamConnected = false;
 
-  constructor(method: string, param: unknown, options: CallOptions | undefined) {
+  constructor(
+    method: string,
+    param: unknown,
+    options: CallOptions | undefined,
+    context?: OtelContext,
+  ) {
     super();
     this.method = method;
     this.#param = param;
     this.options = options;
+    this.context = context;
     const timeout = options?.timeout;
     this.#deadline = timeout === undefined || timeout === Infinity
       ? Infinity

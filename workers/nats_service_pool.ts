@@ -41,7 +41,6 @@ import { integerOption, positiveOption } from "../_options.ts";
 import { type Channel, type ChannelOptions, openChannel } from "../channel/channel.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { TransportClosedError } from "../errors.ts";
-import { withCallContext } from "../channel/_otel.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type { CallOptions, CheckedHandlers, MethodName } from "../channel/types.ts";
 import { DiscoveryWatcher, type Instance } from "../transports/_nats_discovery.ts";
@@ -369,7 +368,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     this.#onEvent = onEvent;
     const dispatcher = this.#dispatcher;
     this.remote = remoteProxy<Api>((method, param, callOptions) =>
-      dispatcher.call(method, param, withCallContext(callOptions))
+      dispatcher.call(method, param, callOptions)
     ) as unknown as PoolRemoteOf<Api>;
     this.#watcher = new DiscoveryWatcher(nc, subject, {
       interval: discoveryInterval,

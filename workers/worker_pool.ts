@@ -28,7 +28,6 @@
 import { integerOption, numberOption } from "../_options.ts";
 import { channelCodecs } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
-import { withCallContext } from "../channel/_otel.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type {
   CallOptions,
@@ -426,7 +425,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     });
     const dispatcher = this.#dispatcher;
     this.remote = remoteProxy<Api>((method, param, callOptions) =>
-      dispatcher.call(method, param, withCallContext(callOptions))
+      dispatcher.call(method, param, callOptions)
     ) as unknown as PoolRemoteOf<Api>;
     for (let i = 0; i < this.size; i++) this.#start(new Slot());
     const name = typeof worker === "string" || worker instanceof URL

@@ -124,10 +124,18 @@ export async function retryOnce<T>(
   }
 }
 
-/** Runs `deno run -A <module> ...args` as a fresh process; its stdout, parsed as JSON. */
-export async function runFresh<T>(module: string, args: string[]): Promise<T> {
+/**
+ * Runs `deno run -A <module> ...args` as a fresh process, with `env` added to this one's; its
+ * stdout, parsed as JSON.
+ */
+export async function runFresh<T>(
+  module: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<T> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", module, ...args],
+    env,
     stdin: "null",
     stderr: "inherit",
   }).output();
@@ -138,8 +146,9 @@ export async function runFresh<T>(module: string, args: string[]): Promise<T> {
 }
 
 /**
- * Runs every case once per round, each as a fresh process of `module` (`<case> ...args`), the
- * order rotating by a case each round; what each printed, per case, in round order.
+ * Runs every case once per round, each as a fresh process of `module` (`<case> ...args`, with
+ * `envOf(case)` in its environment), the order rotating by a case each round; what each
+ * printed, per case, in round order.
  */
 export async function freshRounds<C extends string, T>(
   module: string,
@@ -147,12 +156,13 @@ export async function freshRounds<C extends string, T>(
   args: string[],
   rounds: number,
   log: (line: string) => void,
+  envOf: (name: C) => Record<string, string> = () => ({}),
 ): Promise<Record<C, T[]>> {
   const figures = Object.fromEntries(cases.map((name) => [name, []])) as unknown as Record<C, T[]>;
   for (let round = 0; round < rounds; round++) {
     log(`${module.split("/").at(-1)} round ${round + 1}/${rounds}`);
     for (const name of rotated(cases, round)) {
-      figures[name].push(await runFresh<T>(module, [name, ...args]));
+      figures[name].push(await runFresh<T>(module, [name, ...args], envOf(name)));
     }
   }
   return figures;

@@ -15,7 +15,7 @@ import { connectUnix, listenUnix } from "../../transports/unix.ts";
 import { startJaeger } from "../../_test_jaeger.ts";
 import { loadAverage } from "./_env.ts";
 import { rate, roundsLine, sig, spreadOf, time, times } from "./_format.ts";
-import { callsPerSecond, rotated, sequential } from "./_measure.ts";
+import { callsPerSecond, freshRounds, sequential } from "./_measure.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 const CASES = [
@@ -53,26 +53,17 @@ export async function runTelemetry(
   const date = new Date().toISOString();
   const load = loadAverage();
   await using collector = await startCollector();
-  const figures = Object.fromEntries(CASES.map((name) => [name, []])) as unknown as Record<
-    Case,
-    number[]
-  >;
-  for (let round = 0; round < rounds; round++) {
-    log(`telemetry round ${round + 1}/${rounds}`);
-    for (const name of rotated(CASES, round)) {
-      const env: Record<string, string> = name.startsWith("on-")
+  const figures = await freshRounds<Case, number>(
+    import.meta.filename!,
+    CASES,
+    [String(scale)],
+    rounds,
+    log,
+    (name) =>
+      name.startsWith("on-")
         ? { OTEL_DENO: "true", OTEL_DENO_CONSOLE: "ignore", ...collector.env }
-        : { OTEL_DENO: "false" };
-      const output = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", import.meta.filename!, name, String(scale)],
-        env,
-        stdin: "null",
-        stderr: "inherit",
-      }).output();
-      if (!output.success) throw new Error(`telemetry case ${name} exited with ${output.code}`);
-      figures[name].push(Number(new TextDecoder().decode(output.stdout)));
-    }
-  }
+        : { OTEL_DENO: "false" },
+  );
   const paired = (a: Case, b: Case) => spread(figures[a].map((value, i) => value / figures[b][i]));
   return {
     rounds,
