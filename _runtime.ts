@@ -77,3 +77,53 @@ export function envVar(name: string): string | undefined {
   }
   return nodeProcess()?.env[name];
 }
+
+/** A synchronous writer to this process's stdout or stderr. */
+export interface SyncWriter {
+  /** Writes some of `bytes` and returns how many. */
+  writeSync(bytes: Uint8Array): number;
+}
+
+/** This process's stdout (`1`) or stderr (`2`), written synchronously. */
+export function outputSync(fd: 1 | 2): SyncWriter {
+  const runtime = (globalThis as { Deno?: { stdout: SyncWriter; stderr: SyncWriter } }).Deno;
+  if (runtime !== undefined) return fd === 1 ? runtime.stdout : runtime.stderr;
+  const fs = nodeBuiltin<{ writeSync(fd: number, bytes: Uint8Array): number }>("node:fs");
+  return { writeSync: (bytes) => fs.writeSync(fd, bytes) };
+}
+
+/**
+ * Runs `listener` when this process exits normally (the end of the program, `Deno.exit()`,
+ * `process.exit()`); the returned function removes it.
+ */
+export function onExit(listener: () => void): () => void {
+  if (onDeno()) {
+    globalThis.addEventListener("unload", listener);
+    return () => globalThis.removeEventListener("unload", listener);
+  }
+  const process = nodeProcess() as unknown as {
+    on(event: "exit", listener: () => void): void;
+    off(event: "exit", listener: () => void): void;
+  };
+  process.on("exit", listener);
+  return () => process.off("exit", listener);
+}
+
+/** The path of the program running this process (`Deno.execPath()`, `process.execPath`). */
+export function execPath(): string {
+  const runtime = (globalThis as { Deno?: { execPath(): string } }).Deno;
+  if (runtime !== undefined) return runtime.execPath();
+  return (nodeProcess() as unknown as { execPath: string }).execPath;
+}
+
+/** The runtime running this process. */
+export function runtimeName(): "deno" | "node" | "bun" {
+  if (onDeno()) return "deno";
+  return "Bun" in globalThis ? "bun" : "node";
+}
+
+/** A Node built-in module, off Deno, without an import (Node >= 22.3 and Bun have this). */
+export function nodeBuiltin<T>(name: string): T {
+  return (nodeProcess() as unknown as { getBuiltinModule(name: string): T })
+    .getBuiltinModule(name);
+}

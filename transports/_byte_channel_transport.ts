@@ -6,6 +6,7 @@
 
 import { TransportClosedError } from "../errors.ts";
 import type { Transport } from "./types.ts";
+import { onDeno } from "../_runtime.ts";
 
 /** What a transport needs from the object under it. */
 export interface ByteChannel {
@@ -808,7 +809,7 @@ export function resizePipes(pipes: readonly PipeRef[], bytes: number): number[] 
 type Libc = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
 
 function withLibc<T>(use: (libc: Libc) => T): T | undefined {
-  if (Deno.build.os !== "linux") return undefined;
+  if (!onDeno() || Deno.build.os !== "linux") return undefined;
   try {
     if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return undefined;
     // Closed again at once: an open library is a resource that test sanitizers count.

@@ -8,6 +8,7 @@ import {
   PipeResizer,
   ReadBuffer,
 } from "./_byte_channel_transport.ts";
+import type { ChildProcessLike } from "./_spawn.ts";
 
 /** How the child is wrapped, all options resolved. */
 export interface ChildProcessOptions {
@@ -29,7 +30,7 @@ export class ChildProcessTransport extends ByteChannelTransport {
   readonly pid: number;
   readonly status: Promise<Deno.CommandStatus>;
 
-  constructor(child: Deno.ChildProcess, options: ChildProcessOptions) {
+  constructor(child: ChildProcessLike, options: ChildProcessOptions) {
     super(new ChildChannel(child, options));
     this.pid = child.pid;
     this.status = child.status;
@@ -38,7 +39,7 @@ export class ChildProcessTransport extends ByteChannelTransport {
 
 class ChildChannel implements ByteChannel {
   readonly label: string;
-  readonly #child: Deno.ChildProcess;
+  readonly #child: ChildProcessLike;
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
   readonly #stdout: ReadableStreamBYOBReader;
   readonly #stderr: StderrLines | undefined;
@@ -47,7 +48,7 @@ class ChildChannel implements ByteChannel {
   readonly #stdinResizer: PipeResizer;
   readonly #stdoutResizer: PipeResizer;
 
-  constructor(child: Deno.ChildProcess, options: ChildProcessOptions) {
+  constructor(child: ChildProcessLike, options: ChildProcessOptions) {
     this.label = options.label;
     this.#child = child;
     this.#exitTimeout = options.exitTimeout;
@@ -123,7 +124,7 @@ class ChildChannel implements ByteChannel {
   }
 }
 
-function pipedStderr(child: Deno.ChildProcess): ReadableStream<Uint8Array> | undefined {
+function pipedStderr(child: ChildProcessLike): ReadableStream<Uint8Array> | undefined {
   try {
     return child.stderr;
   } catch {
@@ -132,7 +133,7 @@ function pipedStderr(child: Deno.ChildProcess): ReadableStream<Uint8Array> | und
   }
 }
 
-function kill(child: Deno.ChildProcess): void {
+function kill(child: ChildProcessLike): void {
   try {
     child.kill("SIGKILL");
   } catch {
@@ -140,7 +141,7 @@ function kill(child: Deno.ChildProcess): void {
   }
 }
 
-async function waitForExit(child: Deno.ChildProcess, timeoutMs: number): Promise<void> {
+async function waitForExit(child: ChildProcessLike, timeoutMs: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(true), timeoutMs);

@@ -8,6 +8,7 @@
 
 import { integerOption } from "../_options.ts";
 import { ChildProcessTransport, type StderrLinesOptions } from "./_child_process.ts";
+import { spawnChild } from "./_spawn.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "./stdio_child.ts";
 import type { Transport } from "./types.ts";
 
@@ -160,7 +161,7 @@ export function spawnTransport(
 ): ChildTransport {
   const stderr = options.stderr ?? "inherit";
   const pipeBufferBytes = pipeBufferBytesOption(options);
-  const child = new Deno.Command(command, {
+  const child = spawnChild(command, {
     args: options.args,
     cwd: options.cwd,
     env: options.env,
@@ -168,7 +169,7 @@ export function spawnTransport(
     stdin: "piped",
     stdout: "piped",
     stderr: stderr === "inherit" ? "inherit" : stderr === "discard" ? "null" : "piped",
-  }).spawn();
+  });
   return new ChildProcessTransport(child, {
     label: `child process ${child.pid} (${command})`,
     exitTimeout: options.exitTimeout ?? DEFAULT_CHILD_EXIT_TIMEOUT,

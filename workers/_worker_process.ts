@@ -16,6 +16,14 @@ import { WorkerExitedError, WorkerStdoutError } from "./errors.ts";
 import { permissionHint, withPermissionHint } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { FrameTooLargeError } from "../errors.ts";
+import { onExit, outputSync, runtimeOs, type SyncWriter } from "../_runtime.ts";
+import {
+  type ChildProcessLike,
+  isNotAllowed,
+  isNotFound,
+  spawnChild,
+  type SpawnOptions,
+} from "../transports/_spawn.ts";
 
 /** How long after the worker exited its stderr may stay open (a grandchild holds it). */
 const STDERR_LINGER_MS = 200;
@@ -46,7 +54,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
   readonly exited: Promise<Deno.CommandStatus>;
   /** The process's stdin/stdout as a transport; the channel's transport in stdio mode. */
   readonly stdio: ChildTransport;
-  readonly #child: Deno.ChildProcess;
+  readonly #child: ChildProcessLike;
   readonly #stderr: StderrLines;
   readonly #options: ProcessOptions;
   /** Resolves with the status once the process has exited and its stderr is read. */
@@ -79,7 +87,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     else this.#link?.channel.unref();
   });
 
-  constructor(child: Deno.ChildProcess, options: ProcessOptions) {
+  constructor(child: ChildProcessLike, options: ProcessOptions) {
     super();
     this.#child = child;
     this.pid = child.pid;
@@ -88,7 +96,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     this.#stderr = new StderrLines(child.stderr, {
       maxLineChars: MAX_LINE_CHARS,
       tailLines: options.stderrTailLines,
-      onLine: lineWriter(options.stderr, `[${options.name} ${child.pid}] `, Deno.stderr),
+      onLine: lineWriter(options.stderr, `[${options.name} ${child.pid}] `, outputSync(2)),
     });
     // The transport must not read stderr: we do, for the tail.
     this.stdio = new ChildProcessTransport(child, {
@@ -140,7 +148,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     const prefix = `[${this.name} ${this.pid}] `;
     new StderrLines(this.stdio.readable, {
       maxLineChars: MAX_LINE_CHARS,
-      onLine: lineWriter(this.#options.stdout, prefix, Deno.stdout),
+      onLine: lineWriter(this.#options.stdout, prefix, outputSync(1)),
     });
     const transport = await socket.accept(this.#child.status, timeout);
     this.#conn = socket.accepted;
@@ -291,7 +299,7 @@ const encoder = new TextEncoder();
 function lineWriter(
   sink: LineSink,
   prefix: string,
-  stream: { writeSync(bytes: Uint8Array): number },
+  stream: SyncWriter,
 ): ((line: string) => void) | undefined {
   if (sink === "discard") return undefined;
   if (sink !== "prefix") return sink;
@@ -398,6 +406,8 @@ export interface Killable {
 }
 
 const live = new Set<Killable>();
+/** Removes killAll from this process's exit, while it is there. */
+let unlisten: (() => void) | undefined;
 /**
  * Whether `setpriv --pdeathsig` works here: unknown until the first spawn tries it (or finds
  * it is not on Linux; asked then, not at import, so that this module loads on any runtime).
@@ -407,10 +417,11 @@ let pdeathsig: boolean | undefined;
 /** Kills `worker` when this process exits, until the returned function is called. */
 export function killAtExit(worker: Killable): () => void {
   live.add(worker);
-  if (live.size === 1) globalThis.addEventListener("unload", killAll);
+  if (live.size === 1) unlisten = onExit(killAll);
   return () => {
     if (live.delete(worker) && live.size === 0) {
-      globalThis.removeEventListener("unload", killAll);
+      unlisten?.();
+      unlisten = undefined;
     }
   };
 }
@@ -422,37 +433,33 @@ export function killAtExit(worker: Killable): () => void {
  */
 export function spawnProcess(
   command: string | URL,
-  options: Deno.CommandOptions,
+  options: SpawnOptions,
   parentDeath: boolean,
-): Deno.ChildProcess {
-  return parentDeath
-    ? spawnWithParentDeath(command, options)
-    : new Deno.Command(command, options).spawn();
+): ChildProcessLike {
+  return parentDeath ? spawnWithParentDeath(command, options) : spawnChild(command, options);
 }
 
 function spawnWithParentDeath(
   command: string | URL,
-  options: Deno.CommandOptions,
-): Deno.ChildProcess {
-  if (pdeathsig === undefined && Deno.build.os !== "linux") pdeathsig = false;
+  options: SpawnOptions,
+): ChildProcessLike {
+  if (pdeathsig === undefined && runtimeOs() !== "linux") pdeathsig = false;
   if (pdeathsig !== false) {
     const program = command instanceof URL ? command.pathname : command;
     try {
-      const child = new Deno.Command("setpriv", {
+      const child = spawnChild("setpriv", {
         ...options,
         args: ["--pdeathsig", "KILL", "--", program, ...(options.args ?? [])],
-      }).spawn();
+      });
       pdeathsig = true;
       return child;
     } catch (error) {
       // No setpriv here, or not one this process may run: start workers directly.
-      if (!(error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotCapable)) {
-        throw error;
-      }
+      if (!(isNotFound(error) || isNotAllowed(error))) throw error;
       pdeathsig = false;
     }
   }
-  return new Deno.Command(command, options).spawn();
+  return spawnChild(command, options);
 }
 
 function killAll(): void {

@@ -48,6 +48,7 @@ import {
   DEFAULT_WORKER_TRANSPORT,
   defaultWorkerCodec,
   moduleSpecifier,
+  moduleUrl,
   permissionFlags,
   type SpawnWorkerOptions,
   withSocketGrants,
@@ -55,8 +56,12 @@ import {
   type WorkerCommand,
   workerName,
   type WorkerPermissions,
+  type WorkerRuntime,
 } from "./spawn_worker_options.ts";
 import { spawnProcess, WorkerProcess } from "./_worker_process.ts";
+import type { ChildProcessLike } from "../transports/_spawn.ts";
+import { execPath, onDeno, runtimeName } from "../_runtime.ts";
+import { fileURLToPath as fromFileUrl } from "node:url";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { spawnThread } from "./_spawn_thread.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
@@ -135,8 +140,11 @@ export async function spawnWorker<
   const isCommand = typeof worker === "object" && !(worker instanceof URL);
   const {
     codec: givenCodec,
-    permissions = {},
-    denoArgs = [],
+    permissions,
+    denoArgs,
+    runtime = runtimeName(),
+    runtimePath,
+    runtimeArgs,
     args = [],
     cwd,
     env,
@@ -160,18 +168,18 @@ export async function spawnWorker<
     throw new TypeError(`transport must be "stdio" or "unix", got ${JSON.stringify(kind)}`);
   }
   if (!isCommand) moduleSpecifier(worker);
+  checkRuntime(runtime, { isCommand, options });
   const name = givenName ?? workerName(isCommand ? worker.command : worker);
-  const refusal = isCommand ? undefined : standaloneRefusal(Deno.build.standalone, {
-    name,
-    specifier: moduleSpecifier(worker),
-  });
+  const refusal = isCommand || runtime !== "deno" || !onDeno()
+    ? undefined
+    : standaloneRefusal(Deno.build.standalone, { name, specifier: moduleSpecifier(worker) });
   if (refusal !== undefined) throw refusal;
   // The default codec of a module loads while the child starts (awaited once it runs).
   const loadingCodec = givenCodec ?? (isCommand ? jsonCodec() : defaultWorkerCodec());
 
   let socket: WorkerSocket | undefined;
   const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
-  let grants = withWorkerEnvGrant(permissions);
+  let grants = withWorkerEnvGrant(permissions ?? {});
   if (kind === "unix") {
     // The socket transport loads only for a worker that uses it.
     socket = await (await import("./_worker_socket.ts")).WorkerSocket.open();
@@ -179,13 +187,20 @@ export async function spawnWorker<
     grants = withSocketGrants(grants, socket.path);
   }
 
-  let child: Deno.ChildProcess;
+  let child: ChildProcessLike;
   try {
     const [command, commandArgs] = isCommand
       ? [worker.command, [...(worker.args ?? []), ...args]]
       : [
-        Deno.execPath(),
-        denoRunArgs(worker, { permissions: grants, denoArgs, args, quiet: kind === "stdio" }),
+        runtimePath ?? (runtime === runtimeName() ? execPath() : runtime),
+        runtime === "deno"
+          ? denoRunArgs(worker, {
+            permissions: grants,
+            denoArgs: denoArgs ?? [],
+            args,
+            quiet: kind === "stdio",
+          })
+          : [...(runtimeArgs ?? []), modulePath(worker, runtime), ...args],
       ];
     child = spawnProcess(command, {
       args: commandArgs,
@@ -224,6 +239,51 @@ export async function spawnWorker<
     connection,
     withWorkerDefaults({ ...channelOptions, drainTimeout, codec }),
   );
+}
+
+/** Refuses options that do not fit `runtime`. */
+function checkRuntime(
+  runtime: WorkerRuntime,
+  { isCommand, options }: { isCommand: boolean; options: SpawnWorkerOptions<object> },
+): void {
+  if (runtime !== "deno" && runtime !== "node" && runtime !== "bun") {
+    throw new TypeError(
+      `runtime must be "deno", "node" or "bun", got ${JSON.stringify(runtime)}`,
+    );
+  }
+  const given = (option: keyof SpawnWorkerOptions<object>) => options[option] !== undefined;
+  const refuse = (option: string, why: string) => {
+    throw new TypeError(`spawnWorker: ${option} ${why}`);
+  };
+  if (isCommand) {
+    for (const option of ["runtime", "runtimePath", "runtimeArgs"] as const) {
+      if (given(option)) refuse(option, "does not apply to a WorkerCommand, which runs as is");
+    }
+    return;
+  }
+  if (runtime === "deno") {
+    if (given("runtimeArgs")) refuse("runtimeArgs", "is for Node and Bun workers: use denoArgs");
+    return;
+  }
+  if (given("permissions")) {
+    refuse(
+      "permissions",
+      `are Deno's: a ${runtime} worker runs with this user's rights` +
+        (runtime === "node" ? " (Node's --permission flags go in runtimeArgs)" : ""),
+    );
+  }
+  if (given("denoArgs")) refuse("denoArgs", `are for Deno workers: use runtimeArgs for ${runtime}`);
+}
+
+/** The file a Node or Bun worker runs: a local module's path. */
+function modulePath(module: string | URL, runtime: WorkerRuntime): string {
+  const url = moduleUrl(module);
+  if (url.protocol !== "file:") {
+    throw new TypeError(
+      `A ${runtime} worker module must be a local file, got ${url.href}`,
+    );
+  }
+  return fromFileUrl(url);
 }
 
 /** The `deno run` arguments that start the worker module `module`. */

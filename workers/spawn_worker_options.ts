@@ -22,6 +22,12 @@ export const DEFAULT_WORKER_TRANSPORT: WorkerTransportKind = "stdio";
 export type WorkerTransportKind = "stdio" | "unix";
 
 /**
+ * The runtime that runs a worker module: Deno (`deno run`, with only the `permissions` given),
+ * Node (>= 22, which strips the module's types) or Bun.
+ */
+export type WorkerRuntime = "deno" | "node" | "bun";
+
+/**
  * A program that speaks the conduit protocol over its stdin/stdout (or connects to the Unix
  * socket named in `CONDUIT_WORKER_SOCKET`), spawned as is: no Deno flags, no permissions.
  *
@@ -108,6 +114,30 @@ export interface SpawnWorkerOptions<Local extends object = object>
    * @default {undefined} (found out where conduit can; else taken as off)
    */
   unstableWorkerOptions?: boolean;
+  /**
+   * The runtime that runs the worker module; see {@linkcode WorkerRuntime}. A Node or Bun worker
+   * runs with this process's user's rights: `permissions` and `denoArgs` are Deno's and are a
+   * `TypeError` with it (Node's own `--permission` flags go in `runtimeArgs`). Its module is a
+   * local file (a `file:` URL or an absolute path), and imports conduit as that runtime resolves
+   * it (a relative path into a checkout, or the installed package).
+   *
+   * @default this process's runtime
+   */
+  runtime?: WorkerRuntime;
+  /**
+   * The executable of `runtime`.
+   *
+   * @default this process's executable when `runtime` is this process's runtime; else
+   * `runtime`'s name, looked up in `PATH`
+   */
+  runtimePath?: string;
+  /**
+   * More flags for `node` or `bun`, before the module (e.g. Node's `--permission` and
+   * `--allow-fs-read=…`). For a Deno worker use `denoArgs`.
+   *
+   * @default {[]}
+   */
+  runtimeArgs?: readonly string[];
   /**
    * More flags for `deno run`, before the module (e.g. `--v8-flags=--max-old-space-size=256`,
    * `--config=deno.json`). Ignored for a {@linkcode WorkerCommand}.
