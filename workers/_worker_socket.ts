@@ -2,9 +2,11 @@
 // owner-only temporary directory, the one connection accepted unless the worker exits or the
 // time runs out first, and everything removed afterwards.
 
+import type * as net from "node:net";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { connTransport } from "../transports/_conn_transport.ts";
 import type { Transport } from "../transports/types.ts";
+import { nodeBuiltin, onDeno } from "../_runtime.ts";
 
 /** How long to wait for a worker to connect when no handshake timeout is given: 10 s. */
 const DEFAULT_ACCEPT_TIMEOUT = 10_000;
@@ -14,13 +16,13 @@ export class WorkerSocket {
   /** The socket's path, for the worker's environment. */
   readonly path: string;
   readonly #dir: string;
-  // A plain Deno listener (the directory is fresh and ours), so that the accepted connection
+  // A plain listener (the directory is fresh and ours), so that the accepted connection
   // stays at hand for ref()/unref().
-  readonly #listener: Deno.Listener<Deno.UnixConn>;
+  readonly #listener: OneListener;
   /** The worker's connection, once accepted. */
-  accepted: Deno.UnixConn | undefined;
+  accepted: Holdable | undefined;
 
-  private constructor(dir: string, path: string, listener: Deno.Listener<Deno.UnixConn>) {
+  private constructor(dir: string, path: string, listener: OneListener) {
     this.#dir = dir;
     this.path = path;
     this.#listener = listener;
@@ -28,12 +30,16 @@ export class WorkerSocket {
 
   /** Listens on a socket in a new temporary directory. */
   static async open(): Promise<WorkerSocket> {
-    const dir = await Deno.makeTempDir({ dir: "/tmp", prefix: "cdw" });
+    const dir = await makeTempDir();
     const path = `${dir}/w.sock`;
     try {
-      return new WorkerSocket(dir, path, Deno.listen({ transport: "unix", path }));
+      return new WorkerSocket(
+        dir,
+        path,
+        onDeno() ? denoListener(path) : await nodeListener(path),
+      );
     } catch (error) {
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await removeDir(dir);
       throw error;
     }
   }
@@ -47,10 +53,9 @@ export class WorkerSocket {
   async accept(exited: Promise<unknown>, timeout: number | undefined): Promise<Transport> {
     const limit = timeout ?? DEFAULT_ACCEPT_TIMEOUT;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const iterator = this.#listener[Symbol.asyncIterator]();
     try {
       const next = await Promise.race([
-        iterator.next(),
+        this.#listener.next(),
         exited.then(() => {
           throw new ConnectionClosedError("The worker exited before it connected");
         }),
@@ -62,9 +67,9 @@ export class WorkerSocket {
           );
         }),
       ]);
-      if (next.done) throw new ConnectionClosedError("The listener closed");
-      this.accepted = next.value;
-      return connTransport(next.value, `Unix socket ${this.path}`);
+      if (next === undefined) throw new ConnectionClosedError("The listener closed");
+      this.accepted = next.conn;
+      return next.transport(`Unix socket ${this.path}`);
     } finally {
       clearTimeout(timer);
     }
@@ -77,6 +82,75 @@ export class WorkerSocket {
     } catch {
       // Closed already.
     }
-    await Deno.remove(this.#dir, { recursive: true }).catch(() => {});
+    await removeDir(this.#dir);
   }
+}
+
+/** A connection that can stop keeping this process alive. */
+export interface Holdable {
+  ref(): void;
+  unref(): void;
+}
+
+/** A listener's next connection (`undefined` once it closed), and closing it. */
+interface OneListener {
+  next(): Promise<{ conn: Holdable; transport(label: string): Transport } | undefined>;
+  close(): void;
+}
+
+function denoListener(path: string): OneListener {
+  const listener = Deno.listen({ transport: "unix", path });
+  const iterator = listener[Symbol.asyncIterator]();
+  return {
+    next: async () => {
+      const next = await iterator.next();
+      if (next.done) return undefined;
+      const conn = next.value;
+      return { conn, transport: (label) => connTransport(conn, label) };
+    },
+    close: () => listener.close(),
+  };
+}
+
+async function nodeListener(path: string): Promise<OneListener> {
+  const { createServer } = nodeBuiltin<typeof net>("node:net");
+  const { socketTransport } = await import("../transports/_node_socket.ts");
+  const server = createServer();
+  const connections: net.Socket[] = [];
+  let waiting: PromiseWithResolvers<net.Socket | undefined> | undefined;
+  server.on("connection", (socket) => {
+    if (waiting === undefined) connections.push(socket);
+    else waiting.resolve(socket);
+    waiting = undefined;
+  });
+  server.on("close", () => waiting?.resolve(undefined));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, () => resolve());
+  });
+  return {
+    next: async () => {
+      const socket = connections.shift() ??
+        await (waiting = Promise.withResolvers<net.Socket | undefined>()).promise;
+      if (socket === undefined) return undefined;
+      return { conn: socket, transport: (label) => socketTransport(socket, label) };
+    },
+    close: () => {
+      server.close();
+      for (const socket of connections) socket.destroy();
+    },
+  };
+}
+
+async function makeTempDir(): Promise<string> {
+  if (onDeno()) return await Deno.makeTempDir({ dir: "/tmp", prefix: "cdw" });
+  const fs = nodeBuiltin<typeof import("node:fs/promises")>("node:fs/promises");
+  // Owner-only, as Deno's: mkdtemp creates the directory with mode 0700.
+  return await fs.mkdtemp("/tmp/cdw");
+}
+
+async function removeDir(dir: string): Promise<void> {
+  if (onDeno()) return await Deno.remove(dir, { recursive: true }).catch(() => {});
+  const fs = nodeBuiltin<typeof import("node:fs/promises")>("node:fs/promises");
+  await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
 }

@@ -165,3 +165,31 @@ leakFreeTest("a worker's call may be read after an await; misreading it is catch
   await worker.kill();
   await assert.rejects(Promise.resolve(dying), WorkerExitedError);
 });
+
+leakFreeTest(
+  "options that do not fit the worker's runtime are a TypeError naming them",
+  async () => {
+    const cases: [SpawnWorkerOptions, RegExp][] = [
+      [{ runtime: "node", permissions: { read: true } }, /permissions are Deno's.*runtimeArgs/],
+      [{ runtime: "bun", denoArgs: ["--v8-flags=--jitless"] }, /denoArgs are for Deno workers/],
+      [{ runtime: "deno", runtimeArgs: ["--permission"] }, /runtimeArgs is for Node and Bun/],
+      [{ runtime: "python" as "node" }, /runtime must be "deno", "node" or "bun"/],
+      [{ thread: true, runtime: "node" }, /^runtime\b.* cannot be used with thread: true/],
+    ];
+    for (const [options, message] of cases) {
+      await assert.rejects(spawnWorker(ECHO, options), (error: unknown) => {
+        assert.ok(error instanceof TypeError, String(error));
+        assert.match(error.message, message);
+        return true;
+      });
+    }
+    await assert.rejects(
+      spawnUnmarked({ command: "true" }, { runtime: "node" }),
+      /runtime does not apply to a WorkerCommand/,
+    );
+    await assert.rejects(
+      spawnWorker(new URL("https://example.com/w.ts"), { runtime: "node" }),
+      /A node worker module must be a local file, got https:\/\/example.com\/w.ts/,
+    );
+  },
+);
