@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 
 /** Bottom to top: a module may import its own layer and the layers before it. */
 const LAYERS: readonly (readonly string[])[] = [
-  ["(base)"], // errors.ts, _options.ts, _runtime.ts, transfer.ts
+  ["(base)"], // errors.ts, _options.ts, _runtime.ts, _spawn.ts, transfer.ts
   ["protocol"],
   ["codecs"],
   ["framing"],
@@ -27,6 +27,7 @@ const ALLOWED: Record<string, string> = {
   // The base's private helpers serve every layer.
   "* -> _options.ts": "the one options checker",
   "* -> _runtime.ts": "the one runtime seam (timers' ref, env vars, the OS)",
+  "* -> _spawn.ts": "the runtime seam's child processes (Deno.Command or node:child_process)",
   // The conduit wire reads and writes frames with the protocol's allocation-free machinery.
   "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the frame reader, encoders and heads",
   // The JSON-RPC wire reuses the framing's synchronous splitters behind its FrameSplitter.
@@ -37,6 +38,7 @@ const ALLOWED: Record<string, string> = {
   "workers/_worker_process.ts -> transports/_child_process.ts":
     "spawning with stdio, and the one stderr line reader",
   "workers/_worker_socket.ts -> transports/_conn_transport.ts": "a worker's socket transport",
+  "workers/_worker_socket.ts -> transports/_node_socket.ts": "the same, off Deno",
   "workers/spawn_worker.ts -> transports/_byte_channel_transport.ts": "the worker's real stdout",
   "workers/nats_service_pool.ts -> transports/_nats_discovery.ts": "service discovery",
   // Workers wrap channel calls (pooled calls are the channel's call objects) and hold

@@ -8,7 +8,7 @@ import {
   PipeResizer,
   ReadBuffer,
 } from "./_byte_channel_transport.ts";
-import type { ChildProcessLike } from "./_spawn.ts";
+import type { ChildProcessLike } from "../_spawn.ts";
 
 /** How the child is wrapped, all options resolved. */
 export interface ChildProcessOptions {

@@ -8,7 +8,7 @@
 
 import { integerOption } from "../_options.ts";
 import { ChildProcessTransport, type StderrLinesOptions } from "./_child_process.ts";
-import { spawnChild } from "./_spawn.ts";
+import { spawnChild } from "../_spawn.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "./stdio_child.ts";
 import type { Transport } from "./types.ts";
 

@@ -23,7 +23,7 @@ import {
   isNotFound,
   spawnChild,
   type SpawnOptions,
-} from "../transports/_spawn.ts";
+} from "../_spawn.ts";
 
 /** How long after the worker exited its stderr may stay open (a grandchild holds it). */
 const STDERR_LINGER_MS = 200;

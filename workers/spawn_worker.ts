@@ -59,7 +59,7 @@ import {
   type WorkerRuntime,
 } from "./spawn_worker_options.ts";
 import { spawnProcess, WorkerProcess } from "./_worker_process.ts";
-import type { ChildProcessLike } from "../transports/_spawn.ts";
+import type { ChildProcessLike } from "../_spawn.ts";
 import { execPath, onDeno, runtimeName } from "../_runtime.ts";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import type { WorkerSocket } from "./_worker_socket.ts";
