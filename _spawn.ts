@@ -1,5 +1,6 @@
 // Child processes on every runtime, the runtime seam's part beside _runtime.ts: Deno's
-// `Deno.Command` on Deno, `node:child_process` elsewhere, behind the part of `Deno.ChildProcess` that the stdio transport and workers use.
+// `Deno.Command` on Deno, `node:child_process` elsewhere, behind the part of
+// `Deno.ChildProcess` that the stdio transport and workers use.
 // Off Deno the child's pipes become Web Streams here: stdout and stderr as byte streams (so
 // that a BYOB reader reads into its own buffer, as on Deno), stdin as a writable whose writes
 // settle once the runtime has the bytes. Statuses read as Deno's: a child killed by a signal
