@@ -610,3 +610,46 @@ for (const runtime of ["deno", "node", "bun"] as const) {
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+// ---------------------------------------------------------------- stdio, the parent's side
+
+add("stdio: spawnTransport to a child, bytes both ways, close waits for its exit", async () => {
+  const { spawnTransport } = await import("../transports/stdio_parent.ts");
+  const lines: string[] = [];
+  const child = spawnTransport("sh", {
+    args: ["-c", "echo started >&2; cat"],
+    stderr: (line) => lines.push(line),
+  });
+  const writer = child.writable.getWriter();
+  const reader = child.readable.getReader();
+  const sent = new Uint8Array(300_000).map((_, i) => i % 251);
+  const received: Uint8Array[] = [];
+  let length = 0;
+  const reading = (async () => {
+    while (length < sent.length) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      received.push(value);
+      length += value.length;
+    }
+  })();
+  await writer.write(sent);
+  await reading;
+  assert.deepEqual(concat(received), sent);
+  writer.releaseLock();
+  reader.releaseLock();
+  await child.close();
+  const status = await child.status;
+  assert.equal(status.success, true);
+  assert.deepEqual(lines, ["started"]);
+});
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
+}

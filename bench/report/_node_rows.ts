@@ -18,7 +18,15 @@ import { reportPayloads } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
 /** The subjects, conduit's first. */
-export const NODE_SUBJECTS = ["conduit default", "conduit unix", "node json", "node advanced"];
+export const NODE_SUBJECTS = [
+  "conduit default",
+  "conduit unix",
+  "conduit node",
+  "node json",
+  "node advanced",
+];
+/** The oldest Node that runs conduit (type stripping on by default, from 22.18). */
+const CONDUIT_NODE = [22, 18];
 const us = (x: number) => `${sig(x)} µs`;
 /** What every subject measures: the table's title, how a figure prints, the target's name. */
 const ROWS = {
@@ -98,7 +106,9 @@ export async function runNodePeers(
   try {
     await Deno.writeTextFile(PAYLOAD_FILE, JSON.stringify(reportPayloads(["1KB"])[0].value));
     const subjects = NODE_SUBJECTS.filter((subject) =>
-      node.path !== undefined || subject.startsWith("conduit")
+      subject === "conduit node"
+        ? node.path !== undefined && runsConduit(node.version)
+        : node.path !== undefined || subject.startsWith("conduit")
     );
     const placements = PLACEMENTS.filter((placement) => placement === "free" || pinned);
     // Module caches and the first-spawn costs, outside the figures.
@@ -162,9 +172,12 @@ async function runSubject(
   [budgetMs, warmUpOps]: number[],
 ): Promise<Record<NodeRow, number>> {
   const [kind, mode] = subject.split(" ");
+  const conduitRows = new URL("conduit_rows.ts", CHILDREN).pathname;
   const command = kind === "node"
     ? [node.path!, new URL("node_rows.mjs", CHILDREN).pathname, mode]
-    : [Deno.execPath(), "run", "-A", new URL("conduit_rows.ts", CHILDREN).pathname, mode];
+    : mode === "node"
+    ? [node.path!, conduitRows, "default"]
+    : [Deno.execPath(), "run", "-A", conduitRows, mode];
   command.push(String(budgetMs), PAYLOAD_FILE, String(warmUpOps));
   if (placement === "pinned") command.unshift("taskset", "-c", "0");
   const out = await new Deno.Command(command[0], {
@@ -175,6 +188,12 @@ async function runSubject(
   const text = new TextDecoder().decode(out.stdout).trim();
   if (!out.success) throw new Error(`${subject} (${placement}) exited with ${out.code}: ${text}`);
   return JSON.parse(text.split("\n").at(-1)!);
+}
+
+/** Whether Node `version` (`v24.1.0`) runs conduit's TypeScript as it is. */
+function runsConduit(version: string): boolean {
+  const [major, minor] = version.slice(1).split(".").map(Number);
+  return major > CONDUIT_NODE[0] || (major === CONDUIT_NODE[0] && minor >= CONDUIT_NODE[1]);
 }
 
 async function hasTaskset(): Promise<boolean> {
@@ -200,7 +219,9 @@ export function nodePeersMarkdown(result: NodePeersResult | undefined): string[]
       ? `**No Node peers in this run**: ${result.node.missing}. conduit's own figures follow.`
       : `A Node ${result.node.version} parent (${result.node.source}) forking a Node child, ` +
         '`serialization: "json"` and `"advanced"`, against a Deno parent with a `spawnWorker` ' +
-        "worker (default transport and Unix socket), free and pinned to one CPU. A ratio is " +
+        "worker (default transport and Unix socket) and, as `conduit node`, conduit itself on " +
+        "that Node (a Node parent, a Node worker, default transport): what remains between " +
+        "the two conduit rows is Deno's cost, not conduit's. Free and pinned to one CPU. A ratio is " +
         "conduit ÷ the best Node mode of the round (above 1 conduit is ahead; target " +
         `${times(NODE_TARGET)}). ${roundsLine(result)}`,
     "",

@@ -1,19 +1,23 @@
-// conduit's side of the report's "Node peers" section: spawns a worker of
+// conduit's side of the report's "Node peers" section, run by Deno, or by Node for conduit's
+// Node row (a Node parent with a Node worker): spawns a worker of
 // conduit_rows_worker.ts over the transport given ("default": spawnWorker's default), measures
 // the rows node_rows.mjs measures for Node fork IPC (timed by _rows_common.mjs), and prints
 // them as one JSON line. The raw row has a worker of its own (the raw codec); spawn → first
 // reply is the structured one's.
 //
 //   deno run -A bench/report/children/conduit_rows.ts default|unix <budget ms> <payload.json> [warm-up calls]
+//   node bench/report/children/conduit_rows.ts default <budget ms> <payload.json> [warm-up calls]
 
 import { rawCodec } from "../../../codecs/raw.ts";
 import { structuredCodec } from "../../../codecs/structured.ts";
 import { spawnWorker, type SpawnWorkerOptions } from "../../../workers/spawn_worker.ts";
 import type { RowsWorkerApi } from "./conduit_rows_worker.ts";
 import { measureRows, RAW_BYTES, SMALL } from "./_rows_common.mjs";
+import { readFileSync } from "node:fs";
+import process from "node:process";
 
-const [transport, budgetArg, payloadPath, warmUpArg] = Deno.args;
-const structured = JSON.parse(await Deno.readTextFile(payloadPath));
+const [transport, budgetArg, payloadPath, warmUpArg] = process.argv.slice(2);
+const structured = JSON.parse(readFileSync(payloadPath, "utf8"));
 const raw = new Uint8Array(RAW_BYTES).fill(0x5a);
 const WORKER = new URL("./conduit_rows_worker.ts", import.meta.url);
 
