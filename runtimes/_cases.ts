@@ -45,6 +45,9 @@ import {
 import { WorkerPool } from "../workers/worker_pool.ts";
 import { WorkerExitedError } from "../workers/errors.ts";
 import type { WorkerApi } from "./_worker.ts";
+import { spawnChild } from "../_spawn.ts";
+import type { Listener, Transport } from "../transports/types.ts";
+import { conformanceCases, type ConformanceTarget } from "../transports/_conformance.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** One case: a name and a function that throws (or rejects) when the case fails. */
@@ -652,4 +655,91 @@ function concat(chunks: Uint8Array[]): Uint8Array {
     offset += chunk.length;
   }
   return out;
+}
+
+// ---------------------------------------------------------------- transport conformance
+
+/** Starts this runtime running `code` (ES module syntax, no top-level await) as a child. */
+function evalChild(code: string) {
+  const args = runtimeName() === "deno" ? ["eval", code] : ["-e", code];
+  return spawnChild(execPath(), { args, stdin: "null", stdout: "null", stderr: "inherit" });
+}
+
+/** A peer process that connects with `node:net` (`connectArgs`) and then never reads. */
+async function stuckNetPeer(
+  listener: Listener,
+  connectArgs: string,
+  cleanup?: () => Promise<void>,
+) {
+  const child = evalChild(
+    `import("node:net").then((net) => { net.connect(${connectArgs}); ` +
+      `setInterval(() => {}, 60_000); });`,
+  );
+  const transport = await listener.accept();
+  const kill = async () => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Exited already.
+    }
+    await child.status;
+  };
+  return {
+    transport,
+    kill,
+    cleanup: async () => {
+      await kill();
+      await listener.close();
+      await cleanup?.();
+    },
+  };
+}
+
+async function connectedPair(listener: Listener, connect: () => Promise<Transport>) {
+  const accepted = listener.accept();
+  const a = await connect();
+  const b = await accepted;
+  await listener.close();
+  return { a, b };
+}
+
+const conformanceTargets: ConformanceTarget[] = [
+  {
+    name: "unix",
+    async pair() {
+      const dir = await mkdtemp(`${tmpdir()}/cdc`);
+      const { a, b } = await connectedPair(
+        await listenUnix(`${dir}/s`),
+        () => connectUnix(`${dir}/s`),
+      );
+      return { a, b, cleanup: () => rm(dir, { recursive: true, force: true }) };
+    },
+    async stuckPeer() {
+      const dir = await mkdtemp(`${tmpdir()}/cdc`);
+      return await stuckNetPeer(
+        await listenUnix(`${dir}/s`),
+        JSON.stringify(`${dir}/s`),
+        () => rm(dir, { recursive: true, force: true }),
+      );
+    },
+    abortSeenByPeer: "end",
+  },
+  {
+    name: "tcp",
+    async pair() {
+      const listener = await listenTcp({ hostname: "127.0.0.1", port: 0 });
+      const port = (listener.addr as { port: number }).port;
+      return await connectedPair(listener, () => connectTcp({ hostname: "127.0.0.1", port }));
+    },
+    async stuckPeer() {
+      const listener = await listenTcp({ hostname: "127.0.0.1", port: 0 });
+      const port = (listener.addr as { port: number }).port;
+      return await stuckNetPeer(listener, `${port}, "127.0.0.1"`);
+    },
+    abortSeenByPeer: "end",
+  },
+];
+
+for (const target of conformanceTargets) {
+  for (const { name, fn } of conformanceCases(target)) add(`conformance ${name}`, fn);
 }

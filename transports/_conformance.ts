@@ -1,5 +1,6 @@
-// The transport conformance suite: one set of Deno.test cases, registered once per transport
-// by its *_test.ts file, so every transport is held to the same contract (transports/types.ts).
+// The transport conformance suite: one set of cases, registered once per transport by its
+// *_test.ts file (Deno.test) and by runtimes/_cases.ts (on Deno, Node and Bun), so every
+// transport is held to the same contract (transports/types.ts) on every runtime.
 
 import assert from "node:assert/strict";
 import { TransportClosedError } from "../errors.ts";
@@ -40,12 +41,21 @@ const REUSED_WRITE_BYTES = 200_000;
 const READ_INTO_BYTES = 3 << 20;
 const READ_INTO_SIZES = [1, 7, 65_536, 100, 300_000, 4, 1 << 20];
 
-/** Registers the conformance cases for `target`. */
+/** Registers the conformance cases for `target` with `Deno.test`. */
 export function testTransportConformance(target: ConformanceTarget): void {
-  const test: TestFn = (name, fn) => Deno.test({ name: `${target.name}: ${name}`, fn });
+  for (const { name, fn } of conformanceCases(target)) Deno.test({ name, fn });
+}
+
+/** The conformance cases for `target`, named, for any runtime's test runner. */
+export function conformanceCases(
+  target: ConformanceTarget,
+): { name: string; fn: () => Promise<void> }[] {
+  const cases: { name: string; fn: () => Promise<void> }[] = [];
+  const test: TestFn = (name, fn) => cases.push({ name: `${target.name}: ${name}`, fn });
   dataCases(target, test);
   closeCases(target, test);
   readIntoCases(target, test);
+  return cases;
 }
 
 type TestFn = (name: string, fn: () => Promise<void>) => void;
