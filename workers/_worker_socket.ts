@@ -7,6 +7,7 @@ import { ConnectionClosedError } from "../channel/errors.ts";
 import { connTransport } from "../transports/_conn_transport.ts";
 import type { Transport } from "../transports/types.ts";
 import { nodeBuiltin, onDeno } from "../_runtime.ts";
+import { WORKER_SOCKET_PARENT } from "./spawn_worker_options.ts";
 
 /** How long to wait for a worker to connect when no handshake timeout is given: 10 s. */
 const DEFAULT_ACCEPT_TIMEOUT = 10_000;
@@ -143,10 +144,10 @@ async function nodeListener(path: string): Promise<OneListener> {
 }
 
 async function makeTempDir(): Promise<string> {
-  if (onDeno()) return await Deno.makeTempDir({ dir: "/tmp", prefix: "cdw" });
+  if (onDeno()) return await Deno.makeTempDir({ dir: WORKER_SOCKET_PARENT, prefix: "cdw" });
   const fs = nodeBuiltin<typeof import("node:fs/promises")>("node:fs/promises");
   // Owner-only, as Deno's: mkdtemp creates the directory with mode 0700.
-  return await fs.mkdtemp("/tmp/cdw");
+  return await fs.mkdtemp(`${WORKER_SOCKET_PARENT}/cdw`);
 }
 
 async function removeDir(dir: string): Promise<void> {

@@ -101,3 +101,21 @@ leakFreeTest("worker defaults: defaultTimeout still ends a slow stream when aske
   );
   assert.ok(items.length > 0 && items.length < 100, `${items.length} items`);
 });
+
+Deno.test("worker defaults: a Unix socket where the parent may make one, else stdio", async () => {
+  const parentModule = new URL("./_testdata/default_transport_parent.ts", import.meta.url);
+  const run = async (flags: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--no-prompt", ...flags, parentModule.href],
+      stderr: "inherit",
+    }).output();
+    assert.ok(out.success, `the parent with ${flags.join(" ")} failed`);
+    return JSON.parse(new TextDecoder().decode(out.stdout));
+  };
+  const socket = ["--allow-run", "--allow-read=/tmp", "--allow-write=/tmp", "--allow-net"];
+  assert.deepEqual(await run(socket), { chosen: "unix", used: "unix", code: 0 });
+  assert.deepEqual(await run(["-A"]), { chosen: "unix", used: "unix", code: 0 });
+  // Least privilege for the parent: without the socket's permissions the worker gets stdio.
+  assert.deepEqual(await run(["--allow-run"]), { chosen: "stdio", used: "stdio", code: 0 });
+  assert.deepEqual(await run(socket.slice(0, 3)), { chosen: "stdio", used: "stdio", code: 0 });
+});

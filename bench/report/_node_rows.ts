@@ -20,7 +20,7 @@ import { type Spread, spread } from "./_stats.ts";
 /** The subjects, conduit's first. */
 export const NODE_SUBJECTS = [
   "conduit default",
-  "conduit unix",
+  "conduit stdio",
   "conduit node",
   "node json",
   "node advanced",
@@ -219,7 +219,7 @@ export function nodePeersMarkdown(result: NodePeersResult | undefined): string[]
       ? `**No Node peers in this run**: ${result.node.missing}. conduit's own figures follow.`
       : `A Node ${result.node.version} parent (${result.node.source}) forking a Node child, ` +
         '`serialization: "json"` and `"advanced"`, against a Deno parent with a `spawnWorker` ' +
-        "worker (default transport and Unix socket) and, as `conduit node`, conduit itself on " +
+        "worker (default transport, a Unix socket, and stdio) and, as `conduit node`, conduit itself on " +
         "that Node (a Node parent, a Node worker, default transport): what remains between " +
         "the two conduit rows is Deno's cost, not conduit's. Free and pinned to one CPU. A ratio is " +
         "conduit ÷ the best Node mode of the round (above 1 conduit is ahead; target " +

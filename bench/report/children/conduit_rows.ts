@@ -5,7 +5,7 @@
 // them as one JSON line. The raw row has a worker of its own (the raw codec); spawn → first
 // reply is the structured one's.
 //
-//   deno run -A bench/report/children/conduit_rows.ts default|unix <budget ms> <payload.json> [warm-up calls]
+//   deno run -A bench/report/children/conduit_rows.ts default|stdio|unix <budget ms> <payload.json> [warm-up calls]
 //   node bench/report/children/conduit_rows.ts default <budget ms> <payload.json> [warm-up calls]
 
 import { rawCodec } from "../../../codecs/raw.ts";
@@ -23,7 +23,7 @@ const WORKER = new URL("./conduit_rows_worker.ts", import.meta.url);
 
 const base: SpawnWorkerOptions = {
   stderr: "discard",
-  ...(transport === "default" ? {} : { transport: transport as "unix" }),
+  ...(transport === "default" ? {} : { transport: transport as "stdio" | "unix" }),
 };
 
 const started = performance.now();
