@@ -8,8 +8,10 @@
 //
 //   deno run -A bench/ab_engine.ts <dir A> <dir B> [rounds=5] [cases, comma-separated]
 //
-// Cases (all by default): p50, p50Stdio, calls256, notify, raw1m, raw1mHandover, raw64k,
-// raw64kStdio, spawn (the issue's no-regression set is p50,p50Stdio,calls256,notify,raw1m,spawn).
+// Cases (all by default): p50, p50Stdio, p50Worker, calls256, notify, raw1m, raw1mHandover,
+// raw64k, raw64kStdio, spawn, spawnStdio (the issue's no-regression set is
+// p50,p50Stdio,calls256,notify,raw1m,spawn). The stdio cases ask for stdio; p50Worker and spawn
+// use each tree's default worker transport.
 // The stdio cases' CPU column is the parent's only.
 //
 // Both sides run this file's measurements against their own code through its public API
@@ -22,6 +24,7 @@ import process from "node:process";
 const CASES = {
   p50: { label: "small call p50, Unix socket (µs)", lowerIsBetter: true },
   p50Stdio: { label: "small call p50, stdio worker (µs)", lowerIsBetter: true },
+  p50Worker: { label: "small call p50, worker, default transport (µs)", lowerIsBetter: true },
   calls256: { label: "calls/s, 256 in flight, Unix socket", lowerIsBetter: false },
   notify: { label: "notifications/s, raw 64 B, Unix socket", lowerIsBetter: false },
   raw1m: { label: "1 MiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
@@ -32,6 +35,7 @@ const CASES = {
   raw64k: { label: "64 KiB raw calls, Unix socket (MB/s)", lowerIsBetter: false },
   raw64kStdio: { label: "64 KiB raw calls, stdio worker (MB/s)", lowerIsBetter: false },
   spawn: { label: "worker spawn-to-first-reply (ms)", lowerIsBetter: true },
+  spawnStdio: { label: "worker spawn-to-first-reply, stdio (ms)", lowerIsBetter: true },
 } as const;
 type CaseName = keyof typeof CASES;
 
@@ -145,8 +149,13 @@ interface Api {
 
 async function measure(name: CaseName, dir: string): Promise<Sample> {
   const root = `file://${dir}/`;
-  if (name === "spawn") return { value: await spawnToFirstReply(root), cpu: NaN };
-  if (name === "raw64kStdio" || name === "p50Stdio") return await stdioWorker(name, root);
+  if (name === "spawn") return { value: await spawnToFirstReply(root, {}), cpu: NaN };
+  if (name === "spawnStdio") {
+    return { value: await spawnToFirstReply(root, { transport: "stdio" }), cpu: NaN };
+  }
+  if (name === "raw64kStdio" || name === "p50Stdio" || name === "p50Worker") {
+    return await stdioWorker(name, root);
+  }
   const api: Api = await import(`${root}channel/mod.ts`);
   const { jsonCodec } = await import(`${root}codecs/json.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
@@ -259,10 +268,15 @@ async function run(name: CaseName, client: any, received: () => number): Promise
 }
 
 /**
- * Echo calls to a worker of the tree at `root` over its default transport (stdio): 64 KiB raw
- * ones for `raw64kStdio`, small ones with the worker's default codec for `p50Stdio`.
+ * Echo calls to a worker of the tree at `root`, over stdio or (`p50Worker`) its default
+ * transport: 64 KiB raw ones for `raw64kStdio`, small ones with the worker's default codec for
+ * the others.
  */
-async function stdioWorker(name: "raw64kStdio" | "p50Stdio", root: string): Promise<Sample> {
+async function stdioWorker(
+  name: "raw64kStdio" | "p50Stdio" | "p50Worker",
+  root: string,
+): Promise<Sample> {
+  const small = name !== "raw64kStdio";
   const { spawnWorker } = await import(`${root}workers/mod.ts`);
   const { rawCodec } = await import(`${root}codecs/raw.ts`);
   // Inside the tree, so that the worker finds the tree's deno.json (its import map).
@@ -273,15 +287,16 @@ async function stdioWorker(name: "raw64kStdio" | "p50Stdio", root: string): Prom
     `import { serveWorker } from "${root}workers/mod.ts";\n` +
       `import { rawCodec } from "${root}codecs/raw.ts";\n` +
       "const codec = typeof rawCodec === 'function' ? rawCodec() : rawCodec;\n" +
-      `await serveWorker({ echo: (value: unknown) => value }${
-        name === "p50Stdio" ? "" : ", { codec }"
-      });\n`,
+      `await serveWorker({ echo: (value: unknown) => value }${small ? "" : ", { codec }"});\n`,
   );
   const codec = typeof rawCodec === "function" ? rawCodec() : rawCodec;
-  const options = name === "p50Stdio" ? {} : { codec };
+  const options = {
+    ...(small ? {} : { codec }),
+    ...(name === "p50Worker" ? {} : { transport: "stdio" }),
+  };
   const worker = await spawnWorker(new URL(`file://${module}`), options);
   try {
-    if (name === "p50Stdio") return await run("p50", worker, () => 0);
+    if (small) return await run("p50", worker, () => 0);
     const blob = new Uint8Array(64 * 1024).fill(3);
     for (let i = 0; i < 300; i++) await worker.remote.echo(blob);
     const calls = 3000;
@@ -296,15 +311,15 @@ async function stdioWorker(name: "raw64kStdio" | "p50Stdio", root: string): Prom
   }
 }
 
-async function spawnToFirstReply(root: string): Promise<number> {
+async function spawnToFirstReply(root: string, options: object): Promise<number> {
   const { spawnWorker } = await import(`${root}workers/mod.ts`);
   const worker = new URL(`${root}bench/_ping_worker.ts`);
   // One spawn first, so module loading of the parent is not counted.
-  const first = await spawnWorker(worker);
+  const first = await spawnWorker(worker, options);
   await first.remote.ping();
   await first.close();
   const started = performance.now();
-  const handle = await spawnWorker(worker);
+  const handle = await spawnWorker(worker, options);
   await handle.remote.ping();
   const elapsed = performance.now() - started;
   await handle.close();
