@@ -34,7 +34,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
 import { envVar, execPath, refTimer, runtimeName, runtimeOs } from "../_runtime.ts";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
   spawnWorker,
@@ -742,4 +742,49 @@ const conformanceTargets: ConformanceTarget[] = [
 
 for (const target of conformanceTargets) {
   for (const { name, fn } of conformanceCases(target)) add(`conformance ${name}`, fn);
+}
+
+// ---------------------------------------------------------------- no orphans
+
+for (const runtime of ["deno", "node", "bun"] as const) {
+  add(`a worker under ${runtime} dies with its parent, even a SIGKILLed one`, async () => {
+    const path = runtimeBinary(runtime);
+    if (path === undefined || runtimeOs() !== "linux") {
+      return console.warn(`skipped: no ${runtime} (${TOOLS[runtime].package}), or not Linux`);
+    }
+    const parentModule = fileURLToPath(new URL("./_orphan_parent.ts", import.meta.url));
+    const args = runtimeName() === "deno" ? ["run", "-A", parentModule] : [parentModule];
+    const parent = spawnChild(execPath(), {
+      args: [...args, runtime, path],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "inherit",
+    });
+    const reader = parent.stdout.getReader();
+    let text = "";
+    while (!text.includes("\n")) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    reader.releaseLock();
+    const pid = Number(text.trim());
+    assert.ok(pid > 0, `the parent printed no worker pid: ${JSON.stringify(text)}`);
+    assert.ok(alive(pid), "the worker runs while its parent does");
+    parent.kill("SIGKILL");
+    await parent.status;
+    await parent.stdout.cancel().catch(() => {});
+    for (let i = 0; i < 100 && alive(pid); i++) await sleep(20);
+    assert.ok(!alive(pid), `worker ${pid} outlived its parent`);
+  });
+}
+
+/** Whether process `pid` runs (a zombie, dead but not reaped yet, does not). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
 }
