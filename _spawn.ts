@@ -6,6 +6,7 @@
 // settle once the runtime has the bytes. Statuses read as Deno's: a child killed by a signal
 // has `signal` set and `code` 128 + its number.
 
+import type { ChildProcess, SpawnOptions as NodeSpawnOptions } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { nodeBuiltin, onDeno } from "./_runtime.ts";
 
@@ -56,7 +57,15 @@ export function spawnChild(command: string | URL, options: SpawnOptions): ChildP
     const { args, ...rest } = options;
     return new Deno.Command(command, { ...rest, args: args && [...args] }).spawn();
   }
-  return new NodeChild(command, options);
+  return NodeChild.spawn(command, options);
+}
+
+/**
+ * `child` as conduit uses it: a `Deno.ChildProcess` as it is, a `node:child_process` child
+ * wrapped (its piped stdio then belongs to the wrapper).
+ */
+export function adoptChild(child: Deno.ChildProcess | NodeChildProcess): ChildProcessLike {
+  return "status" in child ? child : new NodeChild(child);
 }
 
 /** The signal numbers of Linux and macOS that conduit sends or may see. */
@@ -74,25 +83,21 @@ const SIGNALS: Record<string, number> = {
 
 /** Node's `child_process` module, loaded without an import (this module loads on Deno). */
 interface ChildProcessModule {
-  spawn(command: string, args: readonly string[], options: {
-    cwd?: string;
-    env?: Record<string, string | undefined>;
-    stdio: ("pipe" | "inherit" | "ignore")[];
-  }): NodeChildProcess;
+  spawn(command: string, args: readonly string[], options: NodeSpawnOptions): ChildProcess;
 }
 
-interface NodeChildProcess {
-  pid: number | undefined;
-  stdin: Writable | null;
-  stdout: Readable | null;
-  stderr: Readable | null;
-  kill(signal?: string): boolean;
-  ref(): void;
-  unref(): void;
-  once(event: "exit", listener: (code: number | null, signal: string | null) => void): void;
-  once(event: "error", listener: (error: Error) => void): void;
-  on(event: "error", listener: (error: Error) => void): void;
-}
+/**
+ * A `node:child_process` child (for `childTransport` on Node and Bun).
+ *
+ * @example
+ * ```ts ignore
+ * import { spawn } from "node:child_process";
+ * import { childTransport } from "@conduit/ipc/transports/stdio";
+ *
+ * const transport = childTransport(spawn("cat", { stdio: ["pipe", "pipe", "inherit"] }));
+ * ```
+ */
+export type NodeChildProcess = ChildProcess;
 
 /** A `node:child_process` child as Deno's `ChildProcess`. */
 class NodeChild implements ChildProcessLike {
@@ -104,7 +109,34 @@ class NodeChild implements ChildProcessLike {
   readonly #stderr: ReadableStream<Uint8Array> | undefined;
   #exited = false;
 
-  constructor(command: string | URL, options: SpawnOptions) {
+  constructor(child: NodeChildProcess) {
+    // An error after the start (a write to a closed pipe, a failed kill) surfaces where it is
+    // used; an unhandled "error" event would end this process.
+    child.on("error", () => {});
+    this.#child = child;
+    this.pid = child.pid!;
+    this.status = new Promise((resolve) => {
+      const exited = (code: number | null, signal: string | null) => {
+        this.#exited = true;
+        const number = signal === null ? undefined : SIGNALS[signal];
+        resolve({
+          success: code === 0,
+          code: code ?? (number === undefined ? 1 : 128 + number),
+          signal: signal as Deno.Signal | null,
+        });
+      };
+      // A child adopted after its exit has reported it already.
+      if (child.exitCode !== null || child.signalCode !== null) {
+        exited(child.exitCode, child.signalCode);
+      } else child.once("exit", exited);
+    });
+    this.#stdin = child.stdin ? writableOf(child.stdin) : undefined;
+    this.#stdout = child.stdout ? byteStreamOf(child.stdout) : undefined;
+    this.#stderr = child.stderr ? byteStreamOf(child.stderr) : undefined;
+  }
+
+  /** Spawns `command` through `node:child_process`; throws when it cannot start. */
+  static spawn(command: string | URL, options: SpawnOptions): NodeChild {
     const { spawn } = nodeBuiltin<ChildProcessModule>("node:child_process");
     const parentEnv = (globalThis as unknown as { process: { env: Record<string, string> } })
       .process.env;
@@ -129,25 +161,7 @@ class NodeChild implements ChildProcessLike {
         { code: "ENOENT", reason: reason.promise },
       );
     }
-    // An error after the start (a write to a closed pipe, a failed kill) surfaces where it is
-    // used; an unhandled "error" event would end this process.
-    child.on("error", () => {});
-    this.#child = child;
-    this.pid = child.pid;
-    this.status = new Promise((resolve) => {
-      child.once("exit", (code, signal) => {
-        this.#exited = true;
-        const number = signal === null ? undefined : SIGNALS[signal];
-        resolve({
-          success: code === 0,
-          code: code ?? (number === undefined ? 1 : 128 + number),
-          signal: signal as Deno.Signal | null,
-        });
-      });
-    });
-    this.#stdin = child.stdin ? writableOf(child.stdin) : undefined;
-    this.#stdout = child.stdout ? byteStreamOf(child.stdout) : undefined;
-    this.#stderr = child.stderr ? byteStreamOf(child.stderr) : undefined;
+    return new NodeChild(child);
   }
 
   get stdin(): WritableStream<Uint8Array> {
@@ -167,7 +181,7 @@ class NodeChild implements ChildProcessLike {
 
   kill(signal: Deno.Signal = "SIGTERM"): void {
     if (this.#exited) throw new TypeError("Child process has already terminated");
-    this.#child.kill(signal);
+    this.#child.kill(signal as NodeJS.Signals);
   }
 
   ref(): void {

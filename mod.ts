@@ -73,7 +73,7 @@ export type {
   WorkerTransportKind,
 } from "./workers/spawn_worker.ts";
 export type { WorkerHandle } from "./workers/worker_handle.ts";
-export type { WorkerPermissions } from "./workers/spawn_worker_options.ts";
+export type { WorkerPermissions, WorkerRuntime } from "./workers/spawn_worker_options.ts";
 export { serveWorker } from "./workers/serve_worker_lazy.ts";
 export type { ServeWorkerOptions } from "./workers/serve_worker_lazy.ts";
 export { WorkerPool } from "./workers/worker_pool.ts";

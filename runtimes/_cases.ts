@@ -788,3 +788,16 @@ function alive(pid: number): boolean {
     return false;
   }
 }
+
+add("stdio: childTransport over a node:child_process child", async () => {
+  const { childTransport } = await import("../transports/stdio_parent.ts");
+  const { spawn } = await import("node:child_process");
+  const transport = childTransport(spawn("cat", { stdio: ["pipe", "pipe", "inherit"] }));
+  const writer = transport.writable.getWriter();
+  await writer.write(new TextEncoder().encode("through cat"));
+  await writer.close();
+  const chunks = await Array.fromAsync(transport.readable);
+  assert.equal(new TextDecoder().decode(concat(chunks)), "through cat");
+  await transport.close();
+  assert.equal((await transport.status).code, 0);
+});

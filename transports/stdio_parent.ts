@@ -1,14 +1,17 @@
 /**
  * The parent's side of a stdio transport: {@linkcode spawnTransport} spawns a program and
- * talks to it over its stdin/stdout; {@linkcode childTransport} wraps a `Deno.ChildProcess`
- * you spawned yourself. Re-exported by `@conduit/ipc/transports/stdio`.
+ * talks to it over its stdin/stdout; {@linkcode childTransport} wraps a child you spawned
+ * yourself (`Deno.Command`, or `node:child_process` on Node and Bun). Both work on Deno, Node
+ * and Bun. Re-exported by `@conduit/ipc/transports/stdio`.
  *
  * @module
  */
 
 import { integerOption } from "../_options.ts";
 import { ChildProcessTransport, type StderrLinesOptions } from "./_child_process.ts";
-import { spawnChild } from "../_spawn.ts";
+import { adoptChild, type NodeChildProcess, spawnChild } from "../_spawn.ts";
+
+export type { NodeChildProcess };
 import { DEFAULT_PIPE_BUFFER_BYTES } from "./stdio_child.ts";
 import type { Transport } from "./types.ts";
 
@@ -179,11 +182,12 @@ export function spawnTransport(
 }
 
 /**
- * Wraps a child process spawned with `stdin: "piped"` and `stdout: "piped"` in a transport.
+ * Wraps a child process spawned with `stdin: "piped"` and `stdout: "piped"` (with
+ * `node:child_process`: `stdio: ["pipe", "pipe", …]`) in a transport.
  * The transport owns the child's pipes from now on; if its stderr is piped too, it is
  * drained as `options.stderr` says.
  *
- * @param child The child process.
+ * @param child The child process: a `Deno.ChildProcess`, or a `node:child_process` one.
  * @param options stderr handling and exit timeout; see {@linkcode ChildTransportOptions}.
  * @returns The transport, with the child's `pid` and `status`.
  * @throws {TypeError} When the child's stdin or stdout is not piped.
@@ -203,11 +207,12 @@ export function spawnTransport(
  * ```
  */
 export function childTransport(
-  child: Deno.ChildProcess,
+  child: Deno.ChildProcess | NodeChildProcess,
   options: ChildTransportOptions = {},
 ): ChildTransport {
-  return new ChildProcessTransport(child, {
-    label: `child process ${child.pid}`,
+  const adopted = adoptChild(child);
+  return new ChildProcessTransport(adopted, {
+    label: `child process ${adopted.pid}`,
     exitTimeout: options.exitTimeout ?? DEFAULT_CHILD_EXIT_TIMEOUT,
     pipeBufferBytes: pipeBufferBytesOption(options),
     stderr: stderrLines(options.stderr ?? "discard"),
