@@ -70,6 +70,10 @@ export interface StdioTransportOptions {
  * closes stdin and stdout; closing its `writable` closes stdout only, so the parent's
  * `readable` ends while the parent can still write to us.
  *
+ * On Node and Bun it reads `process.stdin` and writes fd 1 itself (`process.stdout` may point
+ * at stderr in a worker), with the same contract; `syncWriteMaxBytes` and `pipeBufferBytes`
+ * are Deno's only there (docs/runtimes.md).
+ *
  * @param options Write strategy; see {@linkcode StdioTransportOptions}.
  * @returns The transport to the parent.
  *
