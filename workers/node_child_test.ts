@@ -198,6 +198,24 @@ for (const runtime of RUNTIMES) {
     assert.equal((await worker.close()).code, 0);
   });
 
+  test("over stdio, the end of stdin (the parent gone) exits with 1", async () => {
+    const child = new Deno.Command(runtime.binary, {
+      args: [MODULE],
+      env: { ...testEnv(), [WORKER_ENV]: "1" },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    await child.stdin.close();
+    const [status, stdout] = await Promise.all([
+      child.status,
+      new Response(child.stdout).arrayBuffer(),
+    ]);
+    assert.equal(status.code, 1);
+    // It sent its HELLO, and nothing else reached the pipe.
+    assert.ok(stdout.byteLength > 0 && stdout.byteLength < 200, `${stdout.byteLength} bytes`);
+  });
+
   test("over a Unix socket, the end of stdin (the parent gone) exits with 1", async () => {
     const dir = await Deno.makeTempDir();
     const path = `${dir}/worker.sock`;
