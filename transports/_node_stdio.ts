@@ -43,7 +43,15 @@ class NodeStdout implements Stdout {
     stream.on("error", (error: Error) => {
       this.#failure ??= error;
     });
-    this.#closed = new Promise((resolve) => stream.once("close", () => resolve()));
+    this.#closed = new Promise((resolve) =>
+      stream.once("close", () => {
+        // libuv never closes fds 0 to 2 when it closes their handle, and a pipe has no
+        // half-close (the socket's shutdown fails there): the parent's reads end only once fd 1
+        // is closed. (A file's stream closed fd 1 itself.)
+        if (stream instanceof net.Socket) closeFd1();
+        resolve();
+      })
+    );
   }
 
   write(chunk: Uint8Array): Promise<void> | undefined {
@@ -67,7 +75,7 @@ class NodeStdout implements Stdout {
   }
 
   end(): Promise<void> {
-    // A pipe has no half-close, only its end: once every byte is out, close fd 1 itself.
+    // Once every byte is out, close fd 1 (see the constructor).
     const stream = this.#stream;
     stream.end(() => stream.destroy());
     return this.#closed;
@@ -103,23 +111,14 @@ class BunStdout implements Stdout {
 
   async end(): Promise<void> {
     await this.#sink.end();
-    this.#close();
+    this.destroy();
   }
 
   destroy(): Promise<void> {
-    this.#close();
-    return Promise.resolve();
-  }
-
-  #close(): void {
-    if (this.#closed) return;
+    // The sink's end leaves fd 1 open; the parent's reads end only once it is closed.
+    if (!this.#closed) closeFd1();
     this.#closed = true;
-    try {
-      // The sink's end leaves fd 1 open; the parent's reads end only once it is closed.
-      fs.closeSync(1);
-    } catch {
-      // Closed already.
-    }
+    return Promise.resolve();
   }
 }
 
@@ -192,7 +191,9 @@ export class NodeStdioChannel implements ByteChannel {
   }
 
   closeWrite(): Promise<void> {
-    return this.#stdout?.end() ?? closeFd1();
+    if (this.#stdout !== undefined) return this.#stdout.end();
+    closeFd1();
+    return Promise.resolve();
   }
 
   async close(): Promise<void> {
@@ -200,18 +201,18 @@ export class NodeStdioChannel implements ByteChannel {
     // exit; it ends the read direction for good.
     this.#stdin.destroy();
     this.#end();
-    await (this.#stdout?.destroy() ?? closeFd1());
+    if (this.#stdout !== undefined) await this.#stdout.destroy();
+    else closeFd1();
   }
 }
 
-/** Closes fd 1, never opened as a stream here, so that the parent's reads end. */
-function closeFd1(): Promise<void> {
+/** Closes fd 1, so that the parent's reads end. */
+function closeFd1(): void {
   try {
     fs.closeSync(1);
   } catch {
     // Closed already.
   }
-  return Promise.resolve();
 }
 
 /**

@@ -43,7 +43,7 @@ for (
         await writer.close();
       })();
       const received = new Uint8Array(await new Response(child.readable).arrayBuffer());
-      // The child closed stdout and is still running (it waits 300 ms before it closes).
+      // The child closed stdout and is still running (it waits 1 s before it closes).
       assert.equal(exited, false, "stdout ended only when the child exited");
       await writing;
       assert.equal(received.length, sent.length);

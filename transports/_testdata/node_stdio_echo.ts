@@ -12,6 +12,6 @@ await transport.readable
   )
   .pipeTo(transport.writable);
 process.stderr.write(`echoed ${bytes}\n`);
-await new Promise((resolve) => setTimeout(resolve, 300));
+await new Promise((resolve) => setTimeout(resolve, 1000));
 process.stderr.write("still running\n");
 await transport.close();
