@@ -40,6 +40,9 @@ const ALLOWED: Record<string, string> = {
   "workers/_worker_socket.ts -> transports/_conn_transport.ts": "a worker's socket transport",
   "workers/_worker_socket.ts -> transports/_node_socket.ts": "the same, off Deno",
   "workers/spawn_worker.ts -> transports/_byte_channel_transport.ts": "the worker's real stdout",
+  "workers/serve_worker.ts -> transports/_byte_channel_transport.ts": "the worker's real stdout",
+  "workers/_node_preload.ts -> transports/_byte_channel_transport.ts": "the worker's real stdout",
+  "workers/serve_worker.ts -> transports/_node_stdio.ts": "the end of stdin, on Node and Bun",
   "workers/nats_service_pool.ts -> transports/_nats_discovery.ts": "service discovery",
   // Workers wrap channel calls (pooled calls are the channel's call objects) and hold
   // the channel's process handle; the shown types keep each entrypoint's docs complete.

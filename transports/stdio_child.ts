@@ -6,6 +6,7 @@
  */
 
 import { integerOption, numberOption } from "../_options.ts";
+import { onDeno } from "../_runtime.ts";
 import {
   type ByteChannel,
   ByteChannelTransport,
@@ -69,6 +70,10 @@ export interface StdioTransportOptions {
  * closes stdin and stdout; closing its `writable` closes stdout only, so the parent's
  * `readable` ends while the parent can still write to us.
  *
+ * On Node and Bun it reads `process.stdin` and writes fd 1 itself (`process.stdout` may point
+ * at stderr in a worker), with the same contract; `syncWriteMaxBytes` and `pipeBufferBytes`
+ * are Deno's only there (docs/runtimes.md).
+ *
  * @param options Write strategy; see {@linkcode StdioTransportOptions}.
  * @returns The transport to the parent.
  *
@@ -102,7 +107,39 @@ export function stdioTransport(options: StdioTransportOptions = {}): Transport {
     options.pipeBufferBytes ?? DEFAULT_PIPE_BUFFER_BYTES,
     0,
   );
-  return new ByteChannelTransport(new StdioChannel(syncWriteMaxBytes, pipeBufferBytes));
+  return new ByteChannelTransport(
+    onDeno() ? new StdioChannel(syncWriteMaxBytes, pipeBufferBytes) : new NodeStdio(),
+  );
+}
+
+/**
+ * Off Deno: `transports/_node_stdio.ts`'s channel, loaded at the first use (so Deno never
+ * loads it); each method waits for the load once, then goes straight to the channel.
+ */
+class NodeStdio implements ByteChannel {
+  readonly label = "this process's stdio";
+  #channel: ByteChannel | undefined;
+  readonly #loading: Promise<ByteChannel> = import("./_node_stdio.ts").then(
+    ({ NodeStdioChannel }) => this.#channel = new NodeStdioChannel(),
+  );
+
+  read(): Promise<Uint8Array | null> {
+    return this.#channel?.read() ?? this.#loading.then((channel) => channel.read());
+  }
+
+  write(chunk: Uint8Array): Promise<void> | undefined {
+    const channel = this.#channel;
+    if (channel !== undefined) return channel.write(chunk);
+    return this.#loading.then((channel) => channel.write(chunk));
+  }
+
+  closeWrite(): Promise<void> {
+    return this.#loading.then((channel) => channel.closeWrite());
+  }
+
+  close(abortive: boolean): Promise<void> {
+    return this.#loading.then((channel) => channel.close(abortive));
+  }
 }
 
 class StdioChannel implements ByteChannel {

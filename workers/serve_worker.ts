@@ -36,11 +36,14 @@ import {
   DEFAULT_WORKER_CALL_TIMEOUT,
   DEFAULT_WORKER_TRUST_PEER,
   inThreadWorker,
+  nodeQuietStdout,
   WORKER_ENV,
   WORKER_SOCKET_ENV,
 } from "./worker_env.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { ConduitError } from "../errors.ts";
+import { envVar, onDeno } from "../_runtime.ts";
+import { REAL_STDOUT_KEY } from "../transports/_byte_channel_transport.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
@@ -72,10 +75,11 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
    */
   handshakeTimeout?: number;
   /**
-   * Exit the process (`Deno.exit`) once the channel has closed: with code 0 after the
-   * parent's goodbye, 1 when the connection was lost (the parent died, the stdin pipe
-   * closed). With `false` the promise of {@linkcode serveWorker} still resolves once the
-   * channel is open, and the console is restored once it closes.
+   * Exit the process (`Deno.exit`; `process.exit` on Node and Bun) once the channel has
+   * closed: with code 0 after the parent's goodbye, 1 when the connection was lost (the
+   * parent died, the stdin pipe closed). With `false` the promise of
+   * {@linkcode serveWorker} still resolves once the channel is open, and the console is
+   * restored once it closes.
    *
    * @default {true}
    */
@@ -100,7 +104,11 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
  * before the module loads when `spawnWorker` started it (it also points `Deno.stdout` at
  * stderr then), otherwise from this call on. Writes that reach fd 1 anyway (`node:process`'s
  * `process.stdout`, a subprocess inheriting stdout) break the channel, and the parent's error
- * quotes them. Handlers receive a `CallContext` whose `channel` calls back into the parent.
+ * quotes them. On Node and Bun (a worker module run by `node` or `bun`, see
+ * docs/runtimes.md) `process.stdout` is pointed at stderr too, before the module loads when
+ * the parent ran the preload (`nodeQuietStdout` in worker_env.ts), otherwise from this call
+ * on, and stays there. Handlers receive a `CallContext` whose `channel` calls back into the
+ * parent.
  * The process exits when the parent says goodbye (`close()`), or when its stdin reaches its
  * end: the parent exited. (On Linux `spawnWorker` also has the kernel kill the worker when
  * the parent dies, even while the worker is busy.)
@@ -166,7 +174,9 @@ async function serve<Parent extends object>(
     );
   }
   const { exit = true, codec = structuredCodec(), ...channelOptions } = options;
-  // A thread's console is its process's, whose stdout carries no channel.
+  // A thread's console is its process's, whose stdout carries no channel. On Node and Bun,
+  // `process.stdout` moves to stderr too, unless a preload did it before the module ran.
+  if (!thread) nodeQuietStdout(REAL_STDOUT_KEY);
   const restoreConsole = thread ? exitClosesThread() : consoleToStderr();
   const socketPath = thread ? undefined : workerSocketPath();
   let transport: Transport;
@@ -190,10 +200,16 @@ async function serve<Parent extends object>(
     handlers,
   });
   // Over a socket, stdin carries nothing but still tells us when the parent is gone.
-  const stdinWatch = socketPath === undefined ? undefined : watchStdin(channel);
+  const stdinWatch = socketPath === undefined
+    ? undefined
+    : onDeno()
+    ? watchStdin(channel)
+    : (await import("../transports/_node_stdio.ts")).watchNodeStdin(() =>
+      channel.abort(new ConnectionClosedError("The parent closed the worker's stdin"))
+    );
   const finish = (code: number) => {
     restoreConsole();
-    if (exit) thread ? closeThread() : Deno.exit(code);
+    if (exit) thread ? closeThread() : exitProcess(code);
     stdinWatch?.stop();
   };
   channel.closed.then(() => finish(0), () => finish(1));
@@ -220,15 +236,18 @@ function exitClosesThread(): () => void {
 
 /** Whether spawnWorker started this process (see WORKER_ENV). */
 function startedAsWorker(): boolean {
-  const state = Deno.permissions.querySync({ name: "env", variable: WORKER_ENV }).state;
-  return state === "granted" && Deno.env.get(WORKER_ENV) === "1";
+  return envVar(WORKER_ENV) === "1";
 }
 
 /** The socket the parent asked us to connect to, if it did and we may read the variable. */
 function workerSocketPath(): string | undefined {
-  const state = Deno.permissions.querySync({ name: "env", variable: WORKER_SOCKET_ENV }).state;
-  if (state !== "granted") return undefined;
-  return Deno.env.get(WORKER_SOCKET_ENV) || undefined;
+  return envVar(WORKER_SOCKET_ENV) || undefined;
+}
+
+/** Exits this process: `Deno.exit` on Deno, `process.exit` on Node and Bun. */
+function exitProcess(code: number): void {
+  if (onDeno()) Deno.exit(code);
+  (globalThis as unknown as { process: { exit(code: number): never } }).process.exit(code);
 }
 
 /** Aborts `channel` once stdin ends (the parent exited); `stop()` stops watching. */

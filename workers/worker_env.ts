@@ -100,8 +100,20 @@ export function consoleToStderr(): () => void {
   const error = console.error;
   const warn = console.warn;
   const log = (...data: unknown[]) => error(...data);
-  const inspected = (item: unknown, options?: Deno.InspectOptions) =>
-    error(Deno.inspect(item, { colors: false, ...options }));
+  // Deno's own inspect on Deno; node:util's on Node and Bun (fetched when first used, with
+  // `process.getBuiltinModule`, since this function may import nothing).
+  type Inspect = (item: unknown, options?: object) => string;
+  const runtime = globalThis as {
+    Deno?: { inspect: Inspect };
+    process?: { getBuiltinModule(id: string): { inspect: Inspect } };
+  };
+  const inspect: Inspect = (item, options) =>
+    (runtime.Deno?.inspect ?? runtime.process!.getBuiltinModule("node:util").inspect)(
+      item,
+      options,
+    );
+  const inspected = (item: unknown, options?: object) =>
+    error(inspect(item, { colors: false, ...options }));
   const counts = new Map<string, number>();
   const timers = new Map<string, number>();
   const elapsed = (label: string) =>
@@ -142,6 +154,73 @@ export function consoleToStderr(): () => void {
       (console as unknown as Record<Method, unknown>)[method] = fn;
     }
   };
+}
+
+/**
+ * On Node and Bun, what `quietStdout` does on Deno: keeps the real stdout for the stdio
+ * transport, which writes to fd 1 itself, and points `process.stdout` at `process.stderr`, so
+ * a `process.stdout.write` in a worker lands on stderr, which the parent forwards line by line,
+ * and not between two frames; then runs `moveConsole` (`consoleToStderr`), if given, since
+ * Bun's console writes to fd 1 without `process.stdout`. Marks the process under
+ * `Symbol.for(key)` with the property `process.stdout` had and does nothing when the mark
+ * is there already: a preload ran it before the worker module, and `serveWorker` runs it
+ * again in case none did. Returns whether it did anything.
+ *
+ * Self-contained (no imports, nothing from outside its body but globals), so that a parent
+ * can run its source before a worker module: `node --import <data: URL>` (see
+ * {@linkcode nodeQuietPreloadUrl}); Bun ignores a data: URL given to `--preload` without a
+ * word, so there `bun --preload workers/_node_preload.ts`, a file that runs it.
+ *
+ * @param key The `Symbol.for` key of the mark: `REAL_STDOUT_KEY`, `"conduit.stdout"`.
+ * @param moveConsole Moves the console away from stdout; usually `consoleToStderr`.
+ * @returns Whether it changed anything (false: it ran already, or this is Deno).
+ *
+ * @example
+ * ```ts
+ * import { nodeQuietStdout } from "./worker_env.ts";
+ * import assert from "node:assert/strict";
+ *
+ * // On Deno it leaves everything alone (Deno's own preload does this there).
+ * assert.equal(nodeQuietStdout("conduit.stdout"), false);
+ * ```
+ */
+export function nodeQuietStdout(key: string, moveConsole?: () => unknown): boolean {
+  const scope = globalThis as { Deno?: unknown; process?: { stdout: unknown; stderr: unknown } };
+  const process = scope.process;
+  const mark = Symbol.for(key);
+  if (scope.Deno !== undefined || process === undefined || mark in globalThis) return false;
+  const stdout = Object.getOwnPropertyDescriptor(process, "stdout");
+  Object.defineProperty(globalThis, mark, { value: stdout ?? {}, configurable: true });
+  Object.defineProperty(process, "stdout", {
+    get: () => process.stderr,
+    configurable: true,
+    enumerable: true,
+  });
+  moveConsole?.();
+  return true;
+}
+
+/**
+ * The preload that runs {@linkcode nodeQuietStdout} with {@linkcode consoleToStderr} before a
+ * worker module on Node, as a data: URL: `node --import <url> worker.ts`. It needs no file
+ * and no TypeScript. (Bun 1.4 ignores a data: URL as `--preload`: give it the file
+ * `workers/_node_preload.ts` instead.)
+ *
+ * @param key The `Symbol.for` key of the mark, `REAL_STDOUT_KEY` (`"conduit.stdout"`).
+ * @returns The data: URL.
+ *
+ * @example
+ * ```ts
+ * import { nodeQuietPreloadUrl } from "./worker_env.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const url = nodeQuietPreloadUrl("conduit.stdout");
+ * assert.ok(url.startsWith("data:text/javascript,"));
+ * ```
+ */
+export function nodeQuietPreloadUrl(key: string): string {
+  return "data:text/javascript," +
+    encodeURIComponent(`(${nodeQuietStdout})(${JSON.stringify(key)}, ${consoleToStderr});`);
 }
 
 // How a thread worker knows that spawnWorker started it: the Worker's name (`self.name` in the
