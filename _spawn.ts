@@ -254,7 +254,14 @@ function writableOf(stream: Writable): WritableStream<Uint8Array> {
       );
     },
     close() {
-      return new Promise((resolve) => stream.end(() => resolve()));
+      // Settled however the pipe ends: Bun calls no end() callback for a pipe whose reader
+      // (the child) has exited, it reports an error or a close instead.
+      if (stream.destroyed || stream.writableFinished) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        stream.once("error", () => resolve());
+        stream.once("close", () => resolve());
+        stream.end(() => resolve());
+      });
     },
     abort() {
       stream.destroy();
