@@ -29,8 +29,9 @@ import {
 } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
-import { connectTcp, listenTcp } from "../transports/tcp.ts";
-import { mkdtemp, rm } from "node:fs/promises";
+import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.ts";
+import type { Listener, Transport } from "../transports/types.ts";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
 import { envVar, execPath, refTimer, runtimeName, runtimeOs } from "../_runtime.ts";
@@ -309,32 +310,72 @@ async function withTempDir(body: (dir: string) => Promise<void>): Promise<void> 
   }
 }
 
+/**
+ * A channel's calls and streams over a connection `listener` accepted from `connect`, then
+ * both channels closed. The listener stays the caller's.
+ */
+async function channelOver(
+  listener: Listener,
+  connect: () => Promise<Transport>,
+): Promise<void> {
+  const accepted = listener.accept();
+  const [server, client] = await Promise.all([
+    accepted.then((transport) =>
+      openChannel(transport, {
+        handlers: {
+          add: ({ a, b }: { a: number; b: number }) => a + b,
+          async *count(to: number) {
+            for (let i = 1; i <= to; i++) yield i;
+          },
+        },
+      })
+    ),
+    connect().then((transport) => openChannel<ServerApi>(transport)),
+  ]);
+  try {
+    assert.equal(await client.remote.add({ a: 40, b: 2 }), 42);
+    assert.deepEqual(await Array.fromAsync(client.remote.count(1000)), range(1, 1000));
+    const big = "x".repeat(1 << 20);
+    assert.equal(await client.remote.add({ a: big.length, b: 0 }), 1 << 20);
+  } finally {
+    await Promise.all([client.close(), server.close()]);
+  }
+}
+
+/**
+ * `serve()` on `listener` with a secret: a client with it calls, one with a wrong secret is
+ * refused with AuthenticationError. Closes the server, and so the listener.
+ */
+async function serveWithAuth(
+  listener: Listener,
+  connect: () => Promise<Transport>,
+): Promise<void> {
+  const secret = "correct horse battery staple";
+  const server = serve(listener, {
+    auth: { secret },
+    handlers: { add: ({ a, b }: { a: number; b: number }) => a + b },
+  });
+  try {
+    const client = await openChannel<ServerApi>(await connect(), { auth: { secret } });
+    try {
+      assert.equal(await client.remote.add({ a: 20, b: 22 }), 42);
+    } finally {
+      await client.close();
+    }
+    await assert.rejects(
+      openChannel<ServerApi>(await connect(), { auth: { secret: "wrong" } }),
+      AuthenticationError,
+    );
+  } finally {
+    await server.close();
+  }
+}
+
 add("unix socket: a channel's calls and streams, through listenUnix and connectUnix", async () => {
   await withTempDir(async (dir) => {
     const listener = await listenUnix(`${dir}/s`);
     try {
-      const accepted = listener.accept();
-      const [server, client] = await Promise.all([
-        accepted.then((transport) =>
-          openChannel(transport, {
-            handlers: {
-              add: ({ a, b }: { a: number; b: number }) => a + b,
-              async *count(to: number) {
-                for (let i = 1; i <= to; i++) yield i;
-              },
-            },
-          })
-        ),
-        connectUnix(`${dir}/s`).then((transport) => openChannel<ServerApi>(transport)),
-      ]);
-      try {
-        assert.equal(await client.remote.add({ a: 40, b: 2 }), 42);
-        assert.deepEqual(await Array.fromAsync(client.remote.count(1000)), range(1, 1000));
-        const big = "x".repeat(1 << 20);
-        assert.equal(await client.remote.add({ a: big.length, b: 0 }), 1 << 20);
-      } finally {
-        await Promise.all([client.close(), server.close()]);
-      }
+      await channelOver(listener, () => connectUnix(`${dir}/s`));
     } finally {
       await listener.close();
     }
@@ -343,55 +384,128 @@ add("unix socket: a channel's calls and streams, through listenUnix and connectU
 
 add("serve() over a Unix socket with auth: the secret opens, a wrong one is refused", async () => {
   await withTempDir(async (dir) => {
-    const secret = "correct horse battery staple";
-    const server = serve(await listenUnix(`${dir}/s`), {
-      auth: { secret },
-      handlers: { add: ({ a, b }: { a: number; b: number }) => a + b },
-    });
-    try {
-      const client = await openChannel<ServerApi>(await connectUnix(`${dir}/s`), {
-        auth: { secret },
-      });
-      try {
-        assert.equal(await client.remote.add({ a: 1, b: 2 }), 3);
-      } finally {
-        await client.close();
-      }
-      await assert.rejects(
-        openChannel<ServerApi>(await connectUnix(`${dir}/s`), { auth: { secret: "wrong" } }),
-        AuthenticationError,
-      );
-    } finally {
-      await server.close();
-    }
+    await serveWithAuth(await listenUnix(`${dir}/s`), () => connectUnix(`${dir}/s`));
   });
 });
 
 add(
   "tcp: serve() over listenTcp with auth; connectTcp clients, a wrong secret refused",
   async () => {
-    const secret = "correct horse battery staple";
-    const server = serve(await listenTcp({ port: 0 }), {
-      auth: { secret },
-      handlers: { add: ({ a, b }: { a: number; b: number }) => a + b },
-    });
-    try {
-      const port = (server.addr as { port: number }).port;
-      const client = await openChannel<ServerApi>(await connectTcp({ port }), { auth: { secret } });
-      try {
-        assert.equal(await client.remote.add({ a: 20, b: 22 }), 42);
-      } finally {
-        await client.close();
-      }
-      await assert.rejects(
-        openChannel<ServerApi>(await connectTcp({ port }), { auth: { secret: "wrong" } }),
-        AuthenticationError,
-      );
-    } finally {
-      await server.close();
-    }
+    const listener = await listenTcp({ port: 0 });
+    const port = (listener.addr as { port: number }).port;
+    await serveWithAuth(listener, () => connectTcp({ port }));
   },
 );
+
+// ---------------------------------------------------------------- TLS
+
+/** The test-only certificates of testdata/tls (never trust that CA for anything else). */
+async function testCertificates(): Promise<{ cert: string; key: string; ca: string }> {
+  const read = (name: string) =>
+    readFile(new URL(`../testdata/tls/${name}`, import.meta.url), "utf8");
+  return {
+    cert: await read("server.pem"),
+    key: await read("server.key"),
+    ca: await read("ca.pem"),
+  };
+}
+
+add("tls: a channel's calls and streams, through listenTls and connectTls", async () => {
+  const { cert, key, ca } = await testCertificates();
+  const listener = await listenTls({ cert, key });
+  assert.equal(listener.encryption, "tls");
+  try {
+    const port = (listener.addr as { port: number }).port;
+    await channelOver(listener, () => connectTls({ port, caCerts: [ca] }));
+  } finally {
+    await listener.close();
+  }
+});
+
+add(
+  "tls: serve() over listenTls with auth; connectTls clients, a wrong secret refused",
+  async () => {
+    const { cert, key, ca } = await testCertificates();
+    const listener = await listenTls({ cert, key });
+    const port = (listener.addr as { port: number }).port;
+    await serveWithAuth(
+      listener,
+      () => connectTls({ port, caCerts: [ca], serverName: "localhost" }),
+    );
+  },
+);
+
+add("tls: 16 MiB and the end after it, while the reader lags", async () => {
+  const { cert, key, ca } = await testCertificates();
+  const listener = await listenTls({ cert, key });
+  try {
+    const accepted = listener.accept();
+    const client = await connectTls({
+      port: (listener.addr as { port: number }).port,
+      caCerts: [ca],
+    });
+    const server = await accepted;
+    try {
+      const size = 16 << 20;
+      const writer = server.writable.getWriter();
+      const writing = (async () => {
+        for (let at = 0; at < size; at += 1 << 16) {
+          await writer.write(new Uint8Array(1 << 16).fill(at >> 16));
+        }
+        await writer.close();
+      })();
+      let read = 0;
+      for await (const chunk of client.readable) {
+        assert.equal(chunk[0], (read >> 16) & 0xff, `the chunk at ${read}`);
+        read += chunk.length;
+        // A slow reader: the socket's read ahead fills, pauses it and resumes it.
+        if (read % (1 << 20) < chunk.length) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      assert.equal(read, size);
+      await writing;
+    } finally {
+      await Promise.all([client.close(), server.close()]);
+    }
+  } finally {
+    await listener.close();
+  }
+});
+
+add("tls: an untrusted server or a wrong name fails connectTls, naming what failed", async () => {
+  const { cert, key, ca } = await testCertificates();
+  const listener = await listenTls({ cert, key });
+  const port = (listener.addr as { port: number }).port;
+  // The server's side of each refused handshake ends or fails; either way it is closed.
+  const serving = (async () => {
+    for await (const transport of listener) {
+      void Array.fromAsync(transport.readable).catch(() => {}).finally(() => transport.close());
+    }
+  })();
+  try {
+    // Deno throws Deno.errors.InvalidData; Node and Bun an Error with Node's code.
+    await assert.rejects(connectTls({ port }), (error: Error & { code?: string }) => {
+      if (error.name === "InvalidData") return true;
+      assert.equal(error.code, "UNABLE_TO_VERIFY_LEAF_SIGNATURE", String(error));
+      assert.match(
+        error.message,
+        /^connectTls to 127\.0\.0\.1:\d+: the server's certificate is not trusted/,
+      );
+      return true;
+    });
+    await assert.rejects(
+      connectTls({ port, caCerts: [ca], serverName: "example.com" }),
+      (error: Error & { code?: string }) => {
+        if (error.name === "InvalidData") return true;
+        assert.equal(error.code, "ERR_TLS_CERT_ALTNAME_INVALID", String(error));
+        assert.match(error.message, /does not name "example\.com".*serverName/);
+        return true;
+      },
+    );
+  } finally {
+    await listener.close();
+    await serving;
+  }
+});
 
 // ---------------------------------------------------------------- codecs
 

@@ -17,21 +17,31 @@ const READ_AHEAD_BYTES = 256 * 1024;
 /** Connections accepted but not yet taken by `accept()` before new ones are dropped. */
 const MAX_PENDING_CONNECTIONS = 1024;
 
+/** How {@linkcode socketTransport} reads and names a socket. */
+export interface SocketTransportOptions {
+  /** The peer's address, as the transport's `remoteAddr`. */
+  remoteAddr?: Deno.Addr;
+  /** Bytes read ahead of the reader before the socket is paused (`Infinity`: never paused). */
+  readAheadBytes?: number;
+}
+
 /** `socket` as a Transport; `label` names it in error messages. */
 export function socketTransport(
   socket: net.Socket,
   label: string,
-  remoteAddr?: Deno.Addr,
+  options: SocketTransportOptions = {},
 ): Transport {
-  const transport = new ByteChannelTransport(new SocketChannel(socket, label));
-  return remoteAddr === undefined
+  const channel = new SocketChannel(socket, label, options.readAheadBytes ?? READ_AHEAD_BYTES);
+  const transport = new ByteChannelTransport(channel);
+  return options.remoteAddr === undefined
     ? transport
-    : Object.defineProperty(transport, "remoteAddr", { value: remoteAddr });
+    : Object.defineProperty(transport, "remoteAddr", { value: options.remoteAddr });
 }
 
 class SocketChannel implements ByteChannel {
   readonly label: string;
   readonly #socket: net.Socket;
+  readonly #readAheadBytes: number;
   readonly #queue: Uint8Array[] = [];
   #queued = 0;
   #ended = false;
@@ -39,8 +49,9 @@ class SocketChannel implements ByteChannel {
   #reading: PromiseWithResolvers<Uint8Array | null> | undefined;
   readonly #closed: Promise<void>;
 
-  constructor(socket: net.Socket, label: string) {
+  constructor(socket: net.Socket, label: string, readAheadBytes: number) {
     this.#socket = socket;
+    this.#readAheadBytes = readAheadBytes;
     this.label = label;
     socket.on("data", (data: Uint8Array) => this.#data(data));
     socket.on("end", () => this.#end());
@@ -63,7 +74,7 @@ class SocketChannel implements ByteChannel {
     }
     this.#queue.push(chunk);
     this.#queued += chunk.length;
-    if (this.#queued >= READ_AHEAD_BYTES) this.#socket.pause();
+    if (this.#queued >= this.#readAheadBytes) this.#socket.pause();
   }
 
   #end(): void {
@@ -79,7 +90,7 @@ class SocketChannel implements ByteChannel {
     const chunk = this.#queue.shift();
     if (chunk !== undefined) {
       this.#queued -= chunk.length;
-      if (this.#queued < READ_AHEAD_BYTES && this.#socket.isPaused()) this.#socket.resume();
+      if (this.#queued < this.#readAheadBytes && this.#socket.isPaused()) this.#socket.resume();
       return Promise.resolve(chunk);
     }
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
@@ -107,10 +118,10 @@ class SocketChannel implements ByteChannel {
   }
 }
 
-/** A net.Server's connections as Transports. */
-class ServerListener extends ListenerBase {
+/** A net.Server's connections as Transports (`wrap` makes each one; _node_tls.ts wraps TLS). */
+export class ServerListener extends ListenerBase {
   readonly addr: Deno.Addr;
-  readonly encryption: "none" | undefined;
+  readonly encryption: "none" | "tls" | undefined;
   readonly #server: net.Server;
   readonly #wrap: (socket: net.Socket) => Transport;
   readonly #onClose: (() => Promise<void>) | undefined;
@@ -122,7 +133,7 @@ class ServerListener extends ListenerBase {
     server: net.Server,
     addr: Deno.Addr,
     wrap: (socket: net.Socket) => Transport,
-    options: { encryption?: "none"; onClose?: () => Promise<void> } = {},
+    options: { encryption?: "none" | "tls"; onClose?: () => Promise<void> } = {},
   ) {
     super();
     this.#server = server;
@@ -167,7 +178,7 @@ class ServerListener extends ListenerBase {
 }
 
 /** Resolves once `server` listens (`listen` called by `start`), rejects with its error. */
-function listening(server: net.Server, start: () => void): Promise<void> {
+export function listening(server: net.Server, start: () => void): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.once("listening", () => {
@@ -179,7 +190,7 @@ function listening(server: net.Server, start: () => void): Promise<void> {
 }
 
 /** Connects `socket` (`connect` called by `start`), resolving once connected. */
-function connected(start: () => net.Socket): Promise<net.Socket> {
+export function connected(start: () => net.Socket): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const socket = start();
     socket.once("error", reject);
@@ -200,9 +211,11 @@ export async function nodeListenTcp(hostname: string, port: number): Promise<Lis
     { transport: "tcp", hostname: address.address, port: address.port },
     (socket) =>
       socketTransport(socket, `TCP connection from ${socket.remoteAddress}:${socket.remotePort}`, {
-        transport: "tcp",
-        hostname: socket.remoteAddress ?? "",
-        port: socket.remotePort ?? 0,
+        remoteAddr: {
+          transport: "tcp",
+          hostname: socket.remoteAddress ?? "",
+          port: socket.remotePort ?? 0,
+        },
       }),
     { encryption: "none" },
   );

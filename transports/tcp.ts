@@ -8,7 +8,8 @@
  * `Deno.listenTls` (a `Deno.TlsConn` has no `setNoDelay`), so the server side of a TLS
  * connection keeps Nagle's algorithm: a small write made while earlier bytes are unacknowledged
  * can wait for the peer's delayed ACK (tens of ms). {@linkcode connectTls} sets `TCP_NODELAY`
- * on its side by connecting over TCP first and upgrading with `Deno.startTls`.
+ * on its side by connecting over TCP first and upgrading with `Deno.startTls`. On Node and Bun
+ * (`node:net` and `node:tls`) both sides set it.
  *
  * @example Echo over TCP
  * ```ts
@@ -87,10 +88,10 @@ export interface TlsListenOptions extends TcpListenOptions {
 /** Options for {@linkcode connectTls}. */
 export interface TlsConnectOptions extends TcpConnectOptions {
   /**
-   * PEM-encoded CA certificates to trust, in place of the system's roots (for a private CA
+   * PEM-encoded CA certificates to trust, in place of the default roots (for a private CA
    * or a test certificate).
    *
-   * @default {undefined} (the system's root certificates)
+   * @default {undefined} (the runtime's default roots: Deno's, or Node's and Bun's bundled ones)
    */
   caCerts?: string[];
   /**
@@ -166,12 +167,14 @@ export async function connectTcp(options: TcpConnectOptions): Promise<Transport>
 
 /**
  * Listens for TLS connections. The handshake of an accepted connection runs on its first
- * read or write; a client that fails it shows up as a read error on that transport, not on
- * the listener. Its `encryption` is `"tls"`: `serve()` on it needs `auth`, or `auth: false` to
- * serve any client that connects.
+ * read or write (on Node and Bun: once accepted); a client that fails it shows up as a read
+ * error on that transport, not on the listener. Its `encryption` is `"tls"`: `serve()` on it
+ * needs `auth`, or `auth: false` to serve any client that connects.
  *
  * @param options Address, certificate and key; see {@linkcode TlsListenOptions}.
  * @returns A listener, once it is bound; iterate it to accept, `close()` it to stop.
+ * @throws {Deno.errors.InvalidData} On Deno, when `cert` or `key` is not PEM. On Node and Bun
+ * a `TypeError` naming the option, also when `key` is not the key of `cert`.
  *
  * @example Echo over TLS (with the repository's test-only certificate)
  * ```ts
@@ -202,11 +205,21 @@ export async function connectTcp(options: TcpConnectOptions): Promise<Transport>
  */
 export function listenTls(options: TlsListenOptions): Promise<Listener> {
   // A promise for one shape with listenTcp, which binds asynchronously on Node and Bun.
+  const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
+  if (!onDeno()) {
+    return import("./_node_tls.ts").then((node) =>
+      node.nodeListenTls({
+        hostname,
+        port: options.port ?? 0,
+        cert: options.cert,
+        key: options.key,
+      })
+    );
+  }
   try {
-    if (!onDeno()) throw new TypeError("listenTls runs on Deno only so far (docs/runtimes.md)");
     const listener = Deno.listenTls({
       transport: "tcp",
-      hostname: options.hostname ?? DEFAULT_TCP_HOSTNAME,
+      hostname,
       port: options.port ?? 0,
       cert: options.cert,
       key: options.key,
@@ -229,7 +242,10 @@ export function listenTls(options: TlsListenOptions): Promise<Listener> {
  *
  * @param options Where to connect and whom to trust; see {@linkcode TlsConnectOptions}.
  * @returns The connected transport.
- * @throws {Deno.errors.InvalidData} When the server's certificate is not trusted.
+ * @throws {Deno.errors.InvalidData} On Deno, when the server's certificate is not trusted or
+ * does not name `serverName`. On Node and Bun an `Error` that says which (and which option
+ * fixes it), with Node's `code` (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`,
+ * `ERR_TLS_CERT_ALTNAME_INVALID`); a refused connection is `connectTcp`'s error there too.
  *
  * @example A server whose certificate the client does not trust
  * ```ts
@@ -252,6 +268,14 @@ export function listenTls(options: TlsListenOptions): Promise<Listener> {
  */
 export async function connectTls(options: TlsConnectOptions): Promise<Transport> {
   const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
+  if (!onDeno()) {
+    return (await import("./_node_tls.ts")).nodeConnectTls({
+      hostname,
+      port: options.port,
+      caCerts: options.caCerts,
+      serverName: options.serverName,
+    });
+  }
   const tcp = await Deno.connect({ transport: "tcp", hostname, port: options.port });
   let conn: Deno.TlsConn;
   try {

