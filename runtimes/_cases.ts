@@ -47,7 +47,6 @@ import { WorkerPool } from "../workers/worker_pool.ts";
 import { WorkerExitedError } from "../workers/errors.ts";
 import type { WorkerApi } from "./_worker.ts";
 import { spawnChild } from "../_spawn.ts";
-import type { Listener, Transport } from "../transports/types.ts";
 import { conformanceCases, type ConformanceTarget } from "../transports/_conformance.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
@@ -633,6 +632,7 @@ for (const runtime of ["deno", "node", "bun"] as const) {
       runtime,
       runtimePath: path,
       stderr: "discard",
+      stdout: "discard",
       ...options,
     });
     try {
@@ -686,6 +686,23 @@ for (const runtime of ["deno", "node", "bun"] as const) {
       assert.ok(await parentSawCancel.promise instanceof CallCancelledError);
     });
   });
+
+  add(
+    `worker under ${runtime} (stdio): console.log at load and in a handler spares the channel`,
+    async () => {
+      const lines: string[] = [];
+      await withWorker(
+        { transport: "stdio", stderr: (line) => lines.push(line) },
+        async (worker) => {
+          await worker.remote.log("from a handler");
+          assert.equal(await worker.remote.echo("still framed"), "still framed");
+          for (let i = 0; i < 50 && !lines.includes("from a handler"); i++) await sleep(10);
+          assert.ok(lines.includes("worker module loading"), JSON.stringify(lines));
+          assert.ok(lines.includes("from a handler"), JSON.stringify(lines));
+        },
+      );
+    },
+  );
 
   for (const transport of ["stdio", "unix"] as const) {
     add(`worker under ${runtime} (${transport}): a crash fails the call`, async () => {

@@ -10,6 +10,8 @@ const [runtime, runtimePath] = (globalThis as unknown as { process: { argv: stri
 const worker = await spawnWorker<WorkerApi>(new URL("./_worker.ts", import.meta.url), {
   runtime: runtime as WorkerRuntime,
   runtimePath,
+  stdout: "discard",
+  stderr: "discard",
 });
 await worker.remote.echo(1);
 console.log(worker.pid);

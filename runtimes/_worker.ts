@@ -13,6 +13,9 @@ export interface ParentApi {
   hang(): Promise<never>;
 }
 
+// Printed while the module loads: over stdio it must reach the parent's stderr, not the channel.
+console.log("worker module loading");
+
 let cancelled = 0;
 
 /** The handlers this worker serves. */
@@ -57,6 +60,8 @@ export const handlers = {
       clearTimeout(timer);
     }
   },
+  /** Prints `text` with console.log (over stdio: to the parent's stderr). */
+  log: (text: string): void => console.log(text),
   /** Exits this process with `code`, mid-call. */
   crash: (code: number): never => {
     const exit = (globalThis as { Deno?: { exit(code: number): never } }).Deno?.exit ??

@@ -65,7 +65,12 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { spawnThread } from "./_spawn_thread.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
-import { consoleToStderr, WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import {
+  consoleToStderr,
+  nodeQuietPreloadUrl,
+  WORKER_ENV,
+  WORKER_SOCKET_ENV,
+} from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { REAL_STDOUT_KEY } from "../transports/_byte_channel_transport.ts";
 
@@ -200,7 +205,12 @@ export async function spawnWorker<
             args,
             quiet: kind === "stdio",
           })
-          : [...(runtimeArgs ?? []), modulePath(worker, runtime), ...args],
+          : [
+            ...(kind === "stdio" ? quietPreloadArgs(runtime) : []),
+            ...(runtimeArgs ?? []),
+            modulePath(worker, runtime),
+            ...args,
+          ],
       ];
     child = spawnProcess(command, {
       args: commandArgs,
@@ -273,6 +283,18 @@ function checkRuntime(
     );
   }
   if (given("denoArgs")) refuse("denoArgs", `are for Deno workers: use runtimeArgs for ${runtime}`);
+}
+
+/**
+ * The flags that make a Node or Bun worker keep its stdout for the channel before its module
+ * loads (see quietPreloadUrl for Deno's): Node imports a data: URL; Bun preloads only files, so
+ * it gets workers/_node_preload.ts when conduit is local files (else `serveWorker` moves the
+ * console itself, once it runs).
+ */
+function quietPreloadArgs(runtime: "node" | "bun"): string[] {
+  if (runtime === "node") return ["--import", nodeQuietPreloadUrl(REAL_STDOUT_KEY)];
+  const preload = new URL("./_node_preload.ts", import.meta.url);
+  return preload.protocol === "file:" ? ["--preload", fromFileUrl(preload)] : [];
 }
 
 /** The file a Node or Bun worker runs: a local module's path. */
