@@ -704,6 +704,22 @@ for (const runtime of ["deno", "node", "bun"] as const) {
     },
   );
 
+  if (runtime === "node") {
+    add("worker under node: Node's permission model through runtimeArgs", async () => {
+      const dir = await mkdtemp(`${tmpdir()}/cdp`);
+      try {
+        await withWorker({ runtimeArgs: ["--permission", "--allow-fs-read=*"] }, async (worker) => {
+          assert.equal(await worker.remote.tryWrite(`${dir}/denied`), "ERR_ACCESS_DENIED");
+        });
+        await withWorker({}, async (worker) => {
+          assert.equal(await worker.remote.tryWrite(`${dir}/allowed`), "written");
+        });
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
+
   for (const transport of ["stdio", "unix"] as const) {
     add(`worker under ${runtime} (${transport}): a crash fails the call`, async () => {
       await withWorker({ transport }, async (worker) => {

@@ -60,6 +60,15 @@ export const handlers = {
       clearTimeout(timer);
     }
   },
+  /** Writes a file at `path`: "written", or the error's code (a permission model's refusal). */
+  tryWrite: async (path: string): Promise<string> => {
+    try {
+      await (await import("node:fs/promises")).writeFile(path, "x");
+      return "written";
+    } catch (error) {
+      return String((error as { code?: string }).code ?? error);
+    }
+  },
   /** Prints `text` with console.log (over stdio: to the parent's stderr). */
   log: (text: string): void => console.log(text),
   /** Exits this process with `code`, mid-call. */
