@@ -19,4 +19,5 @@
  * @module
  */
 
+export * from "./shapes.ts";
 export * from "./types.ts";

@@ -63,9 +63,10 @@
 import { CodecError, RemoteError } from "../errors.ts";
 import { keySegment } from "./json.ts";
 import { ExtData, msgpackCodec } from "./msgpack.ts";
-import type { Codec } from "./types.ts";
+import { type ShapeDecoder, type ShapeEncoder, ShapeError } from "./shapes.ts";
+import type { Codec, ShapingCodec } from "./types.ts";
 
-export type { Codec };
+export type { Codec, ShapingCodec };
 
 /**
  * The MessagePack extension types this codec adds (each payload is described beside it).
@@ -100,6 +101,9 @@ export const STRUCTURED_EXT: {
   /** `0x4e` ("N"), empty: the first item of `[ext N, record]`, an object with a `null`
    * prototype. */
   readonly nullPrototype: number;
+  /** `0x4b` ("K"): the first item of `[ext K, value…]`, a record of a shape the peer defined
+   * (docs/protocol.md §12); the payload is the shape id, 1 or 2 bytes big-endian. */
+  readonly shape: number;
 } = Object.freeze({
   revive: 0x52,
   undefined: 0x55,
@@ -109,6 +113,7 @@ export const STRUCTURED_EXT: {
   typed: 0x54,
   error: 0x45,
   nullPrototype: 0x4e,
+  shape: 0x4b,
 });
 
 /** The codec's `name` on the wire: `"structured"`. */
@@ -159,7 +164,9 @@ export interface StructuredCodecOptions {
  * assert.equal(error.message, "too big");
  * ```
  */
-export function structuredCodec<T = unknown>(options: StructuredCodecOptions = {}): Codec<T> {
+export function structuredCodec<T = unknown>(
+  options: StructuredCodecOptions = {},
+): ShapingCodec<T> {
   return new _StructuredCodec<T>(options);
 }
 
@@ -175,13 +182,16 @@ class Refusal {
   }
 }
 
-class _StructuredCodec<T> implements Codec<T> {
+class _StructuredCodec<T> implements ShapingCodec<T> {
   readonly name: string = STRUCTURED_CODEC_NAME;
   readonly #inner: Codec<unknown>;
   readonly #maxDepth: number;
   readonly #stack: boolean;
   /** Set while preparing a value when it needed an extension of this codec. */
   #changed = false;
+  /** The table of the encode or decode under way, when it sends records by shape. */
+  #encodeShapes: ShapeEncoder | undefined;
+  #decodeShapes: ShapeDecoder | undefined;
 
   constructor(options: StructuredCodecOptions) {
     const maxDepth = options.maxDepth ?? DEFAULT_STRUCTURED_MAX_DEPTH;
@@ -210,6 +220,25 @@ class _StructuredCodec<T> implements Codec<T> {
       return this.#inner.encodeView!(prepared);
     } catch (err) {
       throw this.#rename("encode", err);
+    }
+  }
+
+  encodeShaped(value: T, shapes: ShapeEncoder): Uint8Array {
+    shapes.startEncode();
+    this.#encodeShapes = shapes;
+    try {
+      return this.encodeView(value);
+    } finally {
+      this.#encodeShapes = undefined;
+    }
+  }
+
+  decodeShaped(bytes: Uint8Array, shapes: ShapeDecoder): T {
+    this.#decodeShapes = shapes;
+    try {
+      return this.decode(bytes);
+    } finally {
+      this.#decodeShapes = undefined;
     }
   }
 
@@ -302,10 +331,10 @@ class _StructuredCodec<T> implements Codec<T> {
   #prepareObject(object: object, level: number): unknown {
     const proto = Object.getPrototypeOf(object);
     try {
-      if (proto === Object.prototype) return this.#prepareRecord(object, level);
+      if (proto === Object.prototype) return this.#prepareRecord(object, level, true);
       if (proto === null) {
         this.#changed = true;
-        return [NULL_PROTOTYPE, this.#prepareRecord(object, level)];
+        return [NULL_PROTOTYPE, this.#prepareRecord(object, level, false)];
       }
       if (proto === Array.prototype) return this.#prepareArray(object as unknown[], level);
       if (proto === Uint8Array.prototype || proto === Date.prototype) {
@@ -337,7 +366,7 @@ class _StructuredCodec<T> implements Codec<T> {
     return level + 1;
   }
 
-  #prepareRecord(record: object, level: number): unknown {
+  #prepareRecord(record: object, level: number, shaped: boolean): unknown {
     const keys = Object.keys(record);
     if (Object.getOwnPropertySymbols(record).length > 0) {
       const symbol = Object.getOwnPropertySymbols(record)[0];
@@ -367,7 +396,14 @@ class _StructuredCodec<T> implements Codec<T> {
       }
       if (out !== undefined) out[key] = prepared;
     }
-    return out ?? record;
+    const shape = shaped ? this.#encodeShapes?.shapeOf(keys) : undefined;
+    if (shape === undefined) return out ?? record;
+    this.#changed = true;
+    const values = out ?? source;
+    const shapedRecord = new Array<unknown>(keys.length + 1);
+    shapedRecord[0] = shapeMark(shape.id);
+    for (let i = 0; i < keys.length; i++) shapedRecord[i + 1] = values[keys[i]];
+    return shapedRecord;
   }
 
   #prepareArray(array: unknown[], level: number): unknown {
@@ -477,6 +513,10 @@ class _StructuredCodec<T> implements Codec<T> {
     const next = level + 1;
     if (value instanceof ExtData) return reviveExt(value);
     if (Array.isArray(value)) {
+      const first = value[0];
+      if (first instanceof ExtData && first.type === STRUCTURED_EXT.shape) {
+        return this.#reviveShaped(first, value, next);
+      }
       if (value.length === 2 && isMark(value[0], ERROR)) return this.#reviveError(value[1], next);
       if (value.length === 2 && isMark(value[0], NULL_PROTOTYPE)) {
         const record = this.#revive(value[1], next);
@@ -503,6 +543,39 @@ class _StructuredCodec<T> implements Codec<T> {
       for (const key of Object.keys(record)) record[key] = this.#revive(record[key], next);
     }
     return value;
+  }
+
+  /** A record of a shape the peer defined: `[ext K, value…]`, its values in the shape's order. */
+  #reviveShaped(mark: ExtData, items: unknown[], level: number): Record<string, unknown> {
+    const data = mark.data;
+    if (data.length !== 1 && data.length !== 2) {
+      throw new TypeError(`A shape id of ${data.length} bytes (1 or 2)`);
+    }
+    const id = data.length === 1 ? data[0] : (data[0] << 8) | data[1];
+    const shapes = this.#decodeShapes;
+    if (shapes === undefined) {
+      throw new ShapeError(`A record of shape ${id} where the channel uses no shapes`);
+    }
+    const keys = shapes.keysOf(id);
+    if (items.length !== keys.length + 1) {
+      throw new TypeError(
+        `A record of shape ${id} has ${items.length - 1} values for its ${keys.length} keys`,
+      );
+    }
+    const record: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      const item = this.#revive(items[i + 1], level);
+      if (key === "__proto__") {
+        Object.defineProperty(record, key, {
+          value: item,
+          writable: true,
+          enumerable: true,
+          configurable: true,
+        });
+      } else record[key] = item;
+    }
+    return record;
   }
 
   #reviveError(value: unknown, level: number): RemoteError {
@@ -606,6 +679,18 @@ const NEGATIVE_ZERO = mark(STRUCTURED_EXT.negativeZero);
 const INVALID_DATE = mark(STRUCTURED_EXT.invalidDate);
 const ERROR = mark(STRUCTURED_EXT.error);
 const NULL_PROTOTYPE = mark(STRUCTURED_EXT.nullPrototype);
+
+/** The markers of shape ids, made as they are first used. */
+const shapeMarks: ExtData[] = [];
+
+function shapeMark(id: number): ExtData {
+  return shapeMarks[id] ??= Object.freeze(
+    new ExtData(
+      STRUCTURED_EXT.shape,
+      id < 0x100 ? new Uint8Array([id]) : new Uint8Array([id >> 8, id & 0xff]),
+    ),
+  );
+}
 
 function isMark(value: unknown, which: ExtData): boolean {
   return value instanceof ExtData && value.type === which.type && value.data.length === 0;
