@@ -5,7 +5,7 @@
 // transport write. The engine is given its wire and knows it only through wires/types.ts.
 // The lifecycle's state machine and the channel's deadline timer are below the engine.
 
-import type { Codec } from "../codecs/types.ts";
+import { type Codec, isShapingCodec } from "../codecs/types.ts";
 import { FrameTooLargeError, FramingError } from "../errors.ts";
 import type { Goodbye, PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/format.ts";
@@ -44,6 +44,8 @@ export interface CoreConfig {
   /** Close gracefully after this long with no frame and nothing in flight (Infinity: never). */
   idleTimeout: number;
   trustPeer: boolean;
+  /** `ChannelOptions.shapes`. */
+  shapes: boolean;
   errorClasses: Map<string, ErrorClass>;
   onNotificationError: (error: unknown, method: string) => void;
 }
@@ -120,6 +122,7 @@ export class ChannelCore implements LifecycleEvents {
       streamWindowBytes: config.streamWindowBytes,
       writeHighWaterMark: config.writeHighWaterMark,
       trustPeer: config.trustPeer,
+      shapes: config.shapes && isShapingCodec(config.codec),
       errorClasses: config.errorClasses,
       auth: config.auth,
       trace: config.trace,

@@ -208,6 +208,11 @@ export interface WireOptions {
   readonly onWriteFailure: (error: unknown) => void;
   /** Where the wire trace goes, one line per frame; absent when the channel does not trace. */
   readonly trace?: WireTrace;
+  /**
+   * Whether records may be sent by shape (docs/protocol.md §12): the channel codec can, and
+   * the channel's `shapes` option is on. A wire without shapes ignores it.
+   */
+  readonly shapes?: boolean;
 }
 
 /** Makes the wire of one connection (conduit's is the default). */
