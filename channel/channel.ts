@@ -261,7 +261,7 @@ export interface ChannelOptions<Local extends object = object> {
   trustPeer?: boolean;
   /**
    * Whether records of one shape (the same keys in the same order) are sent with their keys
-   * once, later ones with their values only (docs/protocol.md §12). Takes effect when the
+   * once, later ones with their values only (docs/protocol.md §14). Takes effect when the
    * channel codec can (the structured codec, the workers' default) and the peer's HELLO lists
    * the `shapes` feature too; otherwise bodies are the codec's plain encoding.
    *

@@ -1,12 +1,13 @@
-// Records sent by shape (docs/protocol.md §12): calls, streams and cancels carry shaped records
+// Records sent by shape (docs/protocol.md §14): calls, streams and cancels carry shaped records
 // over real transports, with bodies dropped on either side; a peer without the feature gets
 // plain bodies; a hostile peer's SHAPE frames and bodies are protocol errors.
 
 import assert from "node:assert/strict";
 import { structuredCodec } from "../codecs/structured.ts";
 import { STRUCTURED_EXT } from "../codecs/structured.ts";
-import { ShapeEncoder } from "../codecs/shapes.ts";
-import type { Envelope } from "../protocol/envelope.ts";
+import { ShapeDecoder, ShapeEncoder } from "../codecs/shapes.ts";
+import { encodeFrame } from "../framing/frame_decoder.ts";
+import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 import { ProtocolError } from "../protocol/format.ts";
 import { memory, unix } from "../transports/_test_pairs.ts";
 import { helloBody, RawPeer } from "./_test_raw_peer.ts";
@@ -334,5 +335,51 @@ Deno.test("shapes: SHAPE before HELLO, or without the feature, is a protocol err
     );
     await peer.close();
     await cleanup();
+  }
+});
+
+Deno.test("shapes: the vectors of docs/protocol.md §14 are conduit's bytes both ways", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/protocol.md", import.meta.url));
+  const section = doc.slice(doc.indexOf("## 14. Record shapes"), doc.indexOf("## Appendix A"));
+  const lines = section.split("\n").filter((line) => line.startsWith("handler → caller "));
+  assert.equal(lines.length, 3);
+  const vectors = lines.map((line) => {
+    const [header, payload, meaning] = line.replace(/^.*?→ \w+\s+/, "").split(/\s{2,}/);
+    return { hex: `${header}${payload}`.replace(/ /g, ""), meaning };
+  });
+  const hex = (bytes: Uint8Array) =>
+    Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  const values = vectors
+    .filter((v) => v.meaning.startsWith("RESULT"))
+    .map((v) => JSON.parse(v.meaning.replace(/^.*? body=/, "")));
+  // The sending side: conduit's encoder makes exactly these frames.
+  const codec = structuredCodec();
+  const sending = new ShapeEncoder();
+  const sent: string[] = [];
+  values.forEach((value, i) => {
+    const body = codec.encodeShaped(value, sending).slice();
+    for (const shape of sending.uncommitted()) {
+      if (sending.commit(shape)) {
+        sent.push(
+          hex(encodeFrame(encodeEnvelope({ kind: "shape", id: shape.id, keys: [...shape.keys] }))),
+        );
+      }
+    }
+    sent.push(hex(encodeFrame(encodeEnvelope({ kind: "result", id: i + 1, body }))));
+  });
+  assert.deepEqual(sent, vectors.map((v) => v.hex));
+  // The receiving side: each frame decodes to its meaning.
+  const receiving = new ShapeDecoder();
+  let result = 0;
+  for (const { hex: frameHex, meaning } of vectors) {
+    const bytes = new Uint8Array(frameHex.match(/../g)!.map((b) => parseInt(b, 16)));
+    const envelope = decodeEnvelope(bytes.subarray(4));
+    if (envelope.kind === "shape") {
+      assert.equal(meaning, `SHAPE id=${envelope.id} keys=${JSON.stringify(envelope.keys)}`);
+      receiving.define(envelope.id, envelope.keys);
+    } else {
+      assert.equal(envelope.kind, "result");
+      assert.deepStrictEqual(codec.decodeShaped(envelope.body, receiving), values[result++]);
+    }
   }
 });

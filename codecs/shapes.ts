@@ -4,7 +4,7 @@
  * {@linkcode ShapeEncoder} (the sending side) learns the shapes of the records a
  * {@linkcode ShapingCodec} encodes; a {@linkcode ShapeDecoder} (the receiving side) holds the
  * shapes the peer defined, within {@linkcode ShapeLimits} it checks against a hostile peer.
- * The definitions travel apart from the bodies (conduit's SHAPE frame, docs/protocol.md §12):
+ * The definitions travel apart from the bodies (conduit's SHAPE frame, docs/protocol.md §14):
  * a body may be encoded and never sent, or received and never decoded.
  *
  * @example Two tables, as the two ends of one direction of a channel

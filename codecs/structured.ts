@@ -102,7 +102,7 @@ export const STRUCTURED_EXT: {
    * prototype. */
   readonly nullPrototype: number;
   /** `0x4b` ("K"): the first item of `[ext K, value…]`, a record of a shape the peer defined
-   * (docs/protocol.md §12); the payload is the shape id, 1 or 2 bytes big-endian. */
+   * (docs/protocol.md §14); the payload is the shape id, 1 or 2 bytes big-endian. */
   readonly shape: number;
 } = Object.freeze({
   revive: 0x52,

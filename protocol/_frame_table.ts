@@ -20,7 +20,7 @@ export interface FrameSink {
   onGoodbye(body: Uint8Array): void;
   onPing(nonce: number): void;
   onPong(nonce: number): void;
-  /** SHAPE: the definition of the sender's record shape `id` (docs/protocol.md §12). */
+  /** SHAPE: the definition of the sender's record shape `id` (docs/protocol.md §14). */
   onShape(id: number, keys: string[]): void;
   onCall(
     id: number,

@@ -46,7 +46,7 @@ export type Envelope =
   | { kind: "goodbye"; body: Uint8Array }
   | { kind: "ping"; nonce: number }
   | { kind: "pong"; nonce: number }
-  /** The sender's record shape `id` (§12), with its keys in order. */
+  /** The sender's record shape `id` (§14), with its keys in order. */
   | { kind: "shape"; id: number; keys: string[] }
   | {
     kind: "call";

@@ -206,7 +206,7 @@ export class ProtocolError extends ConduitError {}
 //
 /**
  * The HELLO feature of a peer that reads SHAPE frames and records sent by shape
- * (docs/protocol.md §12): listed by conduit when its channel codec can send records by shape
+ * (docs/protocol.md §14): listed by conduit when its channel codec can send records by shape
  * and the channel's `shapes` option is on (the default).
  *
  * @example

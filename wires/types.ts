@@ -209,7 +209,7 @@ export interface WireOptions {
   /** Where the wire trace goes, one line per frame; absent when the channel does not trace. */
   readonly trace?: WireTrace;
   /**
-   * Whether records may be sent by shape (docs/protocol.md §12): the channel codec can, and
+   * Whether records may be sent by shape (docs/protocol.md §14): the channel codec can, and
    * the channel's `shapes` option is on. A wire without shapes ignores it.
    */
   readonly shapes?: boolean;

@@ -246,7 +246,7 @@ export class ConduitWire implements Wire, FrameSink {
       return codec.decodeShaped(bytes, shapes);
     } catch (error) {
       if (error instanceof CodecError && error.cause instanceof ShapeError) {
-        // The peer broke the commit rule (docs/protocol.md §12): the channel fails, as a
+        // The peer broke the commit rule (docs/protocol.md §14): the channel fails, as a
         // decode usually fails only its call. Read's caller rethrows it after this frame.
         this.#shapeFailure ??= new ProtocolError(error.cause.message, { cause: error });
       }
@@ -694,7 +694,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 
   /**
    * Writes the SHAPE frames of the shapes a body uses that were never defined, right before
-   * the body's frame (docs/protocol.md §12): a shape is known to the peer only once written.
+   * the body's frame (docs/protocol.md §14): a shape is known to the peer only once written.
    */
   #sendShapes(shapes: readonly Shape[]): void {
     for (let i = 0; i < shapes.length; i++) {
