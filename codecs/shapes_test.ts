@@ -213,26 +213,29 @@ Deno.test("shapes: a hostile peer's definitions are refused, naming the limit", 
 });
 
 Deno.test("shapes: a body using an unknown shape, or malformed, is a CodecError", () => {
-  const ext = (data: number[]) => ({ type: STRUCTURED_EXT.shape, data: new Uint8Array(data) });
   const msgpack = msgpackCodec();
-  // [ext R, [ext K(id), values…]] built by hand.
-  const body = (id: number[], values: unknown[]) =>
-    new Uint8Array([
-      0x92,
-      0xc7,
-      0,
-      STRUCTURED_EXT.revive,
+  /** `[ext K(id), values…]` built by hand, wrapped as `[ext R, …]` or not. */
+  const body = (id: number[], values: unknown[], wrapped = false) => {
+    const mark = id.length === 1
+      ? [0xd4, STRUCTURED_EXT.shape]
+      : id.length === 2
+      ? [0xd5, STRUCTURED_EXT.shape]
+      : [0xc7, id.length, STRUCTURED_EXT.shape];
+    const record = [
       0x90 + values.length + 1,
-      0xc7,
-      id.length,
-      ext(id).type,
+      ...mark,
       ...id,
       ...values.flatMap((v) => [...msgpack.encode(v)]),
-    ]);
+    ];
+    return new Uint8Array(wrapped ? [0x92, 0xc7, 0, STRUCTURED_EXT.revive, ...record] : record);
+  };
   const table = new ShapeDecoder();
   table.define(0, ["a", "b"]);
+  table.define(0x123, ["c"]);
   assert.deepStrictEqual(codec.decodeShaped(body([0], [1, 2]), table), { a: 1, b: 2 });
+  assert.deepStrictEqual(codec.decodeShaped(body([0], [1, 2], true), table), { a: 1, b: 2 });
   assert.deepStrictEqual(codec.decodeShaped(body([0, 0], [1, 2]), table), { a: 1, b: 2 });
+  assert.deepStrictEqual(codec.decodeShaped(body([0x01, 0x23], [3]), table), { c: 3 });
   const cause = (bytes: Uint8Array, shapes?: ShapeDecoder) => {
     const err = thrown(() => shapes ? codec.decodeShaped(bytes, shapes) : codec.decode(bytes));
     assert.ok(err instanceof CodecError, String(err));
@@ -241,9 +244,15 @@ Deno.test("shapes: a body using an unknown shape, or malformed, is a CodecError"
   const unknown = cause(body([1], [1, 2]), table);
   assert.ok(unknown instanceof ShapeError);
   assert.equal(unknown.message, "A body uses shape 1, which the peer never defined");
-  const unshaped = cause(body([0], [1, 2]));
-  assert.ok(unshaped instanceof ShapeError);
-  assert.equal(unshaped.message, "A record of shape 0 where the channel uses no shapes");
-  assert.match(cause(body([0], [1]), table).message, /1 values for its 2 keys/);
-  assert.match(cause(body([0, 0, 0], [1, 2]), table).message, /A shape id of 3 bytes/);
+  for (const wrapped of [false, true]) {
+    const unshaped = cause(body([0], [1, 2], wrapped));
+    assert.ok(unshaped instanceof ShapeError);
+    assert.equal(unshaped.message, "A record of shape 0 where the channel uses no shapes");
+  }
+  assert.equal(
+    cause(body([0], [1]), table).message,
+    "A record has 1 values for the 2 keys of its shape",
+  );
+  // A mark is a fixext 1 or 2: in any other form it is an unknown extension.
+  assert.match(cause(body([0, 0, 0], [1, 2], true), table).message, /Unknown extension type 75/);
 });

@@ -63,6 +63,7 @@
 import { CodecError, RemoteError } from "../errors.ts";
 import { keySegment } from "./json.ts";
 import { ExtData, msgpackCodec } from "./msgpack.ts";
+import { type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack.ts";
 import { type ShapeDecoder, type ShapeEncoder, ShapeError } from "./shapes.ts";
 import type { Codec, ShapingCodec } from "./types.ts";
 
@@ -102,7 +103,8 @@ export const STRUCTURED_EXT: {
    * prototype. */
   readonly nullPrototype: number;
   /** `0x4b` ("K"): the first item of `[ext K, value…]`, a record of a shape the peer defined
-   * (docs/protocol.md §14); the payload is the shape id, 1 or 2 bytes big-endian. */
+   * (docs/protocol.md §14), written only by `encodeShaped`; the payload is the shape id, a
+   * fixext 1 or 2 (big-endian). It needs no `[ext R, …]` wrapper. */
   readonly shape: number;
 } = Object.freeze({
   revive: 0x52,
@@ -192,6 +194,8 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
   /** The table of the encode or decode under way, when it sends records by shape. */
   #encodeShapes: ShapeEncoder | undefined;
   #decodeShapes: ShapeDecoder | undefined;
+  readonly #reading: RecordHooks;
+  readonly #writing: RecordHooks;
 
   constructor(options: StructuredCodecOptions) {
     const maxDepth = options.maxDepth ?? DEFAULT_STRUCTURED_MAX_DEPTH;
@@ -203,6 +207,32 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
     // An error or a null-prototype object takes two MessagePack levels ([ext, fields]) where
     // it counts one here, and the revive wrapper one more.
     this.#inner = msgpackCodec({ maxDepth: 2 * maxDepth + 2 });
+    // Records by shape are written and read by the MessagePack writer and reader themselves,
+    // with no array made per record nor a walk of the decoded value: read always (a shaped
+    // record without shapes is an error, not an array), written during encodeShaped only.
+    const keysOf = (data: Uint8Array): readonly string[] => {
+      const id = data.length === 1 ? data[0] : (data[0] << 8) | data[1];
+      const shapes = this.#decodeShapes;
+      if (shapes === undefined) {
+        throw new ShapeError(`A record of shape ${id} where the channel uses no shapes`);
+      }
+      return shapes.keysOf(id);
+    };
+    this.#reading = { type: STRUCTURED_EXT.shape, keysOf };
+    this.#writing = {
+      type: STRUCTURED_EXT.shape,
+      keysOf,
+      markOf: (keys) => {
+        const shape = this.#encodeShapes!.shapeOf(keys);
+        return shape === undefined ? undefined : shapeMark(shape.id);
+      },
+    };
+    this.#setRecordHooks(this.#reading);
+  }
+
+  #setRecordHooks(hooks: RecordHooks): void {
+    (this.#inner as unknown as { [SET_RECORD_HOOKS](hooks: RecordHooks): void })
+      [SET_RECORD_HOOKS](hooks);
   }
 
   encode(value: T): Uint8Array {
@@ -226,10 +256,12 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
   encodeShaped(value: T, shapes: ShapeEncoder): Uint8Array {
     shapes.startEncode();
     this.#encodeShapes = shapes;
+    this.#setRecordHooks(this.#writing);
     try {
       return this.encodeView(value);
     } finally {
       this.#encodeShapes = undefined;
+      this.#setRecordHooks(this.#reading);
     }
   }
 
@@ -331,10 +363,10 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
   #prepareObject(object: object, level: number): unknown {
     const proto = Object.getPrototypeOf(object);
     try {
-      if (proto === Object.prototype) return this.#prepareRecord(object, level, true);
+      if (proto === Object.prototype) return this.#prepareRecord(object, level);
       if (proto === null) {
         this.#changed = true;
-        return [NULL_PROTOTYPE, this.#prepareRecord(object, level, false)];
+        return [NULL_PROTOTYPE, this.#prepareRecord(object, level)];
       }
       if (proto === Array.prototype) return this.#prepareArray(object as unknown[], level);
       if (proto === Uint8Array.prototype || proto === Date.prototype) {
@@ -366,7 +398,7 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
     return level + 1;
   }
 
-  #prepareRecord(record: object, level: number, shaped: boolean): unknown {
+  #prepareRecord(record: object, level: number): unknown {
     const keys = Object.keys(record);
     if (Object.getOwnPropertySymbols(record).length > 0) {
       const symbol = Object.getOwnPropertySymbols(record)[0];
@@ -390,20 +422,14 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
         throw err;
       }
       if (prepared !== item && out === undefined) {
-        // A null prototype: assigning "__proto__" then makes an own property, as the source has.
-        out = Object.create(null) as Record<string, unknown>;
-        for (let j = 0; j < i; j++) out[keys[j]] = source[keys[j]];
+        // A plain object (so that it is sent by shape too), "__proto__" an own property of it
+        // as of the source.
+        out = {};
+        for (let j = 0; j < i; j++) setData(out, keys[j], source[keys[j]]);
       }
-      if (out !== undefined) out[key] = prepared;
+      if (out !== undefined) setData(out, key, prepared);
     }
-    const shape = shaped ? this.#encodeShapes?.shapeOf(keys) : undefined;
-    if (shape === undefined) return out ?? record;
-    this.#changed = true;
-    const values = out ?? source;
-    const shapedRecord = new Array<unknown>(keys.length + 1);
-    shapedRecord[0] = shapeMark(shape.id);
-    for (let i = 0; i < keys.length; i++) shapedRecord[i + 1] = values[keys[i]];
-    return shapedRecord;
+    return out ?? record;
   }
 
   #prepareArray(array: unknown[], level: number): unknown {
@@ -513,10 +539,6 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
     const next = level + 1;
     if (value instanceof ExtData) return reviveExt(value);
     if (Array.isArray(value)) {
-      const first = value[0];
-      if (first instanceof ExtData && first.type === STRUCTURED_EXT.shape) {
-        return this.#reviveShaped(first, value, next);
-      }
       if (value.length === 2 && isMark(value[0], ERROR)) return this.#reviveError(value[1], next);
       if (value.length === 2 && isMark(value[0], NULL_PROTOTYPE)) {
         const record = this.#revive(value[1], next);
@@ -545,39 +567,6 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
     return value;
   }
 
-  /** A record of a shape the peer defined: `[ext K, value…]`, its values in the shape's order. */
-  #reviveShaped(mark: ExtData, items: unknown[], level: number): Record<string, unknown> {
-    const data = mark.data;
-    if (data.length !== 1 && data.length !== 2) {
-      throw new TypeError(`A shape id of ${data.length} bytes (1 or 2)`);
-    }
-    const id = data.length === 1 ? data[0] : (data[0] << 8) | data[1];
-    const shapes = this.#decodeShapes;
-    if (shapes === undefined) {
-      throw new ShapeError(`A record of shape ${id} where the channel uses no shapes`);
-    }
-    const keys = shapes.keysOf(id);
-    if (items.length !== keys.length + 1) {
-      throw new TypeError(
-        `A record of shape ${id} has ${items.length - 1} values for its ${keys.length} keys`,
-      );
-    }
-    const record: Record<string, unknown> = {};
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i];
-      const item = this.#revive(items[i + 1], level);
-      if (key === "__proto__") {
-        Object.defineProperty(record, key, {
-          value: item,
-          writable: true,
-          enumerable: true,
-          configurable: true,
-        });
-      } else record[key] = item;
-    }
-    return record;
-  }
-
   #reviveError(value: unknown, level: number): RemoteError {
     const fields = value as Record<string, unknown> | null;
     if (
@@ -598,6 +587,19 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
       },
       "cause" in fields ? { cause } : undefined,
     );
+  }
+}
+
+/** Sets `key`, as an own data property when it is `"__proto__"` (not the prototype). */
+function setData(object: Record<string, unknown>, key: string, value: unknown): void {
+  if (key !== "__proto__") object[key] = value;
+  else {
+    Object.defineProperty(object, key, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
   }
 }
 
