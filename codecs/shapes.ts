@@ -101,6 +101,8 @@ export class Shape {
   #committed = false;
 
   /**
+   * A shape (made by {@linkcode ShapeEncoder}).
+   *
    * @param id The shape's id.
    * @param keys The keys, in order.
    */
@@ -167,6 +169,8 @@ export class ShapeEncoder {
   #uncommitted: Shape[] = [];
 
   /**
+   * An empty table for the sending side of one direction.
+   *
    * @param limits The peer's limits (those it enforces), by default
    * {@linkcode DEFAULT_SHAPE_LIMITS}.
    */
@@ -255,7 +259,12 @@ export class ShapeDecoder {
   #shapes = 0;
   #tableBytes = 0;
 
-  /** @param limits The limits to enforce, by default {@linkcode DEFAULT_SHAPE_LIMITS}. */
+  /**
+   * An empty table for the receiving side of one direction.
+   *
+   * @param limits The limits to enforce, by default {@linkcode DEFAULT_SHAPE_LIMITS}. A
+   * limit out of range (below 1, `maxShapes` above 65536) is a `RangeError`.
+   */
   constructor(limits: Partial<ShapeLimits> = {}) {
     this.#limits = checkLimits(limits);
   }
