@@ -10,7 +10,7 @@ import { Packr } from "msgpackr";
 import { jsonCodec } from "../codecs/json.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { protobufCodec } from "../codecs/protobuf.ts";
-import { ShapeDecoder, ShapeEncoder } from "../codecs/shapes.ts";
+import { ShapeDecoder, ShapeEncoder } from "../codecs/structured.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 

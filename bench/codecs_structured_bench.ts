@@ -1,6 +1,6 @@
 // The lossless worker codec: MessagePack (codecs/msgpack.ts, the baseline), V8's structured
 // serialization (`node:v8` serialize/deserialize), the structured codec built on MessagePack
-// (codecs/structured.ts), the same with a channel direction's shape tables (codecs/shapes.ts,
+// (codecs/structured.ts), the same with a channel direction's shape tables (ShapeEncoder,
 // once its shapes are defined: what every message after the first costs), and msgpackr with
 // records (per message, and with structures shared by both ends, as a channel could keep
 // them), on the same values: a small call, 1 KB and 1 MB of records with a Date and a Set

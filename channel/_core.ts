@@ -5,12 +5,12 @@
 // transport write. The engine is given its wire and knows it only through wires/types.ts.
 // The lifecycle's state machine and the channel's deadline timer are below the engine.
 
-import { type Codec, isShapingCodec } from "../codecs/types.ts";
+import type { Codec } from "../codecs/types.ts";
 import { FrameTooLargeError, FramingError } from "../errors.ts";
 import type { Goodbye, PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
-import type { MethodCodecs } from "../wires/codec_slots.ts";
+import { type MethodCodecs, shapingCodec } from "../wires/codec_slots.ts";
 import type { ConnectionTimers, HeartbeatConfig } from "./_connection_timers.ts";
 import { handleChain, IncomingCalls } from "./_incoming_calls.ts";
 import { isAsyncIterable, type OutgoingCall, OutgoingCalls } from "./_outgoing_calls.ts";
@@ -122,7 +122,7 @@ export class ChannelCore implements LifecycleEvents {
       streamWindowBytes: config.streamWindowBytes,
       writeHighWaterMark: config.writeHighWaterMark,
       trustPeer: config.trustPeer,
-      shapes: config.shapes && isShapingCodec(config.codec),
+      shapes: config.shapes ? shapingCodec(config.codec) : undefined,
       errorClasses: config.errorClasses,
       auth: config.auth,
       trace: config.trace,

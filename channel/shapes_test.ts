@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { structuredCodec } from "../codecs/structured.ts";
 import { STRUCTURED_EXT } from "../codecs/structured.ts";
-import { ShapeDecoder, ShapeEncoder } from "../codecs/shapes.ts";
+import { ShapeDecoder, ShapeEncoder } from "../codecs/structured.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 import { ProtocolError } from "../protocol/format.ts";

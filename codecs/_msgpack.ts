@@ -160,7 +160,7 @@ export function bytesToBigint(bytes: Uint8Array): bigint {
 export type ExtensionHook = (object: unknown) => ExtData | null;
 
 /**
- * Records sent by shape (codecs/shapes.ts, docs/protocol.md §14): a plain object of a shape is
+ * Records sent by shape (codecs/structured.ts, docs/protocol.md §14): a plain object of a shape is
  * the array `[mark, values…]`, its mark an extension value of type `type` holding the shape.
  */
 export interface RecordHooks {

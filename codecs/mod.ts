@@ -19,5 +19,4 @@
  * @module
  */
 
-export * from "./shapes.ts";
 export * from "./types.ts";

@@ -1,9 +1,15 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { CodecError } from "../errors.ts";
+import { CodecError, ShapeError } from "../errors.ts";
 import { msgpackCodec } from "./msgpack.ts";
-import { type Shape, ShapeDecoder, ShapeEncoder, ShapeError, type ShapeLimits } from "./shapes.ts";
-import { STRUCTURED_EXT, structuredCodec } from "./structured.ts";
+import {
+  type Shape,
+  ShapeDecoder,
+  ShapeEncoder,
+  type ShapeLimits,
+  STRUCTURED_EXT,
+  structuredCodec,
+} from "./structured.ts";
 import { thrown } from "./_test_util.ts";
 
 const codec = structuredCodec();
@@ -255,4 +261,18 @@ Deno.test("shapes: a body using an unknown shape, or malformed, is a CodecError"
   );
   // A mark is a fixext 1 or 2: in any other form it is an unknown extension.
   assert.match(cause(body([0, 0, 0], [1, 2], true), table).message, /Unknown extension type 75/);
+});
+
+Deno.test("shapes: no shape is made whose SHAPE frame would exceed the peer's maxFrameBytes", () => {
+  const table = new ShapeEncoder({ maxFrameBytes: 20 });
+  const long = { abcdefgh: 1, ijklmnop: 2 }; // 1 + 1 + 1 + 9 + 9 = 21 bytes of SHAPE frame
+  const short = { a: 1, b: 2 }; // 7 bytes
+  table.startEncode();
+  for (let i = 0; i < 3; i++) assert.equal(table.shapeOf(Object.keys(long)), undefined);
+  table.shapeOf(Object.keys(short));
+  assert.equal(table.shapeOf(Object.keys(short))?.id, 0);
+  assert.deepEqual(
+    structuredCodec().shapeEncoder({ maxFrameBytes: 20 }) instanceof ShapeEncoder,
+    true,
+  );
 });

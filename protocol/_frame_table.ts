@@ -250,7 +250,7 @@ export function readFrame(
  * A SHAPE frame: `varint id, varint count`, then `count` keys, each `varint length` and that
  * many bytes of UTF-8, and nothing after. Checked before anything is allocated: a count or a
  * length that overruns the frame is a ProtocolError. The table's own limits are the receiver's
- * to check (codecs/shapes.ts).
+ * to check (ShapeDecoder, codecs/structured.ts).
  */
 function readShape(frame: Uint8Array, sink: FrameSink, cursor: Cursor): void {
   const id = field(frame, 1, "shape id", cursor);

@@ -34,6 +34,7 @@ import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CodecSlot, MethodCodecs } from "./codec_slots.ts";
 import type { ErrorClass } from "./error_codec.ts";
+import type { ShapingCodec } from "../codecs/types.ts";
 
 export type { CodecSlot, MethodCodecs, PeerInfo };
 
@@ -209,10 +210,11 @@ export interface WireOptions {
   /** Where the wire trace goes, one line per frame; absent when the channel does not trace. */
   readonly trace?: WireTrace;
   /**
-   * Whether records may be sent by shape (docs/protocol.md §14): the channel codec can, and
-   * the channel's `shapes` option is on. A wire without shapes ignores it.
+   * The channel codec, when records may be sent by shape (docs/protocol.md §14): it can, and
+   * the channel's `shapes` option is on. It makes the shape tables. A wire without shapes
+   * ignores it.
    */
-  readonly shapes?: boolean;
+  readonly shapes?: ShapingCodec<unknown>;
 }
 
 /** Makes the wire of one connection (conduit's is the default). */

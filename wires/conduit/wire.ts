@@ -55,6 +55,7 @@ import {
   type CodecSlot,
   decodeBody,
   encodeBody,
+  shapingCodec,
   traceFeed,
   WriterOutbox,
 } from "../codec_slots.ts";
@@ -75,16 +76,13 @@ import {
   writeTarget,
 } from "../types.ts";
 import { decodeErrorBody, encodeErrorBody } from "../error_codec.ts";
-import { CodecError, FrameTooLargeError } from "../../errors.ts";
-import {
-  DEFAULT_SHAPE_LIMITS,
-  type Shape,
-  ShapeDecoder,
-  ShapeEncoder,
-  ShapeError,
-  type ShapeLimits,
-} from "../../codecs/shapes.ts";
-import { isShapingCodec } from "../../codecs/types.ts";
+import { CodecError, FrameTooLargeError, ShapeError } from "../../errors.ts";
+import type {
+  RecordShape as Shape,
+  ShapeDecoderTable as ShapeDecoder,
+  ShapeEncoderTable as ShapeEncoder,
+  ShapingCodec,
+} from "../../codecs/types.ts";
 import { forgetGivenUp, isGivenUp } from "../../transfer.ts";
 
 /** The frame names of conduit's events, as docs/protocol.md writes them. */
@@ -143,7 +141,7 @@ export class ConduitWire implements Wire, FrameSink {
     const hello = helloBody({
       auth: auth && { nonce: nonce!, role: auth.role },
       codec: options.codec,
-      features: options.shapes ? FEATURES_WITH_SHAPES : FEATURES,
+      features: options.shapes !== undefined ? FEATURES_WITH_SHAPES : FEATURES,
       maxFrameBytes: options.maxFrameBytes,
       maxInFlight: options.maxInFlight,
       streamWindowBytes: options.streamWindowBytes,
@@ -236,14 +234,12 @@ export class ConduitWire implements Wire, FrameSink {
     const shapes = this.#shapes;
     const bytes = body as Uint8Array;
     const codec = slot.codec;
-    if (
-      shapes === undefined || !isShapingCodec(codec) ||
-      (bytes.length === 0 && slot.emptyIsUndefined)
-    ) {
+    const shaping = shapes === undefined ? undefined : shapingCodec(codec);
+    if (shaping === undefined || (bytes.length === 0 && slot.emptyIsUndefined)) {
       return decodeBody(slot, bytes);
     }
     try {
-      return codec.decodeShaped(bytes, shapes);
+      return shaping.decodeShaped(bytes, shapes!);
     } catch (error) {
       if (error instanceof CodecError && error.cause instanceof ShapeError) {
         // The peer broke the commit rule (docs/protocol.md §14): the channel fails, as a
@@ -307,10 +303,9 @@ export class ConduitWire implements Wire, FrameSink {
     this.#greeted = true;
     // Raised only now, after authentication too: nothing bigger was read before.
     this.decoder.maxFrameBytes = this.#options.maxFrameBytes;
-    const shapes = (this.#options.shapes ?? false) &&
-      (peer.features?.includes(SHAPES_FEATURE) ?? false);
-    if (shapes) this.#shapes = new ShapeDecoder();
-    this.outbox.setPeer(peer, shapes);
+    const maker = peer.features?.includes(SHAPES_FEATURE) ? this.#options.shapes : undefined;
+    this.#shapes = maker?.shapeDecoder();
+    this.outbox.setPeer(peer, maker);
     this.#lifecycle.onEstablished(peer);
   }
 
@@ -489,11 +484,11 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     this.#options = options;
   }
 
-  /** The peer's limits arrived. */
-  setPeer(peer: PeerLimits, shapes = false): void {
+  /** The peer's limits arrived; `shapes` makes the shape table when both sides read shapes. */
+  setPeer(peer: PeerLimits, shapes?: ShapingCodec<unknown>): void {
     this.#peerMaxFrame = peer.maxFrameBytes;
     this.#peerReadsMeta = peer.features?.includes(CALL_META_FEATURE) ?? false;
-    if (shapes) this.#shapes = new ShapeEncoder(shapeLimitsFor(peer.maxFrameBytes));
+    this.#shapes = shapes?.shapeEncoder({ maxFrameBytes: peer.maxFrameBytes });
   }
 
   override writable(): Promise<void> | undefined {
@@ -676,19 +671,17 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     const shapes = this.#shapes;
     if (this.#lastShapes.length > 0) this.#lastShapes = NO_SHAPES;
     const codec = slot.codec;
-    if (
-      shapes === undefined || !isShapingCodec(codec) ||
-      (value === undefined && slot.emptyIsUndefined)
-    ) {
+    const shaping = shapes === undefined ? undefined : shapingCodec(codec);
+    if (shaping === undefined || (value === undefined && slot.emptyIsUndefined)) {
       return encodeBody(slot, value);
     }
     let body: Uint8Array;
     try {
-      body = codec.encodeShaped(value, shapes);
+      body = shaping.encodeShaped(value, shapes!);
     } catch (error) {
       throw error instanceof CodecError ? error : new CodecError(codec.name, "encode", error);
     }
-    this.#lastShapes = shapes.uncommitted();
+    this.#lastShapes = shapes!.uncommitted();
     return body;
   }
 
@@ -804,17 +797,6 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 }
 
 const NO_SHAPES: readonly Shape[] = Object.freeze([]);
-
-/**
- * This side's shape limits towards a peer: the defaults the peer enforces, with fewer keys per
- * shape where the largest SHAPE frame would not fit the peer's frame limit (1024 bytes allow 7).
- */
-function shapeLimitsFor(peerMaxFrame: number): Partial<ShapeLimits> {
-  const { maxKeyBytes, maxKeysPerShape, maxShapes } = DEFAULT_SHAPE_LIMITS;
-  const room = peerMaxFrame - 1 - varintSize(maxShapes) - varintSize(maxKeysPerShape);
-  const perKey = varintSize(maxKeyBytes) + maxKeyBytes;
-  return { maxKeysPerShape: Math.max(1, Math.min(maxKeysPerShape, Math.floor(room / perKey))) };
-}
 
 /** An upper bound of a CALL frame's size (a method name is at most 3 bytes per UTF-16 unit). */
 function callSize(method: string, body: Uint8Array): number {
