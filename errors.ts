@@ -177,6 +177,25 @@ export class FrameSyntaxError extends FramingError {}
 export class TransportClosedError extends ConduitError {}
 
 /**
+ * A shape the peer sent that breaks a `ShapeLimits` bound or conduit's rules, or a
+ * body that uses a shape the peer never defined. The channel treats it as a protocol error.
+ *
+ * @example
+ * ```ts
+ * import { ShapeDecoder } from "@conduit/ipc/codecs/structured";
+ * import { ShapeError } from "@conduit/ipc/errors";
+ * import assert from "node:assert/strict";
+ *
+ * const table = new ShapeDecoder({ maxKeysPerShape: 2 });
+ * assert.throws(
+ *   () => table.define(0, ["a", "b", "c"]),
+ *   (err) => err instanceof ShapeError && err.message.includes("maxKeysPerShape (2)"),
+ * );
+ * ```
+ */
+export class ShapeError extends ConduitError {}
+
+/**
  * A codec could not encode or decode a value. Names the codec and wraps the underlying cause.
  *
  * @example

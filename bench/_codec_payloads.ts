@@ -5,9 +5,13 @@
  * @module
  */
 
+import { deserialize, serialize } from "node:v8";
+import { Packr } from "msgpackr";
 import { jsonCodec } from "../codecs/json.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { protobufCodec } from "../codecs/protobuf.ts";
+import { ShapeDecoder, ShapeEncoder } from "../codecs/structured.ts";
+import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
 
 /** The Protobuf schema of `BenchCall` and `BenchBatch`. */
@@ -120,4 +124,52 @@ export function benchCodecs(payload: BenchPayload): Array<[string, Codec<unknown
     ["protobuf", protobufCodec(proto)],
     ["protobuf-noverify", protobufCodec({ ...proto, verify: false })],
   ];
+}
+
+/** V8's structured serialization (`node:v8`) as a codec, for the comparison only. */
+export function v8Codec(): Codec<unknown> {
+  return {
+    name: "v8",
+    encode: (value) => serialize(value),
+    decode: (bytes) => deserialize(bytes),
+  };
+}
+
+/**
+ * The structured codec over one direction's shape tables, both ends in one: each encode's new
+ * shapes are defined at the decoding end at once, as the SHAPE frames before its body are.
+ * After the first message of a payload, what every later message of it costs.
+ */
+export function shapedStructuredCodec(): Codec<unknown> {
+  const codec = structuredCodec();
+  const sending = new ShapeEncoder();
+  const receiving = new ShapeDecoder();
+  return {
+    name: "structured+shapes",
+    encode(value) {
+      // A copy, as `encode` promises (the channel copies the view into its write batch).
+      const bytes = codec.encodeShaped(value, sending).slice();
+      for (const shape of sending.uncommitted()) {
+        if (sending.commit(shape)) receiving.define(shape.id, shape.keys);
+      }
+      return bytes;
+    },
+    decode: (bytes) => codec.decodeShaped(bytes, receiving),
+  };
+}
+
+/**
+ * msgpackr with records: `structuredClone` carries Sets, Maps and Dates; `shared` keeps the
+ * record structures between messages at both ends (one instance encodes and decodes), as a
+ * channel could, instead of defining them in each message.
+ */
+export function msgpackrCodec(shared: boolean): Codec<unknown> {
+  const packr = new Packr(
+    shared ? { structuredClone: true, structures: [] } : { structuredClone: true },
+  );
+  return {
+    name: shared ? "msgpackr shared records" : "msgpackr records",
+    encode: (value) => packr.pack(value),
+    decode: (bytes) => packr.unpack(bytes),
+  };
 }

@@ -1,33 +1,38 @@
 // The lossless worker codec: MessagePack (codecs/msgpack.ts, the baseline), V8's structured
-// serialization (`node:v8` serialize/deserialize) and the structured codec built on
-// MessagePack (codecs/structured.ts), on the same values: a small call, 1 KB and 1 MB of
-// records with a Date and a Set each, and one 1 MiB Uint8Array. "plain" groups run the
-// JSON-like records alone, so structured vs msgpack there is the cost of the structured
-// codec's walk (the path check).
+// serialization (`node:v8` serialize/deserialize), the structured codec built on MessagePack
+// (codecs/structured.ts), the same with a channel direction's shape tables (ShapeEncoder,
+// once its shapes are defined: what every message after the first costs), and msgpackr with
+// records (per message, and with structures shared by both ends, as a channel could keep
+// them), on the same values: a small call, 1 KB and 1 MB of records with a Date and a Set
+// each, and one 1 MiB Uint8Array. "plain" groups run the JSON-like records alone, so
+// structured vs msgpack there is the cost of the structured codec's walk (the path check).
+// Each candidate has a round trip, an encode and a decode case per payload.
 //
 //   deno bench -A bench/codecs_structured_bench.ts
 //
-// Before the cases, a fidelity table (stderr) says what each candidate does with each kind
-// of value: kept, changed (how) or refused.
+// Before the cases, the encoded bytes of each payload (stderr) and a fidelity table say what
+// each candidate sends and what it does with each kind of value: kept, changed (how) or
+// refused.
 
-import { deserialize, serialize } from "node:v8";
 import { isDeepStrictEqual } from "node:util";
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { Codec } from "../codecs/types.ts";
-import { benchBatch, benchPayloads } from "./_codec_payloads.ts";
+import {
+  benchBatch,
+  benchPayloads,
+  msgpackrCodec,
+  shapedStructuredCodec,
+  v8Codec,
+} from "./_codec_payloads.ts";
 
-/** V8's structured serialization as a codec, for the comparison only. */
-const v8Codec: Codec<unknown> = {
-  name: "v8",
-  encode: (value) => serialize(value),
-  decode: (bytes) => deserialize(bytes),
-};
-
-const CANDIDATES: Array<[string, Codec<unknown>]> = [
-  ["msgpack", msgpackCodec()],
+const CANDIDATES: Array<[string, () => Codec<unknown>]> = [
+  ["msgpack", () => msgpackCodec()],
   ["v8", v8Codec],
-  ["structured", structuredCodec()],
+  ["structured", () => structuredCodec()],
+  ["structured+shapes", shapedStructuredCodec],
+  ["msgpackr records", () => msgpackrCodec(false)],
+  ["msgpackr shared records", () => msgpackrCodec(true)],
 ];
 
 /** JSON-like records plus what JSON loses: a Date and a Set in each. */
@@ -51,23 +56,40 @@ const cases: Array<[string, unknown]> = [
   ["plain 1MB", benchBatch(1_000_000)],
 ];
 
+const sizes: string[] = [];
 for (const [name, value] of cases) {
-  for (const [codecName, codec] of CANDIDATES) {
+  const row = [name];
+  for (const [codecName, make] of CANDIDATES) {
+    const codec = make();
     // msgpack turns a Set into a Set and a Date into a Date: every candidate carries these.
-    const bytes = codec.encode(value);
+    // The first message defines the shapes (structures): the cases measure the ones after.
+    codec.decode(codec.encode(value).slice());
+    const bytes = codec.encode(value).slice();
     if (!isDeepStrictEqual(codec.decode(bytes), value)) {
       throw new Error(`${codecName} does not carry the ${name} payload`);
     }
-    Deno.bench({
-      name: `codec/${codecName} ${name} round trip`,
-      group: name,
-      baseline: codecName === "msgpack",
-      fn: () => {
-        codec.decode(codec.encode(value));
-      },
+    row.push(String(bytes.length));
+    const bench = (kind: string, fn: () => void) =>
+      Deno.bench({
+        name: `codec/${codecName} ${name} ${kind}`,
+        group: `${name} ${kind}`,
+        baseline: codecName === "msgpack",
+        fn,
+      });
+    bench("round trip", () => {
+      codec.decode(codec.encode(value));
+    });
+    bench("encode", () => {
+      codec.encode(value);
+    });
+    bench("decode", () => {
+      codec.decode(bytes);
     });
   }
+  sizes.push(row.join(" | "));
 }
+console.error(`bytes per message | ${CANDIDATES.map(([n]) => n).join(" | ")}`);
+console.error(sizes.join("\n"));
 
 // Fidelity, on stderr so that `deno bench --json` stays parseable.
 class Point {
@@ -98,7 +120,7 @@ const KINDS: Array<[string, unknown]> = [
 ];
 const rows = KINDS.map(([kind, value]) => {
   const row: Record<string, string> = { kind };
-  for (const [codecName, codec] of CANDIDATES) row[codecName] = fidelity(codec, value);
+  for (const [codecName, make] of CANDIDATES) row[codecName] = fidelity(make(), value);
   return row;
 });
 console.error("fidelity (kept / changed: what came back / refused):");

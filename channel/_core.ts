@@ -10,7 +10,7 @@ import { FrameTooLargeError, FramingError } from "../errors.ts";
 import type { Goodbye, PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
-import type { MethodCodecs } from "../wires/codec_slots.ts";
+import { type MethodCodecs, shapingCodec } from "../wires/codec_slots.ts";
 import type { ConnectionTimers, HeartbeatConfig } from "./_connection_timers.ts";
 import { handleChain, IncomingCalls } from "./_incoming_calls.ts";
 import { isAsyncIterable, type OutgoingCall, OutgoingCalls } from "./_outgoing_calls.ts";
@@ -44,6 +44,8 @@ export interface CoreConfig {
   /** Close gracefully after this long with no frame and nothing in flight (Infinity: never). */
   idleTimeout: number;
   trustPeer: boolean;
+  /** `ChannelOptions.shapes`. */
+  shapes: boolean;
   errorClasses: Map<string, ErrorClass>;
   onNotificationError: (error: unknown, method: string) => void;
 }
@@ -120,6 +122,7 @@ export class ChannelCore implements LifecycleEvents {
       streamWindowBytes: config.streamWindowBytes,
       writeHighWaterMark: config.writeHighWaterMark,
       trustPeer: config.trustPeer,
+      shapes: config.shapes ? shapingCodec(config.codec) : undefined,
       errorClasses: config.errorClasses,
       auth: config.auth,
       trace: config.trace,

@@ -260,6 +260,15 @@ export interface ChannelOptions<Local extends object = object> {
    */
   trustPeer?: boolean;
   /**
+   * Whether records of one shape (the same keys in the same order) are sent with their keys
+   * once, later ones with their values only (docs/protocol.md §14). Takes effect when the
+   * channel codec can (the structured codec, the workers' default) and the peer's HELLO lists
+   * the `shapes` feature too; otherwise bodies are the codec's plain encoding.
+   *
+   * @default {true}
+   */
+  shapes?: boolean;
+  /**
    * Error classes to revive the peer's errors as (matched by `name`), instead of
    * `RemoteError`.
    */
@@ -415,6 +424,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         auth: authConfig(options.auth),
         idleTimeout: positive("idleTimeout", options.idleTimeout ?? Infinity),
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
+        shapes: options.shapes ?? true,
         errorClasses,
         onNotificationError: options.onNotificationError ?? reportNotificationError,
       },

@@ -159,6 +159,22 @@ export function bytesToBigint(bytes: Uint8Array): bigint {
 /** Turns a value that is no array, plain object or primitive into an extension, or null. */
 export type ExtensionHook = (object: unknown) => ExtData | null;
 
+/**
+ * Records sent by shape (codecs/structured.ts, docs/protocol.md §14): a plain object of a shape is
+ * the array `[mark, values…]`, its mark an extension value of type `type` holding the shape.
+ */
+export interface RecordHooks {
+  /** The extension type of the marks. */
+  readonly type: number;
+  /** The writer's: the mark of the shape to write a plain object of these keys by, if any. */
+  markOf?(keys: string[]): ExtData | undefined;
+  /** The reader's: the keys of the shape of mark payload `data`; throws when there is none. */
+  keysOf(data: Uint8Array): readonly string[];
+}
+
+/** The method of conduit's MessagePack codec that sets its writers' and readers' hooks. */
+export const SET_RECORD_HOOKS: unique symbol = Symbol("setRecordHooks");
+
 /** The first buffer size, as the library's. */
 const INITIAL_BYTES = 2048;
 /** Buffers grown past this serve one message and are dropped, not kept for good. */
@@ -185,6 +201,8 @@ export class MsgpackWriter {
   #view = new DataView(this.#bytes.buffer);
   #pos = 0;
   #entered = false;
+  /** Set while an encode sends records by shape. */
+  records: RecordHooks | undefined;
 
   /**
    * @param extension Called for every value that is not a plain object, an array or a
@@ -246,7 +264,12 @@ export class MsgpackWriter {
         // Plain objects and arrays are never Dates, Maps, Sets or ExtData, so the hook would
         // return null for them; `Array.isArray` keeps an `Object.create(Array.prototype)` a map.
         const proto = Object.getPrototypeOf(value);
-        if (proto === objectProto) return this.#map(value as Record<string, unknown>, depth);
+        if (proto === objectProto) {
+          const object = value as Record<string, unknown>;
+          return this.records?.markOf === undefined
+            ? this.#map(object, depth)
+            : this.#record(object, depth);
+        }
         if (proto === arrayProto && Array.isArray(value)) return this.#array(value, depth);
       }
     }
@@ -377,8 +400,24 @@ export class MsgpackWriter {
     for (const item of array) this.#value(item, depth + 1);
   }
 
-  #map(object: Record<string, unknown>, depth: number): void {
+  /** A plain object: `[mark, values…]` when its keys have a shape, else a map. */
+  #record(object: Record<string, unknown>, depth: number): void {
     const keys = Object.keys(object);
+    const mark = keys.length === 0 ? undefined : this.records!.markOf!(keys);
+    if (mark === undefined) return this.#mapOf(object, keys, depth);
+    const size = keys.length + 1;
+    if (size < 16) this.#head(0x90 + size, 0, 0);
+    else if (size < 0x10000) this.#head(0xdc, 2, size);
+    else this.#head(0xdd, 4, size);
+    this.#ext(mark);
+    for (let i = 0; i < keys.length; i++) this.#value(object[keys[i]], depth + 1);
+  }
+
+  #map(object: Record<string, unknown>, depth: number): void {
+    this.#mapOf(object, Object.keys(object), depth);
+  }
+
+  #mapOf(object: Record<string, unknown>, keys: string[], depth: number): void {
     const size = keys.length;
     if (size < 16) this.#head(0x80 + size, 0, 0);
     else if (size < 0x10000) this.#head(0xde, 2, size);
@@ -579,6 +618,8 @@ export class MsgpackReader {
   /** Made on the first float of a message: a DataView per message costs as much as a key. */
   #view: DataView | undefined;
   #pos = 0;
+  /** Set when records sent by shape are read. */
+  records: RecordHooks | undefined;
 
   /**
    * @param options Limits, and how to treat invalid UTF-8.
@@ -738,11 +779,42 @@ export class MsgpackReader {
     }
   }
 
-  #array(size: number, depth: number): unknown[] {
+  #array(size: number, depth: number): unknown {
     this.#container(size, 1, depth, "Array", this.#options.maxArrayLength);
+    const records = this.records;
+    if (records !== undefined && size > 0) {
+      // `[mark, values…]`: the mark is a fixext 1 or 2 of the records' type.
+      const b = this.#bytes;
+      const p = this.#pos;
+      const head = b[p];
+      if ((head === 0xd4 || head === 0xd5) && b[p + 1] === records.type) {
+        return this.#record(records, head === 0xd4 ? 1 : 2, size - 1, depth);
+      }
+    }
     const array = new Array(size);
     for (let i = 0; i < size; i++) array[i] = this.#value(depth + 1);
     return array;
+  }
+
+  #record(
+    records: RecordHooks,
+    idBytes: number,
+    values: number,
+    depth: number,
+  ): Record<string, unknown> {
+    const start = this.#advance(2 + idBytes) + 2;
+    const keys = records.keysOf(this.#bytes.subarray(start, start + idBytes));
+    if (keys.length !== values) {
+      throw new TypeError(`A record has ${values} values for the ${keys.length} keys of its shape`);
+    }
+    const object: Record<string, unknown> = {};
+    for (let i = 0; i < values; i++) {
+      const key = keys[i];
+      const value = this.#value(depth + 1);
+      if (key === "__proto__") defineData(object, key, value);
+      else object[key] = value;
+    }
+    return object;
   }
 
   #map(size: number, depth: number): Record<string, unknown> | Map<unknown, unknown> {

@@ -57,6 +57,8 @@ import {
   MsgpackReader,
   MsgpackWriter,
   type ReaderOptions,
+  type RecordHooks,
+  SET_RECORD_HOOKS,
   type SubMillisecond,
 } from "./_msgpack.ts";
 import type { Codec } from "./types.ts";
@@ -195,6 +197,8 @@ class _MsgpackCodec<T> implements Codec<T> {
   #writers: MsgpackWriter[] = [];
   #readers: MsgpackReader[] = [];
   #level = 0;
+  /** Records sent by shape, for the structured codec's writers and readers. */
+  #records: RecordHooks | undefined;
 
   constructor(options: MsgpackCodecOptions) {
     this.#maxDepth = limit(options, "maxDepth", DEFAULT_MSGPACK_MAX_DEPTH, 1);
@@ -237,16 +241,30 @@ class _MsgpackCodec<T> implements Codec<T> {
     }
   }
 
+  /** Sets the hooks of records sent by shape on every writer and reader (the structured codec's). */
+  [SET_RECORD_HOOKS](records: RecordHooks | undefined): void {
+    this.#records = records;
+    for (const writer of this.#writers) writer.records = records;
+    for (const reader of this.#readers) reader.records = records;
+  }
+
   #newWriter(): MsgpackWriter {
-    return new MsgpackWriter(
+    const writer = new MsgpackWriter(
       (object) => this.#tryToEncode(object),
       this.#maxDepth,
       this.#bigintAsInt,
     );
+    writer.records = this.#records;
+    return writer;
   }
 
   #newReader(): MsgpackReader {
-    return new MsgpackReader(this.#reading, (data, type) => this.#decodeExtension(data, type));
+    const reader = new MsgpackReader(
+      this.#reading,
+      (data, type) => this.#decodeExtension(data, type),
+    );
+    reader.records = this.#records;
+    return reader;
   }
 
   #tryToEncode(object: unknown): ExtData | null {

@@ -60,12 +60,29 @@
  * @module
  */
 
-import { CodecError, RemoteError } from "../errors.ts";
+import { CodecError, RemoteError, ShapeError } from "../errors.ts";
 import { keySegment } from "./json.ts";
 import { ExtData, msgpackCodec } from "./msgpack.ts";
-import type { Codec } from "./types.ts";
+import { type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack.ts";
+import type {
+  Codec,
+  RecordShape,
+  ShapeDecoderTable,
+  ShapeEncoderOptions,
+  ShapeEncoderTable,
+  ShapeLimits,
+  ShapingCodec,
+} from "./types.ts";
 
-export type { Codec };
+export type {
+  Codec,
+  RecordShape,
+  ShapeDecoderTable,
+  ShapeEncoderOptions,
+  ShapeEncoderTable,
+  ShapeLimits,
+  ShapingCodec,
+};
 
 /**
  * The MessagePack extension types this codec adds (each payload is described beside it).
@@ -100,6 +117,10 @@ export const STRUCTURED_EXT: {
   /** `0x4e` ("N"), empty: the first item of `[ext N, record]`, an object with a `null`
    * prototype. */
   readonly nullPrototype: number;
+  /** `0x4b` ("K"): the first item of `[ext K, value…]`, a record of a shape the peer defined
+   * (docs/protocol.md §14), written only by `encodeShaped`; the payload is the shape id, a
+   * fixext 1 or 2 (big-endian). It needs no `[ext R, …]` wrapper. */
+  readonly shape: number;
 } = Object.freeze({
   revive: 0x52,
   undefined: 0x55,
@@ -109,6 +130,7 @@ export const STRUCTURED_EXT: {
   typed: 0x54,
   error: 0x45,
   nullPrototype: 0x4e,
+  shape: 0x4b,
 });
 
 /** The codec's `name` on the wire: `"structured"`. */
@@ -159,7 +181,9 @@ export interface StructuredCodecOptions {
  * assert.equal(error.message, "too big");
  * ```
  */
-export function structuredCodec<T = unknown>(options: StructuredCodecOptions = {}): Codec<T> {
+export function structuredCodec<T = unknown>(
+  options: StructuredCodecOptions = {},
+): ShapingCodec<T> {
   return new _StructuredCodec<T>(options);
 }
 
@@ -175,13 +199,18 @@ class Refusal {
   }
 }
 
-class _StructuredCodec<T> implements Codec<T> {
+class _StructuredCodec<T> implements ShapingCodec<T> {
   readonly name: string = STRUCTURED_CODEC_NAME;
   readonly #inner: Codec<unknown>;
   readonly #maxDepth: number;
   readonly #stack: boolean;
   /** Set while preparing a value when it needed an extension of this codec. */
   #changed = false;
+  /** The table of the encode or decode under way, when it sends records by shape. */
+  #encodeShapes: ShapeEncoderTable | undefined;
+  #decodeShapes: ShapeDecoderTable | undefined;
+  readonly #reading: RecordHooks;
+  readonly #writing: RecordHooks;
 
   constructor(options: StructuredCodecOptions) {
     const maxDepth = options.maxDepth ?? DEFAULT_STRUCTURED_MAX_DEPTH;
@@ -193,6 +222,32 @@ class _StructuredCodec<T> implements Codec<T> {
     // An error or a null-prototype object takes two MessagePack levels ([ext, fields]) where
     // it counts one here, and the revive wrapper one more.
     this.#inner = msgpackCodec({ maxDepth: 2 * maxDepth + 2 });
+    // Records by shape are written and read by the MessagePack writer and reader themselves,
+    // with no array made per record nor a walk of the decoded value: read always (a shaped
+    // record without shapes is an error, not an array), written during encodeShaped only.
+    const keysOf = (data: Uint8Array): readonly string[] => {
+      const id = data.length === 1 ? data[0] : (data[0] << 8) | data[1];
+      const shapes = this.#decodeShapes;
+      if (shapes === undefined) {
+        throw new ShapeError(`A record of shape ${id} where the channel uses no shapes`);
+      }
+      return shapes.keysOf(id);
+    };
+    this.#reading = { type: STRUCTURED_EXT.shape, keysOf };
+    this.#writing = {
+      type: STRUCTURED_EXT.shape,
+      keysOf,
+      markOf: (keys) => {
+        const shape = this.#encodeShapes!.shapeOf(keys);
+        return shape === undefined ? undefined : shapeMark(shape.id);
+      },
+    };
+    this.#setRecordHooks(this.#reading);
+  }
+
+  #setRecordHooks(hooks: RecordHooks): void {
+    (this.#inner as unknown as { [SET_RECORD_HOOKS](hooks: RecordHooks): void })
+      [SET_RECORD_HOOKS](hooks);
   }
 
   encode(value: T): Uint8Array {
@@ -210,6 +265,35 @@ class _StructuredCodec<T> implements Codec<T> {
       return this.#inner.encodeView!(prepared);
     } catch (err) {
       throw this.#rename("encode", err);
+    }
+  }
+
+  encodeShaped(value: T, shapes: ShapeEncoderTable): Uint8Array {
+    shapes.startEncode();
+    this.#encodeShapes = shapes;
+    this.#setRecordHooks(this.#writing);
+    try {
+      return this.encodeView(value);
+    } finally {
+      this.#encodeShapes = undefined;
+      this.#setRecordHooks(this.#reading);
+    }
+  }
+
+  shapeEncoder(options?: ShapeEncoderOptions): ShapeEncoder {
+    return new ShapeEncoder(options);
+  }
+
+  shapeDecoder(limits?: Partial<ShapeLimits>): ShapeDecoder {
+    return new ShapeDecoder(limits);
+  }
+
+  decodeShaped(bytes: Uint8Array, shapes: ShapeDecoderTable): T {
+    this.#decodeShapes = shapes;
+    try {
+      return this.decode(bytes);
+    } finally {
+      this.#decodeShapes = undefined;
     }
   }
 
@@ -361,11 +445,12 @@ class _StructuredCodec<T> implements Codec<T> {
         throw err;
       }
       if (prepared !== item && out === undefined) {
-        // A null prototype: assigning "__proto__" then makes an own property, as the source has.
-        out = Object.create(null) as Record<string, unknown>;
-        for (let j = 0; j < i; j++) out[keys[j]] = source[keys[j]];
+        // A plain object (so that it is sent by shape too), "__proto__" an own property of it
+        // as of the source.
+        out = {};
+        for (let j = 0; j < i; j++) setData(out, keys[j], source[keys[j]]);
       }
-      if (out !== undefined) out[key] = prepared;
+      if (out !== undefined) setData(out, key, prepared);
     }
     return out ?? record;
   }
@@ -528,6 +613,19 @@ class _StructuredCodec<T> implements Codec<T> {
   }
 }
 
+/** Sets `key`, as an own data property when it is `"__proto__"` (not the prototype). */
+function setData(object: Record<string, unknown>, key: string, value: unknown): void {
+  if (key !== "__proto__") object[key] = value;
+  else {
+    Object.defineProperty(object, key, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
+}
+
 function describeKey(key: unknown, index: number): string {
   if (typeof key === "string") return JSON.stringify(key);
   if (typeof key === "number" || typeof key === "boolean") return String(key);
@@ -607,6 +705,18 @@ const INVALID_DATE = mark(STRUCTURED_EXT.invalidDate);
 const ERROR = mark(STRUCTURED_EXT.error);
 const NULL_PROTOTYPE = mark(STRUCTURED_EXT.nullPrototype);
 
+/** The markers of shape ids, made as they are first used. */
+const shapeMarks: ExtData[] = [];
+
+function shapeMark(id: number): ExtData {
+  return shapeMarks[id] ??= Object.freeze(
+    new ExtData(
+      STRUCTURED_EXT.shape,
+      id < 0x100 ? new Uint8Array([id]) : new Uint8Array([id >> 8, id & 0xff]),
+    ),
+  );
+}
+
 function isMark(value: unknown, which: ExtData): boolean {
   return value instanceof ExtData && value.type === which.type && value.data.length === 0;
 }
@@ -668,4 +778,319 @@ function wtf16(text: string): ExtData {
   const units = new Uint16Array(text.length);
   for (let i = 0; i < text.length; i++) units[i] = text.charCodeAt(i);
   return new ExtData(STRUCTURED_EXT.wtf16, new Uint8Array(units.buffer));
+}
+
+// Shape tables: records of one shape (the same keys in the same order) sent with their keys
+// once per direction of a channel, later ones with their values only (docs/protocol.md §14).
+// A ShapeEncoder (the sending side) learns the shapes of the records `encodeShaped` writes; a
+// ShapeDecoder (the receiving side) holds the shapes the peer defined, within ShapeLimits it
+// checks against a hostile peer. The definitions travel apart from the bodies (conduit's SHAPE
+// frame): a body may be encoded and never sent, or received and never decoded. They live in
+// this module, not one of their own, because a worker loads this codec before its first call
+// anyway (module_graph_test.ts budgets the modules a worker loads).
+
+/**
+ * The default {@linkcode ShapeLimits}, the same on both sides: a sending side never defines
+ * more than a receiving side with these limits accepts.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_SHAPE_LIMITS } from "@conduit/ipc/codecs/structured";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(DEFAULT_SHAPE_LIMITS.maxShapes, 1024);
+ * ```
+ */
+export const DEFAULT_SHAPE_LIMITS: ShapeLimits = Object.freeze({
+  maxShapes: 1024,
+  maxKeysPerShape: 64,
+  maxKeyBytes: 128,
+  maxTableBytes: 65536,
+});
+
+/** The largest `maxShapes`: a shape id takes at most two bytes in a body. */
+const MAX_SHAPE_IDS = 0x10000;
+
+/**
+ * A shape of one direction: its id and its keys, in order. The sending side makes them;
+ * {@linkcode ShapeEncoder.commit} tells whether one still needs its definition sent.
+ */
+export class Shape implements RecordShape {
+  /** The shape's id in its direction's table. */
+  readonly id: number;
+  /** The keys, in order. */
+  readonly keys: readonly string[];
+  /** Whether its definition was sent. */
+  #committed = false;
+
+  /**
+   * A shape (made by {@linkcode ShapeEncoder}).
+   *
+   * @param id The shape's id.
+   * @param keys The keys, in order.
+   */
+  constructor(id: number, keys: readonly string[]) {
+    this.id = id;
+    this.keys = keys;
+  }
+
+  /** Whether its definition was sent. */
+  get committed(): boolean {
+    return this.#committed;
+  }
+
+  /** Marks it sent; true the first time. */
+  commitOnce(): boolean {
+    if (this.#committed) return false;
+    this.#committed = true;
+    return true;
+  }
+}
+
+/** One record path in the encoder's trie: the keys so far. */
+interface Node {
+  next: Map<string, Node> | undefined;
+  /** Records of exactly these keys met so far, until a shape is made. */
+  seen: number;
+  shape: Shape | undefined;
+  /** Too many keys, or a key too long: never a shape. */
+  blocked: boolean;
+}
+
+/** Records of a shape met this many times get a shape: the first is sent with its keys. */
+const PROPOSE_AT = 2;
+/** The trie's nodes, at most: past them, records of new key paths are sent with their keys. */
+const MAX_NODES_PER_SHAPE = 4;
+
+/**
+ * The sending side of one direction's shape table. A {@linkcode ShapingCodec} asks it, per
+ * record, for the record's shape: the second record of a shape gets one (an id of its own),
+ * `uncommitted` then lists it after that encode, and the definition must be sent before the
+ * body (`commit` says whether it still must be). A body never sent leaves its new shapes
+ * uncommitted: the next body that uses them lists them again.
+ *
+ * @example
+ * ```ts
+ * import { ShapeEncoder } from "@conduit/ipc/codecs/structured";
+ * import assert from "node:assert/strict";
+ *
+ * const table = new ShapeEncoder();
+ * table.startEncode();
+ * assert.equal(table.shapeOf(["id", "name"]), undefined); // the first: keys sent
+ * const shape = table.shapeOf(["id", "name"])!;
+ * assert.deepEqual(table.uncommitted(), [shape]);
+ * assert.equal(table.commit(shape), true); // send its definition now
+ * assert.equal(table.commit(shape), false); // already sent
+ * ```
+ */
+export class ShapeEncoder implements ShapeEncoderTable {
+  readonly #limits: ShapeLimits;
+  readonly #maxFrameBytes: number;
+  readonly #root: Node = { next: undefined, seen: 0, shape: undefined, blocked: false };
+  #nodes = 0;
+  #shapes = 0;
+  #tableBytes = 0;
+  #uncommitted: Shape[] = [];
+
+  /**
+   * An empty table for the sending side of one direction.
+   *
+   * @param options The peer's limits (those it enforces), by default
+   * {@linkcode DEFAULT_SHAPE_LIMITS}, and the largest definition it reads.
+   */
+  constructor(options: ShapeEncoderOptions = {}) {
+    const { maxFrameBytes, ...limits } = options;
+    this.#limits = checkLimits(limits);
+    this.#maxFrameBytes = maxFrameBytes ?? Infinity;
+  }
+
+  /** Called by a codec before each encode: `uncommitted` then lists that encode's shapes. */
+  startEncode(): void {
+    if (this.#uncommitted.length > 0) this.#uncommitted = [];
+  }
+
+  /**
+   * The shape to send a record of these keys with, or `undefined` to send its keys. Called by
+   * a codec for each record with keys well-formed strings.
+   */
+  shapeOf(keys: readonly string[]): Shape | undefined {
+    const limits = this.#limits;
+    if (keys.length === 0 || keys.length > limits.maxKeysPerShape) return undefined;
+    let node = this.#root;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      let next = node.next?.get(key);
+      if (next === undefined) {
+        if (this.#nodes >= limits.maxShapes * MAX_NODES_PER_SHAPE) return undefined;
+        next = {
+          next: undefined,
+          seen: 0,
+          shape: undefined,
+          blocked: utf8Length(key) > limits.maxKeyBytes,
+        };
+        (node.next ??= new Map()).set(key, next);
+        this.#nodes++;
+      }
+      if (next.blocked) return undefined;
+      node = next;
+    }
+    let shape = node.shape;
+    if (shape === undefined) {
+      if (++node.seen < PROPOSE_AT) return undefined;
+      const bytes = keyBytes(keys);
+      if (
+        this.#shapes >= limits.maxShapes || this.#tableBytes + bytes > limits.maxTableBytes ||
+        shapeFrameBytes(this.#shapes, keys) > this.#maxFrameBytes
+      ) {
+        return undefined;
+      }
+      shape = node.shape = new Shape(this.#shapes++, keys.slice());
+      this.#tableBytes += bytes;
+    }
+    // Uncommitted shapes are few (the first uses of each): a linear check is enough.
+    if (!shape.committed && !this.#uncommitted.includes(shape)) this.#uncommitted.push(shape);
+    return shape;
+  }
+
+  /** The shapes the last encode used whose definitions were never sent, in id order of use. */
+  uncommitted(): readonly Shape[] {
+    return this.#uncommitted;
+  }
+
+  /**
+   * Marks a shape's definition as sent (call it as the definition is written, before the body
+   * that uses it); true when it was not sent before, so it must be written now.
+   */
+  commit(shape: RecordShape): boolean {
+    return shape instanceof Shape && shape.commitOnce();
+  }
+}
+
+/**
+ * The receiving side of one direction's shape table: the shapes the peer defined, checked
+ * against {@linkcode ShapeLimits}. Every breach is a {@linkcode ShapeError} naming the limit
+ * and the value.
+ *
+ * @example
+ * ```ts
+ * import { ShapeDecoder } from "@conduit/ipc/codecs/structured";
+ * import assert from "node:assert/strict";
+ *
+ * const table = new ShapeDecoder();
+ * table.define(0, ["id", "name"]);
+ * assert.deepEqual(table.keysOf(0), ["id", "name"]);
+ * assert.throws(() => table.keysOf(1), /shape 1, which the peer never defined/);
+ * ```
+ */
+export class ShapeDecoder implements ShapeDecoderTable {
+  readonly #limits: ShapeLimits;
+  readonly #keys: Array<readonly string[] | undefined> = [];
+  #shapes = 0;
+  #tableBytes = 0;
+
+  /**
+   * An empty table for the receiving side of one direction.
+   *
+   * @param limits The limits to enforce, by default {@linkcode DEFAULT_SHAPE_LIMITS}. A
+   * limit out of range (below 1, `maxShapes` above 65536) is a `RangeError`.
+   */
+  constructor(limits: Partial<ShapeLimits> = {}) {
+    this.#limits = checkLimits(limits);
+  }
+
+  /** Adds the peer's shape `id`; throws {@linkcode ShapeError} past a limit or on a reused id. */
+  define(id: number, keys: readonly string[]): void {
+    const limits = this.#limits;
+    if (!Number.isInteger(id) || id < 0 || id >= limits.maxShapes) {
+      throw new ShapeError(
+        `Shape id ${id} is outside the table: ids are below maxShapes (${limits.maxShapes})`,
+      );
+    }
+    if (this.#keys[id] !== undefined) throw new ShapeError(`Shape ${id} is defined twice`);
+    if (this.#shapes >= limits.maxShapes) {
+      throw new ShapeError(`Shape ${id} exceeds maxShapes (${limits.maxShapes})`);
+    }
+    if (keys.length === 0 || keys.length > limits.maxKeysPerShape) {
+      throw new ShapeError(
+        `Shape ${id} has ${keys.length} keys, where a shape has 1 to maxKeysPerShape ` +
+          `(${limits.maxKeysPerShape})`,
+      );
+    }
+    const seen = new Set<string>();
+    let bytes = 0;
+    for (const key of keys) {
+      if (typeof key !== "string") throw new ShapeError(`Shape ${id} has a key that is no string`);
+      const length = utf8Length(key);
+      if (length > limits.maxKeyBytes) {
+        throw new ShapeError(
+          `Shape ${id} has a key of ${length} bytes, over maxKeyBytes (${limits.maxKeyBytes})`,
+        );
+      }
+      if (seen.has(key)) {
+        throw new ShapeError(`Shape ${id} has the key ${JSON.stringify(key)} twice`);
+      }
+      seen.add(key);
+      bytes += length;
+    }
+    if (this.#tableBytes + bytes > limits.maxTableBytes) {
+      throw new ShapeError(
+        `Shape ${id} takes the table to ${this.#tableBytes + bytes} key bytes, over ` +
+          `maxTableBytes (${limits.maxTableBytes})`,
+      );
+    }
+    this.#keys[id] = Object.freeze(keys.slice());
+    this.#shapes++;
+    this.#tableBytes += bytes;
+  }
+
+  /** The keys of shape `id`; throws {@linkcode ShapeError} for a shape never defined. */
+  keysOf(id: number): readonly string[] {
+    const keys = this.#keys[id];
+    if (keys === undefined) {
+      throw new ShapeError(`A body uses shape ${id}, which the peer never defined`);
+    }
+    return keys;
+  }
+}
+
+function checkLimits(limits: Partial<ShapeLimits>): ShapeLimits {
+  const checked = { ...DEFAULT_SHAPE_LIMITS, ...limits };
+  for (const [name, value] of Object.entries(checked)) {
+    const max = name === "maxShapes" ? MAX_SHAPE_IDS : 0xffff_ffff;
+    if (!Number.isInteger(value) || value < 1 || value > max) {
+      throw new RangeError(`${name} must be an integer from 1 to ${max}, got ${value}`);
+    }
+  }
+  return checked;
+}
+
+/** The bytes of conduit's SHAPE frame of shape `id` (docs/protocol.md §14). */
+function shapeFrameBytes(id: number, keys: readonly string[]): number {
+  let bytes = 1 + varintBytes(id) + varintBytes(keys.length);
+  for (const key of keys) {
+    const length = utf8Length(key);
+    bytes += varintBytes(length) + length;
+  }
+  return bytes;
+}
+
+/** The bytes of a varint below 2^21. */
+function varintBytes(value: number): number {
+  return value < 0x80 ? 1 : value < 0x4000 ? 2 : 3;
+}
+
+function keyBytes(keys: readonly string[]): number {
+  let bytes = 0;
+  for (const key of keys) bytes += utf8Length(key);
+  return bytes;
+}
+
+/** The UTF-8 length of a well-formed string. */
+function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0x80) bytes += unit >= 0x800 && (unit < 0xd800 || unit > 0xdfff) ? 2 : 1;
+  }
+  return bytes;
 }

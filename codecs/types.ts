@@ -46,3 +46,109 @@ export interface Codec<T = unknown> {
    * unchanged while the result is in use. */
   decode(bytes: Uint8Array): T;
 }
+
+/**
+ * A codec that can send records by shape: {@linkcode Codec} plus an encode and a decode
+ * through a direction's shape table. Without the tables it is the plain codec, and a body
+ * encoded with a table decodes only with the peer's table of that direction.
+ *
+ * @typeParam T The values this codec represents.
+ *
+ * @example The two ends of one direction of a channel
+ * ```ts
+ * import type { ShapingCodec } from "@conduit/ipc/codecs";
+ * import { structuredCodec } from "@conduit/ipc/codecs/structured";
+ * import assert from "node:assert/strict";
+ *
+ * const codec: ShapingCodec = structuredCodec();
+ * const sending = codec.shapeEncoder();
+ * const receiving = codec.shapeDecoder();
+ * const send = (value: unknown): Uint8Array => {
+ *   const body = codec.encodeShaped(value, sending).slice();
+ *   // The definitions a body needs go first, once: conduit writes them as SHAPE frames.
+ *   for (const shape of sending.uncommitted()) {
+ *     if (sending.commit(shape)) receiving.define(shape.id, shape.keys);
+ *   }
+ *   return body;
+ * };
+ * const rows = [{ id: 1, name: "a" }, { id: 2, name: "b" }, { id: 3, name: "c" }];
+ * const first = send(rows);
+ * const second = send(rows);
+ * assert.ok(second.length < first.length);
+ * assert.deepStrictEqual(codec.decodeShaped(second, receiving), rows);
+ * ```
+ */
+export interface ShapingCodec<T = unknown> extends Codec<T> {
+  /** A new table for the sending side of one direction (any shaping codec's tables serve
+   * every shaping codec). */
+  shapeEncoder(options?: ShapeEncoderOptions): ShapeEncoderTable;
+  /** A new table for the receiving side of one direction, enforcing `limits` (by default
+   * the same defaults a sending side keeps to). */
+  shapeDecoder(limits?: Partial<ShapeLimits>): ShapeDecoderTable;
+  /**
+   * Encodes `value`, asking `shapes` for its records' shapes; afterwards
+   * `shapes.uncommitted()` lists the definitions the body needs sent first. The bytes may be
+   * a view of the codec's scratch memory, as {@linkcode Codec.encodeView}'s.
+   */
+  encodeShaped(value: T, shapes: ShapeEncoderTable): Uint8Array;
+  /** Decodes a body encoded by `encodeShaped`, with the shapes the peer defined. A shape
+   * never defined is a `CodecError` whose cause is a `ShapeError`. */
+  decodeShaped(bytes: Uint8Array, shapes: ShapeDecoderTable): T;
+}
+
+/** The bounds of one direction's shape table; the receiving side enforces them. */
+export interface ShapeLimits {
+  /** Shapes one direction may define. @default {1024} */
+  readonly maxShapes: number;
+  /** Keys one shape may have. @default {64} */
+  readonly maxKeysPerShape: number;
+  /** UTF-8 bytes one key may take. @default {128} */
+  readonly maxKeyBytes: number;
+  /** UTF-8 bytes of all keys of all shapes of one direction, together. @default {65536} */
+  readonly maxTableBytes: number;
+}
+
+/** Options of a sending side's shape table ({@linkcode ShapingCodec.shapeEncoder}). */
+export interface ShapeEncoderOptions extends Partial<ShapeLimits> {
+  /**
+   * The peer's `maxFrameBytes`: no shape is made whose SHAPE frame (docs/protocol.md §14)
+   * would be larger.
+   *
+   * @default {Infinity}
+   */
+  readonly maxFrameBytes?: number;
+}
+
+/** A record shape of one direction: its id and its keys, in order. */
+export interface RecordShape {
+  /** The shape's id in its direction's table. */
+  readonly id: number;
+  /** The keys, in order. */
+  readonly keys: readonly string[];
+}
+
+/**
+ * The sending side of one direction's shape table, as a {@linkcode ShapingCodec} uses it
+ * (conduit's: `ShapeEncoder` of `@conduit/ipc/codecs/structured`).
+ */
+export interface ShapeEncoderTable {
+  /** Called by a codec before each encode: `uncommitted` then lists that encode's shapes. */
+  startEncode(): void;
+  /** The shape to write a record of these keys by, or `undefined` to write its keys. */
+  shapeOf(keys: readonly string[]): RecordShape | undefined;
+  /** The shapes the last encode used whose definitions were never sent. */
+  uncommitted(): readonly RecordShape[];
+  /** Marks a shape's definition sent; true when it was not sent before (send it now). */
+  commit(shape: RecordShape): boolean;
+}
+
+/**
+ * The receiving side of one direction's shape table (conduit's: `ShapeDecoder` of
+ * `@conduit/ipc/codecs/structured`).
+ */
+export interface ShapeDecoderTable {
+  /** Adds the peer's shape `id`; throws `ShapeError` past a limit. */
+  define(id: number, keys: readonly string[]): void;
+  /** The keys of shape `id`; throws `ShapeError` for a shape never defined. */
+  keysOf(id: number): readonly string[];
+}

@@ -20,6 +20,8 @@ export interface FrameSink {
   onGoodbye(body: Uint8Array): void;
   onPing(nonce: number): void;
   onPong(nonce: number): void;
+  /** SHAPE: the definition of the sender's record shape `id` (docs/protocol.md §14). */
+  onShape(id: number, keys: string[]): void;
   onCall(
     id: number,
     flags: number,
@@ -121,6 +123,7 @@ const PARAM_END = 17;
 const PARAM_CREDIT = 18;
 const RESULT_CREDIT = 19;
 const LATE_AUTH = 20;
+const SHAPE = 21;
 
 /** The one table: type byte to operation. */
 const TABLE: Uint8Array = (() => {
@@ -131,6 +134,7 @@ const TABLE: Uint8Array = (() => {
     [FRAME_KINDS.goodbye, GOODBYE],
     [FRAME_KINDS.ping, PING],
     [FRAME_KINDS.pong, PONG],
+    [FRAME_KINDS.shape, SHAPE],
     [FRAME_KINDS.call, CALL],
     [FRAME_KINDS.notify, NOTIFY],
     [FRAME_KINDS.result, RESULT_WITHOUT_R],
@@ -229,6 +233,8 @@ export function readFrame(
       return sink.onPing(nonceField(frame, cursor));
     case PONG:
       return sink.onPong(nonceField(frame, cursor));
+    case SHAPE:
+      return readShape(frame, sink, cursor);
     case RESULT_WITHOUT_R:
       throw new ProtocolError("RESULT frame without the R flag");
     case R_NOT_ALLOWED:
@@ -238,6 +244,57 @@ export function readFrame(
     default:
       throw new ProtocolError(`Unknown frame kind 0x${(type & 0x7f).toString(16)}`);
   }
+}
+
+/**
+ * A SHAPE frame: `varint id, varint count`, then `count` keys, each `varint length` and that
+ * many bytes of UTF-8, and nothing after. Checked before anything is allocated: a count or a
+ * length that overruns the frame is a ProtocolError. The table's own limits are the receiver's
+ * to check (ShapeDecoder, codecs/structured.ts).
+ */
+function readShape(frame: Uint8Array, sink: FrameSink, cursor: Cursor): void {
+  const id = field(frame, 1, "shape id", cursor);
+  const count = field(frame, cursor.end, "key count", cursor);
+  let at = cursor.end;
+  // Each key takes at least its length byte.
+  if (count > frame.length - at) {
+    throw new ProtocolError(`SHAPE ${id} says ${count} keys, more than its frame holds`);
+  }
+  const keys = new Array<string>(count);
+  for (let i = 0; i < count; i++) {
+    const length = field(frame, at, "key length", cursor);
+    const end = cursor.end + length;
+    if (end > frame.length) {
+      throw new ProtocolError(`SHAPE ${id} key ${i} of ${length} bytes overruns the frame`);
+    }
+    try {
+      keys[i] = utf8Text.decode(frame.subarray(cursor.end, end));
+    } catch {
+      throw new ProtocolError(`SHAPE ${id} key ${i} is not valid UTF-8`);
+    }
+    at = end;
+  }
+  noBody(frame, at);
+  sink.onShape(id, keys);
+}
+
+/**
+ * The SHAPE frame (type byte and fields) of shape `id` with `keys`, each well-formed.
+ */
+export function encodeShape(id: number, keys: readonly string[]): Uint8Array {
+  const encoded = keys.map((key) => utf8.encode(key));
+  let size = 1 + varintSize(id) + varintSize(keys.length);
+  for (const key of encoded) size += varintSize(key.length) + key.length;
+  const frame = new Uint8Array(size);
+  frame[0] = FRAME_KINDS.shape;
+  let at = writeVarint(frame, 1, id);
+  at = writeVarint(frame, at, keys.length);
+  for (const key of encoded) {
+    at = writeVarint(frame, at, key.length);
+    frame.set(key, at);
+    at += key.length;
+  }
+  return frame;
 }
 
 /** Whether a split frame's tail may be the body of a frame of `kind`: one that carries data. */

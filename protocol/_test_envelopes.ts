@@ -17,6 +17,11 @@ export function envelopeArbs(
     goodbye: fc.record({ kind: fc.constant("goodbye" as const), body }),
     ping: fc.record({ kind: fc.constant("ping" as const), nonce: fc.maxSafeNat() }),
     pong: fc.record({ kind: fc.constant("pong" as const), nonce: fc.maxSafeNat() }),
+    shape: fc.record({
+      kind: fc.constant("shape" as const),
+      id: fc.maxSafeNat(),
+      keys: fc.array(fc.string({ unit: "grapheme" }), { maxLength: 5 }),
+    }),
     call: fc.oneof(
       fc.record({
         kind: fc.constant("call" as const),

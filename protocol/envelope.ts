@@ -23,6 +23,7 @@ import {
   encodeCredit,
   encodeIdFrame,
   encodeNotify,
+  encodeShape,
   FrameParser,
   type FrameSink,
   readFrame,
@@ -45,6 +46,8 @@ export type Envelope =
   | { kind: "goodbye"; body: Uint8Array }
   | { kind: "ping"; nonce: number }
   | { kind: "pong"; nonce: number }
+  /** The sender's record shape `id` (§14), with its keys in order. */
+  | { kind: "shape"; id: number; keys: string[] }
   | {
     kind: "call";
     id: number;
@@ -90,6 +93,8 @@ export function encodeEnvelope(envelope: Envelope): Uint8Array {
     case "ping":
     case "pong":
       return encodeIdFrame(FRAME_KINDS[envelope.kind], envelope.nonce, EMPTY);
+    case "shape":
+      return encodeShape(envelope.id, envelope.keys);
     case "call":
       return encodeCall(
         envelope.id,
@@ -168,6 +173,9 @@ class EnvelopeBuilder implements FrameSink {
   }
   onPong(nonce: number): void {
     this.envelope = { kind: "pong", nonce };
+  }
+  onShape(id: number, keys: string[]): void {
+    this.envelope = { kind: "shape", id, keys };
   }
   onCall(
     id: number,

@@ -174,6 +174,7 @@ Deno.test("every envelope round-trips through encode and decode", () => {
   const envelope: fc.Arbitrary<Envelope> = fc.oneof(
     arbs.hello,
     arbs.ping,
+    arbs.shape,
     arbs.call,
     arbs.notify,
     arbs.result,
@@ -197,4 +198,24 @@ Deno.test("decodeEnvelope never throws anything but ProtocolError on random byte
     }),
     { numRuns: 5000 },
   );
+});
+
+Deno.test("SHAPE frames round-trip, and malformed ones are protocol errors naming the fault", () => {
+  const shape: Envelope = { kind: "shape", id: 300, keys: ["id", "naïve", "", "__proto__"] };
+  assert.deepEqual(decodeEnvelope(encodeEnvelope(shape)), shape);
+  const cases: Array<[number[], RegExp]> = [
+    [[0x06, 0, 200, 1, 0x61], /SHAPE 0 says 200 keys, more than its frame holds/],
+    [[0x06, 0, 1, 5, 0x61], /SHAPE 0 key 0 of 5 bytes overruns the frame/],
+    [[0x06, 0, 1, 1, 0xff], /SHAPE 0 key 0 is not valid UTF-8/],
+    [[0x06, 0, 1, 1, 0x61, 0], /SHAPE\(R=0\) has 1 unexpected trailing byte/],
+    [[0x06, 0x80], /SHAPE\(R=0\) field shape id/],
+    [[0x86, 0, 1, 1, 0x61], /SHAPE\(R=1\): this kind does not allow the R flag/],
+  ];
+  for (const [bytes, message] of cases) {
+    assert.throws(() => decodeEnvelope(new Uint8Array(bytes)), (error) => {
+      assert.ok(error instanceof ProtocolError, String(error));
+      assert.match(error.message, message);
+      return true;
+    });
+  }
 });

@@ -31,6 +31,7 @@ export const FRAME_KINDS = {
   goodbye: 0x02,
   ping: 0x03,
   pong: 0x04,
+  shape: 0x06,
   call: 0x10,
   notify: 0x11,
   result: 0x12,
@@ -203,6 +204,21 @@ export class ProtocolError extends ConduitError {}
 // assert.deepEqual(parseCallMeta(body), { key: "upload-7", attempt: 2 });
 // ```
 //
+/**
+ * The HELLO feature of a peer that reads SHAPE frames and records sent by shape
+ * (docs/protocol.md §14): listed by conduit when its channel codec can send records by shape
+ * and the channel's `shapes` option is on (the default).
+ *
+ * @example
+ * ```ts
+ * import { SHAPES_FEATURE } from "@conduit/ipc/protocol";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(SHAPES_FEATURE, "shapes");
+ * ```
+ */
+export const SHAPES_FEATURE = "shapes";
+
 /** The HELLO feature of a peer that reads call meta. */
 export const CALL_META_FEATURE = "call-meta";
 /** CALL flag bit 1: a meta object follows the method. */

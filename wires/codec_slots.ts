@@ -2,7 +2,7 @@
 // bodies encoded and decoded through them.
 
 import { CodecError } from "../errors.ts";
-import type { Codec } from "../codecs/types.ts";
+import type { Codec, ShapingCodec } from "../codecs/types.ts";
 import { isGivenUp } from "../transfer.ts";
 import type { FrameWriter } from "../framing/frame_writer.ts";
 
@@ -40,6 +40,16 @@ export const BODY_GIVEN = 3;
 export function bodyHolder(slot: CodecSlot, value: unknown, body: Uint8Array): number {
   if (body === value) return isGivenUp(body) ? BODY_GIVEN : BODY_LENT;
   return slot.codec.encodeView !== undefined && body.length > 0 ? BODY_SCRATCH : BODY_OWNED;
+}
+
+/** `codec` as a {@linkcode ShapingCodec} when it can send records by shape, else undefined. */
+export function shapingCodec(codec: Codec<unknown>): ShapingCodec<unknown> | undefined {
+  const shaping = codec as Partial<ShapingCodec<unknown>>;
+  return typeof shaping.encodeShaped === "function" &&
+      typeof shaping.decodeShaped === "function" &&
+      typeof shaping.shapeEncoder === "function" && typeof shaping.shapeDecoder === "function"
+    ? codec as ShapingCodec<unknown>
+    : undefined;
 }
 
 const EMPTY = new Uint8Array(0);

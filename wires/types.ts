@@ -34,6 +34,7 @@ import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CodecSlot, MethodCodecs } from "./codec_slots.ts";
 import type { ErrorClass } from "./error_codec.ts";
+import type { ShapingCodec } from "../codecs/types.ts";
 
 export type { CodecSlot, MethodCodecs, PeerInfo };
 
@@ -208,6 +209,12 @@ export interface WireOptions {
   readonly onWriteFailure: (error: unknown) => void;
   /** Where the wire trace goes, one line per frame; absent when the channel does not trace. */
   readonly trace?: WireTrace;
+  /**
+   * The channel codec, when records may be sent by shape (docs/protocol.md §14): it can, and
+   * the channel's `shapes` option is on. It makes the shape tables. A wire without shapes
+   * ignores it.
+   */
+  readonly shapes?: ShapingCodec<unknown>;
 }
 
 /** Makes the wire of one connection (conduit's is the default). */

@@ -6,10 +6,25 @@
 // about half as fast.)
 
 import assert from "node:assert/strict";
+import type { Codec } from "../../codecs/types.ts";
 import { type CodecName, methodCodecsFor } from "./_bench_api.ts";
 import { runFresh } from "./_measure.ts";
 import { reportPayloads, valueFor } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
+
+/**
+ * Codecs of the table only (no channel rows): the structured codec, with a channel
+ * direction's shape tables, against msgpackr's records and V8's serialization.
+ */
+export const TABLE_CODECS = [
+  "structured",
+  "structured+shapes",
+  "msgpackr shared records",
+  "v8",
+] as const;
+
+/** A codec of the table: a channel codec of the report, or one of {@linkcode TABLE_CODECS}. */
+export type TableCodec = CodecName | typeof TABLE_CODECS[number];
 
 /** One codec on one payload, over the runs. MB/s count the payload's JSON bytes. */
 export interface CodecSpeed {
@@ -42,7 +57,7 @@ export interface CodecRates {
  * collection dearer).
  */
 export async function measureCodecSpeed(
-  codecs: readonly CodecName[],
+  codecs: readonly TableCodec[],
   payloads: readonly string[],
   budgetMs: number,
 ): Promise<CodecSpeedRun> {
@@ -86,17 +101,20 @@ export function combineCodecRuns(runs: readonly CodecSpeedRun[]): Record<
 }
 
 if (import.meta.main) {
-  const task: { codecs: CodecName[]; payloads: string[]; budgetMs: number } = JSON.parse(
+  const task: { codecs: TableCodec[]; payloads: string[]; budgetMs: number } = JSON.parse(
     Deno.args[0],
   );
   const payloads = reportPayloads(task.payloads);
   const result: CodecSpeedRun = {};
   for (const name of task.codecs) {
-    const set = await methodCodecsFor(name);
+    const table = await tableCodec(name);
+    const set = table === undefined ? await methodCodecsFor(name as CodecName) : undefined;
     result[name] = {};
     for (const payload of payloads) {
-      const codec = payload.name === "small" ? set.small : set.payload;
-      const value = valueFor(name, payload);
+      const codec = table?.() ?? (payload.name === "small" ? set!.small : set!.payload);
+      const value = valueFor(table === undefined ? name as CodecName : "msgpack", payload);
+      // The first message defines shapes (structures): the figures are those of the next ones.
+      codec.encode(value);
       const bytes = codec.encode(value);
       // Every codec must carry the whole payload, or the comparison means nothing.
       assert.deepStrictEqual(codec.decode(bytes), value, `${name} ${payload.name}`);
@@ -110,6 +128,25 @@ if (import.meta.main) {
     }
   }
   console.log(JSON.stringify(result));
+}
+
+/** The factory of a table-only codec, or undefined for a channel codec of the report. */
+async function tableCodec(name: TableCodec): Promise<(() => Codec<unknown>) | undefined> {
+  const compared = await import("../_codec_payloads.ts");
+  switch (name) {
+    case "structured": {
+      const { structuredCodec } = await import("../../codecs/structured.ts");
+      return () => structuredCodec();
+    }
+    case "structured+shapes":
+      return compared.shapedStructuredCodec;
+    case "msgpackr shared records":
+      return () => compared.msgpackrCodec(true);
+    case "v8":
+      return compared.v8Codec;
+    default:
+      return undefined;
+  }
 }
 
 /**

@@ -16,7 +16,12 @@ import { runTelemetry } from "./_telemetry.ts";
 import { runThreads } from "./_threads.ts";
 import { runWorkers } from "./_workers.ts";
 import { runNodePeers } from "./_node_rows.ts";
-import { type CodecSpeedRun, combineCodecRuns, measureCodecSpeed } from "./_codec_speed.ts";
+import {
+  type CodecSpeedRun,
+  combineCodecRuns,
+  measureCodecSpeed,
+  TABLE_CODECS,
+} from "./_codec_speed.ts";
 import { FULL, QUICK } from "./_config.ts";
 import { environment, loadAverage } from "./_env.ts";
 import { renderMarkdown } from "./_markdown.ts";
@@ -71,7 +76,7 @@ async function measure(): Promise<ReportResults> {
       log(`run ${run + 1}/${config.runs} in-memory codec speed`);
       codecRuns.push(
         await measureCodecSpeed(
-          config.codecs.filter((codec) => codec !== "raw"),
+          [...config.codecs.filter((codec) => codec !== "raw"), ...TABLE_CODECS],
           config.payloads,
           config.codecBudgetMs,
         ),

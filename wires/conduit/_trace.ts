@@ -56,6 +56,8 @@ export class ConduitTrace {
       case "ping":
       case "pong":
         return `${kind} ${envelope.nonce}`;
+      case "shape":
+        return `${kind} ${envelope.id} ${clip(JSON.stringify(envelope.keys))}`;
       case "call": {
         // A call is the sender's: its later frames name the id in the sender's numbering.
         this.#began.set(`${out ? "→" : "←"}${envelope.id}`, at);

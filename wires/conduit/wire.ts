@@ -16,6 +16,7 @@ import {
   parseCallMeta,
   ProtocolError,
   R_FLAG,
+  SHAPES_FEATURE,
 } from "../../protocol/format.ts";
 import { FrameDecoder, FrameReader } from "../../framing/frame_decoder.ts";
 import {
@@ -24,6 +25,7 @@ import {
   cancelBody,
   encodeBodyFrame,
   encodeIdFrame,
+  encodeShape,
   EnvelopeHeads,
   FrameParser,
   type FrameSink,
@@ -53,6 +55,7 @@ import {
   type CodecSlot,
   decodeBody,
   encodeBody,
+  shapingCodec,
   traceFeed,
   WriterOutbox,
 } from "../codec_slots.ts";
@@ -73,7 +76,13 @@ import {
   writeTarget,
 } from "../types.ts";
 import { decodeErrorBody, encodeErrorBody } from "../error_codec.ts";
-import { FrameTooLargeError } from "../../errors.ts";
+import { CodecError, FrameTooLargeError, ShapeError } from "../../errors.ts";
+import type {
+  RecordShape as Shape,
+  ShapeDecoderTable as ShapeDecoder,
+  ShapeEncoderTable as ShapeEncoder,
+  ShapingCodec,
+} from "../../codecs/types.ts";
 import { forgetGivenUp, isGivenUp } from "../../transfer.ts";
 
 /** The frame names of conduit's events, as docs/protocol.md writes them. */
@@ -95,8 +104,9 @@ const NAMES: EventNames = {
   goodbye: "GOODBYE",
 };
 
-/** The extensions this side reads (docs/protocol.md §11). */
+/** The extensions this side reads (docs/protocol.md §11), with shapes on and off. */
 const FEATURES = [CALL_META_FEATURE];
+const FEATURES_WITH_SHAPES = [CALL_META_FEATURE, SHAPES_FEATURE];
 
 /** Makes conduit's wire for one connection: the default {@linkcode WireFactory}. */
 export const conduitWire: WireFactory = (transport, options) => new ConduitWire(transport, options);
@@ -119,6 +129,10 @@ export class ConduitWire implements Wire, FrameSink {
   #outgoing!: OutgoingEvents;
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
+  /** The peer's record shapes, once both HELLOs listed the shapes feature. */
+  #shapes: ShapeDecoder | undefined;
+  /** A body used a shape the peer never defined: thrown from read() (the channel fails). */
+  #shapeFailure: ProtocolError | undefined;
 
   /** @throws {RangeError} When this side's HELLO would not fit a control frame. */
   constructor(transport: Transport, options: WireOptions) {
@@ -127,7 +141,7 @@ export class ConduitWire implements Wire, FrameSink {
     const hello = helloBody({
       auth: auth && { nonce: nonce!, role: auth.role },
       codec: options.codec,
-      features: FEATURES,
+      features: options.shapes !== undefined ? FEATURES_WITH_SHAPES : FEATURES,
       maxFrameBytes: options.maxFrameBytes,
       maxInFlight: options.maxInFlight,
       streamWindowBytes: options.streamWindowBytes,
@@ -213,10 +227,27 @@ export class ConduitWire implements Wire, FrameSink {
     this.#onFrame?.(false, frame);
     if (this.#greeted) readFrame(frame, this, this.#parser, this.decoder.tail);
     else this.#handshake(frame);
+    if (this.#shapeFailure !== undefined) throw this.#shapeFailure;
   }
 
   decode(slot: CodecSlot, body: unknown): unknown {
-    return decodeBody(slot, body as Uint8Array);
+    const shapes = this.#shapes;
+    const bytes = body as Uint8Array;
+    const codec = slot.codec;
+    const shaping = shapes === undefined ? undefined : shapingCodec(codec);
+    if (shaping === undefined || (bytes.length === 0 && slot.emptyIsUndefined)) {
+      return decodeBody(slot, bytes);
+    }
+    try {
+      return shaping.decodeShaped(bytes, shapes!);
+    } catch (error) {
+      if (error instanceof CodecError && error.cause instanceof ShapeError) {
+        // The peer broke the commit rule (docs/protocol.md §14): the channel fails, as a
+        // decode usually fails only its call. Read's caller rethrows it after this frame.
+        this.#shapeFailure ??= new ProtocolError(error.cause.message, { cause: error });
+      }
+      throw error instanceof CodecError ? error : new CodecError(codec.name, "decode", error);
+    }
   }
 
   decodeError(body: unknown, method: string | undefined): Error {
@@ -272,7 +303,9 @@ export class ConduitWire implements Wire, FrameSink {
     this.#greeted = true;
     // Raised only now, after authentication too: nothing bigger was read before.
     this.decoder.maxFrameBytes = this.#options.maxFrameBytes;
-    this.outbox.setPeer(peer);
+    const maker = peer.features?.includes(SHAPES_FEATURE) ? this.#options.shapes : undefined;
+    this.#shapes = maker?.shapeDecoder();
+    this.outbox.setPeer(peer, maker);
     this.#lifecycle.onEstablished(peer);
   }
 
@@ -296,6 +329,22 @@ export class ConduitWire implements Wire, FrameSink {
   }
 
   onPong(): void {}
+
+  onShape(id: number, keys: string[]): void {
+    const shapes = this.#shapes;
+    if (shapes === undefined) {
+      throw new ProtocolError(
+        `A SHAPE frame (shape ${id}), but the "${SHAPES_FEATURE}" feature was not negotiated ` +
+          `(both HELLOs must list it)`,
+      );
+    }
+    try {
+      shapes.define(id, keys);
+    } catch (error) {
+      if (error instanceof ShapeError) throw new ProtocolError(error.message, { cause: error });
+      throw error;
+    }
+  }
 
   onCall(
     id: number,
@@ -420,6 +469,12 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   #peerMaxFrame = MAX_CONTROL_FRAME_BYTES;
   /** Whether the peer's HELLO announced call meta (CALLs carry a key and attempt then). */
   #peerReadsMeta = false;
+  /** This side's record shapes, once both HELLOs listed the shapes feature. */
+  #shapes: ShapeEncoder | undefined;
+  /** The shapes the last {@linkcode #encode} used whose definitions were never sent. */
+  #lastShapes: readonly Shape[] = NO_SHAPES;
+  /** Those of the call params encoded and not sent yet, by body. */
+  readonly #callShapes = new WeakMap<Uint8Array, readonly Shape[]>();
   /** Settles once the stream items of the producers' own bytes queued so far are written. */
   #lentItemsWritten: Promise<void> | undefined;
   #pingNonce = 0;
@@ -429,10 +484,11 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     this.#options = options;
   }
 
-  /** The peer's limits arrived. */
-  setPeer(peer: PeerLimits): void {
+  /** The peer's limits arrived; `shapes` makes the shape table when both sides read shapes. */
+  setPeer(peer: PeerLimits, shapes?: ShapingCodec<unknown>): void {
     this.#peerMaxFrame = peer.maxFrameBytes;
     this.#peerReadsMeta = peer.features?.includes(CALL_META_FEATURE) ?? false;
+    this.#shapes = shapes?.shapeEncoder({ maxFrameBytes: peer.maxFrameBytes });
   }
 
   override writable(): Promise<void> | undefined {
@@ -442,7 +498,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   // ---------------------------------------------------------------- calls this side starts
 
   callParam(method: string, slot: CodecSlot, value: unknown, waits: boolean): Uint8Array {
-    const body = encodeBody(slot, value);
+    let body = this.#encode(slot, value);
     const size = callSize(method, body);
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
     // A codec's scratch view is copied if it outlives this call: waiting in the queue, or
@@ -451,8 +507,10 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     if (
       bodyHolder(slot, value, body) === BODY_SCRATCH && (waits || this.writer.keepsBody(size))
     ) {
-      return body.slice();
+      body = body.slice();
     }
+    // Defined when the CALL is written (sendCall), not now: it may never be.
+    if (this.#lastShapes.length > 0) this.#callShapes.set(body, this.#lastShapes.slice());
     return body;
   }
 
@@ -466,6 +524,13 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     meta: CallMeta | undefined,
   ): Promise<void> | undefined {
     const name = this.#methodName(method);
+    if (this.#shapes !== undefined) {
+      const shapes = this.#callShapes.get(body);
+      if (shapes !== undefined) {
+        this.#callShapes.delete(body);
+        this.#sendShapes(shapes);
+      }
+    }
     const flags = streamParam ? CALL_FLAG_STREAM_PARAM : 0;
     const head = meta !== undefined && this.#peerReadsMeta
       ? this.#metaHead(id, flags, timeoutMs, name, meta, body.length)
@@ -512,17 +577,18 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   }
 
   sendNotify(method: string, slot: CodecSlot, value: unknown): void {
-    const body = encodeBody(slot, value);
+    const body = this.#encode(slot, value);
     const head = this.#heads.notifyHead(this.#methodName(method));
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
+    this.#sendShapes(this.#lastShapes);
     this.#writeBody(head, body, bodyHolder(slot, value, body));
   }
 
   // ---------------------------------------------------------------- calls the peer starts
 
   sendResult(id: number, method: string, slot: CodecSlot, value: unknown): void {
-    const body = encodeBody(slot, value);
+    const body = this.#encode(slot, value);
     const head = this.#heads.id(RESULT_R1, id);
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) {
@@ -533,6 +599,7 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
         code: "frame_too_large",
       });
     } else {
+      this.#sendShapes(this.#lastShapes);
       this.#writeBody(head, body, bodyHolder(slot, value, body));
     }
   }
@@ -597,6 +664,39 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   }
 
   /**
+   * Encodes a body, by shape when both sides read shapes and the codec can; the shapes it
+   * needs defined are then in {@linkcode #lastShapes} until the next encode.
+   */
+  #encode(slot: CodecSlot, value: unknown): Uint8Array {
+    const shapes = this.#shapes;
+    if (this.#lastShapes.length > 0) this.#lastShapes = NO_SHAPES;
+    const codec = slot.codec;
+    const shaping = shapes === undefined ? undefined : shapingCodec(codec);
+    if (shaping === undefined || (value === undefined && slot.emptyIsUndefined)) {
+      return encodeBody(slot, value);
+    }
+    let body: Uint8Array;
+    try {
+      body = shaping.encodeShaped(value, shapes!);
+    } catch (error) {
+      throw error instanceof CodecError ? error : new CodecError(codec.name, "encode", error);
+    }
+    this.#lastShapes = shapes!.uncommitted();
+    return body;
+  }
+
+  /**
+   * Writes the SHAPE frames of the shapes a body uses that were never defined, right before
+   * the body's frame (docs/protocol.md §14): a shape is known to the peer only once written.
+   */
+  #sendShapes(shapes: readonly Shape[]): void {
+    for (let i = 0; i < shapes.length; i++) {
+      const shape = shapes[i];
+      if (this.#shapes!.commit(shape)) this.#write(encodeShape(shape.id, shape.keys));
+    }
+  }
+
+  /**
    * Sends a frame whose body was just encoded: copied first if the writer would keep it and
    * the channel does not own it; given-up bytes are taken back once written.
    */
@@ -623,10 +723,11 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 
   /** Sends a stream item as DATA; returns its cost in credit (its payload bytes). */
   #writeData(type: number, id: number, slot: CodecSlot, value: unknown): number {
-    const body = encodeBody(slot, value);
+    const body = this.#encode(slot, value);
     const head = this.#heads.id(type, id);
     const size = head.length + body.length;
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
+    this.#sendShapes(this.#lastShapes);
     const holder = bodyHolder(slot, value, body);
     if (holder === BODY_LENT && this.writer.keepsBody(size)) {
       // The producer's own bytes, written as they are: every pump pulls its next item (after
@@ -694,6 +795,8 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     return bytes;
   }
 }
+
+const NO_SHAPES: readonly Shape[] = Object.freeze([]);
 
 /** An upper bound of a CALL frame's size (a method name is at most 3 bytes per UTF-16 unit). */
 function callSize(method: string, body: Uint8Array): number {
