@@ -1,5 +1,6 @@
-// docs/node.md's quickstart, run as written: its worker.ts, main.ts, server.ts and client.ts copied from the page into
-// a folder beside a link to this checkout, outside it, and run with Node (the one .ci/run
+// docs/node.md's quickstart, run as written: its worker.ts, main.ts, server.ts and client.ts
+// copied from the page into a folder beside a link to this checkout, outside it, and run with
+// Node (the one .ci/run
 // installs into .tools/; without it the test is skipped, naming it). Only the port is changed,
 // to a free one, so that the test never meets another program on 8040.
 
