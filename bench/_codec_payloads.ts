@@ -6,7 +6,6 @@
  */
 
 import { deserialize, serialize } from "node:v8";
-import { Packr } from "msgpackr";
 import { jsonCodec } from "../codecs/json.ts";
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { protobufCodec } from "../codecs/protobuf.ts";
@@ -159,17 +158,38 @@ export function shapedStructuredCodec(): Codec<unknown> {
 }
 
 /**
- * msgpackr with records: `structuredClone` carries Sets, Maps and Dates; `shared` keeps the
- * record structures between messages at both ends (one instance encodes and decodes), as a
- * channel could, instead of defining them in each message.
+ * msgpackr, a benchmark's comparison only: not in deno.json (its optional native part has a
+ * build script, which every first `deno task` would warn about), so a program that loads it
+ * runs with its own lock, `--lock=bench/msgpackr.lock` (the report's codec runs do).
  */
-export function msgpackrCodec(shared: boolean): Codec<unknown> {
-  const packr = new Packr(
-    shared ? { structuredClone: true, structures: [] } : { structuredClone: true },
-  );
-  return {
-    name: shared ? "msgpackr shared records" : "msgpackr records",
-    encode: (value) => packr.pack(value),
-    decode: (bytes) => packr.unpack(bytes),
+export const MSGPACKR = "npm:msgpackr@2.1.4";
+/** The flag a program that loads {@linkcode MSGPACKR} runs with. */
+export const MSGPACKR_LOCK_FLAG = `--lock=${new URL("./msgpackr.lock", import.meta.url).pathname}`;
+
+/** The part of msgpackr's `Packr` the comparison uses. */
+interface PackrClass {
+  new (options: { structuredClone: boolean; structures?: unknown[] }): {
+    pack(value: unknown): Uint8Array;
+    unpack(bytes: Uint8Array): unknown;
+  };
+}
+
+/**
+ * Loads msgpackr and returns its codec with records: `structuredClone` carries Sets, Maps and
+ * Dates; `shared` keeps the record structures between messages at both ends (one instance
+ * encodes and decodes), as a channel could, instead of defining them in each message.
+ */
+export async function loadMsgpackr(): Promise<(shared: boolean) => Codec<unknown>> {
+  // A specifier in a variable: deno check does not resolve it (nor add it to deno.lock).
+  const { Packr } = await import(MSGPACKR) as { Packr: PackrClass };
+  return (shared) => {
+    const packr = new Packr(
+      shared ? { structuredClone: true, structures: [] } : { structuredClone: true },
+    );
+    return {
+      name: shared ? "msgpackr shared records" : "msgpackr records",
+      encode: (value) => packr.pack(value),
+      decode: (bytes) => packr.unpack(bytes),
+    };
   };
 }

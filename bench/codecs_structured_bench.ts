@@ -8,7 +8,9 @@
 // structured vs msgpack there is the cost of the structured codec's walk (the path check).
 // Each candidate has a round trip, an encode and a decode case per payload.
 //
-//   deno bench -A bench/codecs_structured_bench.ts
+//   deno bench -A --lock=bench/msgpackr.lock bench/codecs_structured_bench.ts
+//
+// (msgpackr is locked apart from deno.json's packages: see MSGPACKR in _codec_payloads.ts.)
 //
 // Before the cases, the encoded bytes of each payload (stderr) and a fidelity table say what
 // each candidate sends and what it does with each kind of value: kept, changed (how) or
@@ -21,11 +23,12 @@ import type { Codec } from "../codecs/types.ts";
 import {
   benchBatch,
   benchPayloads,
-  msgpackrCodec,
+  loadMsgpackr,
   shapedStructuredCodec,
   v8Codec,
 } from "./_codec_payloads.ts";
 
+const msgpackrCodec = await loadMsgpackr();
 const CANDIDATES: Array<[string, () => Codec<unknown>]> = [
   ["msgpack", () => msgpackCodec()],
   ["v8", v8Codec],

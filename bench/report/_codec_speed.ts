@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { Codec } from "../../codecs/types.ts";
 import { type CodecName, methodCodecsFor } from "./_bench_api.ts";
 import { runFresh } from "./_measure.ts";
+import { MSGPACKR_LOCK_FLAG } from "../_codec_payloads.ts";
 import { reportPayloads, valueFor } from "./_payloads.ts";
 import { type Spread, spread } from "./_stats.ts";
 
@@ -63,9 +64,14 @@ export async function measureCodecSpeed(
 ): Promise<CodecSpeedRun> {
   const result: CodecSpeedRun = {};
   for (const payload of payloads) {
-    const run = await runFresh<CodecSpeedRun>(import.meta.filename!, [
-      JSON.stringify({ codecs, payloads: [payload], budgetMs }),
-    ]);
+    const run = await runFresh<CodecSpeedRun>(
+      import.meta.filename!,
+      [
+        JSON.stringify({ codecs, payloads: [payload], budgetMs }),
+      ],
+      {},
+      [MSGPACKR_LOCK_FLAG],
+    );
     for (const [codec, byPayload] of Object.entries(run)) {
       Object.assign(result[codec] ??= {}, byPayload);
     }
@@ -140,8 +146,10 @@ async function tableCodec(name: TableCodec): Promise<(() => Codec<unknown>) | un
     }
     case "structured+shapes":
       return compared.shapedStructuredCodec;
-    case "msgpackr shared records":
-      return () => compared.msgpackrCodec(true);
+    case "msgpackr shared records": {
+      const msgpackrCodec = await compared.loadMsgpackr();
+      return () => msgpackrCodec(true);
+    }
     case "v8":
       return compared.v8Codec;
     default:

@@ -132,9 +132,10 @@ export async function runFresh<T>(
   module: string,
   args: string[],
   env: Record<string, string> = {},
+  flags: string[] = [],
 ): Promise<T> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", module, ...args],
+    args: ["run", "-A", ...flags, module, ...args],
     env,
     stdin: "null",
     stderr: "inherit",
