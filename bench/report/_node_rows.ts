@@ -25,8 +25,8 @@ export const NODE_SUBJECTS = [
   "node json",
   "node advanced",
 ];
-/** The oldest Node that runs conduit (type stripping on by default, from 22.18). */
-const CONDUIT_NODE = [22, 18];
+/** The oldest Node that builds conduit for its row (`stripTypeScriptTypes`, from 23.2). */
+const CONDUIT_NODE = [23, 2];
 const us = (x: number) => `${sig(x)} µs`;
 /** What every subject measures: the table's title, how a figure prints, the target's name. */
 const ROWS = {
@@ -103,8 +103,10 @@ export async function runNodePeers(
     figures: {},
     ratios: {},
   };
+  const build = await Deno.makeTempDir({ prefix: "conduit-node-build" });
   try {
     await Deno.writeTextFile(PAYLOAD_FILE, JSON.stringify(reportPayloads(["1KB"])[0].value));
+    if (node.path !== undefined && runsConduit(node.version)) await buildForNode(node.path, build);
     const subjects = NODE_SUBJECTS.filter((subject) =>
       subject === "conduit node"
         ? node.path !== undefined && runsConduit(node.version)
@@ -112,7 +114,7 @@ export async function runNodePeers(
     );
     const placements = PLACEMENTS.filter((placement) => placement === "free" || pinned);
     // Module caches and the first-spawn costs, outside the figures.
-    for (const subject of subjects) await runSubject(subject, node, "free", [20, 0]);
+    for (const subject of subjects) await runSubject(subject, node, "free", [20, 0], build);
     for (const placement of placements) {
       result.figures[placement] = Object.fromEntries(subjects.map((subject) => [
         subject,
@@ -126,13 +128,14 @@ export async function runNodePeers(
       log(`node peers round ${round + 1}/${rounds}`);
       for (const placement of placements) {
         for (const subject of rotated(subjects, round)) {
-          const figures = await runSubject(subject, node, placement, [budgetMs, warmUpOps]);
+          const figures = await runSubject(subject, node, placement, [budgetMs, warmUpOps], build);
           for (const row of NODE_ROWS) result.figures[placement]![subject][row].push(figures[row]);
         }
       }
     }
   } finally {
     await Deno.remove(PAYLOAD_FILE);
+    await Deno.remove(build, { recursive: true });
   }
   for (const placement of PLACEMENTS) {
     const figures = result.figures[placement];
@@ -170,13 +173,14 @@ async function runSubject(
   node: NodeBinary,
   placement: Placement,
   [budgetMs, warmUpOps]: number[],
+  build: string,
 ): Promise<Record<NodeRow, number>> {
   const [kind, mode] = subject.split(" ");
   const conduitRows = new URL("conduit_rows.ts", CHILDREN).pathname;
   const command = kind === "node"
     ? [node.path!, new URL("node_rows.mjs", CHILDREN).pathname, mode]
     : mode === "node"
-    ? [node.path!, conduitRows, "default"]
+    ? [node.path!, `${build}/bench/report/children/conduit_rows.js`, "default"]
     : [Deno.execPath(), "run", "-A", conduitRows, mode];
   command.push(String(budgetMs), PAYLOAD_FILE, String(warmUpOps));
   if (placement === "pinned") command.unshift("taskset", "-c", "0");
@@ -190,7 +194,17 @@ async function runSubject(
   return JSON.parse(text.split("\n").at(-1)!);
 }
 
-/** Whether Node `version` (`v24.1.0`) runs conduit's TypeScript as it is. */
+/** conduit's Node build (children/node_build.mjs) into `out`. */
+async function buildForNode(node: string, out: string): Promise<void> {
+  const builder = new URL("node_build.mjs", CHILDREN).pathname;
+  const root = new URL("../../", import.meta.url).pathname;
+  const built = await new Deno.Command(node, { args: [builder, root, out] }).output();
+  if (!built.success) {
+    throw new Error(`node_build.mjs failed: ${new TextDecoder().decode(built.stderr)}`);
+  }
+}
+
+/** Whether Node `version` (`v24.1.0`) can build conduit for its row. */
 function runsConduit(version: string): boolean {
   const [major, minor] = version.slice(1).split(".").map(Number);
   return major > CONDUIT_NODE[0] || (major === CONDUIT_NODE[0] && minor >= CONDUIT_NODE[1]);
@@ -219,9 +233,10 @@ export function nodePeersMarkdown(result: NodePeersResult | undefined): string[]
       ? `**No Node peers in this run**: ${result.node.missing}. conduit's own figures follow.`
       : `A Node ${result.node.version} parent (${result.node.source}) forking a Node child, ` +
         '`serialization: "json"` and `"advanced"`, against a Deno parent with a `spawnWorker` ' +
-        "worker (default transport, a Unix socket, and stdio) and, as `conduit node`, conduit itself on " +
-        "that Node (a Node parent, a Node worker, default transport): what remains between " +
-        "the two conduit rows is Deno's cost, not conduit's. Free and pinned to one CPU. A ratio is " +
+        "worker (default transport, a Unix socket, and stdio) and, as `conduit node`, conduit's " +
+        "Node build (JavaScript, `children/node_build.mjs`) on that Node (a Node parent, a Node " +
+        "worker, default transport): what differs between conduit rows is the runtime's cost, not " +
+        "conduit's. Free and pinned to one CPU. A ratio is " +
         "conduit ÷ the best Node mode of the round (above 1 conduit is ahead; target " +
         `${times(NODE_TARGET)}). ${roundsLine(result)}`,
     "",
