@@ -10,6 +10,7 @@ import * as net from "node:net";
 import { TransportClosedError } from "../errors.ts";
 import { type ByteChannel, ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { ListenerBase } from "./_conn_transport.ts";
+import { NodeReader } from "./_node_reader.ts";
 import type { Listener, Transport } from "./types.ts";
 
 /** Bytes read ahead of the reader before the socket is paused. */
@@ -41,66 +42,23 @@ export function socketTransport(
 class SocketChannel implements ByteChannel {
   readonly label: string;
   readonly #socket: net.Socket;
-  readonly #readAheadBytes: number;
-  readonly #queue: Uint8Array[] = [];
-  #queued = 0;
-  #ended = false;
-  #failure: Error | undefined;
-  #reading: PromiseWithResolvers<Uint8Array | null> | undefined;
+  readonly #reader: NodeReader;
   readonly #closed: Promise<void>;
 
   constructor(socket: net.Socket, label: string, readAheadBytes: number) {
     this.#socket = socket;
-    this.#readAheadBytes = readAheadBytes;
     this.label = label;
-    socket.on("data", (data: Uint8Array) => this.#data(data));
-    socket.on("end", () => this.#end());
-    socket.on("error", (error: Error) => {
-      this.#failure ??= error;
-      this.#end();
-    });
+    this.#reader = new NodeReader(socket, readAheadBytes);
     this.#closed = new Promise((resolve) => socket.once("close", () => resolve()));
-    void this.#closed.then(() => this.#end());
-  }
-
-  #data(data: Uint8Array): void {
-    // A plain view: the runtime's Buffer is a subclass, which codecs refuse to pass on as is.
-    const chunk = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    const reading = this.#reading;
-    if (reading !== undefined) {
-      this.#reading = undefined;
-      reading.resolve(chunk);
-      return;
-    }
-    this.#queue.push(chunk);
-    this.#queued += chunk.length;
-    if (this.#queued >= this.#readAheadBytes) this.#socket.pause();
-  }
-
-  #end(): void {
-    this.#ended = true;
-    const reading = this.#reading;
-    if (reading === undefined) return;
-    this.#reading = undefined;
-    if (this.#failure !== undefined) reading.reject(this.#failure);
-    else reading.resolve(null);
   }
 
   read(): Promise<Uint8Array | null> {
-    const chunk = this.#queue.shift();
-    if (chunk !== undefined) {
-      this.#queued -= chunk.length;
-      if (this.#queued < this.#readAheadBytes && this.#socket.isPaused()) this.#socket.resume();
-      return Promise.resolve(chunk);
-    }
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    if (this.#ended) return Promise.resolve(null);
-    this.#reading = Promise.withResolvers();
-    return this.#reading.promise;
+    return this.#reader.read();
   }
 
   write(chunk: Uint8Array): Promise<void> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    const failure = this.#reader.failure;
+    if (failure !== undefined) return Promise.reject(failure);
     // Settled once the runtime is done with `chunk` (the caller may reuse its memory then).
     return new Promise((resolve, reject) =>
       this.#socket.write(chunk, (error) => error ? reject(error) : resolve())

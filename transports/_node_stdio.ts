@@ -11,6 +11,7 @@ import * as net from "node:net";
 import process from "node:process";
 import type { Readable } from "node:stream";
 import type { ByteChannel } from "./_byte_channel_transport.ts";
+import { NodeReader } from "./_node_reader.ts";
 
 /** Bytes read ahead of the reader before stdin is paused. */
 const READ_AHEAD_BYTES = 256 * 1024;
@@ -127,22 +128,7 @@ export class NodeStdioChannel implements ByteChannel {
   readonly label = "this process's stdio";
   readonly #stdin: Readable = process.stdin;
   #stdout: Stdout | undefined;
-  readonly #queue: Uint8Array[] = [];
-  #queued = 0;
-  #ended = false;
-  #failure: Error | undefined;
-  #reading: PromiseWithResolvers<Uint8Array | null> | undefined;
-
-  constructor() {
-    const stdin = this.#stdin;
-    stdin.on("data", (data: Uint8Array) => this.#data(data));
-    stdin.on("end", () => this.#end());
-    stdin.on("error", (error: Error) => {
-      this.#failure ??= error;
-      this.#end();
-    });
-    stdin.on("close", () => this.#end());
-  }
+  readonly #reader = new NodeReader(this.#stdin, READ_AHEAD_BYTES);
 
   /** The real fd 1, opened at the first write (a worker that never writes leaves it alone). */
   #out(): Stdout {
@@ -150,40 +136,8 @@ export class NodeStdioChannel implements ByteChannel {
     return this.#stdout ??= bun === undefined ? new NodeStdout() : new BunStdout(bun);
   }
 
-  #data(data: Uint8Array): void {
-    // A plain view: the runtime's Buffer is a subclass, which codecs refuse to pass on as is.
-    const chunk = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    const reading = this.#reading;
-    if (reading !== undefined) {
-      this.#reading = undefined;
-      reading.resolve(chunk);
-      return;
-    }
-    this.#queue.push(chunk);
-    this.#queued += chunk.length;
-    if (this.#queued >= READ_AHEAD_BYTES) this.#stdin.pause();
-  }
-
-  #end(): void {
-    this.#ended = true;
-    const reading = this.#reading;
-    if (reading === undefined) return;
-    this.#reading = undefined;
-    if (this.#failure !== undefined) reading.reject(this.#failure);
-    else reading.resolve(null);
-  }
-
   read(): Promise<Uint8Array | null> {
-    const chunk = this.#queue.shift();
-    if (chunk !== undefined) {
-      this.#queued -= chunk.length;
-      if (this.#queued < READ_AHEAD_BYTES && this.#stdin.isPaused()) this.#stdin.resume();
-      return Promise.resolve(chunk);
-    }
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    if (this.#ended) return Promise.resolve(null);
-    this.#reading = Promise.withResolvers();
-    return this.#reading.promise;
+    return this.#reader.read();
   }
 
   write(chunk: Uint8Array): Promise<void> | undefined {
@@ -200,7 +154,7 @@ export class NodeStdioChannel implements ByteChannel {
     // Destroying stdin releases its handle (and settles a pending read), so the process can
     // exit; it ends the read direction for good.
     this.#stdin.destroy();
-    this.#end();
+    this.#reader.end();
     if (this.#stdout !== undefined) await this.#stdout.destroy();
     else closeFd1();
   }
