@@ -10,6 +10,7 @@ import type { DefaultsApi, DefaultsParentApi } from "./_testdata/defaults_worker
 import { spawnWorker, type SpawnWorkerOptions } from "./spawn_worker.ts";
 import { DEFAULT_WORKER_CALL_TIMEOUT } from "./worker_env.ts";
 import { WorkerPool } from "./worker_pool.ts";
+import type { ProcessWatchApi } from "./_testdata/process_watch_worker.ts";
 
 const WORKER = new URL("./_testdata/defaults_worker.ts", import.meta.url);
 const parent: DefaultsParentApi = {
@@ -118,4 +119,15 @@ Deno.test("worker defaults: a Unix socket where the parent may make one, else st
   // Least privilege for the parent: without the socket's permissions the worker gets stdio.
   assert.deepEqual(await run(["--allow-run"]), { chosen: "stdio", used: "stdio", code: 0 });
   assert.deepEqual(await run(socket.slice(0, 3)), { chosen: "stdio", used: "stdio", code: 0 });
+});
+
+leakFreeTest("worker defaults: a Deno worker starts without Deno's Node layer", async () => {
+  for (const transport of ["stdio", "unix"] as const) {
+    await using worker = await spawnWorker<ProcessWatchApi>(
+      new URL("./_testdata/process_watch_worker.ts", import.meta.url),
+      { transport, env: testEnv() },
+    );
+    // Reading globalThis.process on Deno starts its Node layer (~20 ms of a worker's start).
+    assert.deepEqual(await worker.remote.processReads(), { reads: 0, watched: true }, transport);
+  }
 });

@@ -186,9 +186,12 @@ export function consoleToStderr(): () => void {
  */
 export function nodeQuietStdout(key: string, moveConsole?: () => unknown): boolean {
   const scope = globalThis as { Deno?: unknown; process?: { stdout: unknown; stderr: unknown } };
+  // Deno first: reading `globalThis.process` there starts Deno's Node layer, which costs a
+  // worker's start-up more than anything else it does (workers/spawn_worker_test.ts).
+  if (scope.Deno !== undefined) return false;
   const process = scope.process;
   const mark = Symbol.for(key);
-  if (scope.Deno !== undefined || process === undefined || mark in globalThis) return false;
+  if (process === undefined || mark in globalThis) return false;
   const stdout = Object.getOwnPropertyDescriptor(process, "stdout");
   Object.defineProperty(globalThis, mark, { value: stdout ?? {}, configurable: true });
   Object.defineProperty(process, "stdout", {
