@@ -111,6 +111,15 @@ const FEATURES_WITH_SHAPES = [CALL_META_FEATURE, SHAPES_FEATURE];
 /** Makes conduit's wire for one connection: the default {@linkcode WireFactory}. */
 export const conduitWire: WireFactory = (transport, options) => new ConduitWire(transport, options);
 
+/**
+ * What this side reads by shape (docs/protocol.md §14): the peer's shape table, and the
+ * protocol error a body that broke the commit rule left, which fails the channel.
+ */
+interface ReadShapes {
+  table: ShapeDecoder;
+  failure: ProtocolError | undefined;
+}
+
 /** conduit's {@linkcode Wire}. */
 export class ConduitWire implements Wire, FrameSink {
   readonly outbox: ConduitOutbox;
@@ -130,9 +139,7 @@ export class ConduitWire implements Wire, FrameSink {
   #incoming!: IncomingEvents;
   #lifecycle!: LifecycleEvents;
   /** The peer's record shapes, once both HELLOs listed the shapes feature. */
-  #shapes: ShapeDecoder | undefined;
-  /** A body used a shape the peer never defined: thrown from read() (the channel fails). */
-  #shapeFailure: ProtocolError | undefined;
+  #shapes: ReadShapes | undefined;
 
   /** @throws {RangeError} When this side's HELLO would not fit a control frame. */
   constructor(transport: Transport, options: WireOptions) {
@@ -227,11 +234,12 @@ export class ConduitWire implements Wire, FrameSink {
     this.#onFrame?.(false, frame);
     if (this.#greeted) readFrame(frame, this, this.#parser, this.decoder.tail);
     else this.#handshake(frame);
-    if (this.#shapeFailure !== undefined) throw this.#shapeFailure;
+    const failure = this.#shapes?.failure;
+    if (failure !== undefined) throw failure;
   }
 
   decode(slot: CodecSlot, body: unknown): unknown {
-    const shapes = this.#shapes;
+    const shapes = this.#shapes?.table;
     const bytes = body as Uint8Array;
     const codec = slot.codec;
     const shaping = shapes === undefined ? undefined : shapingCodec(codec);
@@ -244,7 +252,7 @@ export class ConduitWire implements Wire, FrameSink {
       if (error instanceof CodecError && error.cause instanceof ShapeError) {
         // The peer broke the commit rule (docs/protocol.md §14): the channel fails, as a
         // decode usually fails only its call. Read's caller rethrows it after this frame.
-        this.#shapeFailure ??= new ProtocolError(error.cause.message, { cause: error });
+        this.#shapes!.failure ??= new ProtocolError(error.cause.message, { cause: error });
       }
       throw error instanceof CodecError ? error : new CodecError(codec.name, "decode", error);
     }
@@ -304,7 +312,8 @@ export class ConduitWire implements Wire, FrameSink {
     // Raised only now, after authentication too: nothing bigger was read before.
     this.decoder.maxFrameBytes = this.#options.maxFrameBytes;
     const maker = peer.features?.includes(SHAPES_FEATURE) ? this.#options.shapes : undefined;
-    this.#shapes = maker?.shapeDecoder();
+    const table = maker?.shapeDecoder();
+    this.#shapes = table && { table, failure: undefined };
     this.outbox.setPeer(peer, maker);
     this.#lifecycle.onEstablished(peer);
   }
@@ -331,7 +340,7 @@ export class ConduitWire implements Wire, FrameSink {
   onPong(): void {}
 
   onShape(id: number, keys: string[]): void {
-    const shapes = this.#shapes;
+    const shapes = this.#shapes?.table;
     if (shapes === undefined) {
       throw new ProtocolError(
         `A SHAPE frame (shape ${id}), but the "${SHAPES_FEATURE}" feature was not negotiated ` +
