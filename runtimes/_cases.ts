@@ -47,7 +47,7 @@ import { WorkerPool } from "../workers/worker_pool.ts";
 import { WorkerExitedError } from "../workers/errors.ts";
 import type { WorkerApi } from "./_worker.ts";
 import { spawnChild } from "../_spawn.ts";
-import { conformanceCases, type ConformanceTarget } from "../transports/_conformance.ts";
+import { concat, conformanceCases, type ConformanceTarget } from "../transports/_conformance.ts";
 import denoJson from "../deno.json" with { type: "json" };
 
 /** One case: a name and a function that throws (or rejects) when the case fails. */
@@ -793,16 +793,6 @@ add("stdio: spawnTransport to a child, bytes both ways, close waits for its exit
   assert.equal(status.success, true);
   assert.deepEqual(lines, ["started"]);
 });
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------- transport conformance
 

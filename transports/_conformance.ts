@@ -382,7 +382,8 @@ function pattern(size: number, seed: number): Uint8Array {
   return bytes;
 }
 
-function concat(chunks: Uint8Array[]): Uint8Array {
+/** `chunks` as one array, in order. */
+export function concat(chunks: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(chunks.reduce((sum, c) => sum + c.length, 0));
   let offset = 0;
   for (const chunk of chunks) {

@@ -113,33 +113,26 @@ function denoListener(path: string): OneListener {
   };
 }
 
+/** The same off Deno, on node:net's listener that `listenUnix` uses there. */
 async function nodeListener(path: string): Promise<OneListener> {
   const { createServer } = nodeBuiltin<typeof net>("node:net");
-  const { socketTransport } = await import("../transports/_node_socket.ts");
-  const server = createServer();
-  const connections: net.Socket[] = [];
-  let waiting: PromiseWithResolvers<net.Socket | undefined> | undefined;
-  server.on("connection", (socket) => {
-    if (waiting === undefined) connections.push(socket);
-    else waiting.resolve(socket);
-    waiting = undefined;
-  });
-  server.on("close", () => waiting?.resolve(undefined));
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(path, () => resolve());
+  const { listening, ServerListener, socketTransport } = await import(
+    "../transports/_node_socket.ts"
+  );
+  const server = createServer({ allowHalfOpen: true });
+  await listening(server, () => server.listen(path));
+  let conn: net.Socket | undefined;
+  const listener = new ServerListener(server, { transport: "unix", path }, (socket) => {
+    conn = socket;
+    return socketTransport(socket, `Unix socket ${path}`);
   });
   return {
     next: async () => {
-      const socket = connections.shift() ??
-        await (waiting = Promise.withResolvers<net.Socket | undefined>()).promise;
-      if (socket === undefined) return undefined;
-      return { conn: socket, transport: (label) => socketTransport(socket, label) };
+      const transport = await listener.accept().catch(() => undefined);
+      return transport && { conn: conn!, transport: () => transport };
     },
-    close: () => {
-      server.close();
-      for (const socket of connections) socket.destroy();
-    },
+    // Not awaited: the connection handed out stays open, its owner's to close.
+    close: () => void listener.close(),
   };
 }
 

@@ -285,6 +285,9 @@ function checkRuntime(
   if (given("denoArgs")) refuse("denoArgs", `are for Deno workers: use runtimeArgs for ${runtime}`);
 }
 
+/** Node's preload data: URL, built once. */
+let nodeUrl: string | undefined;
+
 /**
  * The flags that make a Node or Bun worker keep its stdout for the channel before its module
  * loads (see quietPreloadUrl for Deno's): Node imports a data: URL; Bun preloads only files, so
@@ -292,7 +295,7 @@ function checkRuntime(
  * console itself, once it runs).
  */
 function quietPreloadArgs(runtime: "node" | "bun"): string[] {
-  if (runtime === "node") return ["--import", nodeQuietPreloadUrl(REAL_STDOUT_KEY)];
+  if (runtime === "node") return ["--import", nodeUrl ??= nodeQuietPreloadUrl(REAL_STDOUT_KEY)];
   const preload = new URL("./_node_preload.ts", import.meta.url);
   return preload.protocol === "file:" ? ["--preload", fromFileUrl(preload)] : [];
 }
