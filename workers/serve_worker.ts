@@ -29,6 +29,7 @@
  */
 
 import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
+import { connectUnix } from "../transports/unix.ts";
 import type { CheckedHandlers } from "../channel/types.ts";
 import type { Codec } from "../codecs/types.ts";
 import {
@@ -152,7 +153,7 @@ export async function serveWorker<
 
 // The worker's side of serveWorker (serve_worker.ts). A parent never loads it: the
 // `serveWorker` of `@conduit/ipc` and `@conduit/ipc/workers` loads serve_worker.ts when it is
-// called (serve_worker_lazy.ts). The socket and thread transports are loaded only when used.
+// called (serve_worker_lazy.ts). The thread transport is loaded only when used.
 /** serveWorker's options, as serve_worker.ts documents them. */
 interface ServeOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
   codec?: Codec<unknown>;
@@ -181,12 +182,13 @@ async function serve<Parent extends object>(
   const socketPath = thread ? undefined : workerSocketPath();
   let transport: Transport;
   try {
-    // The socket and thread transports are loaded only when used: a worker starts faster.
+    // The thread transport loads only when used. The Unix socket, a process worker's default,
+    // is imported statically: a second module load after the first would delay the first reply.
     transport = thread
       ? (await import("../transports/web_worker.ts")).selfTransport()
       : socketPath === undefined
       ? stdioTransport()
-      : await (await import("../transports/unix.ts")).connectUnix(socketPath);
+      : await connectUnix(socketPath);
   } catch (error) {
     restoreConsole();
     throw error;
