@@ -116,6 +116,23 @@ export function execPath(): string {
   return (nodeProcess() as unknown as { execPath: string }).execPath;
 }
 
+/** The kinds of connection failure {@linkcode connectionError} makes, with node:net's codes. */
+const CONNECTION_CODES = { ConnectionRefused: "ECONNREFUSED", TimedOut: "ETIMEDOUT" } as const;
+
+/**
+ * The runtime's own error for a connection that was refused or timed out, as its sockets throw
+ * it: `Deno.errors.ConnectionRefused` or `Deno.errors.TimedOut` on Deno; on Node and Bun an
+ * `Error` whose `code` is node:net's (`"ECONNREFUSED"`, `"ETIMEDOUT"`).
+ */
+export function connectionError(
+  kind: keyof typeof CONNECTION_CODES,
+  message: string,
+  options?: ErrorOptions,
+): Error {
+  if (onDeno()) return new Deno.errors[kind](message, options);
+  return Object.assign(new Error(message, options), { code: CONNECTION_CODES[kind] });
+}
+
 /** The runtime running this process. */
 export function runtimeName(): "deno" | "node" | "bun" {
   if (onDeno()) return "deno";

@@ -1,7 +1,9 @@
-// The cross-runtime cases (_cases.ts) on Bun's runner: `bun test ./runtimes/bun_runner.ts`.
+// The cross-runtime cases (_cases.ts, _nats_cases.ts) on Bun's runner:
+// `bun test ./runtimes/bun_runner.ts`.
 // Not named `_test.ts`: `deno test` runs deno_test.ts.
 
 import { cases } from "./_cases.ts";
+import { natsCases } from "./_nats_cases.ts";
 
 /** The part of `bun:test` this file uses. */
 interface BunTest {
@@ -13,4 +15,4 @@ interface BunTest {
 const BUN_TEST = "bun:test";
 const { test } = await import(BUN_TEST) as BunTest;
 
-for (const { name, fn } of cases) test(`runtimes (bun): ${name}`, fn);
+for (const { name, fn } of [...cases, ...natsCases]) test(`runtimes (bun): ${name}`, fn);

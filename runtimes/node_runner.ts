@@ -1,7 +1,9 @@
-// The cross-runtime cases (_cases.ts) on Node's runner: `node --test runtimes/node_runner.ts`
-// (Node >= 22, which strips the types). Not named `_test.ts`: `deno test` runs deno_test.ts.
+// The cross-runtime cases (_cases.ts, _nats_cases.ts) on Node's runner:
+// `node --test runtimes/node_runner.ts` (Node >= 22, which strips the types). Not named
+// `_test.ts`: `deno test` runs deno_test.ts.
 
 import { test } from "node:test";
 import { cases } from "./_cases.ts";
+import { natsCases } from "./_nats_cases.ts";
 
-for (const { name, fn } of cases) test(`runtimes (node): ${name}`, fn);
+for (const { name, fn } of [...cases, ...natsCases]) test(`runtimes (node): ${name}`, fn);

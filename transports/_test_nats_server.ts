@@ -1,17 +1,24 @@
 // A real nats-server for tests and benchmarks: started on a random loopback port, with an
 // optional config for small limits, and stopped (process awaited, temp files removed) after.
+// Starting and stopping one runs on Deno, Node and Bun (runtimes/_nats_cases.ts); the test
+// registration and the cluster are Deno's.
 
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawnChild } from "../_spawn.ts";
 
 /** Whether the nats-server binary runs here; tests skip with a message naming it when not. */
 export const haveNatsServer: boolean = await (async () => {
   try {
-    const { success } = await new Deno.Command("nats-server", {
+    const child = spawnChild("nats-server", {
       args: ["--version"],
+      stdin: "null",
       stdout: "null",
       stderr: "null",
-    }).output();
-    return success;
+    });
+    return (await child.status).success;
   } catch {
     return false;
   }
@@ -39,14 +46,14 @@ export interface NatsServer extends AsyncDisposable {
  * (e.g. `max_payload: 65536`); `fixedPort` a fixed port (to start a server again where one died).
  */
 export async function startNatsServer(config = "", fixedPort = -1): Promise<NatsServer> {
-  const dir = await Deno.makeTempDir({ prefix: "conduit-nats-" });
-  await Deno.writeTextFile(`${dir}/server.conf`, config);
-  const child = new Deno.Command("nats-server", {
+  const dir = await mkdtemp(join(tmpdir(), "conduit-nats-"));
+  await writeFile(`${dir}/server.conf`, config);
+  const child = spawnChild("nats-server", {
     args: ["-a", "127.0.0.1", "-p", String(fixedPort), "-c", `${dir}/server.conf`],
     stdin: "null",
     stdout: "null",
     stderr: "piped",
-  }).spawn();
+  });
   const lines = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
   let log = "";
   let port = 0;
@@ -54,7 +61,7 @@ export async function startNatsServer(config = "", fixedPort = -1): Promise<Nats
     const { done, value } = await lines.read();
     if (done) {
       await child.status;
-      await Deno.remove(dir, { recursive: true });
+      await rm(dir, { recursive: true });
       throw new Error(`nats-server exited before listening:\n${log}`);
     }
     log += value;
@@ -81,7 +88,7 @@ export async function startNatsServer(config = "", fixedPort = -1): Promise<Nats
       }
       await child.status;
       await draining;
-      await Deno.remove(dir, { recursive: true });
+      await rm(dir, { recursive: true });
     })();
   return {
     url,

@@ -21,7 +21,8 @@
  * before `Open`, and drops a connection whose `Open` did not come within 10 s without a word:
  * when several listeners answered (no queue group), the ones whose reply the client did not
  * take never disturb it. No responder is `Deno.errors.ConnectionRefused`, no reply within the
- * timeout `Deno.errors.TimedOut`.
+ * timeout `Deno.errors.TimedOut` (on Node and Bun an `Error` with `code` `"ECONNREFUSED"` or
+ * `"ETIMEDOUT"`, as node:net's).
  *
  * **Messages.** Every message on an inbox starts with a kind byte and a 32-bit big-endian
  * sequence number, counted per direction from 0 over every kind:
@@ -87,6 +88,7 @@
 
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { ConduitError, TransportClosedError } from "../errors.ts";
+import { connectionError } from "../_runtime.ts";
 import { ListenerBase } from "./_conn_transport.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
@@ -342,8 +344,10 @@ export async function listenNats(
  * @param subject The subject a {@linkcode listenNats} listener serves.
  * @param options The handshake timeout and transport settings.
  * @returns The connected transport.
- * @throws {Deno.errors.ConnectionRefused} When no listener serves `subject`, or it refused.
- * @throws {Deno.errors.TimedOut} When no reply came within `timeout`.
+ * @throws {Deno.errors.ConnectionRefused} When no listener serves `subject`, or it refused (on
+ * Node and Bun an `Error` with `code` `"ECONNREFUSED"`).
+ * @throws {Deno.errors.TimedOut} When no reply came within `timeout` (on Node and Bun an `Error`
+ * with `code` `"ETIMEDOUT"`).
  * @throws {RangeError} When an option is not a positive number.
  *
  * @example
@@ -373,13 +377,15 @@ export async function connectNats(
       cause instanceof NoRespondersError ||
       (cause instanceof RequestError && cause.isNoResponders())
     ) {
-      throw new Deno.errors.ConnectionRefused(
+      throw connectionError(
+        "ConnectionRefused",
         `No conduit listener answers on NATS subject ${subject}`,
         { cause },
       );
     }
     if (cause instanceof TimeoutError) {
-      throw new Deno.errors.TimedOut(
+      throw connectionError(
+        "TimedOut",
         `No conduit listener replied on NATS subject ${subject} within ${timeout} ms`,
         { cause },
       );
@@ -398,7 +404,8 @@ export async function connectNats(
   }
   if ("error" in hello) {
     await channel.close(true);
-    throw new Deno.errors.ConnectionRefused(
+    throw connectionError(
+      "ConnectionRefused",
       `The conduit listener on NATS subject ${subject} refused: ${hello.error}`,
     );
   }
