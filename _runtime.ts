@@ -21,6 +21,7 @@ interface DenoLike {
 /** The parts of Node's and Bun's `process` this seam reads. */
 interface ProcessLike {
   platform: string;
+  pid: number;
   env: Record<string, string | undefined>;
 }
 
@@ -131,6 +132,27 @@ export function connectionError(
 ): Error {
   if (onDeno()) return new Deno.errors[kind](message, options);
   return Object.assign(new Error(message, options), { code: CONNECTION_CODES[kind] });
+}
+
+/** This process's id (`Deno.pid`, `process.pid`). */
+export function processId(): number {
+  return (deno() as { pid?: number } | undefined)?.pid ?? nodeProcess()!.pid;
+}
+
+/**
+ * Whether this code runs in a Web Worker: its global scope has `postMessage` and `close`, or,
+ * on Bun (whose workers have no `close`), `postMessage` off Bun's main thread.
+ */
+export function inWorker(): boolean {
+  const scope = globalThis as { postMessage?: unknown; close?: unknown };
+  return typeof scope.postMessage === "function" &&
+    (typeof scope.close === "function" || inBunWorker());
+}
+
+/** Whether this is a worker thread of Bun. */
+function inBunWorker(): boolean {
+  const bun = (globalThis as { Bun?: { isMainThread?: boolean } }).Bun;
+  return bun?.isMainThread === false;
 }
 
 /** The runtime running this process. */

@@ -1,9 +1,12 @@
-// The cross-runtime cases (_cases.ts, _nats_cases.ts) on Node's runner:
+// The cross-runtime cases (_cases.ts, _nats_cases.ts, _thread_cases.ts) on Node's runner:
 // `node --test runtimes/node_runner.ts` (Node >= 22, which strips the types). Not named
 // `_test.ts`: `deno test` runs deno_test.ts.
 
 import { test } from "node:test";
 import { cases } from "./_cases.ts";
 import { natsCases } from "./_nats_cases.ts";
+import { threadCases } from "./_thread_cases.ts";
 
-for (const { name, fn } of [...cases, ...natsCases]) test(`runtimes (node): ${name}`, fn);
+for (const { name, fn } of [...cases, ...natsCases, ...threadCases]) {
+  test(`runtimes (node): ${name}`, fn);
+}

@@ -2,6 +2,7 @@
 // an `error` event, and terminate() raises nothing, so the instance's method is taken over.
 
 import { TransportClosedError } from "../errors.ts";
+import { inWorker } from "../_runtime.ts";
 
 /**
  * Calls `fail` once `worker` dies of an uncaught error (the event is handled, its error
@@ -26,20 +27,26 @@ export function watchWorker(
     terminate.call(this);
     fail(new TransportClosedError(`${label}: the worker was terminated`));
   };
+  // Bun's Worker says when its thread ended (`process.exit()` in it, or after an error);
+  // Deno's has no such event.
+  const onClose = ((event: { code?: number }): void => {
+    const code = event.code;
+    fail(
+      new TransportClosedError(
+        `${label}: the worker exited${code === undefined ? "" : ` with code ${code}`}`,
+      ),
+    );
+  }) as unknown as EventListener;
   worker.terminate = ownTerminate;
   worker.addEventListener("error", onError);
   worker.addEventListener("messageerror", onMessageError);
+  worker.addEventListener("close", onClose);
   return () => {
     worker.removeEventListener("error", onError);
     worker.removeEventListener("messageerror", onMessageError);
+    worker.removeEventListener("close", onClose);
     if (worker.terminate === ownTerminate) delete (worker as { terminate?: unknown }).terminate;
   };
-}
-
-/** Whether this code runs in a Web Worker (whose global scope has `postMessage` and `close`). */
-export function inWorker(): boolean {
-  const scope = globalThis as { postMessage?: unknown; close?: unknown };
-  return typeof scope.postMessage === "function" && typeof scope.close === "function";
 }
 
 /**
@@ -50,13 +57,21 @@ export function inWorker(): boolean {
 export function watchSelfClose(goingAway: () => void): () => void {
   if (!inWorker()) return () => {};
   const scope = globalThis as unknown as { close: () => void };
-  const close = scope.close;
+  // Bun's workers have no `self.close()`: theirs is `process.exit()`, which ends the thread.
+  const close = scope.close ?? bunWorkerClose;
   const ownClose = (): void => {
     goingAway();
     close.call(scope);
   };
   scope.close = ownClose;
   return () => {
-    if (scope.close === ownClose) scope.close = close;
+    if (scope.close !== ownClose) return;
+    if (close === bunWorkerClose) delete (scope as { close?: unknown }).close;
+    else scope.close = close;
   };
+}
+
+/** Ends this Bun worker thread, as `self.close()` ends a Web Worker elsewhere. */
+function bunWorkerClose(): void {
+  (globalThis as unknown as { process: { exit(code: number): never } }).process.exit(0);
 }

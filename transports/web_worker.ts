@@ -40,7 +40,8 @@
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { HeldEndpoint, type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
 import { spinMicrosOf } from "./_spin.ts";
-import { inWorker, watchSelfClose, watchWorker } from "./_worker_watch.ts";
+import { watchSelfClose, watchWorker } from "./_worker_watch.ts";
+import { inWorker } from "../_runtime.ts";
 import type { Transport } from "./types.ts";
 
 // One hand-over for every transport and the channel: bytes given up count for all of them.

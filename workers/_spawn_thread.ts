@@ -2,6 +2,7 @@
 // worker's channel defaults; the options that only make sense for a process are refused.
 
 import { DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
+import { runtimeName } from "../_runtime.ts";
 import {
   defaultWorkerCodec,
   moduleUrl,
@@ -42,7 +43,8 @@ export interface ThreadStart {
 /**
  * Checks `options` for a thread worker of `worker`.
  *
- * @throws {TypeError} For a command, a relative path or an option only a process takes.
+ * @throws {TypeError} For a command, a relative path or an option only a process takes; on
+ * Node (no Web Workers); for `permissions` on Bun.
  * @throws {ThreadPermissionsError} For `permissions` without Deno's worker-options feature.
  */
 export function checkThreadOptions(
@@ -52,6 +54,13 @@ export function checkThreadOptions(
   if (typeof worker !== "string" && !(worker instanceof URL)) {
     throw new TypeError(
       `thread: true runs a Deno module as a Web Worker, not a command (${worker.command})`,
+    );
+  }
+  const runtime = runtimeName();
+  if (runtime === "node") {
+    throw new TypeError(
+      "thread: true runs the module as a Web Worker: Web Workers are Deno's and Bun's, Node has none; " +
+        "run it as a worker process (spawnWorker without thread: true)",
     );
   }
   const module = moduleUrl(worker);
@@ -65,6 +74,12 @@ export function checkThreadOptions(
   }
   const name = options.name ?? workerName(worker);
   if (options.permissions === undefined) return { module, name, permissions: undefined };
+  if (runtime !== "deno") {
+    throw new TypeError(
+      `permissions cannot be used with thread: true on ${runtime}: a ${runtime} thread has its ` +
+        "process's access (only Deno gives a Web Worker permissions of its own)",
+    );
+  }
   // Checked first: a permission list that is wrong is wrong with the flag too.
   const permissions = threadPermissions(options.permissions);
   const enabled = options.unstableWorkerOptions ?? workerOptionsEnabled();

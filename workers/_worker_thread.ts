@@ -10,9 +10,10 @@ import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { workerTransport } from "../transports/web_worker.ts";
 import { HeldWorker, KeepAlive, workerChannel } from "./_worker_channel.ts";
 import { withPermissionHint } from "./spawn_worker_options.ts";
-import { threadWorkerName } from "./worker_env.ts";
+import { threadWorkerData, threadWorkerName } from "./worker_env.ts";
 import { WorkerExitedError } from "./errors.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
+import { onDeno, processId } from "../_runtime.ts";
 
 /** How a thread worker is started. */
 export interface ThreadOptions {
@@ -23,7 +24,7 @@ export interface ThreadOptions {
 
 /** One thread worker: a module Web Worker and its channel. */
 export class WorkerThread<Api extends object> extends HeldWorker implements WorkerHandle<Api> {
-  readonly pid: number = Deno.pid;
+  readonly pid: number = processId();
   readonly thread = true;
   readonly name: string;
   readonly stderrTail: readonly string[] = [];
@@ -54,6 +55,8 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
       type: "module",
       name: threadWorkerName(options.name),
       ...(permissions === undefined ? {} : { deno: { permissions } }),
+      // Bun's workers see no name; they read this as `workerData` (worker_env.ts).
+      ...(onDeno() ? {} : { workerData: threadWorkerData(options.name) }),
     });
     this.#worker.addEventListener("error", (event) => this.#thrown ??= event.message);
     this.exited = this.#terminated.promise.then(async () => {
@@ -171,16 +174,30 @@ function innermostMessage(error: Error): string {
 }
 
 /**
- * Deno's `Worker` has no public `unref()`; its prototype has one symbol-keyed method taking
- * a boolean, the hook Deno's `node:worker_threads` uses to ref and unref a worker. Absent
- * (another Deno), a thread keeps the program alive until it is closed.
+ * Refs or unrefs `worker`: Bun's `Worker` has `ref()` and `unref()`. Deno's has no public
+ * `unref()`; its prototype has one symbol-keyed method taking a boolean, the hook Deno's
+ * `node:worker_threads` uses to ref and unref a worker. Absent (another Deno), a thread keeps
+ * the program alive until it is closed.
  */
-const workerRef = Object.getOwnPropertySymbols(Worker.prototype).find((key) =>
-  key.description === undefined &&
-  typeof (Worker.prototype as unknown as Record<symbol, unknown>)[key] === "function"
-);
-
 function holdWorker(worker: Worker, hold: boolean): void {
-  if (workerRef === undefined) return;
-  (worker as unknown as Record<symbol, (ref: boolean) => void>)[workerRef](hold);
+  const own = worker as unknown as { ref?(): void; unref?(): void };
+  if (typeof own.ref === "function" && typeof own.unref === "function") {
+    if (hold) own.ref();
+    else own.unref();
+    return;
+  }
+  const key = denoWorkerRef();
+  if (key !== undefined) (worker as unknown as Record<symbol, (ref: boolean) => void>)[key](hold);
+}
+
+let workerRef: symbol | null | undefined;
+
+/** Deno's symbol-keyed ref hook of `Worker.prototype`, looked up once. */
+function denoWorkerRef(): symbol | undefined {
+  workerRef ??=
+    Object.getOwnPropertySymbols(Worker.prototype).find((key) =>
+      key.description === undefined &&
+      typeof (Worker.prototype as unknown as Record<symbol, unknown>)[key] === "function"
+    ) ?? null;
+  return workerRef ?? undefined;
 }

@@ -218,9 +218,15 @@ async function serve<Parent extends object>(
   return await untilOpen(channel);
 }
 
-/** Ends this thread worker; `self.close()` stops it from the inside once its turn is over. */
+/**
+ * Ends this thread worker; `self.close()` stops it from the inside once its turn is over. A
+ * Bun worker has no `self.close()` (once its transport is released): `process.exit()` ends
+ * its thread.
+ */
 function closeThread(): void {
-  (globalThis as unknown as { close(): void }).close();
+  const close = (globalThis as { close?: () => void }).close;
+  if (typeof close === "function") close();
+  else exitProcess(0);
 }
 
 /**
@@ -229,6 +235,8 @@ function closeThread(): void {
  * calls would wait forever. Returns the undo.
  */
 function exitClosesThread(): () => void {
+  // Off Deno, `process.exit()` in a worker ends the thread, and its Worker tells the parent.
+  if (!onDeno()) return () => {};
   const exit = Deno.exit;
   Deno.exit = closeThread as typeof Deno.exit;
   return () => {

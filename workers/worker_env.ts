@@ -7,6 +7,8 @@
  * @module
  */
 
+import { inWorker, nodeBuiltin, onDeno } from "../_runtime.ts";
+
 /**
  * The environment variable that tells a process `spawnWorker` started it as a worker: set to
  * `"1"`, and readable by every Deno worker module (`spawnWorker` grants reading it).
@@ -227,8 +229,9 @@ export function nodeQuietPreloadUrl(key: string): string {
 }
 
 // How a thread worker knows that spawnWorker started it: the Worker's name (`self.name` in the
-// worker) starts with a mark. An environment variable cannot say it, since a thread shares
-// its process's environment; and a Web Worker that someone else started does not serve.
+// worker) starts with a mark; on Bun, whose workers see no name, `workerData` carries the same
+// mark. An environment variable cannot say it, since a thread shares its process's
+// environment; and a Web Worker that someone else started does not serve.
 const MARK = "conduit-thread:";
 
 /** The Worker name for a thread worker called `name`. */
@@ -236,9 +239,17 @@ export function threadWorkerName(name: string): string {
   return MARK + name;
 }
 
+/** The `workerData` of a thread worker called `name`, for Bun (see inThreadWorker). */
+export function threadWorkerData(name: string): { conduitThread: string } {
+  return { conduitThread: threadWorkerName(name) };
+}
+
 /** Whether this code runs in a Web Worker that `spawnWorker(…, { thread: true })` started. */
 export function inThreadWorker(): boolean {
-  const scope = globalThis as { postMessage?: unknown; close?: unknown };
-  const worker = typeof scope.postMessage === "function" && typeof scope.close === "function";
-  return worker && String((globalThis as { name?: unknown }).name).startsWith(MARK);
+  if (!inWorker()) return false;
+  if (onDeno()) return String((globalThis as { name?: unknown }).name).startsWith(MARK);
+  const { workerData } = nodeBuiltin<{ workerData?: { conduitThread?: unknown } }>(
+    "node:worker_threads",
+  );
+  return String(workerData?.conduitThread).startsWith(MARK);
 }
