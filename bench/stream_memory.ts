@@ -7,12 +7,16 @@
 // Each run is a fresh driver process (this module with `--driver`), the cases interleaved,
 // so one run's heap does not hide the next one's growth.
 //
-//   deno run -A bench/stream_memory.ts [MiB=1024] [rounds=3]
+// With `--against DIR` every conduit case runs in the same rounds from DIR too (another checkout
+// of this repository, e.g. `git archive HEAD~1 | tar -x -C DIR`): an A/B on one machine state.
+//
+//   deno run -A bench/stream_memory.ts [MiB=1024] [rounds=3] [--against DIR]
 //   deno run -A bench/stream_memory.ts --driver stdio|unix|bare MiB   (one run, prints JSON)
 
 import { spawnWorker } from "@conduit/ipc/workers";
 import type { StreamApi } from "./_stream_100mb_worker.ts";
 import { resetPeakRss, rssOf, runFresh } from "./report/_measure.ts";
+import process from "node:process";
 
 const ITEM_BYTES = 1024 * 1024;
 const SAMPLE_MS = 5;
@@ -23,6 +27,8 @@ type Transport = typeof TRANSPORTS[number];
 export interface StreamMemoryRun {
   transport: Transport;
   mbps: number;
+  /** This process's CPU time (user and system) over the stream, ms per GiB streamed. */
+  cpuMsPerGiB: number;
   /** VmHWM at the end minus VmRSS at the start. */
   peakRssGrowthMiB: number;
   /** The largest sampled growth of each `Deno.memoryUsage()` field over its start. */
@@ -49,6 +55,7 @@ export async function streamOnce(transport: Transport, mib: number): Promise<Str
   let bytes = 0;
   let index = 0;
   const began = performance.now();
+  const cpuBefore = process.cpuUsage();
   try {
     for await (const item of source.items) {
       const fill = transport === "bare" ? 7 : index & 0xff;
@@ -62,6 +69,7 @@ export async function streamOnce(transport: Transport, mib: number): Promise<Str
     clearInterval(timer);
   }
   const seconds = (performance.now() - began) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   sample();
   const hwm = rssOf("self")!.peak;
   await source.close();
@@ -69,6 +77,7 @@ export async function streamOnce(transport: Transport, mib: number): Promise<Str
   return {
     transport,
     mbps: bytes / 1e6 / seconds,
+    cpuMsPerGiB: (cpu.user + cpu.system) / 1000 / (bytes / 2 ** 30),
     peakRssGrowthMiB: (hwm - startRss) / MIB,
     sampled: {
       rss: peak.rss / MIB,
@@ -144,33 +153,59 @@ if (import.meta.main) {
     if (!TRANSPORTS.includes(transport)) throw new TypeError(`unknown transport ${transport}`);
     console.log(JSON.stringify(await streamOnce(transport, Number(Deno.args[2]))));
   } else {
-    const mib = Number(Deno.args[0] ?? 1024);
-    const rounds = Number(Deno.args[1] ?? 3);
-    const runs = new Map<Transport, StreamMemoryRun[]>(TRANSPORTS.map((t) => [t, []]));
+    const against = Deno.args.indexOf("--against");
+    const other = against === -1 ? undefined : Deno.args[against + 1];
+    const [mibArg, roundsArg] = Deno.args.filter((_, i) => against === -1 || i < against);
+    const mib = Number(mibArg ?? 1024);
+    const rounds = Number(roundsArg ?? 3);
+    // A case: a transport, run by this module or by DIR's (every one but `bare`).
+    const cases = TRANSPORTS.flatMap((transport) => [
+      { transport, label: transport as string, module: import.meta.filename! },
+      ...(other === undefined || transport === "bare" ? [] : [{
+        transport,
+        label: `${transport} @${other}`,
+        module: `${other}/bench/stream_memory.ts`,
+      }]),
+    ]);
+    const runs = new Map<string, StreamMemoryRun[]>(cases.map((c) => [c.label, []]));
     for (let round = 0; round < rounds; round++) {
-      // Alternate which transport goes first, so neither always runs on a cooler machine.
-      const order = round % 2 === 0 ? TRANSPORTS : TRANSPORTS.toReversed();
-      for (const transport of order) {
-        const run = await runFresh<StreamMemoryRun>(import.meta.filename!, [
-          "--driver",
-          transport,
-          String(mib),
-        ]);
-        runs.get(transport)!.push(run);
-        console.error(JSON.stringify(run));
+      // Alternate which case goes first, so neither always runs on a cooler machine.
+      const order = round % 2 === 0 ? cases : cases.toReversed();
+      for (const { transport, label, module } of order) {
+        const run = await runFresh<StreamMemoryRun>(module, ["--driver", transport, String(mib)]);
+        runs.get(label)!.push(run);
+        console.error(JSON.stringify({ ...run, transport: label }));
       }
     }
     console.log(`${mib} MiB of 1 MiB items, ${rounds} rounds: median (min–max)`);
-    console.log("| transport | MB/s | peak RSS growth MiB | sampled rss | heapUsed | external |");
-    console.log("| --- | --- | --- | --- | --- | --- |");
-    for (const [transport, list] of runs) {
+    console.log(
+      "| transport | MB/s | CPU ms/GiB | peak RSS growth MiB | sampled rss | heapUsed | external |",
+    );
+    console.log("| --- | --- | --- | --- | --- | --- | --- |");
+    for (const [label, list] of runs) {
       console.log(
-        `| ${transport} | ${range(list.map((r) => r.mbps), 0)} | ${
-          range(list.map((r) => r.peakRssGrowthMiB), 1)
-        } | ${range(list.map((r) => r.sampled.rss), 1)} | ${
-          range(list.map((r) => r.sampled.heapUsed), 1)
-        } | ${range(list.map((r) => r.sampled.external), 1)} |`,
+        `| ${label} | ${range(list.map((r) => r.mbps), 0)} | ${
+          range(list.map((r) => r.cpuMsPerGiB), 0)
+        } | ${range(list.map((r) => r.peakRssGrowthMiB), 1)} | ${
+          range(list.map((r) => r.sampled.rss), 1)
+        } | ${range(list.map((r) => r.sampled.heapUsed), 1)} | ${
+          range(list.map((r) => r.sampled.external), 1)
+        } |`,
       );
+    }
+    if (other !== undefined) {
+      console.log(`\nthis tree ÷ ${other}, median (min–max) of the per-round ratios:`);
+      for (const transport of TRANSPORTS.filter((t) => t !== "bare")) {
+        const mine = runs.get(transport)!;
+        const theirs = runs.get(`${transport} @${other}`)!;
+        const ratio = (of: (run: StreamMemoryRun) => number) =>
+          range(mine.map((run, i) => of(run) / of(theirs[i])), 2);
+        console.log(
+          `${transport}: MB/s ${ratio((r) => r.mbps)}, CPU ms/GiB ${
+            ratio((r) => r.cpuMsPerGiB)
+          }, peak RSS growth ${ratio((r) => r.peakRssGrowthMiB)}`,
+        );
+      }
     }
   }
 }
