@@ -82,6 +82,16 @@ Deno.test("module graph: the root and a worker stay within their module budgets"
   }
 });
 
+Deno.test("module graph: the seams' contracts are types only, loaded by no entrypoint", async () => {
+  // A contract file that gains a runtime export costs every worker and the root one module.
+  for (const entry of ["mod.ts", "workers/serve_worker.ts", "jsonrpc/mod.ts"]) {
+    const modules = await loaded(new URL(entry, root).pathname);
+    for (const module of ["wires/types.ts", "codecs/types.ts", "transports/types.ts"]) {
+      assert.ok(!modules.has(module), `${entry} loads ${module}`);
+    }
+  }
+});
+
 Deno.test("module graph: nothing the root can load on demand is an npm package", async () => {
   // Every module of `deno info mod.ts`, dynamic imports included: telemetry reads the runtime's
   // OpenTelemetry registry instead of importing `@opentelemetry/api`.

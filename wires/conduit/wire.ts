@@ -58,22 +58,22 @@ import {
   shapingCodec,
   traceFeed,
   WriterOutbox,
+  writeTarget,
 } from "../codec_slots.ts";
 import type { ConduitAuth } from "./auth.ts";
-import {
-  type EngineError,
-  type EventNames,
-  type IncomingEvents,
-  type LifecycleEvents,
-  type Outbox,
-  type OutgoingEvents,
-  type PeerLimits,
-  type StreamOutbox,
-  type Wire,
-  type WireEvents,
-  type WireFactory,
-  type WireOptions,
-  writeTarget,
+import type {
+  EngineError,
+  EventNames,
+  IncomingEvents,
+  LifecycleEvents,
+  Outbox,
+  OutgoingEvents,
+  PeerLimits,
+  StreamOutbox,
+  Wire,
+  WireEvents,
+  WireFactory,
+  WireOptions,
 } from "../types.ts";
 import { decodeErrorBody, encodeErrorBody } from "../error_codec.ts";
 import { CodecError, FrameTooLargeError, ShapeError } from "../../errors.ts";
