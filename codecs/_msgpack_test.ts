@@ -6,16 +6,14 @@ import {
   ExtData as LibraryExtData,
 } from "@msgpack/msgpack/dist.esm/index.mjs";
 import fc from "fast-check";
+import { encodeTimestamp, ExtData } from "./_msgpack_ext.ts";
 import {
-  encodeTimestamp,
-  ExtData,
   type ExtensionDecoder,
-  type ExtensionHook,
   JS_UTF8_MAX_BYTES,
   MsgpackReader,
-  MsgpackWriter,
   type ReaderOptions,
-} from "./_msgpack.ts";
+} from "./_msgpack_reader.ts";
+import { type ExtensionHook, MsgpackWriter } from "./_msgpack_writer.ts";
 import { cyclic } from "./_test_util.ts";
 
 const MAX_DEPTH = 100;
