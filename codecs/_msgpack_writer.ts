@@ -11,7 +11,7 @@ import { type ExtData, type RecordHooks, TWO_32 } from "./_msgpack_ext.ts";
 // surrogate is an error rather than WTF-8 or U+FFFD), and faster: it writes
 // bytes straight into its buffer instead of through a `DataView` call per byte, reserves room
 // once per value, writes short ASCII strings in one pass, and skips the extension hook for
-// plain objects and arrays (no extension applies to them). `_msgpack_test.ts` compares
+// plain objects and arrays (no extension applies to them). `_msgpack_writer_test.ts` compares
 // its output with the library's on generated values.
 /** Turns a value that is no array, plain object or primitive into an extension, or null. */
 export type ExtensionHook = (object: unknown) => ExtData | null;
