@@ -29,7 +29,8 @@ const ALLOWED: Record<string, string> = {
   "* -> _runtime.ts": "the one runtime seam (timers' ref, env vars, the OS)",
   "* -> _spawn.ts": "the runtime seam's child processes (Deno.Command or node:child_process)",
   // The conduit wire reads and writes frames with the protocol's allocation-free machinery.
-  "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the frame reader, encoders and heads",
+  "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the frame reader",
+  "wires/conduit/outbox.ts -> protocol/_frame_table.ts": "the frame encoders and cached heads",
   // The JSON-RPC wire reuses the framing's synchronous splitters behind its FrameSplitter.
   "wires/jsonrpc/wire.ts -> framing/_content_length_decoder.ts": "LSP framing",
   "wires/jsonrpc/wire.ts -> framing/_line_splitter.ts": "NDJSON framing",

@@ -54,13 +54,12 @@ import {
   decodeTimestamp,
   encodeTimestamp,
   ExtData,
-  MsgpackReader,
-  MsgpackWriter,
-  type ReaderOptions,
   type RecordHooks,
   SET_RECORD_HOOKS,
   type SubMillisecond,
-} from "./_msgpack.ts";
+} from "./_msgpack_ext.ts";
+import { MsgpackReader, type ReaderOptions } from "./_msgpack_reader.ts";
+import { MsgpackWriter } from "./_msgpack_writer.ts";
 import type { Codec } from "./types.ts";
 
 export type { Codec };

@@ -52,7 +52,7 @@ codecConformance<unknown>({
   nested,
   maxDepth: DEFAULT_MSGPACK_MAX_DEPTH,
   unicode: (text) => ({ text }),
-  // A lone surrogate has no UTF-8 form: encode refuses it (tested in _msgpack_test.ts).
+  // A lone surrogate has no UTF-8 form: encode refuses it (tested in _msgpack_writer_test.ts).
   loneSurrogates: false,
   binary: (data) => ({ data }),
   large: () => ({

@@ -63,7 +63,7 @@
 import { CodecError, RemoteError, ShapeError } from "../errors.ts";
 import { keySegment } from "./json.ts";
 import { ExtData, msgpackCodec } from "./msgpack.ts";
-import { type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack.ts";
+import { type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack_ext.ts";
 import type {
   Codec,
   RecordShape,

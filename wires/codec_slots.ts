@@ -1,10 +1,12 @@
 // Codec slots: a codec plus how it treats "no value" (docs/protocol.md §4, "No value"), and
-// bodies encoded and decoded through them.
+// bodies encoded and decoded through them; and what every wire's frame writer shares (its
+// target, its Outbox base).
 
 import { CodecError } from "../errors.ts";
 import type { Codec, ShapingCodec } from "../codecs/types.ts";
 import { isGivenUp } from "../transfer.ts";
-import type { FrameWriter } from "../framing/frame_writer.ts";
+import type { FrameTarget, FrameWriter } from "../framing/frame_writer.ts";
+import type { Transport } from "../transports/types.ts";
 
 /** A codec and whether an empty body means `undefined` for it. */
 export interface CodecSlot {
@@ -103,6 +105,18 @@ export function decodeBody(slot: CodecSlot, body: Uint8Array): unknown {
   } catch (error) {
     throw error instanceof CodecError ? error : new CodecError(slot.codec.name, "decode", error);
   }
+}
+
+/**
+ * What a wire's frame writer writes to: the transport itself when it takes chunks
+ * (`writeChunk` and `closeWrite`), so its Web Streams are never created; else its `writable`.
+ */
+export function writeTarget(transport: Transport): FrameTarget | WritableStream<Uint8Array> {
+  return takesChunks(transport) ? transport : transport.writable;
+}
+
+function takesChunks(transport: Transport): transport is Transport & FrameTarget {
+  return transport.writeChunk !== undefined && transport.closeWrite !== undefined;
 }
 
 // What every Outbox over a FrameWriter shares, whatever its wire: backpressure and the

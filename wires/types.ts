@@ -30,7 +30,6 @@
 
 import type { AuthRole, PeerInfo } from "../protocol/handshake.ts";
 import type { CallMeta } from "../protocol/format.ts";
-import type { FrameTarget } from "../framing/frame_writer.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CodecSlot, MethodCodecs } from "./codec_slots.ts";
 import type { ErrorClass } from "./error_codec.ts";
@@ -157,18 +156,6 @@ export interface FrameSplitter {
   end(): void;
   /** Takes back a received item's memory (see `Channel.recycle`). */
   recycle(item: Uint8Array): boolean;
-}
-
-/**
- * What a wire's frame writer writes to: the transport itself when it takes chunks
- * (`writeChunk` and `closeWrite`), so its Web Streams are never created; else its `writable`.
- */
-export function writeTarget(transport: Transport): FrameTarget | WritableStream<Uint8Array> {
-  return takesChunks(transport) ? transport : transport.writable;
-}
-
-function takesChunks(transport: Transport): transport is Transport & FrameTarget {
-  return transport.writeChunk !== undefined && transport.closeWrite !== undefined;
 }
 
 /** Reads the transport's chunks (framing/frame_decoder.ts's FrameReader has this shape). */

@@ -19,18 +19,17 @@ import type { Transport } from "../../transports/types.ts";
 import type { JsonRpcDialect, JsonRpcId } from "./dialect.ts";
 import { type Batch, INVALID_REQUEST, JsonRpcOutbox, PARSE_ERROR } from "./outbox.ts";
 import { DEFAULT_MAX_BATCH_MESSAGES } from "./limits.ts";
-import { traceFeed } from "../codec_slots.ts";
-import {
-  type ChunkReader,
-  type EventNames,
-  type IncomingEvents,
-  type LifecycleEvents,
-  type OutgoingEvents,
-  type Wire,
-  type WireEvents,
-  type WireFactory,
-  type WireOptions,
-  writeTarget,
+import { traceFeed, writeTarget } from "../codec_slots.ts";
+import type {
+  ChunkReader,
+  EventNames,
+  IncomingEvents,
+  LifecycleEvents,
+  OutgoingEvents,
+  Wire,
+  WireEvents,
+  WireFactory,
+  WireOptions,
 } from "../types.ts";
 import { RemoteError, TruncatedFrameError } from "../../errors.ts";
 
