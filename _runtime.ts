@@ -140,19 +140,25 @@ export function processId(): number {
 }
 
 /**
- * Whether this code runs in a Web Worker: its global scope has `postMessage` and `close`, or,
- * on Bun (whose workers have no `close`), `postMessage` off Bun's main thread.
+ * Whether this code runs in a worker thread: a Web Worker (its global scope has `postMessage`
+ * and `close`, or, on Bun, whose workers have no `close`, `postMessage` off Bun's main thread),
+ * or a thread of Node's `node:worker_threads`.
  */
 export function inWorker(): boolean {
   const scope = globalThis as { postMessage?: unknown; close?: unknown };
-  return typeof scope.postMessage === "function" &&
-    (typeof scope.close === "function" || inBunWorker());
+  if (typeof scope.postMessage === "function") {
+    if (typeof scope.close === "function") return true;
+    return (globalThis as { Bun?: { isMainThread?: boolean } }).Bun?.isMainThread === false;
+  }
+  return !onDeno() &&
+    nodeBuiltin<{ parentPort: unknown }>("node:worker_threads").parentPort != null;
 }
 
-/** Whether this is a worker thread of Bun. */
-function inBunWorker(): boolean {
-  const bun = (globalThis as { Bun?: { isMainThread?: boolean } }).Bun;
-  return bun?.isMainThread === false;
+/** The `workerData` this thread was started with (off Deno), else undefined. */
+export function threadData(): unknown {
+  return onDeno()
+    ? undefined
+    : nodeBuiltin<{ workerData: unknown }>("node:worker_threads").workerData;
 }
 
 /** The runtime running this process. */

@@ -1,6 +1,6 @@
-// Thread workers on each runtime, registered by each runner beside _cases.ts: on Deno and Bun
-// `spawnWorker(url, { thread: true })` runs the worker module as a Web Worker of this process;
-// Node has no Web Workers, and says so.
+// Thread workers on each runtime, registered by each runner beside _cases.ts:
+// `spawnWorker(url, { thread: true })` runs the worker module as a thread of this process (a Web
+// Worker on Deno and Bun, a `node:worker_threads` Worker on Node).
 
 import assert from "node:assert/strict";
 import { RemoteError } from "../channel/mod.ts";
@@ -25,87 +25,76 @@ function add(name: string, fn: () => Promise<void>): void {
   threadCases.push({ name: `thread worker on ${runtime}: ${name}`, fn });
 }
 
-if (runtime === "node") {
-  add("thread: true is a TypeError that names the runtimes with Web Workers", async () => {
+if (runtime !== "deno") {
+  add(`permissions are a TypeError: a ${runtime} thread has its process's access`, async () => {
     await assert.rejects(
-      spawnWorker<WorkerApi>(workerModule, { thread: true }),
+      spawnWorker<WorkerApi>(workerModule, { thread: true, permissions: { read: true } }),
       (error: unknown) => {
         assert.ok(error instanceof TypeError, String(error));
-        assert.match(error.message, /Web Workers/);
-        assert.match(error.message, /Deno.s and Bun.s/);
+        assert.match(
+          error.message,
+          new RegExp(`permissions cannot be used with thread: true on ${runtime}`),
+        );
         return true;
       },
     );
   });
-} else {
-  if (runtime === "bun") {
-    add("permissions are a TypeError: a Bun thread has its process's access", async () => {
-      await assert.rejects(
-        spawnWorker<WorkerApi>(workerModule, { thread: true, permissions: { read: true } }),
-        (error: unknown) => {
-          assert.ok(error instanceof TypeError, String(error));
-          assert.match(error.message, /permissions cannot be used with thread: true on bun/);
-          return true;
-        },
-      );
-    });
-  }
-
-  add("calls, streams both ways, a call-back, a typed error, a clean close", async () => {
-    const worker = await spawnWorker<WorkerApi>(workerModule, {
-      thread: true,
-      handlers: parent,
-    });
-    try {
-      assert.equal(worker.thread, true);
-      assert.equal(await worker.remote.runtime(), runtime);
-      const value = { text: "héllo", list: [1, 2.5, null], nested: { ok: true } };
-      assert.deepEqual(await worker.remote.echo(value), value);
-      assert.deepEqual(await Array.fromAsync(worker.remote.count(100)), range(1, 100));
-      async function* numbers() {
-        yield* range(1, 1000);
-      }
-      assert.equal(await worker.remote.sum(numbers()), 500500);
-      assert.equal(await worker.remote.callParent(21), 42);
-      await assert.rejects(worker.remote.fail("out of range"), RemoteError);
-    } finally {
-      assert.deepEqual({ ...await worker.close() }, { success: true, code: 0, signal: null });
-    }
-    await assert.rejects(worker.remote.echo(1), WorkerExitedError);
-  });
-
-  add("a worker that exits mid-call fails the call with WorkerExitedError", async () => {
-    const worker = await spawnWorker<WorkerApi>(workerModule, { thread: true });
-    try {
-      assert.equal(await worker.remote.echo(1), 1);
-      await assert.rejects(worker.remote.crash(3), WorkerExitedError);
-      await worker.exited;
-    } finally {
-      await worker.close();
-    }
-  });
-
-  add("kill() ends it; its status reads as SIGKILL", async () => {
-    const worker = await spawnWorker<WorkerApi>(workerModule, { thread: true });
-    assert.equal(await worker.remote.echo("alive"), "alive");
-    const status = await worker.kill();
-    assert.deepEqual({ ...status }, { success: false, code: 137, signal: "SIGKILL" });
-    await assert.rejects(worker.remote.echo(1), WorkerExitedError);
-  });
-
-  add("a pool of threads spreads calls and replaces a worker that exited", async () => {
-    const pool = new WorkerPool<WorkerApi>(workerModule, { size: 2, thread: true });
-    try {
-      const answers = await Promise.all(range(1, 20).map((n) => pool.remote.echo(n)));
-      assert.deepEqual(answers, range(1, 20));
-      await assert.rejects(pool.remote.crash(4), WorkerExitedError);
-      assert.equal(await pool.remote.runtime(), runtime);
-      assert.ok(pool.stats.crashes >= 1, JSON.stringify(pool.stats));
-    } finally {
-      await pool.close();
-    }
-  });
 }
+
+add("calls, streams both ways, a call-back, a typed error, a clean close", async () => {
+  const worker = await spawnWorker<WorkerApi>(workerModule, {
+    thread: true,
+    handlers: parent,
+  });
+  try {
+    assert.equal(worker.thread, true);
+    assert.equal(await worker.remote.runtime(), runtime);
+    const value = { text: "héllo", list: [1, 2.5, null], nested: { ok: true } };
+    assert.deepEqual(await worker.remote.echo(value), value);
+    assert.deepEqual(await Array.fromAsync(worker.remote.count(100)), range(1, 100));
+    async function* numbers() {
+      yield* range(1, 1000);
+    }
+    assert.equal(await worker.remote.sum(numbers()), 500500);
+    assert.equal(await worker.remote.callParent(21), 42);
+    await assert.rejects(worker.remote.fail("out of range"), RemoteError);
+  } finally {
+    assert.deepEqual({ ...await worker.close() }, { success: true, code: 0, signal: null });
+  }
+  await assert.rejects(worker.remote.echo(1), WorkerExitedError);
+});
+
+add("a worker that exits mid-call fails the call with WorkerExitedError", async () => {
+  const worker = await spawnWorker<WorkerApi>(workerModule, { thread: true });
+  try {
+    assert.equal(await worker.remote.echo(1), 1);
+    await assert.rejects(worker.remote.crash(3), WorkerExitedError);
+    await worker.exited;
+  } finally {
+    await worker.close();
+  }
+});
+
+add("kill() ends it; its status reads as SIGKILL", async () => {
+  const worker = await spawnWorker<WorkerApi>(workerModule, { thread: true });
+  assert.equal(await worker.remote.echo("alive"), "alive");
+  const status = await worker.kill();
+  assert.deepEqual({ ...status }, { success: false, code: 137, signal: "SIGKILL" });
+  await assert.rejects(worker.remote.echo(1), WorkerExitedError);
+});
+
+add("a pool of threads spreads calls and replaces a worker that exited", async () => {
+  const pool = new WorkerPool<WorkerApi>(workerModule, { size: 2, thread: true });
+  try {
+    const answers = await Promise.all(range(1, 20).map((n) => pool.remote.echo(n)));
+    assert.deepEqual(answers, range(1, 20));
+    await assert.rejects(pool.remote.crash(4), WorkerExitedError);
+    assert.equal(await pool.remote.runtime(), runtime);
+    assert.ok(pool.stats.crashes >= 1, JSON.stringify(pool.stats));
+  } finally {
+    await pool.close();
+  }
+});
 
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);

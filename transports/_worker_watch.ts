@@ -2,6 +2,7 @@
 // an `error` event, and terminate() raises nothing, so the instance's method is taken over.
 
 import { TransportClosedError } from "../errors.ts";
+import { exitThread } from "../_thread.ts";
 import { inWorker } from "../_runtime.ts";
 
 /**
@@ -27,7 +28,7 @@ export function watchWorker(
     terminate.call(this);
     fail(new TransportClosedError(`${label}: the worker was terminated`));
   };
-  // Bun's Worker says when its thread ended (`process.exit()` in it, or after an error);
+  // Bun's Worker (and Node's, through _thread.ts) says when its thread ended (`process.exit()` in it, or after an error);
   // Deno's has no such event.
   const onClose = ((event: { code?: number }): void => {
     const code = event.code;
@@ -57,8 +58,8 @@ export function watchWorker(
 export function watchSelfClose(goingAway: () => void): () => void {
   if (!inWorker()) return () => {};
   const scope = globalThis as unknown as { close: () => void };
-  // Bun's workers have no `self.close()`: theirs is `process.exit()`, which ends the thread.
-  const close = scope.close ?? bunWorkerClose;
+  // Bun's and Node's workers have no `self.close()`: `process.exit()` ends their thread.
+  const close = scope.close ?? exitThread;
   const ownClose = (): void => {
     goingAway();
     close.call(scope);
@@ -66,12 +67,7 @@ export function watchSelfClose(goingAway: () => void): () => void {
   scope.close = ownClose;
   return () => {
     if (scope.close !== ownClose) return;
-    if (close === bunWorkerClose) delete (scope as { close?: unknown }).close;
+    if (close === exitThread) delete (scope as { close?: unknown }).close;
     else scope.close = close;
   };
-}
-
-/** Ends this Bun worker thread, as `self.close()` ends a Web Worker elsewhere. */
-function bunWorkerClose(): void {
-  (globalThis as unknown as { process: { exit(code: number): never } }).process.exit(0);
 }

@@ -41,6 +41,7 @@ import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { HeldEndpoint, type MessageEndpoint, PostMessageChannel } from "./_post_message_channel.ts";
 import { spinMicrosOf } from "./_spin.ts";
 import { watchSelfClose, watchWorker } from "./_worker_watch.ts";
+import { isThread, threadScope } from "../_thread.ts";
 import { inWorker } from "../_runtime.ts";
 import type { Transport } from "./types.ts";
 
@@ -170,7 +171,7 @@ export function workerTransport(
   worker: Worker,
   options: WebWorkerTransportOptions = {},
 ): Transport {
-  if (!(worker instanceof Worker)) {
+  if (!isThread(worker)) {
     throw new TypeError(`workerTransport() takes a Worker, got ${describe(worker)}`);
   }
   const label = "Web Worker transport";
@@ -213,7 +214,7 @@ export function selfTransport(options: WebWorkerTransportOptions = {}): Transpor
     throw new TypeError("selfTransport() runs inside a Web Worker; use workerTransport() here");
   }
   const channel: PostMessageChannel = new PostMessageChannel(
-    globalThis as unknown as MessageEndpoint,
+    threadScope(),
     {
       label: "Web Worker transport (worker side)",
       windowBytes: windowOf(options),

@@ -43,8 +43,8 @@ export interface ThreadStart {
 /**
  * Checks `options` for a thread worker of `worker`.
  *
- * @throws {TypeError} For a command, a relative path or an option only a process takes; on
- * Node (no Web Workers); for `permissions` on Bun.
+ * @throws {TypeError} For a command, a relative path or an option only a process takes; for
+ * `permissions` on Node and Bun.
  * @throws {ThreadPermissionsError} For `permissions` without Deno's worker-options feature.
  */
 export function checkThreadOptions(
@@ -57,12 +57,6 @@ export function checkThreadOptions(
     );
   }
   const runtime = runtimeName();
-  if (runtime === "node") {
-    throw new TypeError(
-      "thread: true runs the module as a Web Worker: Web Workers are Deno's and Bun's, Node has none; " +
-        "run it as a worker process (spawnWorker without thread: true)",
-    );
-  }
   const module = moduleUrl(worker);
   const given = PROCESS_ONLY.filter((key) => options[key] !== undefined);
   if (given.length > 0) {
@@ -77,7 +71,7 @@ export function checkThreadOptions(
   if (runtime !== "deno") {
     throw new TypeError(
       `permissions cannot be used with thread: true on ${runtime}: a ${runtime} thread has its ` +
-        "process's access (only Deno gives a Web Worker permissions of its own)",
+        "process's access (only Deno gives a thread permissions of its own)",
     );
   }
   // Checked first: a permission list that is wrong is wrong with the flag too.

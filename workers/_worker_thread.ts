@@ -13,7 +13,8 @@ import { withPermissionHint } from "./spawn_worker_options.ts";
 import { threadWorkerData, threadWorkerName } from "./worker_env.ts";
 import { WorkerExitedError } from "./errors.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { onDeno, processId } from "../_runtime.ts";
+import { processId } from "../_runtime.ts";
+import { startThread } from "../_thread.ts";
 
 /** How a thread worker is started. */
 export interface ThreadOptions {
@@ -51,12 +52,10 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
     super();
     this.name = options.name;
     const { permissions } = options;
-    this.#worker = new Worker(module, {
-      type: "module",
+    this.#worker = startThread(module, {
       name: threadWorkerName(options.name),
-      ...(permissions === undefined ? {} : { deno: { permissions } }),
-      // Bun's workers see no name; they read this as `workerData` (worker_env.ts).
-      ...(onDeno() ? {} : { workerData: threadWorkerData(options.name) }),
+      permissions,
+      workerData: threadWorkerData(options.name),
     });
     this.#worker.addEventListener("error", (event) => this.#thrown ??= event.message);
     this.exited = this.#terminated.promise.then(async () => {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { inWorker, nodeBuiltin, onDeno } from "../_runtime.ts";
+import { inWorker, onDeno, threadData } from "../_runtime.ts";
 
 /**
  * The environment variable that tells a process `spawnWorker` started it as a worker: set to
@@ -229,8 +229,8 @@ export function nodeQuietPreloadUrl(key: string): string {
 }
 
 // How a thread worker knows that spawnWorker started it: the Worker's name (`self.name` in the
-// worker) starts with a mark; on Bun, whose workers see no name, `workerData` carries the same
-// mark. An environment variable cannot say it, since a thread shares its process's
+// worker) starts with a mark; on Bun and Node, whose workers see no name, `workerData` carries
+// the same mark. An environment variable cannot say it, since a thread shares its process's
 // environment; and a Web Worker that someone else started does not serve.
 const MARK = "conduit-thread:";
 
@@ -248,8 +248,6 @@ export function threadWorkerData(name: string): { conduitThread: string } {
 export function inThreadWorker(): boolean {
   if (!inWorker()) return false;
   if (onDeno()) return String((globalThis as { name?: unknown }).name).startsWith(MARK);
-  const { workerData } = nodeBuiltin<{ workerData?: { conduitThread?: unknown } }>(
-    "node:worker_threads",
-  );
-  return String(workerData?.conduitThread).startsWith(MARK);
+  const data = threadData() as { conduitThread?: unknown } | undefined;
+  return String(data?.conduitThread).startsWith(MARK);
 }
