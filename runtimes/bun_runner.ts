@@ -1,10 +1,11 @@
-// The cross-runtime cases (_cases.ts, _nats_cases.ts, _thread_cases.ts) on Bun's runner:
+// The cross-runtime cases (_cases.ts and the _*_cases.ts beside it) on Bun's runner:
 // `bun test ./runtimes/bun_runner.ts`.
 // Not named `_test.ts`: `deno test` runs deno_test.ts.
 
 import { cases } from "./_cases.ts";
 import { natsCases } from "./_nats_cases.ts";
 import { threadCases } from "./_thread_cases.ts";
+import { otelCases } from "./_otel_cases.ts";
 
 /** The part of `bun:test` this file uses. */
 interface BunTest {
@@ -16,6 +17,6 @@ interface BunTest {
 const BUN_TEST = "bun:test";
 const { test } = await import(BUN_TEST) as BunTest;
 
-for (const { name, fn } of [...cases, ...natsCases, ...threadCases]) {
+for (const { name, fn } of [...cases, ...natsCases, ...threadCases, ...otelCases]) {
   test(`runtimes (bun): ${name}`, fn);
 }
