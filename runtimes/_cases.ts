@@ -174,19 +174,20 @@ add("channel over memory: notifications both ways", async () => {
   });
 });
 
+/** Handlers that stream: a result stream (`count`) and a param stream (`sum`). */
+export const streamHandlers = {
+  async *count(to: number): AsyncIterable<number> {
+    for (let i = 1; i <= to; i++) yield i;
+  },
+  async sum(items: AsyncIterable<number>): Promise<number> {
+    let total = 0;
+    for await (const item of items) total += item;
+    return total;
+  },
+};
+
 add("channel over memory: streams both ways, results and params", async () => {
-  const server = {
-    handlers: {
-      async *count(to: number) {
-        for (let i = 1; i <= to; i++) yield i;
-      },
-      async sum(items: AsyncIterable<number>) {
-        let total = 0;
-        for await (const item of items) total += item;
-        return total;
-      },
-    },
-  };
+  const server = { handlers: streamHandlers };
   const client = {
     handlers: {
       async *letters(word: string) {
@@ -587,11 +588,32 @@ add("framing decodes NDJSON lines split across chunks", async () => {
   assert.deepEqual(lines.map((line) => JSON.parse(new TextDecoder().decode(line))), values);
 });
 
-function range(from: number, to: number): number[] {
+/** The integers `from` to `to`, both included. */
+export function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
 
 // ---------------------------------------------------------------- workers across runtimes
+
+/** A worker of `_worker.ts` under `runtime`: calls, streams both ways and a typed error. */
+export async function checkWorkerCalls(
+  worker: WorkerHandle<WorkerApi>,
+  runtime: WorkerRuntime,
+): Promise<void> {
+  assert.equal(await worker.remote.runtime(), runtime);
+  const value = { text: "héllo", list: [1, 2.5, null], nested: { ok: true } };
+  assert.deepEqual(await worker.remote.echo(value), value);
+  assert.deepEqual(await Array.fromAsync(worker.remote.count(500)), range(1, 500));
+  async function* numbers() {
+    yield* range(1, 1000);
+  }
+  assert.equal(await worker.remote.sum(numbers()), 500500);
+  await assert.rejects(worker.remote.fail("out of range"), (error: unknown) => {
+    assert.ok(error instanceof RemoteError);
+    assert.match(error.message, /out of range/);
+    return true;
+  });
+}
 
 /** Where each runtime's executable is in a checkout set up by `.ci/run` (under `.tools/`). */
 const TOOLS: Record<WorkerRuntime, { path: string; package: string }> = {
@@ -643,21 +665,7 @@ for (const runtime of ["deno", "node", "bun"] as const) {
   };
 
   add(`worker under ${runtime}: calls, streams both ways, typed errors`, async () => {
-    await withWorker({}, async (worker) => {
-      assert.equal(await worker.remote.runtime(), runtime);
-      const value = { text: "héllo", list: [1, 2.5, null], nested: { ok: true } };
-      assert.deepEqual(await worker.remote.echo(value), value);
-      assert.deepEqual(await Array.fromAsync(worker.remote.count(500)), range(1, 500));
-      async function* numbers() {
-        yield* range(1, 1000);
-      }
-      assert.equal(await worker.remote.sum(numbers()), 500500);
-      await assert.rejects(worker.remote.fail("out of range"), (error: unknown) => {
-        assert.ok(error instanceof RemoteError);
-        assert.match(error.message, /out of range/);
-        return true;
-      });
-    });
+    await withWorker({}, (worker) => checkWorkerCalls(worker, runtime));
   });
 
   add(`worker under ${runtime}: call-backs and cancellation both ways`, async () => {

@@ -13,22 +13,12 @@ import {
   type NatsServer,
   startNatsServer,
 } from "../transports/_test_nats_server.ts";
-import type { RuntimeCase } from "./_cases.ts";
+import { type RuntimeCase, streamHandlers } from "./_cases.ts";
 
 /** The NATS cases every runner registers, in order. */
 export const natsCases: RuntimeCase[] = [];
 
-const handlers = {
-  add: ({ a, b }: { a: number; b: number }) => a + b,
-  async *count(to: number) {
-    for (let i = 1; i <= to; i++) yield i;
-  },
-  async sum(items: AsyncIterable<number>) {
-    let total = 0;
-    for await (const item of items) total += item;
-    return total;
-  },
-};
+const handlers = { add: ({ a, b }: { a: number; b: number }) => a + b, ...streamHandlers };
 
 function add(name: string, fn: (server: NatsServer) => Promise<void>): void {
   natsCases.push({

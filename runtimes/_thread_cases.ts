@@ -3,13 +3,12 @@
 // Worker on Deno and Bun, a `node:worker_threads` Worker on Node).
 
 import assert from "node:assert/strict";
-import { RemoteError } from "../channel/mod.ts";
 import { runtimeName } from "../_runtime.ts";
 import { spawnWorker } from "../workers/spawn_worker.ts";
 import { WorkerPool } from "../workers/worker_pool.ts";
 import { WorkerExitedError } from "../workers/errors.ts";
 import type { ParentApi, WorkerApi } from "./_worker.ts";
-import type { RuntimeCase } from "./_cases.ts";
+import { checkWorkerCalls, range, type RuntimeCase } from "./_cases.ts";
 
 /** The thread worker cases every runner registers, in order. */
 export const threadCases: RuntimeCase[] = [];
@@ -48,16 +47,8 @@ add("calls, streams both ways, a call-back, a typed error, a clean close", async
   });
   try {
     assert.equal(worker.thread, true);
-    assert.equal(await worker.remote.runtime(), runtime);
-    const value = { text: "héllo", list: [1, 2.5, null], nested: { ok: true } };
-    assert.deepEqual(await worker.remote.echo(value), value);
-    assert.deepEqual(await Array.fromAsync(worker.remote.count(100)), range(1, 100));
-    async function* numbers() {
-      yield* range(1, 1000);
-    }
-    assert.equal(await worker.remote.sum(numbers()), 500500);
+    await checkWorkerCalls(worker, runtime);
     assert.equal(await worker.remote.callParent(21), 42);
-    await assert.rejects(worker.remote.fail("out of range"), RemoteError);
   } finally {
     assert.deepEqual({ ...await worker.close() }, { success: true, code: 0, signal: null });
   }
@@ -95,7 +86,3 @@ add("a pool of threads spreads calls and replaces a worker that exited", async (
     await pool.close();
   }
 });
-
-function range(from: number, to: number): number[] {
-  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
-}
