@@ -46,6 +46,7 @@ import {
 import { WorkerPool } from "../workers/worker_pool.ts";
 import { WorkerExitedError } from "../workers/errors.ts";
 import type { WorkerApi } from "./_worker.ts";
+import { streamHandlers } from "./_stream_handlers.ts";
 import { spawnChild } from "../_spawn.ts";
 import { concat, conformanceCases, type ConformanceTarget } from "../transports/_conformance.ts";
 import denoJson from "../deno.json" with { type: "json" };
@@ -173,18 +174,6 @@ add("channel over memory: notifications both ways", async () => {
     assert.equal(await toClient.promise, 7);
   });
 });
-
-/** Handlers that stream: a result stream (`count`) and a param stream (`sum`). */
-export const streamHandlers = {
-  async *count(to: number): AsyncIterable<number> {
-    for (let i = 1; i <= to; i++) yield i;
-  },
-  async sum(items: AsyncIterable<number>): Promise<number> {
-    let total = 0;
-    for await (const item of items) total += item;
-    return total;
-  },
-};
 
 add("channel over memory: streams both ways, results and params", async () => {
   const server = { handlers: streamHandlers };

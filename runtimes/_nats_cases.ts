@@ -13,7 +13,8 @@ import {
   type NatsServer,
   startNatsServer,
 } from "../transports/_test_nats_server.ts";
-import { type RuntimeCase, streamHandlers } from "./_cases.ts";
+import type { RuntimeCase } from "./_cases.ts";
+import { streamHandlers } from "./_stream_handlers.ts";
 
 /** The NATS cases every runner registers, in order. */
 export const natsCases: RuntimeCase[] = [];

@@ -4,6 +4,7 @@
 
 import type { CallContext } from "../channel/mod.ts";
 import { serveWorker } from "../workers/serve_worker.ts";
+import { streamHandlers } from "./_stream_handlers.ts";
 
 /** What the parent serves to this worker. */
 export interface ParentApi {
@@ -23,14 +24,7 @@ export const handlers = {
   /** The runtime running this worker. */
   runtime: (): string => "Deno" in globalThis ? "deno" : "Bun" in globalThis ? "bun" : "node",
   echo: <T>(value: T): T => value,
-  async *count(to: number): AsyncIterable<number> {
-    for (let i = 1; i <= to; i++) yield i;
-  },
-  async sum(items: AsyncIterable<number>): Promise<number> {
-    let total = 0;
-    for await (const item of items) total += item;
-    return total;
-  },
+  ...streamHandlers,
   /** Waits until the caller cancels it. */
   wait: (_: null, ctx: CallContext): Promise<never> =>
     new Promise((_, reject) => {
