@@ -6,8 +6,11 @@ import { test } from "node:test";
 import { cases } from "./_cases.ts";
 import { natsCases } from "./_nats_cases.ts";
 import { threadCases } from "./_thread_cases.ts";
+import { channelCases } from "./_channel_cases.ts";
 import { otelCases } from "./_otel_cases.ts";
 
-for (const { name, fn } of [...cases, ...natsCases, ...threadCases, ...otelCases]) {
+for (
+  const { name, fn } of [...cases, ...channelCases, ...natsCases, ...threadCases, ...otelCases]
+) {
   test(`runtimes (node): ${name}`, fn);
 }
