@@ -13,7 +13,7 @@ import {
   type NatsServer,
   startNatsServer,
 } from "../transports/_test_nats_server.ts";
-import type { RuntimeCase } from "./_cases.ts";
+import { range, type RuntimeCase } from "./_cases.ts";
 import { streamHandlers } from "./_stream_handlers.ts";
 
 /** The NATS cases every runner registers, in order. */
@@ -53,10 +53,7 @@ add("a channel's calls and streams both ways, through listenNats and connectNats
     const counted: number[] = [];
     for await (const n of calling.remote.count(5)) counted.push(n);
     assert.deepEqual(counted, [1, 2, 3, 4, 5]);
-    async function* numbers() {
-      for (let i = 1; i <= 100; i++) yield i;
-    }
-    assert.equal(await calling.remote.sum(numbers()), 5050);
+    assert.equal(await calling.remote.sum(ReadableStream.from(range(1, 100))), 5050);
   } finally {
     await calling.close();
     await serving.closed;
