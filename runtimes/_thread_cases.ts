@@ -9,6 +9,11 @@ import { WorkerPool } from "../workers/worker_pool.ts";
 import { WorkerExitedError } from "../workers/errors.ts";
 import type { ParentApi, WorkerApi } from "./_worker.ts";
 import { checkWorkerCalls, range, type RuntimeCase } from "./_cases.ts";
+import { openChannel } from "../channel/mod.ts";
+import { structuredCodec } from "../codecs/structured.ts";
+import type { RingApi } from "./_ring_thread.ts";
+import { sharedRingPair, sharedRingTransport } from "../transports/shared_ring.ts";
+import { startThread } from "../_thread.ts";
 
 /** The thread worker cases every runner registers, in order. */
 export const threadCases: RuntimeCase[] = [];
@@ -84,5 +89,22 @@ add("a pool of threads spreads calls and replaces a worker that exited", async (
     assert.ok(pool.stats.crashes >= 1, JSON.stringify(pool.stats));
   } finally {
     await pool.close();
+  }
+});
+
+add("a shared ring to a thread: calls and a stream over SharedArrayBuffers", async () => {
+  const thread = startThread(new URL("./_ring_thread.ts", import.meta.url), { name: "ring" });
+  const [mine, theirs] = sharedRingPair();
+  thread.postMessage(theirs, [theirs.port]);
+  const channel = await openChannel<RingApi>(sharedRingTransport(mine, { worker: thread }), {
+    codec: structuredCodec(),
+  });
+  try {
+    const big = new Uint8Array(3 << 20).fill(5); // past half the ring: through its port
+    assert.deepEqual(await channel.remote.echo({ text: "ring", big }), { text: "ring", big });
+    assert.deepEqual(await Array.fromAsync(channel.remote.count(300)), range(1, 300));
+  } finally {
+    await channel.close();
+    thread.terminate();
   }
 });
