@@ -44,12 +44,21 @@ interface MethodAttributes {
   readonly ok: Attributes;
 }
 
-const interceptors = new Map<string, Interceptor>();
+/** An interceptor made for the providers it was made with: one registered later gets its own. */
+interface KeptInterceptor {
+  readonly trace: OtelApi["trace"];
+  readonly metrics: OtelApi["metrics"];
+  readonly interceptor: Interceptor;
+}
+
+const interceptors = new Map<string, KeptInterceptor>();
 
 /** The interceptor that traces and measures calls of a channel speaking `system`. */
 export function telemetryInterceptor(api: OtelApi, system: "conduit" | "jsonrpc"): Interceptor {
   const kept = interceptors.get(system);
-  if (kept !== undefined) return kept;
+  if (kept !== undefined && kept.trace === api.trace && kept.metrics === api.metrics) {
+    return kept.interceptor;
+  }
   const tracer = api.trace.getTracer("conduit");
   const meter = api.metrics?.getMeter("conduit");
   const client = side(meter, "client", "Duration of calls this side made");
@@ -95,7 +104,7 @@ export function telemetryInterceptor(api: OtelApi, system: "conduit" | "jsonrpc"
       );
     },
   };
-  interceptors.set(system, interceptor);
+  interceptors.set(system, { trace: api.trace, metrics: api.metrics, interceptor });
   return interceptor;
 }
 
@@ -203,7 +212,8 @@ interface Counted {
 const counted = new Set<Counted>();
 /** The bytes of closed channels, by system, once the meter has read them last. */
 const closedTotals = new Map<string, { sent: number; received: number }>();
-let trafficObserved = false;
+/** The meter providers whose meters count the bytes already (one pair of counters each). */
+const trafficObservers = new WeakSet<object>();
 
 /**
  * Reports the bytes a channel sends and receives, summed by `system`, as
@@ -215,14 +225,15 @@ export function observeTraffic(
   traffic: () => { readonly sent: number; readonly received: number },
   closed: Promise<unknown>,
 ): void {
-  const meter = api.metrics?.getMeter("conduit");
-  if (meter === undefined) return;
+  const provider = api.metrics;
+  const meter = provider?.getMeter("conduit");
+  if (provider === undefined || meter === undefined) return;
   const channel: Counted = { system, traffic, closed: false };
   const over = () => void (channel.closed = true);
   closed.then(over, over);
   counted.add(channel);
-  if (trafficObserved) return;
-  trafficObserved = true;
+  if (trafficObservers.has(provider)) return;
+  trafficObservers.add(provider);
   const totals = (): Map<string, { sent: number; received: number }> => {
     const sums = new Map<string, { sent: number; received: number }>();
     for (const [name, total] of closedTotals) sums.set(name, { ...total });
