@@ -5,6 +5,8 @@ import assert from "node:assert/strict";
 import { openChannel } from "../channel/mod.ts";
 import type { Transport } from "../transports/types.ts";
 import type { RuntimeCase } from "./_cases.ts";
+import { spawnChild } from "../_spawn.ts";
+import { execPath, runtimeName } from "../_runtime.ts";
 
 /** The channel cases every runner registers, in order. */
 export const channelCases: RuntimeCase[] = [];
@@ -75,5 +77,36 @@ channelCases.push({
     assert.match(text, /^conduit ← HELLO /m);
     assert.match(text, /^conduit → CALL #1 echo .*"traced"$/m);
     assert.match(text, /^conduit ← RESULT #1 .*"traced" \(\+[\d.]+ ms\)$/m);
+  },
+});
+
+channelCases.push({
+  name: "unref() lets a program end with a call pending; CONDUIT_TRACE=1 traces to stderr",
+  async fn() {
+    const script = new URL("./_unref_child.ts", import.meta.url).pathname;
+    const args = runtimeName() === "deno" ? ["run", "-A", script] : [script];
+    const child = spawnChild(execPath(), {
+      args,
+      env: { CONDUIT_TRACE: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    });
+    // A channel that kept the program alive would hold it for the call's 60 s deadline: end
+    // it, and fail, after 20 s.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    const [stdout, stderr, status] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.status,
+    ]).finally(() => clearTimeout(timer));
+    assert.equal(
+      status.code,
+      0,
+      `the program did not end by itself (${status.signal}):\n${stderr}`,
+    );
+    assert.equal(stdout.trim(), "pong");
+    assert.match(stderr, /conduit → CALL #1 ping/);
+    assert.match(stderr, /conduit ← RESULT #1 .*"pong"/);
   },
 });
