@@ -32,6 +32,9 @@ import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import * as net from "node:net";
+import * as tls from "node:tls";
+import { TransportClosedError } from "../errors.ts";
 import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
 import { envVar, execPath, refTimer, runtimeName, runtimeOs } from "../_runtime.ts";
@@ -505,6 +508,42 @@ add("tls: an untrusted server or a wrong name fails connectTls, naming what fail
     await serving;
   }
 });
+
+add(
+  "tls: a client closing right after connectTls ends the server's readable; a reset fails it",
+  async () => {
+    // Bun's client closing at once leaves the server mid-handshake (its Finished unsent), and
+    // Bun's node:tls fails the server's socket then, as for a reset (_testdata/tls_hang_up.ts).
+    const { cert, key, ca } = await testCertificates();
+    const listener = await listenTls({ cert, key });
+    const port = (listener.addr as { port: number }).port;
+    try {
+      for (const how of ["close", "reset"] as const) {
+        const accepted = listener.accept();
+        if (how === "close") {
+          await (await connectTls({ port, caCerts: [ca] })).close();
+        } else {
+          const tcp = net.connect({ host: "127.0.0.1", port });
+          await new Promise((resolve) => tcp.once("connect", resolve));
+          const client = tls.connect({ socket: tcp, ca: [ca] });
+          client.on("error", () => {});
+          await new Promise((resolve) => client.once("secureConnect", resolve));
+          tcp.resetAndDestroy();
+        }
+        const server = await accepted;
+        try {
+          const reader = server.readable.getReader();
+          if (how === "close") assert.equal((await reader.read()).done, true, how);
+          else await assert.rejects(reader.read(), TransportClosedError, how);
+        } finally {
+          await server.close();
+        }
+      }
+    } finally {
+      await listener.close();
+    }
+  },
+);
 
 // ---------------------------------------------------------------- codecs
 
