@@ -841,15 +841,18 @@ function evalChild(code: string) {
   return spawnChild(execPath(), { args, stdin: "null", stdout: "null", stderr: "inherit" });
 }
 
-/** A peer process that connects with `node:net` (`connectArgs`) and then never reads. */
+/**
+ * A peer process that connects to `listener` (`connect`: an ES expression that does, with
+ * `node:net` as `net`, `node:tls` as `tls`) and then never reads.
+ */
 async function stuckNetPeer(
   listener: Listener,
-  connectArgs: string,
+  connect: string,
   cleanup?: () => Promise<void>,
 ) {
   const child = evalChild(
-    `import("node:net").then((net) => { net.connect(${connectArgs}); ` +
-      `setInterval(() => {}, 60_000); });`,
+    `Promise.all([import("node:net"), import("node:tls")]).then(([net, tls]) => ` +
+      `{ ${connect}; setInterval(() => {}, 60_000); });`,
   );
   const transport = await listener.accept();
   const kill = async () => {
@@ -894,7 +897,7 @@ const conformanceTargets: ConformanceTarget[] = [
       const dir = await mkdtemp(`${tmpdir()}/cdc`);
       return await stuckNetPeer(
         await listenUnix(`${dir}/s`),
-        JSON.stringify(`${dir}/s`),
+        `net.connect(${JSON.stringify(`${dir}/s`)})`,
         () => rm(dir, { recursive: true, force: true }),
       );
     },
@@ -910,7 +913,29 @@ const conformanceTargets: ConformanceTarget[] = [
     async stuckPeer() {
       const listener = await listenTcp({ hostname: "127.0.0.1", port: 0 });
       const port = (listener.addr as { port: number }).port;
-      return await stuckNetPeer(listener, `${port}, "127.0.0.1"`);
+      return await stuckNetPeer(listener, `net.connect(${port}, "127.0.0.1")`);
+    },
+    abortSeenByPeer: "end",
+  },
+  {
+    name: "tls",
+    async pair() {
+      const { cert, key, ca } = await testCertificates();
+      const listener = await listenTls({ cert, key });
+      const port = (listener.addr as { port: number }).port;
+      return await connectedPair(listener, () => connectTls({ port, caCerts: [ca] }));
+    },
+    async stuckPeer() {
+      const { cert, key, ca } = await testCertificates();
+      const listener = await listenTls({ cert, key });
+      const port = (listener.addr as { port: number }).port;
+      // A peer done with its handshake, so that records, not the handshake, stop. Deno's
+      // node:tls reads ahead without bound: there the peer is Deno's own TLS.
+      const connect = runtimeName() === "deno"
+        ? `Deno.connectTls({ port: ${port}, caCerts: [${JSON.stringify(ca)}] })` +
+          `.then((c) => c.handshake())`
+        : `tls.connect(${JSON.stringify({ host: "127.0.0.1", port, ca })})`;
+      return await stuckNetPeer(listener, connect);
     },
     abortSeenByPeer: "end",
   },
