@@ -32,6 +32,9 @@ import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import * as net from "node:net";
+import * as tls from "node:tls";
+import { TransportClosedError } from "../errors.ts";
 import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
 import { envVar, execPath, refTimer, runtimeName, runtimeOs } from "../_runtime.ts";
@@ -496,6 +499,42 @@ add("tls: an untrusted server or a wrong name fails connectTls, naming what fail
   }
 });
 
+add(
+  "tls: a client closing right after connectTls ends the server's readable; a reset fails it",
+  async () => {
+    // Bun's client closing at once leaves the server mid-handshake (its Finished unsent), and
+    // Bun's node:tls fails the server's socket then, as for a reset (_testdata/tls_hang_up.ts).
+    const { cert, key, ca } = await testCertificates();
+    const listener = await listenTls({ cert, key });
+    const port = (listener.addr as { port: number }).port;
+    try {
+      for (const how of ["close", "reset"] as const) {
+        const accepted = listener.accept();
+        if (how === "close") {
+          await (await connectTls({ port, caCerts: [ca] })).close();
+        } else {
+          const tcp = net.connect({ host: "127.0.0.1", port });
+          await new Promise((resolve) => tcp.once("connect", resolve));
+          const client = tls.connect({ socket: tcp, ca: [ca] });
+          client.on("error", () => {});
+          await new Promise((resolve) => client.once("secureConnect", resolve));
+          tcp.resetAndDestroy();
+        }
+        const server = await accepted;
+        try {
+          const reader = server.readable.getReader();
+          if (how === "close") assert.equal((await reader.read()).done, true, how);
+          else await assert.rejects(reader.read(), TransportClosedError, how);
+        } finally {
+          await server.close();
+        }
+      }
+    } finally {
+      await listener.close();
+    }
+  },
+);
+
 // ---------------------------------------------------------------- codecs
 
 function roundTrip<T>(codec: Codec<T>, value: T, expected: unknown = value): void {
@@ -799,15 +838,18 @@ function evalChild(code: string) {
   return spawnChild(execPath(), { args, stdin: "null", stdout: "null", stderr: "inherit" });
 }
 
-/** A peer process that connects with `node:net` (`connectArgs`) and then never reads. */
+/**
+ * A peer process that connects to `listener` (`connect`: an ES expression that does, with
+ * `node:net` as `net`, `node:tls` as `tls`) and then never reads.
+ */
 async function stuckNetPeer(
   listener: Listener,
-  connectArgs: string,
+  connect: string,
   cleanup?: () => Promise<void>,
 ) {
   const child = evalChild(
-    `import("node:net").then((net) => { net.connect(${connectArgs}); ` +
-      `setInterval(() => {}, 60_000); });`,
+    `Promise.all([import("node:net"), import("node:tls")]).then(([net, tls]) => ` +
+      `{ ${connect}; setInterval(() => {}, 60_000); });`,
   );
   const transport = await listener.accept();
   const kill = async () => {
@@ -852,7 +894,7 @@ const conformanceTargets: ConformanceTarget[] = [
       const dir = await mkdtemp(`${tmpdir()}/cdc`);
       return await stuckNetPeer(
         await listenUnix(`${dir}/s`),
-        JSON.stringify(`${dir}/s`),
+        `net.connect(${JSON.stringify(`${dir}/s`)})`,
         () => rm(dir, { recursive: true, force: true }),
       );
     },
@@ -868,7 +910,29 @@ const conformanceTargets: ConformanceTarget[] = [
     async stuckPeer() {
       const listener = await listenTcp({ hostname: "127.0.0.1", port: 0 });
       const port = (listener.addr as { port: number }).port;
-      return await stuckNetPeer(listener, `${port}, "127.0.0.1"`);
+      return await stuckNetPeer(listener, `net.connect(${port}, "127.0.0.1")`);
+    },
+    abortSeenByPeer: "end",
+  },
+  {
+    name: "tls",
+    async pair() {
+      const { cert, key, ca } = await testCertificates();
+      const listener = await listenTls({ cert, key });
+      const port = (listener.addr as { port: number }).port;
+      return await connectedPair(listener, () => connectTls({ port, caCerts: [ca] }));
+    },
+    async stuckPeer() {
+      const { cert, key, ca } = await testCertificates();
+      const listener = await listenTls({ cert, key });
+      const port = (listener.addr as { port: number }).port;
+      // A peer done with its handshake, so that records, not the handshake, stop. Deno's
+      // node:tls reads ahead without bound: there the peer is Deno's own TLS.
+      const connect = runtimeName() === "deno"
+        ? `Deno.connectTls({ port: ${port}, caCerts: [${JSON.stringify(ca)}] })` +
+          `.then((c) => c.handshake())`
+        : `tls.connect(${JSON.stringify({ host: "127.0.0.1", port, ca })})`;
+      return await stuckNetPeer(listener, connect);
     },
     abortSeenByPeer: "end",
   },

@@ -14,13 +14,14 @@ export class NodeReader {
   #failure: Error | undefined;
   #reading: PromiseWithResolvers<Uint8Array | null> | undefined;
 
-  constructor(stream: Readable, readAheadBytes: number) {
+  /** `isEnd` tells an error of `stream` that is in truth its peer's clean end (no failure). */
+  constructor(stream: Readable, readAheadBytes: number, isEnd?: (error: Error) => boolean) {
     this.#stream = stream;
     this.#readAheadBytes = readAheadBytes;
     stream.on("data", (data: Uint8Array) => this.#data(data));
     stream.on("end", () => this.end());
     stream.on("error", (error: Error) => {
-      this.#failure ??= error;
+      if (!isEnd?.(error)) this.#failure ??= error;
       this.end();
     });
     stream.on("close", () => this.end());

@@ -24,6 +24,8 @@ export interface SocketTransportOptions {
   remoteAddr?: Deno.Addr;
   /** Bytes read ahead of the reader before the socket is paused (`Infinity`: never paused). */
   readAheadBytes?: number;
+  /** Tells an error of the socket that is in truth the peer's clean end (see _node_tls.ts). */
+  isEnd?: (error: Error) => boolean;
 }
 
 /** `socket` as a Transport; `label` names it in error messages. */
@@ -32,7 +34,7 @@ export function socketTransport(
   label: string,
   options: SocketTransportOptions = {},
 ): Transport {
-  const channel = new SocketChannel(socket, label, options.readAheadBytes ?? READ_AHEAD_BYTES);
+  const channel = new SocketChannel(socket, label, options);
   const transport = new ByteChannelTransport(channel);
   return options.remoteAddr === undefined
     ? transport
@@ -45,10 +47,11 @@ class SocketChannel implements ByteChannel {
   readonly #reader: NodeReader;
   readonly #closed: Promise<void>;
 
-  constructor(socket: net.Socket, label: string, readAheadBytes: number) {
+  constructor(socket: net.Socket, label: string, options: SocketTransportOptions) {
     this.#socket = socket;
     this.label = label;
-    this.#reader = new NodeReader(socket, readAheadBytes);
+    const readAheadBytes = options.readAheadBytes ?? READ_AHEAD_BYTES;
+    this.#reader = new NodeReader(socket, readAheadBytes, options.isEnd);
     this.#closed = new Promise((resolve) => socket.once("close", () => resolve()));
   }
 

@@ -56,10 +56,16 @@ export async function nodeListenTls(options: NodeTlsListenOptions): Promise<List
         port: socket.remotePort ?? 0,
       };
       const secure = new tls.TLSSocket(socket, { isServer: true, secureContext });
+      let established = false;
+      secure.once("secure", () => established = true);
       return socketTransport(
         secure,
         `TLS connection from ${remoteAddr.hostname}:${remoteAddr.port}`,
-        { remoteAddr, readAheadBytes: READ_AHEAD_BYTES },
+        {
+          remoteAddr,
+          readAheadBytes: READ_AHEAD_BYTES,
+          isEnd: (error) => !established && isHangUp(error),
+        },
       );
     },
     { encryption: "tls" },
@@ -102,6 +108,18 @@ export async function nodeConnectTls(options: NodeTlsConnectOptions): Promise<Tr
   return socketTransport(socket, `TLS connection to ${where}`, {
     readAheadBytes: READ_AHEAD_BYTES,
   });
+}
+
+/**
+ * Whether `error` is node:tls's "socket hang up": the TCP connection ended, without an error,
+ * before the handshake did. Node says so to a server (`tlsClientError`) and ends the socket;
+ * Bun fails the socket with it, for instance when a client closes right after `connectTls` (Bun's
+ * client may not have sent its Finished yet). A peer that reset is "read ECONNRESET", with
+ * `syscall` "read", on both. runtimes/_testdata/tls_hang_up.ts shows the two with plain node:tls.
+ */
+function isHangUp(error: Error): boolean {
+  const { code, syscall } = error as { code?: string; syscall?: string };
+  return code === "ECONNRESET" && syscall === undefined && error.message === "socket hang up";
 }
 
 /** The codes Node gives a server certificate that does not chain to a trusted CA. */
