@@ -45,6 +45,7 @@ import {
   DEFAULT_EXIT_TIMEOUT,
   DEFAULT_KILL_TIMEOUT,
   DEFAULT_STDERR_TAIL_LINES,
+  DEFAULT_WORKER_V8_FLAGS,
   defaultWorkerCodec,
   defaultWorkerTransport,
   moduleSpecifier,
@@ -322,11 +323,15 @@ function denoRunArgs(
     quiet: boolean;
   },
 ): string[] {
+  const ownV8Flags = options.denoArgs.some((arg) =>
+    arg === "--v8-flags" || arg.startsWith("--v8-flags=")
+  );
   return [
     "run",
     "--no-prompt",
     ...permissionFlags(options.permissions),
     ...(options.quiet ? ["--preload", quietPreloadUrl()] : []),
+    ...(ownV8Flags ? [] : [`--v8-flags=${DEFAULT_WORKER_V8_FLAGS.join(",")}`]),
     ...options.denoArgs,
     moduleSpecifier(module),
     ...options.args,

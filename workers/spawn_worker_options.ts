@@ -20,6 +20,22 @@ export const DEFAULT_STDERR_TAIL_LINES = 20;
 export const DEFAULT_WORKER_TRANSPORT: WorkerTransportKind = "unix";
 /** Where a worker's socket is made: a fresh owner-only directory under this one. */
 export const WORKER_SOCKET_PARENT = "/tmp";
+/**
+ * The V8 flags a Deno worker starts with unless its `denoArgs` give a `--v8-flags` of their
+ * own: a young generation of 4 MiB from the start (V8 starts at 1 MiB), which a worker's start
+ * fills: with the default, two scavenges run as it loads and answers its first call, and
+ * promote what they copy anyway (`bench/ab_engine.ts` case `spawn`; `--v8-flags=--trace-gc`
+ * shows them). V8 grows the young generation from there as it would.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_WORKER_V8_FLAGS } from "@conduit/ipc/workers";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(DEFAULT_WORKER_V8_FLAGS, ["--min-semi-space-size=4"]);
+ * ```
+ */
+export const DEFAULT_WORKER_V8_FLAGS: readonly string[] = ["--min-semi-space-size=4"];
 
 /**
  * The transport a worker gets when its options name none: {@linkcode DEFAULT_WORKER_TRANSPORT}
@@ -180,7 +196,9 @@ export interface SpawnWorkerOptions<Local extends object = object>
   runtimeArgs?: readonly string[];
   /**
    * More flags for `deno run`, before the module (e.g. `--v8-flags=--max-old-space-size=256`,
-   * `--config=deno.json`). Ignored for a {@linkcode WorkerCommand}.
+   * `--config=deno.json`). Ignored for a {@linkcode WorkerCommand}. Without a `--v8-flags` of
+   * yours, a Deno worker starts with {@linkcode DEFAULT_WORKER_V8_FLAGS}; with one, with yours
+   * only (add those to it to keep them).
    *
    * @default {[]}
    */

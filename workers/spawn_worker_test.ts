@@ -10,6 +10,7 @@ import { msgpackCodec } from "../codecs/msgpack.ts";
 import { leakFreeTest, testEnv, waitUntilGone } from "./_test_processes.ts";
 import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
 import {
+  DEFAULT_WORKER_V8_FLAGS,
   spawnWorker as spawnWorkerUnmarked,
   type SpawnWorkerOptions,
   standaloneRefusal,
@@ -134,6 +135,25 @@ for (const transport of ["stdio", "unix"] as const) {
     assert.equal((await worker.exited).signal, "SIGKILL");
   });
 }
+
+leakFreeTest(
+  "spawnWorker: a Deno worker's V8 flags are the default ones, or only yours",
+  async () => {
+    const v8Flags = async (denoArgs?: string[]) => {
+      const worker = await spawnWorker<EchoApi>(ECHO, { handlers: parent, denoArgs });
+      try {
+        const cmdline = await Deno.readTextFile(`/proc/${worker.pid}/cmdline`);
+        return cmdline.split("\0").filter((arg) => arg.startsWith("--v8-flags"));
+      } finally {
+        await worker.close();
+      }
+    };
+    assert.deepEqual(await v8Flags(), [`--v8-flags=${DEFAULT_WORKER_V8_FLAGS.join(",")}`]);
+    assert.deepEqual(await v8Flags(["--v8-flags=--max-old-space-size=64"]), [
+      "--v8-flags=--max-old-space-size=64",
+    ]);
+  },
+);
 
 leakFreeTest("spawnWorker: kill() fails pending calls and says so", async () => {
   const worker = await spawnEcho();
