@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { Fifo } from "./_incoming_calls.ts";
+import { Fifo } from "./_fifo.ts";
 
 Deno.test("Fifo: behaves as an array pushed at the back and shifted at the front", () => {
   // Each step pushes the next number, shifts, peeks or clears; the ring wraps and grows.
