@@ -6,6 +6,7 @@ import { cases } from "./_cases.ts";
 import { natsCases } from "./_nats_cases.ts";
 import { threadCases } from "./_thread_cases.ts";
 import { channelCases } from "./_channel_cases.ts";
+import { socketCases } from "./_socket_cases.ts";
 import { otelCases } from "./_otel_cases.ts";
 
 /** The part of `bun:test` this file uses. */
@@ -19,7 +20,14 @@ const BUN_TEST = "bun:test";
 const { test } = await import(BUN_TEST) as BunTest;
 
 for (
-  const { name, fn } of [...cases, ...channelCases, ...natsCases, ...threadCases, ...otelCases]
+  const { name, fn } of [
+    ...cases,
+    ...channelCases,
+    ...socketCases,
+    ...natsCases,
+    ...threadCases,
+    ...otelCases,
+  ]
 ) {
   test(`runtimes (bun): ${name}`, fn);
 }

@@ -7,10 +7,18 @@ import { cases } from "./_cases.ts";
 import { natsCases } from "./_nats_cases.ts";
 import { threadCases } from "./_thread_cases.ts";
 import { channelCases } from "./_channel_cases.ts";
+import { socketCases } from "./_socket_cases.ts";
 import { otelCases } from "./_otel_cases.ts";
 
 for (
-  const { name, fn } of [...cases, ...channelCases, ...natsCases, ...threadCases, ...otelCases]
+  const { name, fn } of [
+    ...cases,
+    ...channelCases,
+    ...socketCases,
+    ...natsCases,
+    ...threadCases,
+    ...otelCases,
+  ]
 ) {
   test(`runtimes (node): ${name}`, fn);
 }
