@@ -2,12 +2,7 @@
 // `bun test ./runtimes/bun_runner.ts`.
 // Not named `_test.ts`: `deno test` runs deno_test.ts.
 
-import { cases } from "./_cases.ts";
-import { natsCases } from "./_nats_cases.ts";
-import { threadCases } from "./_thread_cases.ts";
-import { channelCases } from "./_channel_cases.ts";
-import { socketCases } from "./_socket_cases.ts";
-import { otelCases } from "./_otel_cases.ts";
+import { nodeAndBunCases } from "./_all_cases.ts";
 
 /** The part of `bun:test` this file uses. */
 interface BunTest {
@@ -19,15 +14,4 @@ interface BunTest {
 const BUN_TEST = "bun:test";
 const { test } = await import(BUN_TEST) as BunTest;
 
-for (
-  const { name, fn } of [
-    ...cases,
-    ...channelCases,
-    ...socketCases,
-    ...natsCases,
-    ...threadCases,
-    ...otelCases,
-  ]
-) {
-  test(`runtimes (bun): ${name}`, fn);
-}
+for (const { name, fn } of nodeAndBunCases) test(`runtimes (bun): ${name}`, fn);

@@ -2,14 +2,6 @@
 // its sanitizers on. The same cases run under `node --test runtimes/node_runner.ts` and
 // `bun test ./runtimes/bun_runner.ts`.
 
-import { cases } from "./_cases.ts";
-import { natsCases } from "./_nats_cases.ts";
-import { threadCases } from "./_thread_cases.ts";
-import { channelCases } from "./_channel_cases.ts";
-import { socketCases } from "./_socket_cases.ts";
+import { sharedCases } from "./_all_cases.ts";
 
-for (
-  const { name, fn } of [...cases, ...channelCases, ...socketCases, ...natsCases, ...threadCases]
-) {
-  Deno.test(`runtimes (deno): ${name}`, fn);
-}
+for (const { name, fn } of sharedCases) Deno.test(`runtimes (deno): ${name}`, fn);
