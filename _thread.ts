@@ -1,8 +1,8 @@
 // Threads on every runtime, the runtime seam's part beside _spawn.ts: Deno's and Bun's Web
 // Workers as they are, and Node's `node:worker_threads` behind the part of a Web Worker that
 // conduit uses (postMessage with transfers, `message`, `error` and `close` events, terminate,
-// ref and unref). Inside a thread, the scope a transport talks through: the worker's global
-// scope on Deno and Bun, `parentPort` on Node. (Whether this is a worker thread, and its
+// ref and unref; holdThread refs and unrefs either kind). Inside a thread, the scope a
+// transport talks through: the worker's global scope on Deno and Bun, `parentPort` on Node. (Whether this is a worker thread, and its
 // `workerData`, are _runtime.ts's: a process worker asks too, and loads only that.)
 
 import type { Worker as NodeWorker } from "node:worker_threads";
@@ -38,6 +38,26 @@ export function startThread(module: URL, options: ThreadStartOptions): Worker {
   return new NodeThread(module, options) as unknown as Worker;
 }
 
+/**
+ * Lets `thread` keep the process alive (`hold`) or not: Bun's Worker and Node's thread have
+ * `ref()` and `unref()`. Deno's Worker has no public `unref()`; its prototype has one
+ * symbol-keyed method taking a boolean, the hook Deno's `node:worker_threads` uses. Without it
+ * (another Deno), a thread keeps the program alive until it is closed.
+ */
+export function holdThread(thread: Worker, hold: boolean): void {
+  const own = thread as unknown as { ref?(): void; unref?(): void };
+  if (typeof own.ref === "function" && typeof own.unref === "function") {
+    if (hold) own.ref();
+    else own.unref();
+    return;
+  }
+  const proto = Worker.prototype as unknown as Record<symbol, unknown>;
+  const key = Object.getOwnPropertySymbols(proto).find((key) =>
+    key.description === undefined && typeof proto[key] === "function"
+  );
+  if (key !== undefined) (thread as unknown as Record<symbol, (ref: boolean) => void>)[key](hold);
+}
+
 /** Whether `value` is a thread {@linkcode startThread} made, or another Web Worker. */
 export function isThread(value: unknown): value is Worker {
   return (typeof Worker === "function" && value instanceof Worker) || value instanceof NodeThread;
@@ -69,14 +89,13 @@ function workerThreads(): typeof import("node:worker_threads") {
  */
 class NodeThread extends EventTarget {
   readonly #thread: NodeWorker;
+  /** The `message` listeners, each as the Node listener that calls it. */
+  readonly #onMessage = new Map<unknown, (data: unknown) => void>();
 
   constructor(module: URL, options: ThreadStartOptions) {
     super();
     const { Worker } = workerThreads();
     this.#thread = new Worker(module, { name: options.name, workerData: options.workerData });
-    this.#thread.on("message", (data: unknown) => {
-      this.dispatchEvent(new MessageEvent("message", { data }));
-    });
     this.#thread.on("messageerror", () => this.dispatchEvent(new Event("messageerror")));
     this.#thread.on("error", (error: Error) => {
       const event = new Event("error", { cancelable: true });
@@ -85,6 +104,32 @@ class NodeThread extends EventTarget {
     this.#thread.on("exit", (code: number) => {
       this.dispatchEvent(Object.assign(new Event("close"), { code }));
     });
+  }
+
+  // A message reaches its listeners straight from Node's event, as `{ data }`: no MessageEvent
+  // and no EventTarget dispatch per message (the transports read `data` only).
+  override addEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void {
+    if (type !== "message") return super.addEventListener(type, listener, options);
+    if (typeof listener !== "function" || this.#onMessage.has(listener)) return;
+    const onMessage = (data: unknown) => listener({ data } as MessageEvent);
+    this.#onMessage.set(listener, onMessage);
+    this.#thread.on("message", onMessage);
+  }
+
+  override removeEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | EventListenerOptions,
+  ): void {
+    if (type !== "message") return super.removeEventListener(type, listener, options);
+    const onMessage = this.#onMessage.get(listener);
+    if (onMessage === undefined) return;
+    this.#onMessage.delete(listener);
+    this.#thread.off("message", onMessage);
   }
 
   postMessage(message: unknown, transfer: Transferable[] = []): void {

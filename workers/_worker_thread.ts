@@ -14,7 +14,7 @@ import { threadWorkerData, threadWorkerName } from "./worker_env.ts";
 import { WorkerExitedError } from "./errors.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { processId } from "../_runtime.ts";
-import { startThread } from "../_thread.ts";
+import { holdThread, startThread } from "../_thread.ts";
 
 /** How a thread worker is started. */
 export interface ThreadOptions {
@@ -43,7 +43,7 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   /** Why this side ended the worker, for WorkerExitedError. */
   #stopReason: string | undefined;
   protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
-    holdWorker(this.#worker, hold);
+    holdThread(this.#worker, hold);
     if (hold) this.#channel?.ref();
     else this.#channel?.unref();
   });
@@ -170,33 +170,4 @@ function innermostMessage(error: Error): string {
   let inner = error;
   while (inner.cause instanceof Error) inner = inner.cause;
   return inner.message;
-}
-
-/**
- * Refs or unrefs `worker`: Bun's `Worker` has `ref()` and `unref()`. Deno's has no public
- * `unref()`; its prototype has one symbol-keyed method taking a boolean, the hook Deno's
- * `node:worker_threads` uses to ref and unref a worker. Absent (another Deno), a thread keeps
- * the program alive until it is closed.
- */
-function holdWorker(worker: Worker, hold: boolean): void {
-  const own = worker as unknown as { ref?(): void; unref?(): void };
-  if (typeof own.ref === "function" && typeof own.unref === "function") {
-    if (hold) own.ref();
-    else own.unref();
-    return;
-  }
-  const key = denoWorkerRef();
-  if (key !== undefined) (worker as unknown as Record<symbol, (ref: boolean) => void>)[key](hold);
-}
-
-let workerRef: symbol | null | undefined;
-
-/** Deno's symbol-keyed ref hook of `Worker.prototype`, looked up once. */
-function denoWorkerRef(): symbol | undefined {
-  workerRef ??=
-    Object.getOwnPropertySymbols(Worker.prototype).find((key) =>
-      key.description === undefined &&
-      typeof (Worker.prototype as unknown as Record<symbol, unknown>)[key] === "function"
-    ) ?? null;
-  return workerRef ?? undefined;
 }
