@@ -67,7 +67,6 @@ import { type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack_ext.ts";
 import { ShapeDecoder, ShapeEncoder } from "./_shapes.ts";
 import type {
   Codec,
-  RecordShape,
   ShapeDecoderTable,
   ShapeEncoderOptions,
   ShapeEncoderTable,
@@ -76,15 +75,8 @@ import type {
 } from "./types.ts";
 
 export { DEFAULT_SHAPE_LIMITS, Shape, ShapeDecoder, ShapeEncoder } from "./_shapes.ts";
-export type {
-  Codec,
-  RecordShape,
-  ShapeDecoderTable,
-  ShapeEncoderOptions,
-  ShapeEncoderTable,
-  ShapeLimits,
-  ShapingCodec,
-};
+// The types this codec's API shows, so that its documentation is complete on its own.
+export type * from "./types.ts";
 
 /**
  * The MessagePack extension types this codec adds (each payload is described beside it).
