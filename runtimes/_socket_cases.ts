@@ -12,9 +12,13 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { TransportClosedError } from "../errors.ts";
 import { tmpdir } from "node:os";
-import { execPath, runtimeName } from "../_runtime.ts";
-import { spawnChild } from "../_spawn.ts";
-import { conformanceCases, type ConformanceTarget } from "../transports/_conformance.ts";
+import { runtimeName } from "../_runtime.ts";
+import {
+  conformanceCases,
+  type ConformanceTarget,
+  denoTlsClientCode,
+  stuckSocketPeer,
+} from "../transports/_conformance.ts";
 
 import { range, type RuntimeCase, type ServerApi } from "./_cases.ts";
 
@@ -272,43 +276,16 @@ add(
 
 // ---------------------------------------------------------------- transport conformance
 
-/** Starts this runtime running `code` (ES module syntax, no top-level await) as a child. */
-function evalChild(code: string) {
-  const args = runtimeName() === "deno" ? ["eval", code] : ["-e", code];
-  return spawnChild(execPath(), { args, stdin: "null", stdout: "null", stderr: "inherit" });
-}
-
 /**
- * A peer process that connects to `listener` (`connect`: an ES expression that does, with
- * `node:net` as `net`, `node:tls` as `tls`) and then never reads.
+ * The peer of a socket case that connects (`connect`: an expression that does, with `node:net`
+ * as `net` and `node:tls` as `tls`) and then never reads.
  */
-async function stuckNetPeer(
-  listener: Listener,
-  connect: string,
-  cleanup?: () => Promise<void>,
-) {
-  const child = evalChild(
-    `Promise.all([import("node:net"), import("node:tls")]).then(([net, tls]) => ` +
-      `{ ${connect}; setInterval(() => {}, 60_000); });`,
+function stuckNetPeer(listener: Listener, connect: string, cleanup?: () => Promise<void>) {
+  return stuckSocketPeer(
+    listener,
+    `Promise.all([import("node:net"), import("node:tls")]).then(([net, tls]) => { ${connect}; })`,
+    cleanup,
   );
-  const transport = await listener.accept();
-  const kill = async () => {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // Exited already.
-    }
-    await child.status;
-  };
-  return {
-    transport,
-    kill,
-    cleanup: async () => {
-      await kill();
-      await listener.close();
-      await cleanup?.();
-    },
-  };
 }
 
 async function connectedPair(listener: Listener, connect: () => Promise<Transport>) {
@@ -369,8 +346,7 @@ const conformanceTargets: ConformanceTarget[] = [
       // A peer done with its handshake, so that records, not the handshake, stop. Deno's
       // node:tls reads ahead without bound: there the peer is Deno's own TLS.
       const connect = runtimeName() === "deno"
-        ? `Deno.connectTls({ port: ${port}, caCerts: [${JSON.stringify(ca)}] })` +
-          `.then((c) => c.handshake())`
+        ? denoTlsClientCode(port, ca)
         : `tls.connect(${JSON.stringify({ host: "127.0.0.1", port, ca })})`;
       return await stuckNetPeer(listener, connect);
     },

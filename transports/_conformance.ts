@@ -5,6 +5,8 @@
 import assert from "node:assert/strict";
 import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "./types.ts";
+import { type ChildProcessLike, spawnChild } from "../_spawn.ts";
+import { execPath, runtimeName } from "../_runtime.ts";
 
 /** Two connected ends, and how to release what made them (listeners, directories). */
 export interface TransportPair {
@@ -404,16 +406,45 @@ function assertBytesEqual(actual: Uint8Array, expected: Uint8Array, what: string
 }
 
 /**
- * Starts `deno eval code` as a separate process (the peer of the dies-mid-write case); the
- * caller kills it and awaits `status`.
+ * Starts this runtime running `code` as a separate process (`deno eval`, `node -e`, `bun -e`:
+ * top-level await is Deno's only); the caller kills it and awaits `status`.
  */
-export function spawnDenoEval(code: string): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
-    args: ["eval", code],
-    stdin: "null",
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
+export function spawnEval(code: string): ChildProcessLike {
+  const args = runtimeName() === "deno" ? ["eval", code] : ["-e", code];
+  return spawnChild(execPath(), { args, stdin: "null", stdout: "null", stderr: "inherit" });
+}
+
+/** A {@linkcode StuckPeer} whose peer is `child`; its cleanup kills it, then runs `cleanup`. */
+export function stuckPeerOf(
+  transport: Transport,
+  child: ChildProcessLike,
+  cleanup?: () => Promise<void>,
+): StuckPeer {
+  const kill = async () => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Exited already.
+    }
+    await child.status;
+  };
+  return {
+    transport,
+    kill,
+    cleanup: async () => {
+      await kill();
+      await cleanup?.();
+    },
+  };
+}
+
+/**
+ * Code for {@linkcode stuckSocketPeer} on Deno: a TLS client of loopback `port` that trusts
+ * `ca` and finishes its handshake (so that records, not the handshake, stop).
+ */
+export function denoTlsClientCode(port: number, ca: string): string {
+  return `Deno.connectTls({ port: ${port}, caCerts: [${JSON.stringify(ca)}] })` +
+    `.then((c) => c.handshake())`;
 }
 
 /** The peer of a socket transport's dies-mid-write case: a process that connects, then idles. */
@@ -422,24 +453,11 @@ export async function stuckSocketPeer(
   connectCode: string,
   cleanup?: () => Promise<void>,
 ): Promise<StuckPeer> {
-  const child = spawnDenoEval(`${connectCode}; setInterval(() => {}, 60_000);`);
+  const child = spawnEval(`${connectCode}; setInterval(() => {}, 60_000);`);
   const accepted = await listener[Symbol.asyncIterator]().next();
   assert.ok(!accepted.done, "the listener closed before the peer connected");
-  return {
-    transport: accepted.value,
-    kill: async () => {
-      child.kill("SIGKILL");
-      await child.status;
-    },
-    cleanup: async () => {
-      try {
-        child.kill("SIGKILL");
-      } catch {
-        // Exited already.
-      }
-      await child.status;
-      await listener.close();
-      await cleanup?.();
-    },
-  };
+  return stuckPeerOf(accepted.value, child, async () => {
+    await listener.close();
+    await cleanup?.();
+  });
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { connect } from "@nats-io/transport-node";
 import { TransportClosedError } from "../errors.ts";
-import { type StuckPeer, testTransportConformance } from "./_conformance.ts";
+import { stuckPeerOf, testTransportConformance } from "./_conformance.ts";
 import { concat, pattern } from "../framing/_test_util.ts";
 import { streamByte } from "./_test_nats_peer.ts";
 import {
@@ -51,6 +51,7 @@ if (haveNatsServer) {
       const peer = spawnPeer(server, "stuck", "idle");
       const transport = await listener.accept();
       return stuckPeerOf(transport, peer, async () => {
+        await peer.stdout.cancel().catch(() => {});
         await listener.close();
         await server.stop();
       });
@@ -393,30 +394,6 @@ async function readOutput(child: Deno.ChildProcess): Promise<string> {
   const text = await new Response(child.stdout).text();
   await child.status;
   return text;
-}
-
-function stuckPeerOf(
-  transport: Transport,
-  child: Deno.ChildProcess,
-  cleanup: () => Promise<void>,
-): StuckPeer {
-  const kill = async () => {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      // Exited already.
-    }
-    await child.status;
-  };
-  return {
-    transport,
-    kill,
-    cleanup: async () => {
-      await kill();
-      await child.stdout.cancel().catch(() => {});
-      await cleanup();
-    },
-  };
 }
 
 const BLOCK = 64 * 1024;

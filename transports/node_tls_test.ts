@@ -5,7 +5,12 @@
 
 import assert from "node:assert/strict";
 import { nodeConnectTls, nodeListenTls } from "./_node_tls.ts";
-import { conformanceCases, type ConformanceTarget, stuckSocketPeer } from "./_conformance.ts";
+import {
+  conformanceCases,
+  type ConformanceTarget,
+  denoTlsClientCode,
+  stuckSocketPeer,
+} from "./_conformance.ts";
 import { connectPair, echoOnce } from "./_test_pairs.ts";
 import { connectTls, listenTls } from "./tcp.ts";
 import type { Listener } from "./types.ts";
@@ -40,9 +45,7 @@ const nodeTls: ConformanceTarget = {
     const listener = await listen();
     return stuckSocketPeer(
       listener,
-      `const c = await Deno.connectTls({ port: ${portOf(listener)}, caCerts: [${
-        JSON.stringify(ca)
-      }] }); await c.handshake()`,
+      denoTlsClientCode(portOf(listener), ca),
     );
   },
   abortSeenByPeer: "end",

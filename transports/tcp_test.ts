@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { TransportClosedError } from "../errors.ts";
-import { stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
+import { denoTlsClientCode, stuckSocketPeer, testTransportConformance } from "./_conformance.ts";
 import { connectPair, tcp, tls } from "./_test_pairs.ts";
 import { connectTcp, connectTls, listenTcp, listenTls } from "./tcp.ts";
 import type { Listener } from "./types.ts";
@@ -27,9 +27,7 @@ testTransportConformance({
     const listener = await listenTls({ cert, key });
     return stuckSocketPeer(
       listener,
-      `const c = await Deno.connectTls({ port: ${portOf(listener)}, caCerts: [${
-        JSON.stringify(ca)
-      }] }); await c.handshake()`,
+      denoTlsClientCode(portOf(listener), ca),
     );
   },
   abortSeenByPeer: "end",
