@@ -1,6 +1,7 @@
 // Helpers shared by the codec tests.
 
 import assert from "node:assert/strict";
+import fc from "fast-check";
 
 /** Runs `fn` and returns what it threw; fails the test if it returned. */
 export function thrown(fn: () => unknown): unknown {
@@ -39,4 +40,21 @@ export function withoutNegativeZero(value: unknown): unknown {
     return out;
   }
   return value;
+}
+
+/** A leaf of any kind the structured codec keeps (property tests nest them). */
+export function structuredLeaf(): fc.Arbitrary<unknown> {
+  return fc.oneof(
+    fc.constant(undefined),
+    fc.constant(null),
+    fc.boolean(),
+    fc.double(),
+    fc.string({ unit: "binary" }),
+    fc.bigInt(),
+    fc.date({ noInvalidDate: false }),
+    fc.uint8Array({ maxLength: 16 }),
+    fc.float64Array({ maxLength: 4 }).map((a) => new Float64Array(a)),
+    fc.int16Array({ maxLength: 4 }),
+    fc.bigInt64Array({ maxLength: 3 }),
+  );
 }
