@@ -369,6 +369,32 @@ export function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
 
+/**
+ * Runs `script` (next to this file) as a program of this runtime and returns its output once it
+ * ends by itself; a program still running after 20 s is killed and the case fails, saying so.
+ */
+export async function runToEnd(
+  script: string,
+  env: Record<string, string> = {},
+): Promise<{ stdout: string; stderr: string }> {
+  const path = new URL(script, import.meta.url).pathname;
+  const child = spawnChild(execPath(), {
+    args: runtimeName() === "deno" ? ["run", "-A", path] : [path],
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+  const [stdout, stderr, status] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.status,
+  ]).finally(() => clearTimeout(timer));
+  assert.equal(status.code, 0, `${script} did not end by itself (${status.signal}):\n${stderr}`);
+  return { stdout, stderr };
+}
+
 // ---------------------------------------------------------------- workers across runtimes
 
 /** A worker of `_worker.ts` under `runtime`: calls, streams both ways and a typed error. */

@@ -4,9 +4,7 @@
 import assert from "node:assert/strict";
 import { openChannel } from "../channel/mod.ts";
 import type { Transport } from "../transports/types.ts";
-import type { RuntimeCase } from "./_cases.ts";
-import { spawnChild } from "../_spawn.ts";
-import { execPath, runtimeName } from "../_runtime.ts";
+import { type RuntimeCase, runToEnd } from "./_cases.ts";
 
 /** The channel cases every runner registers, in order. */
 export const channelCases: RuntimeCase[] = [];
@@ -83,28 +81,8 @@ channelCases.push({
 channelCases.push({
   name: "unref() lets a program end with a call pending; CONDUIT_TRACE=1 traces to stderr",
   async fn() {
-    const script = new URL("./_unref_child.ts", import.meta.url).pathname;
-    const args = runtimeName() === "deno" ? ["run", "-A", script] : [script];
-    const child = spawnChild(execPath(), {
-      args,
-      env: { CONDUIT_TRACE: "1" },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
-    });
-    // A channel that kept the program alive would hold it for the call's 60 s deadline: end
-    // it, and fail, after 20 s.
-    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-    const [stdout, stderr, status] = await Promise.all([
-      new Response(child.stdout).text(),
-      new Response(child.stderr).text(),
-      child.status,
-    ]).finally(() => clearTimeout(timer));
-    assert.equal(
-      status.code,
-      0,
-      `the program did not end by itself (${status.signal}):\n${stderr}`,
-    );
+    // A channel that kept the program alive would hold it for the call's 60 s deadline.
+    const { stdout, stderr } = await runToEnd("./_unref_child.ts", { CONDUIT_TRACE: "1" });
     assert.equal(stdout.trim(), "pong");
     assert.match(stderr, /conduit → CALL #1 ping/);
     assert.match(stderr, /conduit ← RESULT #1 .*"pong"/);

@@ -3,13 +3,12 @@
 // Worker on Deno and Bun, a `node:worker_threads` Worker on Node).
 
 import assert from "node:assert/strict";
-import { execPath, runtimeName } from "../_runtime.ts";
-import { spawnChild } from "../_spawn.ts";
+import { runtimeName } from "../_runtime.ts";
 import { spawnWorker } from "../workers/spawn_worker.ts";
 import { WorkerPool } from "../workers/worker_pool.ts";
 import { WorkerExitedError } from "../workers/errors.ts";
 import type { ParentApi, WorkerApi } from "./_worker.ts";
-import { checkWorkerCalls, range, type RuntimeCase } from "./_cases.ts";
+import { checkWorkerCalls, range, type RuntimeCase, runToEnd } from "./_cases.ts";
 import { openChannel } from "../channel/mod.ts";
 import { structuredCodec } from "../codecs/structured.ts";
 import type { RingApi } from "./_ring_thread.ts";
@@ -111,20 +110,7 @@ add("a shared ring to a thread: calls and a stream over SharedArrayBuffers", asy
 });
 
 add("unref() lets a program end with its thread worker open", async () => {
-  const script = new URL("./_thread_unref_child.ts", import.meta.url).pathname;
-  const child = spawnChild(execPath(), {
-    args: runtime === "deno" ? ["run", "-A", script] : [script],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  });
-  // A thread that kept the program alive would hold it for good: end it, and fail, after 20 s.
-  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-  const [stdout, stderr, status] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.status,
-  ]).finally(() => clearTimeout(timer));
-  assert.equal(status.code, 0, `the program did not end by itself (${status.signal}):\n${stderr}`);
+  // A thread that kept the program alive would hold it for good.
+  const { stdout } = await runToEnd("./_thread_unref_child.ts");
   assert.match(stdout, /unref'd/);
 });
