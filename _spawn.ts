@@ -68,18 +68,11 @@ export function adoptChild(child: Deno.ChildProcess | NodeChildProcess): ChildPr
   return "status" in child ? child : new NodeChild(child);
 }
 
-/** The signal numbers of Linux and macOS that conduit sends or may see. */
-const SIGNALS: Record<string, number> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGABRT: 6,
-  SIGKILL: 9,
-  SIGSEGV: 11,
-  SIGPIPE: 13,
-  SIGALRM: 14,
-  SIGTERM: 15,
-};
+/** The OS's signal numbers, by name (`node:os`'s, loaded without an import). */
+function signalNumbers(): Record<string, number | undefined> {
+  return nodeBuiltin<{ constants: { signals: Record<string, number> } }>("node:os").constants
+    .signals;
+}
 
 /** Node's `child_process` module, loaded without an import (this module loads on Deno). */
 interface ChildProcessModule {
@@ -107,7 +100,6 @@ class NodeChild implements ChildProcessLike {
   readonly #stdin: WritableStream<Uint8Array> | undefined;
   readonly #stdout: ReadableStream<Uint8Array> | undefined;
   readonly #stderr: ReadableStream<Uint8Array> | undefined;
-  #exited = false;
 
   constructor(child: NodeChildProcess) {
     // An error after the start (a write to a closed pipe, a failed kill) surfaces where it is
@@ -117,8 +109,7 @@ class NodeChild implements ChildProcessLike {
     this.pid = child.pid!;
     this.status = new Promise((resolve) => {
       const exited = (code: number | null, signal: string | null) => {
-        this.#exited = true;
-        const number = signal === null ? undefined : SIGNALS[signal];
+        const number = signal === null ? undefined : signalNumbers()[signal];
         resolve({
           success: code === 0,
           code: code ?? (number === undefined ? 1 : 128 + number),
@@ -180,7 +171,9 @@ class NodeChild implements ChildProcessLike {
   }
 
   kill(signal: Deno.Signal = "SIGTERM"): void {
-    if (this.#exited) throw new TypeError("Child process has already terminated");
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) {
+      throw new TypeError("Child process has already terminated");
+    }
     this.#child.kill(signal as NodeJS.Signals);
   }
 

@@ -94,6 +94,22 @@ add("_runtime: envVar reads the environment, runtimeOs names the OS", () => {
   );
 });
 
+add(
+  "_spawn: a child killed by a signal has Deno's status; a dead child cannot be killed",
+  async () => {
+    const code = "setInterval(() => {}, 60_000);";
+    const child = spawnChild(execPath(), {
+      args: runtimeName() === "deno" ? ["eval", code] : ["-e", code],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    });
+    child.kill("SIGKILL");
+    assert.deepEqual({ ...await child.status }, { success: false, code: 137, signal: "SIGKILL" });
+    assert.throws(() => child.kill("SIGTERM"), TypeError);
+  },
+);
+
 // ---------------------------------------------------------------- a channel pair
 
 /** A typed error the server throws and the client revives by name. */
