@@ -44,6 +44,13 @@ export const DEFAULT_WRITE_HIGH_WATER_MARK: number = 1024 * 1024;
 const WRITER_BATCH_BYTES = DEFAULT_MAX_BATCH_BYTES + 1024;
 
 /**
+ * FrameWriter's default {@linkcode FrameWriterOptions.firstWriteBytes}: about a dozen small
+ * calls where the process may run on more than one CPU. On one CPU the peer cannot work
+ * while this side does, and an early write would only add a write and a switch.
+ */
+const FIRST_WRITE_BYTES = (globalThis.navigator?.hardwareConcurrency ?? 1) > 1 ? 512 : Infinity;
+
+/**
  * Options for {@linkcode FrameWriter}.
  *
  * @example
@@ -82,6 +89,17 @@ export interface FrameWriterOptions extends FrameEncoderOptions {
    * @default 66560 (64 KiB + 1 KiB: a 64 KiB body goes out with its header in one write)
    */
   maxBatchBytes?: number;
+  /**
+   * Queued bytes at which an idle writer writes at once rather than at the end of the
+   * microtask turn. The peer starts on the first frames of a burst (32 pipelined calls, a
+   * loop of notifications) while this side queues the rest, which wait for that write and go
+   * out together: both processes work at the same time instead of in turn. A turn that
+   * queues less is still written once, at its end.
+   *
+   * @default 512 where `navigator.hardwareConcurrency` is above 1, else a whole batch
+   * (`maxBatchBytes`)
+   */
+  firstWriteBytes?: number;
   /**
    * How each frame is delimited: a 4-byte length prefix (conduit's framing), a trailing
    * newline (NDJSON, as {@linkcode NdjsonEncoderStream} writes), or a `Content-Length` header
@@ -141,8 +159,8 @@ export interface FrameTarget {
  * Writes length-prefixed frames to a byte stream. {@linkcode write} queues a frame
  * synchronously, with no promise per frame; the frames queued in one turn go out together in
  * one write at the end of the microtask turn (a lone frame is never held back for a timer),
- * or as soon as a whole batch is queued, and frames queued while a write is in flight are
- * coalesced into the next one. {@linkcode writeQueued} starts a write earlier. Each write is
+ * or as soon as `firstWriteBytes` are queued, and frames queued while a write is in flight
+ * are coalesced into the next one. {@linkcode writeQueued} starts a write earlier. Each write is
  * at most `maxBatchBytes`, except that a frame larger than that is written without copying
  * its payload.
  *
@@ -185,6 +203,8 @@ export class FrameWriter {
   readonly #writer: ChunkWriter;
   readonly #packer: BatchPacker;
   readonly #highWaterMark: number;
+  /** Queued bytes at which an idle writer writes at once: firstWriteBytes, at most a batch. */
+  readonly #firstWriteBytes: number;
   readonly #onFailure: ((error: TransportClosedError) => void) | undefined;
   /** Where the writer is in its life: OPEN, CLOSED (by close() or abort()) or FAILED. */
   #state: WriterState = OPEN;
@@ -225,6 +245,10 @@ export class FrameWriter {
       options.reuseChunks ?? false,
     );
     this.#highWaterMark = highWaterMark;
+    const firstWriteBytes = options.firstWriteBytes ?? FIRST_WRITE_BYTES;
+    numberOption("firstWriteBytes", firstWriteBytes, 0);
+    // A whole batch is written at once whatever the option says.
+    this.#firstWriteBytes = Math.min(firstWriteBytes, this.#packer.maxBatchBytes);
     this.#onFailure = options.onFailure;
     // Told apart without naming WritableStream: its first use loads Deno's Web Streams.
     if ("getWriter" in target) {
@@ -460,11 +484,11 @@ export class FrameWriter {
     });
   }
 
-  /** Starts the pump: now once a whole batch waits, else at the end of the microtask turn. */
+  /** Starts the pump: now once firstWriteBytes wait, else at the end of the microtask turn. */
   #queued(): void {
     const pumpState = this.#pumpState;
     if (pumpState === PUMPING) return;
-    if (this.#packer.pendingBytes >= this.#packer.maxBatchBytes) this.writeQueued();
+    if (this.#packer.pendingBytes >= this.#firstWriteBytes) this.writeQueued();
     else if (pumpState === IDLE) {
       this.#pumpState = SCHEDULED;
       queueMicrotask(this.#startPump);

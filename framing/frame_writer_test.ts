@@ -53,7 +53,7 @@ async function microtasks(hops: number): Promise<void> {
 
 Deno.test("FrameWriter: frames written in one synchronous run go out in one write", async () => {
   const sink = new RecordingSink();
-  const writer = new FrameWriter(sink.writable);
+  const writer = new FrameWriter(sink.writable, { firstWriteBytes: Infinity });
   const frames = Array.from({ length: 200 }, (_, i) => new Uint8Array(i % 40).fill(i));
   for (const frame of frames) writer.write(frame);
   assert.equal(sink.writes.length, 0, "nothing is written synchronously");
@@ -62,6 +62,32 @@ Deno.test("FrameWriter: frames written in one synchronous run go out in one writ
   assert.deepEqual(sink.frames(), frames);
   await writer.close();
   assert.equal(sink.closed, true);
+});
+
+Deno.test("FrameWriter: a burst's first firstWriteBytes go out at once, the rest in one write after", async () => {
+  const sink = new RecordingSink();
+  const writer = new FrameWriter(sink.writable, { firstWriteBytes: 512 });
+  await writer.ready; // the stream has started
+  sink.hold();
+  const frames = Array.from({ length: 40 }, (_, i) => new Uint8Array(40).fill(i));
+  for (const frame of frames.slice(0, 11)) writer.write(frame);
+  assert.equal(sink.writes.length, 0, "484 bytes queued: they wait for the turn's end");
+  writer.write(frames[11]);
+  assert.equal(sink.writes.length, 1, "528 bytes queued: written without waiting");
+  assert.equal(sink.writes[0].length, 528);
+  for (const frame of frames.slice(12)) writer.write(frame);
+  await microtasks(20);
+  assert.equal(sink.writes.length, 1, "the rest waits for the first write");
+  sink.release();
+  await writer.flush();
+  assert.equal(sink.writes.length, 2, "the rest of the turn in one write");
+  assert.deepEqual(sink.frames(), frames);
+  // Idle again: a turn below the threshold is one write at its end.
+  for (const frame of frames.slice(0, 5)) writer.write(frame);
+  assert.equal(sink.writes.length, 2);
+  await writer.flush();
+  assert.equal(sink.writes.length, 3);
+  await writer.close();
 });
 
 Deno.test("FrameWriter: a lone frame is written within the same turn", async () => {
@@ -119,7 +145,8 @@ Deno.test("FrameWriter: flush waits for the frames queued so far, not for later 
 
 Deno.test("FrameWriter: a whole batch starts its write at once; the rest follows", async () => {
   const sink = new RecordingSink();
-  const writer = new FrameWriter(sink.writable, { maxBatchBytes: 1024 });
+  // firstWriteBytes above the batch: a whole batch is written at once all the same.
+  const writer = new FrameWriter(sink.writable, { maxBatchBytes: 1024, firstWriteBytes: 4096 });
   await writer.ready;
   const frames = Array.from({ length: 30 }, (_, i) => new Uint8Array(100).fill(i));
   for (const frame of frames.slice(0, 9)) writer.write(frame);
@@ -164,7 +191,8 @@ Deno.test("FrameWriter: batches stay within maxBatchBytes; large payloads are no
 
 Deno.test("FrameWriter: ready and desiredSize apply backpressure", async () => {
   const sink = new RecordingSink();
-  const writer = new FrameWriter(sink.writable, { highWaterMark: 1000 });
+  // One batch for the six frames, whose write the sink holds.
+  const writer = new FrameWriter(sink.writable, { highWaterMark: 1000, firstWriteBytes: Infinity });
   assert.equal(writer.desiredSize, 1000);
   await writer.ready;
   sink.hold();
@@ -338,6 +366,8 @@ Deno.test("FrameWriter: options out of range are a RangeError", () => {
   const { writable } = new TransformStream<Uint8Array, Uint8Array>();
   assert.throws(() => new FrameWriter(writable, { highWaterMark: -1 }), RangeError);
   assert.throws(() => new FrameWriter(writable, { maxBatchBytes: 10 }), RangeError);
+  assert.throws(() => new FrameWriter(writable, { firstWriteBytes: -1 }), RangeError);
+  assert.throws(() => new FrameWriter(writable, { firstWriteBytes: NaN }), RangeError);
   assert.equal(writable.locked, false, "no lock taken when the options are refused");
 });
 
@@ -581,4 +611,47 @@ Deno.test("FrameWriter: abort() over a FrameTarget lets the write in flight fini
   inFlight.resolve();
   await aborting;
   assert.deepEqual(events, ["write", "abort"]);
+});
+
+/** How many writes FrameWriter's defaults start while 800 bytes of frames are queued. */
+const EARLY_WRITES_CODE = `
+  import { FrameWriter } from "${new URL("./frame_writer.ts", import.meta.url)}";
+  let writes = 0;
+  const writer = new FrameWriter({
+    writeChunk: () => void writes++,
+    closeWrite: () => Promise.resolve(),
+    abort: () => Promise.resolve(),
+  });
+  for (let i = 0; i < 20; i++) writer.write(new Uint8Array(36));
+  console.log(writes);
+  await writer.close();
+`;
+
+Deno.test("FrameWriter: writes early by default on several CPUs, not on one", async (t) => {
+  const run = async (pinned: boolean) => {
+    const command = pinned ? ["taskset", "-c", "0", Deno.execPath()] : [Deno.execPath()];
+    const out = await new Deno.Command(command[0], {
+      args: [...command.slice(1), "eval", EARLY_WRITES_CODE],
+      stdout: "piped",
+      stderr: "inherit",
+    }).output();
+    assert.equal(out.code, 0);
+    return Number(new TextDecoder().decode(out.stdout).trim());
+  };
+  if (navigator.hardwareConcurrency > 1) {
+    assert.equal(await run(false), 1, "the first 520 bytes written before the turn ended");
+  }
+  const taskset = await new Deno.Command("taskset", {
+    args: ["-V"],
+    stdout: "null",
+    stderr: "null",
+  })
+    .output().catch(() => undefined);
+  if (taskset?.success !== true) {
+    console.warn("skipped the one-CPU case: taskset (util-linux) is not installed");
+    return;
+  }
+  await t.step("pinned to one CPU", async () => {
+    assert.equal(await run(true), 0, "every frame waits for the turn's end");
+  });
 });
