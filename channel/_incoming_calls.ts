@@ -11,7 +11,7 @@ import type { IncomingEvents, Wire } from "../wires/types.ts";
 import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 import type { IncomingCallInfo, Interceptor } from "./types.ts";
 import { IncomingCall, NotificationContext, type ServedCalls } from "./_call_context.ts";
-import { Fifo } from "./_fifo.ts";
+import { Fifo } from "../_fifo.ts";
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
 

@@ -3,12 +3,13 @@
 // as they are taken, and its end or error reaches the reader after the bytes before it.
 
 import type { Readable } from "node:stream";
+import { Fifo } from "../_fifo.ts";
 
 /** Reads `stream` one chunk at a time; see the module comment. */
 export class NodeReader {
   readonly #stream: Readable;
   readonly #readAheadBytes: number;
-  readonly #queue: Uint8Array[] = [];
+  readonly #queue = new Fifo<Uint8Array>();
   #queued = 0;
   #ended = false;
   #failure: Error | undefined;
