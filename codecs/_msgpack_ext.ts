@@ -164,3 +164,10 @@ export interface RecordHooks {
 
 /** The method of conduit's MessagePack codec that sets its writers' and readers' hooks. */
 export const SET_RECORD_HOOKS: unique symbol = Symbol("setRecordHooks");
+
+/**
+ * The method of conduit's MessagePack codec that encodes a value only if it can go as it is: the
+ * structured codec's first pass, which returns `undefined` where that codec would change or
+ * refuse something (see `MsgpackWriter.encodeAsIs`).
+ */
+export const ENCODE_AS_IS: unique symbol = Symbol("encodeAsIs");

@@ -32,6 +32,11 @@ const UINT64_MAX = 2n ** 64n - 1n;
 const SAFE_BIGINT = BigInt(Number.MAX_SAFE_INTEGER);
 const objectProto = Object.prototype;
 const arrayProto = Array.prototype;
+const uint8ArrayProto = Uint8Array.prototype;
+const dateProto = Date.prototype;
+
+/** What an encode as it is throws at a value that cannot go as it is; caught by encodeAsIs. */
+const NOT_AS_IS = Symbol("not as it is");
 
 /** Encodes values into a buffer of its own; see the module doc. */
 export class MsgpackWriter {
@@ -42,6 +47,10 @@ export class MsgpackWriter {
   #view = new DataView(this.#bytes.buffer);
   #pos = 0;
   #entered = false;
+  /** Set during encodeAsIs: what is not written as it is throws NOT_AS_IS. */
+  #asIs = false;
+  /** The deepest level allowed: maxDepth, or encodeAsIs's own limit during it. */
+  #depthLimit: number;
   /** Set while an encode sends records by shape. */
   records: RecordHooks | undefined;
 
@@ -55,7 +64,30 @@ export class MsgpackWriter {
   constructor(extension: ExtensionHook, maxDepth: number, bigintAsInt = false) {
     this.#extension = extension;
     this.#maxDepth = maxDepth;
+    this.#depthLimit = maxDepth;
     this.#bigintAsInt = bigintAsInt;
+  }
+
+  /**
+   * Encodes `value` if every part of it is written as it is: JSON's values (no `undefined`, no
+   * -0), bigints, `Uint8Array`s and valid `Date`s (their exact classes), plain objects without
+   * symbol keys, arrays without holes, well-formed strings, at most `maxDepth` levels deep.
+   * Returns `undefined` at anything else (a Map, a class instance, an error…) or any failure,
+   * having written nothing the caller keeps: the structured codec's fast path, which then takes
+   * its careful one. The bytes are those of {@linkcode encode}, valid until the next encode.
+   */
+  encodeAsIs(value: unknown, maxDepth: number): Uint8Array | undefined {
+    if (this.#entered) return undefined;
+    this.#asIs = true;
+    this.#depthLimit = Math.min(maxDepth, this.#maxDepth);
+    try {
+      return this.encode(value);
+    } catch {
+      return undefined;
+    } finally {
+      this.#asIs = false;
+      this.#depthLimit = this.#maxDepth;
+    }
   }
 
   /**
@@ -81,8 +113,9 @@ export class MsgpackWriter {
   }
 
   #value(value: unknown, depth: number): void {
-    if (depth > this.#maxDepth) throw new Error(`Too deep objects in depth ${depth}`);
+    if (depth > this.#depthLimit) throw new Error(`Too deep objects in depth ${depth}`);
     if (value == null) {
+      if (value === undefined && this.#asIs) throw NOT_AS_IS;
       this.#ensure(1);
       this.#bytes[this.#pos++] = 0xc0;
       return;
@@ -93,6 +126,7 @@ export class MsgpackWriter {
         this.#bytes[this.#pos++] = value ? 0xc3 : 0xc2;
         return;
       case "number":
+        if (value === 0 && this.#asIs && 1 / value < 0) throw NOT_AS_IS;
         return this.#number(value);
       case "string":
         return this.#string(value);
@@ -107,6 +141,7 @@ export class MsgpackWriter {
         const proto = Object.getPrototypeOf(value);
         if (proto === objectProto) {
           const object = value as Record<string, unknown>;
+          if (this.#asIs && Object.getOwnPropertySymbols(object).length > 0) throw NOT_AS_IS;
           return this.records?.markOf === undefined
             ? this.#map(object, depth)
             : this.#record(object, depth);
@@ -119,6 +154,10 @@ export class MsgpackWriter {
 
   /** The library's `encodeObject`: the extension hook first, then the built-in kinds. */
   #object(value: unknown, depth: number): void {
+    if (this.#asIs && typeof value !== "bigint") {
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== uint8ArrayProto && proto !== dateProto) throw NOT_AS_IS;
+    }
     const ext = this.#extension(value);
     if (ext !== null) this.#ext(ext);
     else if (Array.isArray(value)) this.#array(value, depth);

@@ -52,6 +52,7 @@ import {
   bigintToBytes,
   bytesToBigint,
   decodeTimestamp,
+  ENCODE_AS_IS,
   encodeTimestamp,
   ExtData,
   type RecordHooks,
@@ -245,6 +246,11 @@ class _MsgpackCodec<T> implements Codec<T> {
     this.#records = records;
     for (const writer of this.#writers) writer.records = records;
     for (const reader of this.#readers) reader.records = records;
+  }
+
+  /** Encodes `value` only if it goes as it is (the structured codec's first pass), else undefined. */
+  [ENCODE_AS_IS](value: unknown, maxDepth: number): Uint8Array | undefined {
+    return this.#writers[0].encodeAsIs(value, maxDepth);
   }
 
   #newWriter(): MsgpackWriter {

@@ -63,7 +63,7 @@
 import { CodecError, RemoteError, ShapeError } from "../errors.ts";
 import { keySegment } from "./json.ts";
 import { ExtData, msgpackCodec } from "./msgpack.ts";
-import { type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack_ext.ts";
+import { ENCODE_AS_IS, type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack_ext.ts";
 import { ShapeDecoder, ShapeEncoder } from "./_shapes.ts";
 import type {
   Codec,
@@ -181,6 +181,15 @@ export function structuredCodec<T = unknown>(
   return new _StructuredCodec<T>(options);
 }
 
+/**
+ * After a value that could not go as it is, how many encodes take the careful path at once: a
+ * channel whose values all need it then pays for a wasted first pass once in this many + 1.
+ */
+const AS_IS_BACKOFF = 8;
+
+/** The MessagePack codec's first pass, as the structured codec calls it. */
+type AsIsEncoder = { [ENCODE_AS_IS](value: unknown, maxDepth: number): Uint8Array | undefined };
+
 /** A value that cannot cross, and the path to it, built innermost first while unwinding. */
 class Refusal {
   readonly segments: string[] = [];
@@ -200,6 +209,8 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
   readonly #stack: boolean;
   /** Set while preparing a value when it needed an extension of this codec. */
   #changed = false;
+  /** Encodes left that skip the first pass, after one that found a value not as it is. */
+  #asIsSkips = 0;
   /** The table of the encode or decode under way, when it sends records by shape. */
   #encodeShapes: ShapeEncoderTable | undefined;
   #decodeShapes: ShapeDecoderTable | undefined;
@@ -245,15 +256,21 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
   }
 
   encode(value: T): Uint8Array {
-    const prepared = this.#prepareMessage(value);
-    try {
-      return this.#inner.encode(prepared);
-    } catch (err) {
-      throw this.#rename("encode", err);
-    }
+    return this.encodeView(value).slice();
   }
 
   encodeView(value: T): Uint8Array {
+    // Most values need nothing of this codec's own (no undefined, Map, error…): one pass writes
+    // them as they are. Any other takes the careful path: prepared (what MessagePack cannot
+    // carry made into this codec's extensions, or refused with its path), then written.
+    if (this.#asIsSkips > 0) this.#asIsSkips--;
+    else if (value !== undefined) {
+      const bytes = (this.#inner as unknown as AsIsEncoder)[ENCODE_AS_IS](value, this.#maxDepth);
+      if (bytes !== undefined) return bytes;
+      this.#asIsSkips = AS_IS_BACKOFF;
+      // The first pass may have listed shapes: the careful one lists those it uses again.
+      this.#encodeShapes?.startEncode();
+    }
     const prepared = this.#prepareMessage(value);
     try {
       return this.#inner.encodeView!(prepared);

@@ -268,3 +268,65 @@ Deno.test("codec/structured: maxDepth is checked on construction", () => {
   assert.deepStrictEqual(shallow.decode(shallow.encode([1])), [1]);
   assert.throws(() => shallow.encode([[1]]), CodecError);
 });
+
+/** A codec that encodes its next values by the careful path: one value not as it is first. */
+function carefulCodec() {
+  const careful = structuredCodec();
+  careful.encode([undefined]);
+  return careful;
+}
+
+Deno.test("codec/structured: one pass writes the careful path's very bytes", () => {
+  fc.assert(
+    fc.property(arbitraryValue(), (value) => {
+      let fast: Uint8Array | CodecError;
+      try {
+        fast = structuredCodec().encode(value);
+      } catch (err) {
+        fast = err as CodecError;
+      }
+      let careful: Uint8Array | CodecError;
+      try {
+        careful = carefulCodec().encode(value);
+      } catch (err) {
+        careful = err as CodecError;
+      }
+      if (careful instanceof CodecError) {
+        assert.ok(fast instanceof CodecError);
+        assert.equal(fast.message, careful.message);
+      } else assert.deepStrictEqual(fast, careful);
+    }),
+    { numRuns: 500 },
+  );
+  // What JSON has no form for goes the careful way, each at any depth.
+  for (const odd of [undefined, -0, [1, , 3], "a\uD800", Object.create(null), new Error("x")]) {
+    for (const value of [{ deep: [{ odd }] }, [1, "two", { three: [odd] }]]) {
+      const back = codec.decode(structuredCodec().encode(value));
+      assert.deepStrictEqual(back, carefulCodec().decode(carefulCodec().encode(value)));
+      assert.deepStrictEqual(structuredCodec().encode(value), carefulCodec().encode(value));
+    }
+  }
+});
+
+Deno.test("codec/structured: after a value not as it is, 8 encodes go the careful way", () => {
+  let reads = 0;
+  const value = {
+    get x() {
+      reads++;
+      return 1;
+    },
+  };
+  const readsOf = (codec: ReturnType<typeof structuredCodec>) => {
+    reads = 0;
+    codec.encode(value);
+    return reads;
+  };
+  const fresh = structuredCodec();
+  assert.equal(readsOf(fresh), 1, "written in one pass");
+  fresh.encode({ u: undefined });
+  for (let i = 0; i < 8; i++) assert.equal(readsOf(fresh), 2, "prepared, then written");
+  assert.equal(readsOf(fresh), 1, "one pass again");
+  // A top-level undefined goes the careful way without a first pass, and without backing off.
+  fresh.encode(undefined);
+  assert.equal(readsOf(fresh), 1);
+});
