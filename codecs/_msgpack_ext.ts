@@ -158,8 +158,11 @@ export interface RecordHooks {
   readonly type: number;
   /** The writer's: the mark of the shape to write a plain object of these keys by, if any. */
   markOf?(keys: string[]): ExtData | undefined;
-  /** The reader's: the keys of the shape of mark payload `data`; throws when there is none. */
-  keysOf(data: Uint8Array): readonly string[];
+  /**
+   * The reader's: the keys of the shape whose mark payload is `bytes[start, start + length)`
+   * (read in place: no view made per record); throws when there is none.
+   */
+  keysOf(bytes: Uint8Array, start: number, length: number): readonly string[];
 }
 
 /** The method of conduit's MessagePack codec that sets its writers' and readers' hooks. */

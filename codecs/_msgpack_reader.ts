@@ -250,7 +250,7 @@ export class MsgpackReader {
     depth: number,
   ): Record<string, unknown> {
     const start = this.#advance(2 + idBytes) + 2;
-    const keys = records.keysOf(this.#bytes.subarray(start, start + idBytes));
+    const keys = records.keysOf(this.#bytes, start, idBytes);
     if (keys.length !== values) {
       throw new TypeError(`A record has ${values} values for the ${keys.length} keys of its shape`);
     }

@@ -230,8 +230,8 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
     // Records by shape are written and read by the MessagePack writer and reader themselves,
     // with no array made per record nor a walk of the decoded value: read always (a shaped
     // record without shapes is an error, not an array), written during encodeShaped only.
-    const keysOf = (data: Uint8Array): readonly string[] => {
-      const id = data.length === 1 ? data[0] : (data[0] << 8) | data[1];
+    const keysOf = (bytes: Uint8Array, start: number, length: number): readonly string[] => {
+      const id = length === 1 ? bytes[start] : (bytes[start] << 8) | bytes[start + 1];
       const shapes = this.#decodeShapes;
       if (shapes === undefined) {
         throw new ShapeError(`A record of shape ${id} where the channel uses no shapes`);
