@@ -2,7 +2,8 @@
 // deadlines and the heartbeat to a wire protocol, runs the read loop, and closes. Incoming
 // frames are parsed and dispatched synchronously, a whole transport chunk per loop; outgoing
 // frames are queued by the wire's outbox, which coalesces the frames of one turn into one
-// transport write. The engine is given its wire and knows it only through wires/types.ts.
+// transport write, started early in a burst (FrameWriter's firstWriteBytes), so the peer
+// works on the first answers while the rest of a read is dispatched. The engine is given its wire and knows it only through wires/types.ts.
 // The lifecycle's state machine and the channel's deadline timer are below the engine.
 
 import type { Codec } from "../codecs/types.ts";
@@ -54,12 +55,6 @@ type Timer = ReturnType<typeof setTimeout>;
 
 /** The most slots of the id rings that hold the calls in flight (more wait in a Map). */
 const MAX_ID_RING = 1024;
-/**
- * Frames of one read dispatched before the answers queued so far start leaving, so the peer
- * works on them while the rest is dispatched instead of both sides taking turns. (The write
- * cannot finish before the read is dispatched, so the rest leaves at the end.)
- */
-const EARLY_WRITE_FRAMES = 32;
 /** How long a failing channel waits to flush its goodbye before dropping the transport. */
 const FAILURE_FLUSH_MS = 1000;
 
@@ -371,7 +366,6 @@ export class ChannelCore implements LifecycleEvents {
         deadlines.bytesReceived += value.length;
         decoder.push(value);
         let frame: Uint8Array | undefined;
-        let dispatched = 0;
         while ((frame = decoder.next()) !== undefined) {
           wire.read(frame);
           if (life.closed) return;
@@ -382,7 +376,6 @@ export class ChannelCore implements LifecycleEvents {
             await incoming.serveHeld();
             if (life.closed) return;
           }
-          if (++dispatched === EARLY_WRITE_FRAMES) wire.outbox.writeQueued();
         }
       }
       if (life.closed) return;
