@@ -187,8 +187,11 @@ export function structuredCodec<T = unknown>(
  */
 const AS_IS_BACKOFF = 8;
 
-/** The MessagePack codec's first pass, as the structured codec calls it. */
-type AsIsEncoder = { [ENCODE_AS_IS](value: unknown, maxDepth: number): Uint8Array | undefined };
+/** conduit's MessagePack codec with the two methods it keeps for the structured codec. */
+type InnerCodec = Codec<unknown> & {
+  [SET_RECORD_HOOKS](hooks: RecordHooks): void;
+  [ENCODE_AS_IS](value: unknown, maxDepth: number): Uint8Array | undefined;
+};
 
 /** A value that cannot cross, and the path to it, built innermost first while unwinding. */
 class Refusal {
@@ -204,7 +207,7 @@ class Refusal {
 
 class _StructuredCodec<T> implements ShapingCodec<T> {
   readonly name: string = STRUCTURED_CODEC_NAME;
-  readonly #inner: Codec<unknown>;
+  readonly #inner: InnerCodec;
   readonly #maxDepth: number;
   readonly #stack: boolean;
   /** Set while preparing a value when it needed an extension of this codec. */
@@ -226,7 +229,7 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
     this.#stack = options.stack ?? false;
     // An error or a null-prototype object takes two MessagePack levels ([ext, fields]) where
     // it counts one here, and the revive wrapper one more.
-    this.#inner = msgpackCodec({ maxDepth: 2 * maxDepth + 2 });
+    this.#inner = msgpackCodec({ maxDepth: 2 * maxDepth + 2 }) as InnerCodec;
     // Records by shape are written and read by the MessagePack writer and reader themselves,
     // with no array made per record nor a walk of the decoded value: read always (a shaped
     // record without shapes is an error, not an array), written during encodeShaped only.
@@ -247,12 +250,7 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
         return shape === undefined ? undefined : shapeMark(shape.id);
       },
     };
-    this.#setRecordHooks(this.#reading);
-  }
-
-  #setRecordHooks(hooks: RecordHooks): void {
-    (this.#inner as unknown as { [SET_RECORD_HOOKS](hooks: RecordHooks): void })
-      [SET_RECORD_HOOKS](hooks);
+    this.#inner[SET_RECORD_HOOKS](this.#reading);
   }
 
   encode(value: T): Uint8Array {
@@ -265,7 +263,7 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
     // carry made into this codec's extensions, or refused with its path), then written.
     if (this.#asIsSkips > 0) this.#asIsSkips--;
     else if (value !== undefined) {
-      const bytes = (this.#inner as unknown as AsIsEncoder)[ENCODE_AS_IS](value, this.#maxDepth);
+      const bytes = this.#inner[ENCODE_AS_IS](value, this.#maxDepth);
       if (bytes !== undefined) return bytes;
       this.#asIsSkips = AS_IS_BACKOFF;
       // The first pass may have listed shapes: the careful one lists those it uses again.
@@ -282,12 +280,12 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
   encodeShaped(value: T, shapes: ShapeEncoderTable): Uint8Array {
     shapes.startEncode();
     this.#encodeShapes = shapes;
-    this.#setRecordHooks(this.#writing);
+    this.#inner[SET_RECORD_HOOKS](this.#writing);
     try {
       return this.encodeView(value);
     } finally {
       this.#encodeShapes = undefined;
-      this.#setRecordHooks(this.#reading);
+      this.#inner[SET_RECORD_HOOKS](this.#reading);
     }
   }
 
