@@ -50,6 +50,58 @@ export function runtimeOs(): RuntimeOs {
   return (os === "win32" ? "windows" : os) as RuntimeOs;
 }
 
+// File URLs, as node:url's `fileURLToPath` and `pathToFileURL` make them, in own code: on Deno
+// a static `node:` import loads the runtime's Node layer at start-up (module_graph_test.ts).
+
+/** Whether paths are Windows paths here. */
+function windowsPaths(): boolean {
+  return runtimeOs() === "windows";
+}
+
+/**
+ * The path of the `file:` URL `url`. Throws a `TypeError` for another scheme, a host off
+ * Windows, an encoded separator (`%2F`, and `%5C` on Windows), or, on Windows, a path with
+ * neither a drive nor a host.
+ */
+export function fileUrlToPath(url: URL, windows: boolean = windowsPaths()): string {
+  const refuse = (why: string) => new TypeError(`Cannot make a path of ${url.href}: ${why}`);
+  if (url.protocol !== "file:") throw refuse("not a file: URL");
+  if (/%2f/i.test(url.pathname) || (windows && /%5c/i.test(url.pathname))) {
+    throw refuse("it encodes a path separator");
+  }
+  if (!windows) {
+    if (url.hostname !== "") throw refuse("a file: URL has no host here");
+    return decodeURIComponent(url.pathname);
+  }
+  const path = decodeURIComponent(url.pathname.replaceAll("/", "\\"));
+  if (url.hostname !== "") return `\\\\${url.hostname}${path}`;
+  if (!/^\\[A-Za-z]:/.test(path)) throw refuse("the path is not absolute");
+  return path.slice(1);
+}
+
+/**
+ * The `file:` URL of the absolute path `path` (POSIX, or on Windows a drive or UNC path).
+ * Throws a `TypeError` for a relative path.
+ */
+export function pathToFileUrl(path: string, windows: boolean = windowsPaths()): URL {
+  const unc = windows && /^\\\\[^\\]/.test(path);
+  if (!(windows ? unc || /^[A-Za-z]:[\\/]/.test(path) : path.startsWith("/"))) {
+    throw new TypeError(`Cannot make a file: URL of the relative path ${JSON.stringify(path)}`);
+  }
+  let encoded = path.replaceAll("%", "%25");
+  encoded = windows ? encoded.replaceAll("\\", "/") : encoded.replaceAll("\\", "%5C");
+  encoded = encoded.replaceAll("\n", "%0A").replaceAll("\r", "%0D").replaceAll("\t", "%09");
+  const url = new URL("file:///");
+  if (unc) {
+    const end = encoded.indexOf("/", 2);
+    url.hostname = encoded.slice(2, end < 0 ? undefined : end);
+    encoded = end < 0 ? "/" : encoded.slice(end);
+  }
+  // The setter encodes `?` and `#` too: they stay in the path.
+  url.pathname = windows && !unc ? `/${encoded}` : encoded;
+  return url;
+}
+
 /**
  * Makes `timer` (from `setTimeout` or `setInterval`) keep the process alive (`ref`) or not:
  * `Deno.refTimer`/`Deno.unrefTimer` on Deno, the handle's own `ref()`/`unref()` on Node and Bun.

@@ -2,6 +2,7 @@
 // Bun run (on Deno the runtime itself traces, and telemetry_test.ts checks it).
 
 import { cases, type RuntimeCase } from "./_cases.ts";
+import { runtimeCases } from "./_runtime_cases.ts";
 import { channelCases } from "./_channel_cases.ts";
 import { socketCases } from "./_socket_cases.ts";
 import { natsCases } from "./_nats_cases.ts";
@@ -10,6 +11,7 @@ import { otelCases } from "./_otel_cases.ts";
 
 /** The cases every runner registers. */
 export const sharedCases: RuntimeCase[] = [
+  ...runtimeCases,
   ...cases,
   ...channelCases,
   ...socketCases,

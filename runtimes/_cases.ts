@@ -29,7 +29,7 @@ import { memoryPair } from "../transports/memory.ts";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { openJsonRpc } from "../jsonrpc/mod.ts";
-import { envVar, execPath, refTimer, runtimeName, runtimeOs } from "../_runtime.ts";
+import { envVar, execPath, runtimeName, runtimeOs } from "../_runtime.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
@@ -69,30 +69,6 @@ for (const [entrypoint, path] of Object.entries(denoJson.exports)) {
 }
 
 // ---------------------------------------------------------------- the runtime seam
-
-add("_runtime: refTimer lets a timer go and holds it again", () => {
-  const timer = setTimeout(() => {}, 60_000);
-  // Node's and Bun's handles tell (hasRef); Deno's numbers do not, so there it must not throw.
-  const handle = timer as unknown as { hasRef?(): boolean };
-  try {
-    refTimer(timer, false);
-    if (handle.hasRef) assert.equal(handle.hasRef(), false);
-    refTimer(timer, true);
-    if (handle.hasRef) assert.equal(handle.hasRef(), true);
-  } finally {
-    clearTimeout(timer);
-  }
-});
-
-add("_runtime: envVar reads the environment, runtimeOs names the OS", () => {
-  // Every runner here runs with the environment readable (deno test -A).
-  assert.equal(typeof envVar("PATH"), "string");
-  assert.equal(envVar("CONDUIT_SURELY_UNSET_VARIABLE"), undefined);
-  assert.ok(
-    ["linux", "darwin", "windows", "freebsd", "netbsd", "openbsd"].includes(runtimeOs()),
-    runtimeOs(),
-  );
-});
 
 add(
   "_spawn: a child killed by a signal has Deno's status; a dead child cannot be killed",

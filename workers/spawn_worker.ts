@@ -61,8 +61,7 @@ import {
 } from "./spawn_worker_options.ts";
 import { spawnProcess, WorkerProcess } from "./_worker_process.ts";
 import type { ChildProcessLike } from "../_spawn.ts";
-import { execPath, onDeno, runtimeName } from "../_runtime.ts";
-import { fileURLToPath as fromFileUrl } from "node:url";
+import { execPath, fileUrlToPath, onDeno, runtimeName } from "../_runtime.ts";
 import type { WorkerSocket } from "./_worker_socket.ts";
 import { spawnThread } from "./_spawn_thread.ts";
 import { withWorkerDefaults } from "./_worker_channel.ts";
@@ -298,7 +297,7 @@ let nodeUrl: string | undefined;
 function quietPreloadArgs(runtime: "node" | "bun"): string[] {
   if (runtime === "node") return ["--import", nodeUrl ??= nodeQuietPreloadUrl(REAL_STDOUT_KEY)];
   const preload = new URL("./_node_preload.ts", import.meta.url);
-  return preload.protocol === "file:" ? ["--preload", fromFileUrl(preload)] : [];
+  return preload.protocol === "file:" ? ["--preload", fileUrlToPath(preload)] : [];
 }
 
 /** The file a Node or Bun worker runs: a local module's path. */
@@ -309,7 +308,7 @@ function modulePath(module: string | URL, runtime: WorkerRuntime): string {
       `A ${runtime} worker module must be a local file, got ${url.href}`,
     );
   }
-  return fromFileUrl(url);
+  return fileUrlToPath(url);
 }
 
 /** The `deno run` arguments that start the worker module `module`. */

@@ -4,8 +4,7 @@
 import type { ChannelOptions } from "../channel/channel.ts";
 import type { Codec } from "../codecs/types.ts";
 import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
-import { pathToFileURL } from "node:url";
-import { onDeno, runtimeOs } from "../_runtime.ts";
+import { onDeno, pathToFileUrl, runtimeOs } from "../_runtime.ts";
 
 /** The default {@linkcode SpawnWorkerOptions.exitTimeout}: 1 s. */
 export const DEFAULT_EXIT_TIMEOUT = 1_000;
@@ -434,7 +433,7 @@ export function moduleSpecifier(module: string | URL): string {
 /** `module` as a URL, for `new Worker()`: an absolute path becomes a `file:` URL. */
 export function moduleUrl(module: string | URL): URL {
   const specifier = moduleSpecifier(module);
-  return SCHEME.test(specifier) ? new URL(specifier) : pathToFileURL(specifier);
+  return SCHEME.test(specifier) ? new URL(specifier) : pathToFileUrl(specifier);
 }
 
 /** A worker's default name: its module's file name, or its command's. */
