@@ -38,8 +38,8 @@ for (const entry of ["mod.ts", "workers/mod.ts"]) {
     assert.ok(modules.has("workers/spawn_worker.ts"), `${entry} misses spawnWorker`);
     const npm = [...modules].filter((specifier) => specifier.startsWith("npm:"));
     assert.deepEqual(npm, [], `${entry} loads ${npm.join(", ")}`);
-    // On Deno, a `node:` import loads the runtime's Node layer as the program starts (node:url
-    // alone: ~5 ms); conduit's Node-only modules are imported when used, off Deno.
+    // On Deno, a `node:` import loads the runtime's Node layer as the program starts
+    // (`DENO_LOG_LAZY_LOAD=1` lists it); conduit's Node-only modules load when used, off Deno.
     const node = [...modules].filter((specifier) => specifier.startsWith("node:"));
     assert.deepEqual(node, [], `${entry} loads ${node.join(", ")}`);
     for (const module of WORKER_SIDE) assert.ok(!modules.has(module), `${entry} loads ${module}`);
