@@ -61,9 +61,8 @@ Deno.test("module graph: workers/serve_worker.ts loads the worker's side, not th
 const ROOT_BUDGET = 45;
 /**
  * The most lines of code (neither blank nor comment) a worker loads before it can answer its
- * first call, over its default transport (a Unix socket). A worker's start pays for the code it
- * loads, not for the files it comes in: 32 one-line modules cost ~4 ms over an empty one, the
- * worker's ~570 KB of source ~13 ms (bench/report/notes.md, target 16).
+ * first call, over its default transport (a Unix socket). A worker's start pays most for the code
+ * it loads, and some for each file it comes in (bench/report/notes.md, target 16).
  */
 const WORKER_CODE_BUDGET = 9_600;
 /** Loaded only when used: auth, a heartbeat or idle timeout, telemetry, pool metrics. */
