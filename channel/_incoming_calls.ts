@@ -127,9 +127,14 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   finished(call: IncomingCall): void {
     call.finish();
     this.calls.delete(call.id);
-    if (++this.#unwritten >= this.#countAt && this.#counting === undefined) this.#countWritten();
+    this.#answerQueued();
     this.#room?.resolve();
     this.#options.onIdle();
+  }
+
+  /** An answer was queued: it counts against `maxInFlight` until written (see #unwritten). */
+  #answerQueued(): void {
+    if (++this.#unwritten >= this.#countAt && this.#counting === undefined) this.#countWritten();
   }
 
   /** The connection is gone: every handler's signal fires, their streams fail. */
@@ -259,6 +264,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         message: `No method named "${method}"`,
         code: "method_not_found",
       });
+      this.#answerQueued();
       return;
     }
     const codecs = this.#options.codecsFor(method);
@@ -275,6 +281,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
           message: `The param of "${method}" could not be decoded: ${messageOf(error)}`,
           code: "invalid_param",
         });
+        this.#answerQueued();
         return;
       }
     }
@@ -452,8 +459,10 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     let ctx = this.#notificationContexts.get(method);
     if (ctx === undefined) {
       ctx = new NotificationContext(this.channel, method, this.#options.closeSignal());
-      // Bounded: only methods that have a handler get here.
-      this.#notificationContexts.set(method, ctx);
+      // Bounded as the handler cache is: a handler object may serve any name the peer sends.
+      if (this.#notificationContexts.size < MAX_CACHED_HANDLERS) {
+        this.#notificationContexts.set(method, ctx);
+      }
     }
     return ctx;
   }

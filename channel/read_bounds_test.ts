@@ -17,13 +17,13 @@ interface ServerMemory {
 }
 
 /** The server subprocess: `memory()` asks for its memory after a full GC, `rss()` for the RSS. */
-async function startServer(): Promise<
+async function startServer(args: string[] = []): Promise<
   { path: string; memory(): Promise<ServerMemory>; rss(): Promise<number> } & AsyncDisposable
 > {
   const dir = await Deno.makeTempDir({ prefix: "cdt" });
   const path = `${dir}/s.sock`;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--v8-flags=--expose-gc", SERVER, path],
+    args: ["run", "-A", "--v8-flags=--expose-gc", SERVER, path, ...args],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
@@ -97,8 +97,8 @@ class RawClient {
   }
 }
 
-function callOf(id: number, body: Uint8Array): Envelope {
-  return { kind: "call", id, flags: 0, timeoutMs: 0, method: "echo", body };
+function callOf(id: number, body: Uint8Array, method = "echo"): Envelope {
+  return { kind: "call", id, flags: 0, timeoutMs: 0, method, body };
 }
 
 /** Waits until `progress()` stops changing for a while (the writer is blocked) or `done`. */
@@ -113,54 +113,70 @@ async function settle(progress: () => number, done: () => boolean): Promise<void
   }
 }
 
-Deno.test("read bounds: a peer that sends 10,000 calls and never reads an answer", async () => {
-  await using server = await startServer();
-  const param = new TextEncoder().encode(JSON.stringify("x".repeat(4 * 1024)));
+// Answers the server makes up itself (no such method, a param it cannot decode) count against
+// maxInFlight as a handler's do.
+const NEVER_READ = [
+  { calls: "calls", method: "echo", param: JSON.stringify("x".repeat(4 * 1024)), answer: "result" },
   {
-    // A well-behaved client first, so the figure leaves out the code the server compiles.
-    const warm = await RawClient.connect(server.path);
-    await warm.handshake();
-    for (let id = 1; id <= 2000; id++) {
-      await warm.write(encodeFrame(encodeEnvelope(callOf(id, param))));
-      assert.equal((await warm.next())?.kind, "result");
-    }
-    warm.conn.close();
-  }
-  const before = await server.rss();
-  const client = await RawClient.connect(server.path);
-  await client.handshake();
-  const CALLS = 10_000;
-  let sent = 0;
-  let finished = false;
-  const sending = (async () => {
-    for (let id = 1; id <= CALLS; id += 10) {
-      const frames = [];
-      for (let i = id; i < id + 10; i++) {
-        frames.push(encodeFrame(encodeEnvelope(callOf(i, param))));
+    calls: "calls of no such method",
+    method: "nope".padEnd(1000, "x"),
+    param: "0",
+    answer: "error",
+  },
+  { calls: "calls of a bad param", method: "echo", param: "{".repeat(4 * 1024), answer: "error" },
+];
+
+for (const { calls, method, param: text, answer } of NEVER_READ) {
+  Deno.test(`read bounds: a peer that sends 10,000 ${calls} and never reads an answer`, async () => {
+    await using server = await startServer();
+    const param = new TextEncoder().encode(text);
+    {
+      // A well-behaved client first, so the figure leaves out the code the server compiles.
+      const warm = await RawClient.connect(server.path);
+      await warm.handshake();
+      for (let id = 1; id <= 2000; id++) {
+        await warm.write(encodeFrame(encodeEnvelope(callOf(id, param, method))));
+        assert.equal((await warm.next())?.kind, answer);
       }
-      const batch = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
-      frames.reduce((at, f) => (batch.set(f, at), at + f.length), 0);
-      await client.write(batch);
-      sent += 10;
+      warm.conn.close();
     }
-    finished = true;
-  })();
-  // The server stops reading once it holds answers it cannot write: the sends block.
-  await settle(() => sent, () => finished);
-  const grown = (await server.rss()) - before;
-  console.log(`server grew by ${(grown / MiB).toFixed(1)} MiB; ${sent} of ${CALLS} calls sent`);
-  assert.ok(grown <= 32 * MiB, `the server grew by ${(grown / MiB).toFixed(1)} MiB`);
-  // Reading the answers now lets every call through: nothing was dropped.
-  let results = 0;
-  while (results < CALLS) {
-    const frame = await client.next();
-    assert.ok(frame !== undefined, `the server closed after ${results} answers`);
-    assert.equal(frame.kind, "result");
-    results++;
-  }
-  await sending;
-  client.conn.close();
-});
+    const before = await server.rss();
+    const client = await RawClient.connect(server.path);
+    await client.handshake();
+    const CALLS = 10_000;
+    let sent = 0;
+    let finished = false;
+    const sending = (async () => {
+      for (let id = 1; id <= CALLS; id += 10) {
+        const frames = [];
+        for (let i = id; i < id + 10; i++) {
+          frames.push(encodeFrame(encodeEnvelope(callOf(i, param, method))));
+        }
+        const batch = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+        frames.reduce((at, f) => (batch.set(f, at), at + f.length), 0);
+        await client.write(batch);
+        sent += 10;
+      }
+      finished = true;
+    })();
+    // The server stops reading once it holds answers it cannot write: the sends block.
+    await settle(() => sent, () => finished);
+    const grown = (await server.rss()) - before;
+    console.log(`server grew by ${(grown / MiB).toFixed(1)} MiB; ${sent} of ${CALLS} calls sent`);
+    assert.ok(!finished, "the server read every call while none of its answers was read");
+    assert.ok(grown <= 32 * MiB, `the server grew by ${(grown / MiB).toFixed(1)} MiB`);
+    // Reading the answers now lets every call through: nothing was dropped.
+    let answers = 0;
+    while (answers < CALLS) {
+      const frame = await client.next();
+      assert.ok(frame !== undefined, `the server closed after ${answers} answers`);
+      assert.equal(frame.kind, answer);
+      answers++;
+    }
+    await sending;
+    client.conn.close();
+  });
+}
 
 Deno.test("read bounds: four connections announcing 64 MiB frames before any HELLO", async () => {
   await using server = await startServer();
@@ -226,4 +242,29 @@ Deno.test("read bounds: a peer that floods PINGs and never reads a PONG", async 
   assert.ok(end.rss - start.rss <= 96 * MiB, `the server grew by ${mib(end.rss - start.rss)}`);
   client.conn.close();
   await sending.catch(() => {});
+});
+
+Deno.test("read bounds: NOTIFYs of 50,000 names to a handler object that serves any name", async () => {
+  await using server = await startServer(["--any"]);
+  const client = await RawClient.connect(server.path);
+  await client.handshake();
+  const before = (await server.memory()).live;
+  const empty = new Uint8Array(0);
+  for (let from = 0; from < 50_000; from += 1000) {
+    const frames = [];
+    for (let i = from; i < from + 1000; i++) {
+      frames.push(
+        encodeEnvelope({ kind: "notify", method: `m${i}`.padEnd(1000, "x"), body: empty }),
+      );
+    }
+    for (const frame of frames) await client.write(encodeFrame(frame));
+  }
+  // A call after them: answered once every NOTIFY before it was dispatched.
+  await client.write(encodeFrame(encodeEnvelope(callOf(1, new TextEncoder().encode("1")))));
+  assert.equal((await client.next())?.kind, "result");
+  const grown = (await server.memory()).live - before;
+  console.log(`the server's live memory grew by ${(grown / MiB).toFixed(1)} MiB`);
+  // Kept per name, the 50,000 names would hold over 50 MiB.
+  assert.ok(grown <= 16 * MiB, `the server holds ${(grown / MiB).toFixed(1)} MiB more`);
+  client.conn.close();
 });

@@ -1,21 +1,30 @@
 // A conduit server in its own process for the hostile-peer memory tests: it listens on the
-// Unix socket path given as its argument, serves every connection with `echo`, and answers
-// each line on stdin with its memory after a full GC (run it with --expose-gc), as JSON: `rss`
-// and `live` (the JavaScript heap in use plus external memory), in bytes.
+// Unix socket path given as its argument, serves every connection with `echo` (and, with
+// `--any`, a no-op for every other name, as a JSON-RPC catch-all does), and answers each line
+// on stdin with its memory after a full GC (run it with --expose-gc), as JSON: `rss` and `live`
+// (the JavaScript heap in use plus external memory), in bytes.
 //
-//   deno run -A --v8-flags=--expose-gc channel/_testdata/hostile_server.ts <path>
+//   deno run -A --v8-flags=--expose-gc channel/_testdata/hostile_server.ts <path> [--any]
 
 import { jsonCodec } from "../../codecs/json.ts";
 import { listenUnix } from "../../transports/unix.ts";
 import { openChannel } from "../channel.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
+const echo = { echo: (value: unknown) => value };
+const noOp = { value: () => {}, writable: false, enumerable: true, configurable: true };
+const handlers = Deno.args[1] === "--any"
+  ? new Proxy(echo, {
+    getOwnPropertyDescriptor: (target, name) =>
+      name in target ? Reflect.getOwnPropertyDescriptor(target, name) : noOp,
+  })
+  : echo;
 const listener = await listenUnix(Deno.args[0]);
 const served = (async () => {
   for await (const transport of listener) {
     openChannel(transport, {
       codec: jsonCodec(),
-      handlers: { echo: (value: unknown) => value },
+      handlers,
       handshakeTimeout: 60_000,
     }).then((channel) => channel.closed).catch(() => {});
   }
