@@ -9,6 +9,7 @@ import { ShapeDecoder, ShapeEncoder } from "../codecs/structured.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 import { ProtocolError } from "../protocol/format.ts";
+import { varintSize, writeVarint } from "../protocol/_frame_table.ts";
 import { memory, unix } from "../transports/_test_pairs.ts";
 import { helloBody, RawPeer } from "./_test_raw_peer.ts";
 import type { CallContext } from "./call_context.ts";
@@ -307,6 +308,42 @@ Deno.test("shapes: a shape that breaks a limit is a protocol error naming it", a
     await peer.close();
     await cleanup();
   }
+});
+
+/** A SHAPE frame of shape 0 saying `count` keys: the first not UTF-8, the others empty. */
+function shapeOfCount(count: number): Uint8Array {
+  const frame = new Uint8Array(2 + varintSize(count) + 1 + count);
+  frame[0] = 0x06; // SHAPE; frame[1] = 0 is its id
+  const at = writeVarint(frame, 2, count);
+  frame[at] = 1; // the first key: one byte,
+  frame[at + 1] = 0xff; // not UTF-8; the others have length 0
+  return encodeFrame(frame);
+}
+
+Deno.test("shapes: a SHAPE frame is refused on its key count, before any key is read", async () => {
+  // A peer's count costs nothing: no key is decoded (the first one is not UTF-8) when the
+  // count is over the limit, or when the feature was not negotiated.
+  for (const count of [65, 4 * 1024 * 1024]) {
+    const { channel, peer, cleanup } = await hostile();
+    await peer.sendBytes(shapeOfCount(count));
+    const message = `Shape 0 has ${count} keys, where a shape has 1 to maxKeysPerShape (64)`;
+    await failsWith(channel, peer, message);
+    await peer.close();
+    await cleanup();
+  }
+  const { a, b, cleanup } = await memory.pair();
+  const peer = new RawPeer(b);
+  const opening = openChannel(a, { codec: structuredCodec() });
+  await peer.handshake({ codec: "structured" });
+  const channel = await opening;
+  await peer.sendBytes(shapeOfCount(4 * 1024 * 1024));
+  await failsWith(
+    channel,
+    peer,
+    'A SHAPE frame (shape 0), but the "shapes" feature was not negotiated (both HELLOs must list it)',
+  );
+  await peer.close();
+  await cleanup();
 });
 
 Deno.test("shapes: SHAPE before HELLO, or without the feature, is a protocol error", async () => {

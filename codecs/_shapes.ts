@@ -222,6 +222,11 @@ export class ShapeDecoder implements ShapeDecoderTable {
     this.#limits = checkLimits(limits);
   }
 
+  /** The limits this table enforces. */
+  get limits(): Readonly<ShapeLimits> {
+    return this.#limits;
+  }
+
   /** Adds the peer's shape `id`; throws {@linkcode ShapeError} past a limit or on a reused id. */
   define(id: number, keys: readonly string[]): void {
     const limits = this.#limits;

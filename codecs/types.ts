@@ -147,6 +147,11 @@ export interface ShapeEncoderTable {
  * `@conduit/ipc/codecs/structured`).
  */
 export interface ShapeDecoderTable {
+  /**
+   * The limits `define` checks, if the table has fixed ones: the wire then refuses a SHAPE
+   * frame of too many keys before it reads them.
+   */
+  readonly limits?: Readonly<ShapeLimits>;
   /** Adds the peer's shape `id`; throws `ShapeError` past a limit. */
   define(id: number, keys: readonly string[]): void;
   /** The keys of shape `id`; throws `ShapeError` for a shape never defined. */

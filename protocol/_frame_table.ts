@@ -20,6 +20,11 @@ export interface FrameSink {
   onGoodbye(body: Uint8Array): void;
   onPing(nonce: number): void;
   onPong(nonce: number): void;
+  /**
+   * A SHAPE frame of `count` keys, before they are read: throws when no such definition may
+   * follow (the feature not negotiated, too many keys), so that a hostile count costs nothing.
+   */
+  onShapeHead(id: number, count: number): void;
   /** SHAPE: the definition of the sender's record shape `id` (docs/protocol.md §14). */
   onShape(id: number, keys: string[]): void;
   onCall(
@@ -249,8 +254,8 @@ export function readFrame(
 /**
  * A SHAPE frame: `varint id, varint count`, then `count` keys, each `varint length` and that
  * many bytes of UTF-8, and nothing after. Checked before anything is allocated: a count or a
- * length that overruns the frame is a ProtocolError. The table's own limits are the receiver's
- * to check (ShapeDecoder, codecs/structured.ts).
+ * length that overruns the frame is a ProtocolError, and the sink sees the count before any key
+ * (onShapeHead). The table's own limits are the receiver's to check (ShapeDecoder).
  */
 function readShape(frame: Uint8Array, sink: FrameSink, cursor: Cursor): void {
   const id = field(frame, 1, "shape id", cursor);
@@ -260,6 +265,7 @@ function readShape(frame: Uint8Array, sink: FrameSink, cursor: Cursor): void {
   if (count > frame.length - at) {
     throw new ProtocolError(`SHAPE ${id} says ${count} keys, more than its frame holds`);
   }
+  sink.onShapeHead(id, count);
   const keys = new Array<string>(count);
   for (let i = 0; i < count; i++) {
     const length = field(frame, at, "key length", cursor);

@@ -174,6 +174,7 @@ class EnvelopeBuilder implements FrameSink {
   onPong(nonce: number): void {
     this.envelope = { kind: "pong", nonce };
   }
+  onShapeHead(): void {}
   onShape(id: number, keys: string[]): void {
     this.envelope = { kind: "shape", id, keys };
   }

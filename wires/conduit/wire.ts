@@ -309,7 +309,7 @@ export class ConduitWire implements Wire, FrameSink {
 
   onPong(): void {}
 
-  onShape(id: number, keys: string[]): void {
+  onShapeHead(id: number, count: number): void {
     const shapes = this.#shapes?.table;
     if (shapes === undefined) {
       throw new ProtocolError(
@@ -317,8 +317,17 @@ export class ConduitWire implements Wire, FrameSink {
           `(both HELLOs must list it)`,
       );
     }
+    const most = shapes.limits?.maxKeysPerShape ?? Infinity;
+    if (count === 0 || count > most) {
+      throw new ProtocolError(
+        `Shape ${id} has ${count} keys, where a shape has 1 to maxKeysPerShape (${most})`,
+      );
+    }
+  }
+
+  onShape(id: number, keys: string[]): void {
     try {
-      shapes.define(id, keys);
+      this.#shapes!.table.define(id, keys);
     } catch (error) {
       if (error instanceof ShapeError) throw new ProtocolError(error.message, { cause: error });
       throw error;
