@@ -103,6 +103,21 @@ export function pathToFileUrl(path: string, windows: boolean = windowsPaths()): 
 }
 
 /**
+ * The longest delay a timer keeps (2^31 − 1 ms, about 24.8 days): runtimes fire a longer one at
+ * once, with a warning.
+ */
+export const MAX_TIMER_DELAY: number = 2 ** 31 - 1;
+
+/**
+ * `ms` as a timer's delay, within 0 to {@linkcode MAX_TIMER_DELAY}: a longer wait (a peer's
+ * `timeoutMs`, an option of months, `Infinity`) fires after that long instead of at once, and
+ * whoever must wait longer checks again then (the channel's deadlines do).
+ */
+export function timerDelay(ms: number): number {
+  return ms > MAX_TIMER_DELAY ? MAX_TIMER_DELAY : ms > 0 ? ms : 0;
+}
+
+/**
  * Makes `timer` (from `setTimeout` or `setInterval`) keep the process alive (`ref`) or not:
  * `Deno.refTimer`/`Deno.unrefTimer` on Deno, the handle's own `ref()`/`unref()` on Node and Bun.
  */

@@ -4,7 +4,7 @@
 // module when a channel that sets a heartbeat or an idle timeout opens, so a channel without
 // them does not load it.
 
-import { refTimer } from "../_runtime.ts";
+import { refTimer, timerDelay } from "../_runtime.ts";
 
 /** What the heartbeat asks of its connection. */
 export interface BeatHost {
@@ -123,7 +123,7 @@ export class Heartbeat {
       }
       host.ping();
       if (Number.isNaN(this.#unansweredSince)) this.#unansweredSince = now;
-    }, config.interval);
+    }, timerDelay(config.interval));
   }
 
   stop(): void {
@@ -178,7 +178,7 @@ export class IdleTimer {
   }
 
   #schedule(delay: number): void {
-    this.#timer = setTimeout(() => this.#check(), delay);
+    this.#timer = setTimeout(() => this.#check(), timerDelay(delay));
     if (!this.#held) refTimer(this.#timer, false);
   }
 

@@ -19,7 +19,7 @@ import type { LifecycleEvents, Wire, WireAuth, WireFactory, WireTrace } from "..
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
-import { refTimer } from "../_runtime.ts";
+import { refTimer, timerDelay } from "../_runtime.ts";
 
 export type { PeerInfo };
 
@@ -169,7 +169,7 @@ export class ChannelCore implements LifecycleEvents {
           `The handshake did not complete within handshakeTimeout (${handshakeTimeout} ms)`,
           true,
         );
-      }, handshakeTimeout),
+      }, timerDelay(handshakeTimeout)),
     );
     this.#reading = this.#readLoop();
   }
@@ -439,7 +439,7 @@ export class ChannelCore implements LifecycleEvents {
           { code: "aborted", reason: "drain timeout" },
           true,
         );
-      }, drain),
+      }, timerDelay(drain)),
     );
     this.#life.sayGoodbye(reason);
     this.#wire.outbox.sendGoodbye(undefined, reason);
@@ -743,7 +743,7 @@ export class Deadlines {
     if (at >= this.#at) return;
     clearTimer(this.#timer);
     this.#at = at;
-    this.#timer = setTimeout(this.#fire, Math.max(0, Math.ceil(at - performance.now())));
+    this.#timer = setTimeout(this.#fire, timerDelay(Math.ceil(at - performance.now())));
     if (!this.#hold) refTimer(this.#timer, false);
   }
 

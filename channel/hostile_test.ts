@@ -8,7 +8,7 @@ import { FrameTooLargeError } from "../errors.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { encodeEnvelope } from "../protocol/envelope.ts";
 import { json, RawPeer } from "./_test_raw_peer.ts";
-import { type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
+import { memory, type TransportKind, transportKinds } from "../transports/_test_pairs.ts";
 import { type Channel, type ChannelOptions, openChannel } from "./channel.ts";
 import { ConnectionClosedError, HandshakeError, ProtocolError } from "./errors.ts";
 import type { CallContext } from "./call_context.ts";
@@ -421,3 +421,30 @@ for (const kind of transportKinds) {
     assert.equal(await sum, 2);
   });
 }
+
+Deno.test("hostile peer: a CALL whose timeoutMs is decades sets one deadline timer", async () => {
+  // Past 2^31 - 1 ms a runtime fires a timer at once (with a warning): the deadline timer would
+  // fire and re-arm every millisecond for as long as the call runs.
+  await using test = await underTest(memory);
+  const real = globalThis.setTimeout;
+  const delays: number[] = [];
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    delays.push(ms ?? 0);
+    return real(fn, ms);
+  }) as typeof setTimeout;
+  try {
+    await test.peer.send({
+      kind: "call",
+      id: 1,
+      flags: 0,
+      timeoutMs: 2 ** 40,
+      method: "wait",
+      body: json(0),
+    });
+    await new Promise((resolve) => real(resolve, 100));
+  } finally {
+    globalThis.setTimeout = real;
+  }
+  assert.ok(delays.length <= 1, `${delays.length} timers in 100 ms: ${delays.slice(0, 5)}`);
+  assert.ok(delays.every((ms) => ms <= 2 ** 31 - 1), `delays ${delays}`);
+});

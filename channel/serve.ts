@@ -36,6 +36,7 @@ import type { Listener, Transport } from "../transports/types.ts";
 import { heardFrom, refuseHandshake } from "./_core.ts";
 import { type AuthOptions, Channel, channelCodecs, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
+import { timerDelay } from "../_runtime.ts";
 
 export type { Listener };
 
@@ -641,7 +642,7 @@ async function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<vo
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([
     promise,
-    new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
+    new Promise<void>((resolve) => timer = setTimeout(resolve, timerDelay(ms))),
   ]);
   clearTimeout(timer);
 }

@@ -3,7 +3,15 @@
 
 import assert from "node:assert/strict";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { envVar, fileUrlToPath, pathToFileUrl, refTimer, runtimeOs } from "../_runtime.ts";
+import {
+  envVar,
+  fileUrlToPath,
+  MAX_TIMER_DELAY,
+  pathToFileUrl,
+  refTimer,
+  runtimeOs,
+  timerDelay,
+} from "../_runtime.ts";
 import type { RuntimeCase } from "./_cases.ts";
 
 /** The runtime seam's cases every runner registers, in order. */
@@ -25,6 +33,24 @@ add("_runtime: refTimer lets a timer go and holds it again", () => {
   } finally {
     clearTimeout(timer);
   }
+});
+
+add("_runtime: timerDelay keeps a delay within what every runtime's timers keep", async () => {
+  assert.equal(MAX_TIMER_DELAY, 2 ** 31 - 1);
+  assert.deepEqual([2 ** 40, Infinity, 5, 0, -5, NaN].map(timerDelay), [
+    MAX_TIMER_DELAY,
+    MAX_TIMER_DELAY,
+    5,
+    0,
+    0,
+    0,
+  ]);
+  // The longest kept delay does not fire at once.
+  let fired = false;
+  const timer = setTimeout(() => fired = true, timerDelay(2 ** 40));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  clearTimeout(timer);
+  assert.equal(fired, false);
 });
 
 add("_runtime: envVar reads the environment, runtimeOs names the OS", () => {

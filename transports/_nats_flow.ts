@@ -1,6 +1,8 @@
 // The liveness and the reads of one NATS connection's end: the heartbeat, and the queue of
 // chunks received and not yet read (its credit window is transports/_credit_window.ts).
 
+import { timerDelay } from "../_runtime.ts";
+
 /** What a {@linkcode Heartbeat} does on its ticks. */
 export interface HeartbeatEvents {
   /** Nothing was sent during the last interval: show the peer we are alive. */
@@ -30,7 +32,7 @@ export class Heartbeat {
     this.#intervalMs = intervalMs;
     this.#maxSilentTicks = Math.ceil(silentMs / intervalMs) + 1;
     this.#events = events;
-    this.#timer = setInterval(this.#tick, intervalMs);
+    this.#timer = setInterval(this.#tick, timerDelay(intervalMs));
   }
 
   /** Something came from the peer. */
@@ -135,7 +137,7 @@ export async function flushWithin(
   try {
     await Promise.race([
       nc.flush().catch(() => {}),
-      new Promise<void>((resolve) => timer = setTimeout(resolve, ms)),
+      new Promise<void>((resolve) => timer = setTimeout(resolve, timerDelay(ms))),
     ]);
   } finally {
     clearTimeout(timer);

@@ -21,6 +21,7 @@ import { activeContext, inContext, otelApi, type OtelContext } from "../channel/
 import { DualCall, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
 import { integerOption, numberOption } from "../_options.ts";
+import { timerDelay } from "../_runtime.ts";
 
 /** Something the dispatcher sends calls to: a worker slot, a channel to an instance. */
 export interface Target {
@@ -218,7 +219,7 @@ export class Dispatcher<T extends Target> {
     const remaining = call.remainingTime();
     const timer = remaining === Infinity ? undefined : setTimeout(
       () => this.#dropQueued(call, new DeadlineExceededError(method, options!.timeout!)),
-      Math.max(0, remaining),
+      timerDelay(remaining),
     );
     call.unlisten = () => {
       signal?.removeEventListener("abort", onAbort);

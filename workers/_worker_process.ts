@@ -16,7 +16,7 @@ import { WorkerExitedError, WorkerStdoutError } from "./errors.ts";
 import { permissionHint, withPermissionHint } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { FrameTooLargeError } from "../errors.ts";
-import { onExit, outputSync, runtimeOs, type SyncWriter } from "../_runtime.ts";
+import { onExit, outputSync, runtimeOs, type SyncWriter, timerDelay } from "../_runtime.ts";
 import {
   type ChildProcessLike,
   isNotAllowed,
@@ -229,7 +229,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     let timer: ReturnType<typeof setTimeout> | undefined;
     const exited = await Promise.race([
       this.#child.status.then(() => true),
-      new Promise<boolean>((resolve) => timer = setTimeout(resolve, ms, false)),
+      new Promise<boolean>((resolve) => timer = setTimeout(resolve, timerDelay(ms), false)),
     ]);
     clearTimeout(timer);
     return exited;

@@ -6,7 +6,7 @@ import type * as net from "node:net";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { connTransport } from "../transports/_conn_transport.ts";
 import type { Transport } from "../transports/types.ts";
-import { nodeBuiltin, onDeno } from "../_runtime.ts";
+import { nodeBuiltin, onDeno, timerDelay } from "../_runtime.ts";
 import { WORKER_SOCKET_PARENT } from "./spawn_worker_options.ts";
 
 /** How long to wait for a worker to connect when no handshake timeout is given: 10 s. */
@@ -64,7 +64,7 @@ export class WorkerSocket {
           timer = setTimeout(
             () =>
               reject(new ConnectionClosedError(`The worker did not connect within ${limit} ms`)),
-            limit,
+            timerDelay(limit),
           );
         }),
       ]);

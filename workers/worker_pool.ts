@@ -49,6 +49,7 @@ import { checkThreadOptions } from "./_spawn_thread.ts";
 import { CrashLoopError, PoolClosedError, WorkerExitedError } from "./errors.ts";
 import { spawnWorker, type SpawnWorkerOptions, type WorkerCommand } from "./spawn_worker.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
+import { timerDelay } from "../_runtime.ts";
 
 /** The default {@linkcode WorkerPoolOptions.concurrency}: 1 call per worker at a time. */
 export const DEFAULT_POOL_CONCURRENCY = 1;
@@ -604,7 +605,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     if (this.#limits.ignoredCancel === "wait") return answered;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), this.#limits.cancelGrace);
+      timer = setTimeout(() => resolve(true), timerDelay(this.#limits.cancelGrace));
     });
     return Promise.race([answered.then(() => false), late]).then((ignored) => {
       clearTimeout(timer);
@@ -701,7 +702,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       replacement.timer = undefined;
       this.#counts.restarts++;
       this.#start(replacement);
-    }, decision.delay);
+    }, timerDelay(decision.delay));
   }
 
   /** Stops new calls to `slot`; it closes once its calls finish. */
@@ -735,7 +736,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       if (slot.state !== READY || slot.inFlight > 0) return;
       this.#counts.recycled++;
       this.#stop(slot);
-    }, idleTimeout);
+    }, timerDelay(idleTimeout));
     if (this.#unref) Deno.unrefTimer(slot.timer);
   }
 

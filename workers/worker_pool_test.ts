@@ -384,3 +384,13 @@ Deno.test("RestartPolicy: settings out of range are a RangeError naming them", (
     /restartWindow .* got NaN/,
   );
 });
+
+leakFreeTest("WorkerPool: a queued call with a deadline decades away waits its turn", async () => {
+  // Past 2^31 - 1 ms a runtime fires a timer at once: the deadline must not.
+  const workers = pool({ size: 1 });
+  await workers.started();
+  const first = workers.remote.slowPid(200);
+  const queued = workers.remote.slowPid(0, { timeout: 2 ** 40 });
+  assert.equal(await first, await queued);
+  await workers.close();
+});
