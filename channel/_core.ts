@@ -55,7 +55,10 @@ type Timer = ReturnType<typeof setTimeout>;
 
 /** The most slots of the id rings that hold the calls in flight (more wait in a Map). */
 const MAX_ID_RING = 1024;
-/** How long a failing channel waits to flush its goodbye before dropping the transport. */
+/**
+ * How long a closing channel waits for its writer to flush (or, aborting, for the write in
+ * flight) before it drops the transport: a peer that reads nothing holds neither for longer.
+ */
 const FAILURE_FLUSH_MS = 1000;
 
 /** Each channel's engine, for what serve() asks of it beyond the public API. */
@@ -501,15 +504,13 @@ export class ChannelCore implements LifecycleEvents {
   async #closeTransport(graceful: boolean): Promise<void> {
     const outbox = this.#wire.outbox;
     if (graceful) {
-      let timer: Timer | undefined;
-      const flushed = await Promise.race([
-        outbox.close().then(() => true, () => false),
-        new Promise<boolean>((resolve) => timer = setTimeout(resolve, FAILURE_FLUSH_MS, false)),
-      ]);
-      clearTimeout(timer);
+      const closing = outbox.close().then(() => true, () => false);
+      const flushed = await within(closing, FAILURE_FLUSH_MS, false);
       if (flushed) await this.#transport.close().catch(() => {});
     }
-    await outbox.abort().catch(() => {});
+    // The writer's abort lets the write in flight end first (a GOODBYE still reaches a refused
+    // peer); a write the peer never reads ends when the transport is dropped.
+    await within(outbox.abort().catch(() => {}), FAILURE_FLUSH_MS, undefined);
     await this.#transport.abort().catch(() => {});
     await this.#wire.reader().cancel().catch(() => {});
     await this.#reading;
@@ -593,6 +594,17 @@ const TRANSITIONS: readonly (readonly number[])[] = [
   /* CLOSING */ [CLOSED],
   /* CLOSED */ [],
 ];
+
+/** `promise`'s value, or `late` once `ms` have passed first; leaves no timer. */
+async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
+  let timer: Timer | undefined;
+  const value = await Promise.race([
+    promise,
+    new Promise<T>((resolve) => timer = setTimeout(resolve, ms, late)),
+  ]);
+  clearTimeout(timer);
+  return value;
+}
 
 /**
  * Cancels `timer`, if any, without touching the timer globals when there is none: their

@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { spawnTransport } from "../transports/stdio.ts";
+import { memoryPair } from "../transports/memory.ts";
 import { openJsonRpc } from "./mod.ts";
 import { setup } from "./_test_raw_peer.ts";
 
@@ -76,5 +77,31 @@ Deno.test("jsonrpc close: a peer that goes away is named by the role, without a 
       message: `${words} closed the connection`,
     });
     await channel.closed.catch(() => {});
+  }
+});
+
+Deno.test("jsonrpc close: abort() and close() settle while a write waits on a peer that reads nothing", async () => {
+  for (const end of ["abort", "close"] as const) {
+    const [a, b] = memoryPair();
+    const server = await openJsonRpc(a, {
+      framing: "ndjson",
+      drainTimeout: 100,
+      handlers: { big: () => "a".repeat(8 * 1024 * 1024) },
+    });
+    const writer = b.writable.getWriter();
+    await writer.write(new TextEncoder().encode(`{"jsonrpc":"2.0","id":1,"method":"big"}\n`));
+    // The 8 MiB answer is written into a stream nobody reads: its write never finishes.
+    while (server.desiredSize > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the write has begun
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      (end === "abort" ? server.abort() : server.close()).then(() => "settled", () => "settled"),
+      new Promise<string>((resolve) => timer = setTimeout(resolve, 10_000, "still pending")),
+    ]);
+    clearTimeout(timer);
+    writer.releaseLock();
+    await b.abort().catch(() => {});
+    await server.closed.catch(() => {});
+    assert.equal(outcome, "settled", end);
   }
 });
