@@ -110,3 +110,18 @@ Deno.test('jsonrpc leniency: role "client" answers no id null; role "server" ans
     { name: "TypeError", message: 'role must be "client" or "server", got "peer"' },
   );
 });
+
+Deno.test('jsonrpc leniency: a result beside "error": null is the answer, as JSON-RPC 1.0 writes it', async () => {
+  const { channel, peer } = await setup<{ a(p: object): number; b(p: object): number }>({});
+  const a = channel.remote.a({});
+  const first = await peer.next() as { id: number };
+  await peer.send(`{"id":${first.id},"result":5,"error":null}`);
+  assert.equal(await a, 5);
+  // Without a result, a null error is still no answer to take.
+  const b = channel.remote.b({});
+  const second = await peer.next() as { id: number };
+  await peer.send(`{"jsonrpc":"2.0","id":${second.id},"error":null}`);
+  await assert.rejects(b, { name: "RemoteError" });
+  await channel.close();
+  await peer.close();
+});

@@ -378,7 +378,8 @@ export class JsonRpcWire implements Wire {
   }
 
   #response(fields: Record<string, unknown>, id: unknown): void {
-    const hasError = fields.error !== undefined;
+    // `"error": null` beside a result says "no error", as JSON-RPC 1.0 peers write it.
+    const hasError = fields.error !== undefined && !(fields.error === null && "result" in fields);
     // Read before takeAwaited, which forgets the call.
     const partials = this.outbox.hasPartials(id);
     if (!this.outbox.takeAwaited(id)) {
