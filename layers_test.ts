@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 
 /** Bottom to top: a module may import its own layer and the layers before it. */
 const LAYERS: readonly (readonly string[])[] = [
-  ["(base)"], // errors.ts, _fifo.ts, _options.ts, _runtime.ts, _spawn.ts, _thread.ts, transfer.ts
+  ["(base)"], // errors.ts, _fifo.ts, _options.ts, _runtime.ts, _spawn.ts, _thread.ts, _utf8.ts, transfer.ts
   ["protocol"],
   ["codecs"],
   ["framing"],
@@ -30,6 +30,7 @@ const ALLOWED: Record<string, string> = {
   "* -> _spawn.ts": "the runtime seam's child processes (Deno.Command or node:child_process)",
   "* -> _thread.ts": "the runtime seam's threads (Web Workers or node:worker_threads)",
   "* -> _fifo.ts": "the one FIFO queue (the channel's held calls, a Node stream's chunks)",
+  "* -> _utf8.ts": "the one UTF-8 length (byte limits on shape keys, socket paths, JSON-RPC)",
   // The conduit wire reads and writes frames with the protocol's allocation-free machinery.
   "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the frame reader",
   "wires/conduit/outbox.ts -> protocol/_frame_table.ts": "the frame encoders and cached heads",

@@ -5,6 +5,7 @@
 // never sent, or received and never decoded. structured.ts exports them.
 
 import { ShapeError } from "../errors.ts";
+import { utf8Length } from "../_utf8.ts";
 import type {
   RecordShape,
   ShapeDecoderTable,
@@ -314,12 +315,3 @@ function keyBytes(keys: readonly string[]): number {
   return bytes;
 }
 
-/** The UTF-8 length of a well-formed string. */
-function utf8Length(text: string): number {
-  let bytes = text.length;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit >= 0x80) bytes += unit >= 0x800 && (unit < 0xd800 || unit > 0xdfff) ? 2 : 1;
-  }
-  return bytes;
-}

@@ -481,3 +481,44 @@ Deno.test("jsonrpc: streams do not cross JSON-RPC: a stream param and a streamin
   await channel.close();
   await peer.close();
 });
+
+Deno.test("jsonrpc: maxFrameBytes counts UTF-8 bytes: results, notifications, a batch's answers", async () => {
+  // 1200 characters, 2400 bytes: over 2048 bytes, though under 2048 characters.
+  const wide = "é".repeat(1200);
+  for (const framing of ["ndjson", "content-length"] as const) {
+    const [a, b] = memoryPair();
+    const server = await openJsonRpc(a, {
+      framing,
+      maxFrameBytes: 2048,
+      handlers: { big: () => wide, small: () => "ok", note: () => {} },
+    });
+    const client = await openJsonRpc<
+      { big(p: object): string; small(p: object): string; note(p: object): void }
+    >(b, {
+      framing,
+      maxFrameBytes: 2048,
+    });
+    // Refused by the side that would send it; the connection goes on.
+    await assert.rejects(client.remote.big({}), {
+      name: "RemoteError",
+      message: /The result of "big" \(2\d{3} bytes\) exceeds maxFrameBytes \(2048\)/,
+    });
+    assert.throws(() => client.notify("note", { s: wide }), { name: "FrameTooLargeError" });
+    assert.equal(await client.remote.small({}), "ok");
+    await Promise.all([client.close(), server.close()]);
+  }
+  const { channel, peer } = await setup({
+    maxFrameBytes: 4096,
+    handlers: { big: () => wide }, // ~2440 bytes an answer: two do not fit
+  });
+  await peer.send([
+    { jsonrpc: "2.0", id: 1, method: "big" },
+    { jsonrpc: "2.0", id: 2, method: "big" },
+  ]);
+  const answer = await peer.next() as { result?: string; error?: { message: string } }[];
+  assert.ok(new TextEncoder().encode(JSON.stringify(answer)).length <= 4096);
+  assert.equal(answer[0].result, wide);
+  assert.match(answer[1].error!.message, /\(2\d{3} bytes\) would take the batch's answer past/);
+  await channel.close();
+  await peer.close();
+});

@@ -34,6 +34,7 @@
  */
 
 import { onDeno, runtimeOs } from "../_runtime.ts";
+import { utf8Length } from "../_utf8.ts";
 import { ConnListener, connTransport } from "./_conn_transport.ts";
 import type { Listener, Transport } from "./types.ts";
 
@@ -135,7 +136,7 @@ export async function connectUnix(path: string): Promise<Transport> {
 }
 
 function assertPathFits(path: string): void {
-  const bytes = byteLength(path);
+  const bytes = utf8Length(path);
   if (bytes > MAX_UNIX_PATH_BYTES) {
     throw new RangeError(
       `Unix socket path is ${bytes} bytes, more than the ${MAX_UNIX_PATH_BYTES} this OS allows: ${path}`,
@@ -151,7 +152,7 @@ async function bindUnlessTaken(path: string): Promise<Deno.Listener<Deno.UnixCon
   const privateDir = await Deno.makeTempDir({ dir: dirname(path), prefix: "." });
   try {
     const bindPath = `${privateDir}/s`;
-    const listener = byteLength(bindPath) <= MAX_UNIX_PATH_BYTES
+    const listener = utf8Length(bindPath) <= MAX_UNIX_PATH_BYTES
       ? listenIfGranted(bindPath)
       : undefined;
     if (listener === undefined) return bindInPlace(path);
@@ -264,8 +265,4 @@ function dirname(path: string): string {
   const slash = path.lastIndexOf("/");
   if (slash < 0) return ".";
   return slash === 0 ? "/" : path.slice(0, slash);
-}
-
-function byteLength(text: string): number {
-  return new TextEncoder().encode(text).length;
 }

@@ -13,6 +13,7 @@ import type { CallMeta } from "../../protocol/format.ts";
 import { REQUEST_CANCELLED } from "./error_codes.ts";
 import type { CodecSlot, EngineError, Outbox } from "../types.ts";
 import { jsonText } from "../../codecs/json.ts";
+import { utf8Length } from "../../_utf8.ts";
 
 /** JSON-RPC's reserved error codes. */
 export const PARSE_ERROR = -32700;
@@ -53,8 +54,8 @@ export interface JsonRpcOutboxOptions {
 export class Batch {
   open = 0;
   sealed = false;
-  /** Characters of the array written so far: brackets, parts and commas. */
-  chars = 2;
+  /** UTF-8 bytes of the array written so far: brackets, parts and commas. */
+  bytes = 2;
   readonly parts: string[] = [];
 }
 
@@ -279,10 +280,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 
   sendResult(id: number, method: string, _slot: CodecSlot, value: unknown): void {
     const json = value === undefined ? "null" : jsonText(value, this.#options.lossy);
-    if (json.length > this.#options.maxFrameBytes - 64) {
+    const bytes = this.#bytesOver(json, this.#options.maxFrameBytes - 64);
+    if (bytes !== undefined) {
       this.sendCallFailure(id, {
         name: "FrameTooLargeError",
-        message: `The result of "${method}" (${json.length} characters) exceeds maxFrameBytes ` +
+        message: `The result of "${method}" (${bytes} bytes) exceeds maxFrameBytes ` +
           `(${this.#options.maxFrameBytes})`,
         code: "frame_too_large",
       });
@@ -326,7 +328,8 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       ? ""
       : `,"params":${stringifyParams(value, this.#options.lossy)}`;
     const text = `{"jsonrpc":"2.0","method":${JSON.stringify(method)}${params}}`;
-    this.#checkSize(text.length);
+    const bytes = this.#bytesOver(text, this.#options.maxFrameBytes);
+    if (bytes !== undefined) throw new FrameTooLargeError(bytes, this.#options.maxFrameBytes);
     if (this.#sending !== undefined) this.#sending.messages.push(utf8.encode(text));
     else this.#writeText(text);
   }
@@ -366,15 +369,17 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
    */
   #collect(batch: Batch, id: JsonRpcId | null, text: string): void {
     const max = this.#options.maxFrameBytes;
-    if (batch.chars + text.length + 1 > max) {
+    let bytes = utf8Length(text);
+    if (batch.bytes + bytes + 1 > max) {
       const error = {
         code: INTERNAL_ERROR,
-        message: `The answer (${text.length} characters) would take the batch's answer past ` +
+        message: `The answer (${bytes} bytes) would take the batch's answer past ` +
           `maxFrameBytes (${max})`,
       };
       text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":${JSON.stringify(error)}}`;
+      bytes = utf8Length(text);
     }
-    batch.chars += text.length + 1;
+    batch.bytes += bytes + 1;
     batch.parts.push(text);
   }
 
@@ -413,6 +418,14 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   #checkSize(size: number): void {
     const max = this.#options.maxFrameBytes;
     if (size > max) throw new FrameTooLargeError(size, max);
+  }
+
+  /** `text`'s UTF-8 length when it is over `max` bytes, else undefined (counted only then). */
+  #bytesOver(text: string, max: number): number | undefined {
+    // A UTF-16 unit is at most 3 bytes of UTF-8.
+    if (text.length * 3 <= max) return undefined;
+    const bytes = utf8Length(text);
+    return bytes > max ? bytes : undefined;
   }
 
   #writeText(text: string): void {
