@@ -314,4 +314,3 @@ function keyBytes(keys: readonly string[]): number {
   for (const key of keys) bytes += utf8Length(key);
   return bytes;
 }
-
