@@ -155,6 +155,7 @@ export class Dispatcher<T extends Target> {
   /** New calls are refused with `PoolClosedError`; queued ones still run. */
   close(): void {
     this.#closed = true;
+    this.#wake();
   }
 
   /** No call can run any more: new calls, and those waiting, fail with `error`. */
@@ -172,8 +173,12 @@ export class Dispatcher<T extends Target> {
     this.#wake();
   }
 
-  /** Whether a call made now would find room (targets' free places, starting ones, the queue). */
+  /**
+   * Whether a call made now would find room (targets' free places, starting ones, the queue),
+   * or be refused at once: a closed or failed pool has room for its refusals.
+   */
   hasRoom(): boolean {
+    if (this.#closed || this.#failure !== undefined) return true;
     const { concurrency, maxQueued } = this.limits;
     let free = this.#manager.startingCapacity();
     for (const target of this.#manager.targets()) {
@@ -323,7 +328,10 @@ export class Dispatcher<T extends Target> {
         this.#enqueue(call, true);
       } else this.counts.failed++;
     }
-    const busy = !lost && call.cancelled ? this.#manager.afterCancel?.(target) : undefined;
+    // The target's channel fails a call whose deadline is within a millisecond: by this
+    // side's clock the deadline may be still ahead, but the caller gave up all the same.
+    const cancelled = call.cancelled || (!ok && error instanceof DeadlineExceededError);
+    const busy = !lost && cancelled ? this.#manager.afterCancel?.(target) : undefined;
     if (busy === undefined) this.#release(target, ok);
     else busy.finally(() => this.#release(target, ok));
     return verdict;
