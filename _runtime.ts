@@ -117,6 +117,17 @@ export function timerDelay(ms: number): number {
   return ms > MAX_TIMER_DELAY ? MAX_TIMER_DELAY : ms > 0 ? ms : 0;
 }
 
+/** `promise`'s value, or `late` once `ms` have passed first; leaves no timer. */
+export async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const value = await Promise.race([
+    promise,
+    new Promise<T>((resolve) => timer = setTimeout(resolve, timerDelay(ms), late)),
+  ]);
+  clearTimeout(timer);
+  return value;
+}
+
 /**
  * Makes `timer` (from `setTimeout` or `setInterval`) keep the process alive (`ref`) or not:
  * `Deno.refTimer`/`Deno.unrefTimer` on Deno, the handle's own `ref()`/`unref()` on Node and Bun.

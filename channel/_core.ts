@@ -19,7 +19,7 @@ import type { LifecycleEvents, Wire, WireAuth, WireFactory, WireTrace } from "..
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
-import { refTimer, timerDelay } from "../_runtime.ts";
+import { refTimer, timerDelay, within } from "../_runtime.ts";
 
 export type { PeerInfo };
 
@@ -594,17 +594,6 @@ const TRANSITIONS: readonly (readonly number[])[] = [
   /* CLOSING */ [CLOSED],
   /* CLOSED */ [],
 ];
-
-/** `promise`'s value, or `late` once `ms` have passed first; leaves no timer. */
-async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
-  let timer: Timer | undefined;
-  const value = await Promise.race([
-    promise,
-    new Promise<T>((resolve) => timer = setTimeout(resolve, ms, late)),
-  ]);
-  clearTimeout(timer);
-  return value;
-}
 
 /**
  * Cancels `timer`, if any, without touching the timer globals when there is none: their

@@ -121,11 +121,12 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
     const status = await this.#end();
     if (this.#thrown === undefined) {
       if (error instanceof HandshakeError && error.code === "handshake_timeout") {
-        // Unlike a process, a Web Worker that loaded and did not serve lives on, silent.
+        // Unlike a process, a Web Worker that loaded and did not serve lives on, silent; and
+        // one that ends itself (Deno.exit) before serveWorker runs ends without a word.
         return new HandshakeError(
           error.code,
           `${error.message}: thread worker ${this.name} loaded but did not answer; did the ` +
-            "module call serveWorker()?",
+            "module call serveWorker(), without ending itself (Deno.exit) before?",
           { cause: error },
         );
       }

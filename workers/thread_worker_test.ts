@@ -133,7 +133,7 @@ threadLeakFreeTest(
     assert.equal(error.code, "handshake_timeout");
     assert.match(
       error.message,
-      /thread worker inline module .*did the module call serveWorker\(\)\?/,
+      /thread worker inline module .*did the module call serveWorker\(\), without ending itself \(Deno\.exit\) before\?/,
     );
   },
 );

@@ -26,7 +26,7 @@
  */
 
 import { integerOption, numberOption } from "../_options.ts";
-import { channelCodecs } from "../channel/channel.ts";
+import { channelCodecs, DEFAULT_DRAIN_TIMEOUT } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import { remoteProxy } from "../channel/_remote.ts";
 import type {
@@ -49,7 +49,7 @@ import { checkThreadOptions } from "./_spawn_thread.ts";
 import { CrashLoopError, PoolClosedError, WorkerExitedError } from "./errors.ts";
 import { spawnWorker, type SpawnWorkerOptions, type WorkerCommand } from "./spawn_worker.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
-import { timerDelay } from "../_runtime.ts";
+import { timerDelay, within } from "../_runtime.ts";
 
 /** The default {@linkcode WorkerPoolOptions.concurrency}: 1 call per worker at a time. */
 export const DEFAULT_POOL_CONCURRENCY = 1;
@@ -410,6 +410,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
       idleTimeout: numberOption("idleTimeout", idleTimeout, 0),
       ignoredCancel,
       cancelGrace: numberOption("cancelGrace", cancelGrace, 0),
+      drainTimeout: spawnOptions.drainTimeout ?? DEFAULT_DRAIN_TIMEOUT,
     };
     this.#restarts = new RestartPolicy({
       restartDelay,
@@ -759,9 +760,23 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     for (const waiter of this.#startWaiters.splice(0)) {
       waiter.reject(new PoolClosedError("The pool was closed before its workers started"));
     }
-    // Queued calls still run; calls in flight then drain as each worker closes (bounded by
-    // its drainTimeout and exit timeouts, unlike waiting here for every call to end).
-    while (this.#dispatcher.queued > 0) await this.#dispatcher.queueEmpty();
+    // Queued calls still run, for as long as closing a worker waits for its calls
+    // (drainTimeout): workers that never free a place must not hold close() for good. Calls
+    // in flight then drain as each worker closes (bounded by drainTimeout and exit timeouts).
+    const dispatcher = this.#dispatcher;
+    const emptied = (async () => {
+      while (dispatcher.queued > 0) await dispatcher.queueEmpty();
+      return true;
+    })();
+    const drainTimeout = this.#limits.drainTimeout;
+    if (!await within(emptied, drainTimeout, false)) {
+      dispatcher.failQueued(
+        new PoolClosedError(
+          `The pool closed before the call started: no worker was free within its ` +
+            `drainTimeout (${drainTimeout} ms)`,
+        ),
+      );
+    }
     for (const slot of [...this.#slots]) this.#stop(slot);
     while (this.#exits.size > 0) await Promise.all([...this.#exits]);
   }
@@ -788,4 +803,6 @@ interface PoolLimits {
   idleTimeout: number;
   ignoredCancel: "wait" | "replace";
   cancelGrace: number;
+  /** How long close() lets queued calls wait for a worker (the workers' drainTimeout). */
+  drainTimeout: number;
 }

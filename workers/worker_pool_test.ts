@@ -394,3 +394,69 @@ leakFreeTest("WorkerPool: a queued call with a deadline decades away waits its t
   assert.equal(await first, await queued);
   await workers.close();
 });
+
+leakFreeTest(
+  "WorkerPool: a call that times out a hair early keeps its busy worker busy",
+  async () => {
+    // A worker's channel fails a call whose deadline is within a millisecond of its own clock;
+    // the pool must still count the spinning worker busy until it is replaced (cancelGrace).
+    const workers = pool({ size: 1, cancelGrace: 50 });
+    await workers.started();
+    for (let i = 0; i < 30; i++) {
+      const t0 = performance.now();
+      // Answered at once; the worker channel's deadline timer stays armed for t0 + 30 ms.
+      await workers.remote.echo(1, { timeout: 30 });
+      const deadline = t0 + 30 + (i % 10) / 10; // within a millisecond after that timer
+      const spinning = workers.remote.spin(2_000, { timeout: deadline - performance.now() });
+      await assert.rejects(spinning, { name: "DeadlineExceededError" });
+      assert.equal(workers.stats.inFlight, 1, `try ${i}: the spinning worker counted free`);
+      const started = performance.now();
+      assert.equal(await workers.remote.echo("next"), "next");
+      // On a new worker at once, not after the spin (2 s).
+      assert.ok(performance.now() - started < 1_500, `try ${i}: the next call waited the spin`);
+    }
+    await workers.close();
+  },
+);
+
+leakFreeTest(
+  "WorkerPool: waitForRoom() settles once the pool is closed or has failed",
+  async () => {
+    const closing = pool({ size: 1, maxQueued: 0 });
+    await closing.started();
+    const busy = closing.remote.slowPid(100);
+    const room = closing.waitForRoom();
+    const closed = closing.close();
+    await busy;
+    await closed;
+    await room;
+    await assert.rejects(closing.remote.pid(), PoolClosedError);
+
+    const failing = new WorkerPool<EchoApi>(MISSING, {
+      size: 1,
+      maxQueued: 0,
+      maxRestarts: 1,
+      restartDelay: 10,
+      stderr: "discard",
+    });
+    await failing.waitForRoom();
+    const call = failing.remote.pid();
+    const roomAfter = failing.waitForRoom();
+    await assert.rejects(call, CrashLoopError);
+    await roomAfter;
+    await failing.close();
+  },
+);
+
+leakFreeTest(
+  "WorkerPool: close() ends calls queued behind a worker that never answers",
+  async () => {
+    const workers = pool({ size: 1, drainTimeout: 200 });
+    await workers.started();
+    const stuck = workers.remote.slowPid(60_000);
+    const queued = workers.remote.pid();
+    await workers.close();
+    await assert.rejects(queued, { name: "PoolClosedError", message: /drainTimeout \(200 ms\)/ });
+    await assert.rejects(stuck, WorkerExitedError);
+  },
+);
