@@ -99,6 +99,8 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * make this side queue them without bound. Counted down when a flush settles.
    */
   #unwritten = 0;
+  /** Of #unwritten, the answers the wire made up itself (see onRefused). */
+  #refusals = 0;
   /** #unwritten at which a flush is asked for, to count down what has been written. */
   readonly #countAt: number;
   /** The count in progress: settles once the answers it counted are written. */
@@ -132,6 +134,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     this.#options.onIdle();
   }
 
+  onRefused(): void {
+    this.#refusals++;
+    this.#answerQueued();
+  }
+
   /** An answer was queued: it counts against `maxInFlight` until written (see #unwritten). */
   #answerQueued(): void {
     if (++this.#unwritten >= this.#countAt && this.#counting === undefined) this.#countWritten();
@@ -148,11 +155,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   /**
    * Whether a CALL is held back because the peer has `maxInFlight` calls unanswered (being
    * served, or answered but the answer not yet written), or a NOTIFY because `maxInFlight`
-   * notification handlers are still running: the read loop stops reading until
-   * {@linkcode serveHeld} returns.
+   * notification handlers are still running, or `maxInFlight` answers the wire made up itself
+   * are not written yet: the read loop stops reading until {@linkcode serveHeld} returns.
    */
   get holding(): boolean {
-    return this.#held.length > 0;
+    return this.#held.length > 0 || this.#refusals >= this.#options.maxInFlight;
   }
 
   /**
@@ -163,6 +170,10 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    */
   async serveHeld(): Promise<void> {
     const max = this.#options.maxInFlight;
+    while (this.#refusals >= max) {
+      await (this.#counting ?? this.#countWritten());
+      if (this.life.closed) return;
+    }
     for (let held = this.#held.peek(); held !== undefined; held = this.#held.peek()) {
       if (held.notification) {
         if (this.#notifying < max) {
@@ -424,9 +435,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    */
   #countWritten(): Promise<void> {
     const counted = this.#unwritten;
+    const refused = this.#refusals;
     return this.#counting = this.wire.outbox.flush().then(
       () => {
         this.#unwritten -= counted;
+        this.#refusals -= refused;
         this.#counting = undefined;
       },
       () => {

@@ -76,3 +76,40 @@ Deno.test("jsonrpc: a 20k batch (maxBatchMessages raised) is answered whole, hel
   await reader.cancel().catch(() => {});
   await b.close();
 });
+
+Deno.test("jsonrpc: answers to unreadable or invalid messages hold reading as a call's do", async () => {
+  // A peer that writes such messages and reads nothing: the errors this side makes up itself
+  // count against maxInFlight, so reading stops and the queue of answers stays bounded.
+  const garbage = [
+    ["not JSON", "x\n"],
+    ["an invalid request", `{"jsonrpc":"2.0","id":1,"method":5}\n`],
+    ["no such method", `{"jsonrpc":"2.0","id":1,"method":"nope"}\n`],
+    ["a batch over maxBatchMessages", `[${Array(1000).fill("1").join(",")}]\n`],
+  ];
+  for (const [what, line] of garbage) {
+    const [a, b] = memoryPair({ highWaterMark: 64 * 1024 });
+    const channel = await openJsonRpc(a, {
+      framing: "ndjson",
+      maxInFlight: 16,
+      writeHighWaterMark: 64 * 1024,
+      onProtocolError: () => {},
+    });
+    const writer = b.writable.getWriter();
+    const chunk = new TextEncoder().encode(line.repeat(Math.ceil(16 * 1024 / line.length)));
+    // Up to 1.6 MiB, while this side reads: a write that waits 100 ms means it stopped.
+    for (let i = 0; i < 100; i++) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const wrote = await Promise.race([
+        writer.write(chunk).then(() => true),
+        new Promise<boolean>((resolve) => timer = setTimeout(resolve, 100, false)),
+      ]);
+      clearTimeout(timer);
+      if (!wrote) break;
+    }
+    const queued = 64 * 1024 - channel.desiredSize;
+    writer.releaseLock();
+    await b.abort().catch(() => {});
+    await channel.abort();
+    assert.ok(queued < 1024 * 1024, `${what}: ${(queued / 1048576).toFixed(1)} MiB of answers`);
+  }
+});

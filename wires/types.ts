@@ -90,6 +90,12 @@ export interface IncomingEvents {
   ): void;
   /** A notification. */
   onNotify(method: string, body: unknown): void;
+  /**
+   * The wire answered a message that was no call (unreadable, invalid) with an error of its
+   * own: it counts against `maxInFlight` as a call's answer does until written, so a peer that
+   * sends such messages and reads nothing is read no further.
+   */
+  onRefused(): void;
   /** One item of the call's param stream. */
   onParamItem(id: number, body: unknown, cost: number): void;
   /** The end of the call's param stream. */

@@ -225,7 +225,7 @@ export class JsonRpcWire implements Wire {
         return;
       }
       this.#report(`A message that is not JSON (${frame.length} bytes)`, error);
-      this.outbox.errorResponse(null, PARSE_ERROR, "Parse error");
+      this.#refuse(null, PARSE_ERROR, "Parse error", undefined);
       return;
     }
     if (!Array.isArray(message)) {
@@ -330,7 +330,7 @@ export class JsonRpcWire implements Wire {
 
   #request(id: JsonRpcId, method: string, params: unknown, batch: Batch | undefined): void {
     if (this.#closing) {
-      this.outbox.errorResponse(id, -32603, "The connection is closing", batch);
+      this.#refuse(id, -32603, "The connection is closing", batch);
       return;
     }
     if (this.outbox.peerHandle(id) !== undefined) {
@@ -416,7 +416,13 @@ export class JsonRpcWire implements Wire {
       return;
     }
     this.#report(`An invalid request: ${why}`);
-    this.outbox.errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`, batch);
+    this.#refuse(id, INVALID_REQUEST, `Invalid Request: ${why}`, batch);
+  }
+
+  /** Answers a message that was no call with an error of this wire's own (see onRefused). */
+  #refuse(id: JsonRpcId | null, code: number, message: string, batch: Batch | undefined): void {
+    this.outbox.errorResponse(id, code, message, batch);
+    this.#incoming.onRefused();
   }
 
   #report(message: string, cause?: unknown): void {
