@@ -484,6 +484,11 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
 
   /** Fails the call before it reached the wire, or as the connection goes. */
   reject(error: unknown): void {
+    if (this.#body !== EMPTY) {
+      // Encoded, never sent: the wire lets go of what it noted for it.
+      this.#outbox.dropCallParam?.(this.#body);
+      this.#body = EMPTY;
+    }
     this.#state = DONE;
     this.#signal?.removeEventListener("abort", this);
     this.#pump?.stop();
@@ -566,10 +571,8 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
    */
   abortCall(error: unknown, reason: string, code?: string): void {
     if (this.#state === QUEUED) {
-      this.#state = DONE;
       this.#registry.unqueued(this);
-      this.#signal?.removeEventListener("abort", this);
-      this.fail(error, true);
+      this.reject(error);
       return;
     }
     if (this.#state !== SENT) return;

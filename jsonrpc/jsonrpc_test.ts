@@ -522,3 +522,38 @@ Deno.test("jsonrpc: maxFrameBytes counts UTF-8 bytes: results, notifications, a 
   await channel.close();
   await peer.close();
 });
+
+Deno.test("jsonrpc: a partialResultToken waiting to be sent is taken; a dropped call frees it", async () => {
+  interface Api {
+    hold(p: object): string;
+    items(p: { partialResultToken: string }): AsyncIterable<unknown>;
+  }
+  const { channel, peer } = await setup<Api>({ framing: "content-length", maxInFlight: 1 });
+  const held = channel.remote.hold({});
+  const first = await peer.next() as { id: number };
+  // Both wait for the one place: the second may not share the first's token.
+  const b = Array.fromAsync(channel.remote.items({ partialResultToken: "t" }));
+  await assert.rejects(Array.fromAsync(channel.remote.items({ partialResultToken: "t" })), {
+    name: "TypeError",
+    message: /already the token of a call in flight or waiting to be sent/,
+  });
+  // A call that waited and was dropped unsent frees its token.
+  const controller = new AbortController();
+  const dropped = Array.fromAsync(
+    channel.remote.items({ partialResultToken: "u" }, { signal: controller.signal }),
+  );
+  controller.abort(new Error("never mind"));
+  await assert.rejects(dropped, { message: "never mind" });
+  const u = Array.fromAsync(channel.remote.items({ partialResultToken: "u" }));
+  await peer.send({ jsonrpc: "2.0", id: first.id, result: "done" });
+  assert.equal(await held, "done");
+  const second = await peer.next() as { id: number };
+  await peer.send({ jsonrpc: "2.0", method: "$/progress", params: { token: "t", value: ["b1"] } });
+  await peer.send({ jsonrpc: "2.0", id: second.id, result: ["b-final"] });
+  assert.deepEqual(await b, [["b1"], ["b-final"]]);
+  const third = await peer.next() as { id: number };
+  await peer.send({ jsonrpc: "2.0", id: third.id, result: ["u-final"] });
+  assert.deepEqual(await u, [["u-final"]]);
+  await channel.close();
+  await peer.close();
+});

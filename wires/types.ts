@@ -280,6 +280,11 @@ export interface Outbox {
     progress: boolean,
   ): Uint8Array;
   /**
+   * A call whose param `callParam` encoded ends unsent (cancelled or failed while it waited):
+   * a wire that noted something of it lets go (optional).
+   */
+  dropCallParam?(body: Uint8Array): void;
+  /**
    * Sends a call whose param `callParam` encoded (empty for a streamed param), with its `meta`
    * where the peer reads it. Returns, when the param is `value`'s own bytes still held for
    * writing, when they are written.

@@ -219,10 +219,10 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       value = this.#options.dialect.progress.withToken(value, token);
     }
     const partial = this.#options.dialect.progress.partialTokenOf?.(value);
-    if (partial !== undefined && this.#partials.handleOf(idKey(partial)) !== undefined) {
+    if (partial !== undefined && this.#partials.taken(idKey(partial))) {
       throw new TypeError(
         `The partialResultToken ${JSON.stringify(partial)} of "${method}" is already the ` +
-          `token of a call in flight: give each call its own`,
+          `token of a call in flight or waiting to be sent: give each call its own`,
       );
     }
     const body = value === undefined
@@ -232,6 +232,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     if (token !== undefined) this.#tokens.pend(body, token);
     if (partial !== undefined) this.#partials.pend(body, idKey(partial));
     return body;
+  }
+
+  dropCallParam(body: Uint8Array): void {
+    this.#tokens.unpend(body);
+    this.#partials.unpend(body);
   }
 
   sendCall(
@@ -470,20 +475,38 @@ class TokenLinks {
   readonly #handles = new Map<string, number>();
   readonly #tokenOf = new Map<number, string>();
   readonly #pending = new WeakMap<Uint8Array, string>();
+  /** The tokens of calls encoded and not yet sent (or dropped). */
+  readonly #waiting = new Set<string>();
 
   pend(body: Uint8Array, token: string): void {
     this.#pending.set(body, token);
+    this.#waiting.add(token);
+  }
+
+  /** The call encoded as `body` ends unsent: its token is free again. */
+  unpend(body: Uint8Array): void {
+    const token = this.#pending.get(body);
+    if (token === undefined) return;
+    this.#pending.delete(body);
+    this.#waiting.delete(token);
   }
 
   bind(body: Uint8Array, handle: number): void {
     const token = this.#pending.get(body);
     if (token === undefined) return;
+    this.#pending.delete(body);
+    this.#waiting.delete(token);
     this.#handles.set(token, handle);
     this.#tokenOf.set(handle, token);
   }
 
   handleOf(token: string): number | undefined {
     return this.#handles.get(token);
+  }
+
+  /** Whether `token` is a call's, in flight or waiting to be sent. */
+  taken(token: string): boolean {
+    return this.#handles.has(token) || this.#waiting.has(token);
   }
 
   has(handle: number): boolean {
