@@ -20,7 +20,7 @@ import { CallNotReplayableError, PoolClosedError, PoolQueueFullError } from "./e
 import { activeContext, inContext, otelApi, type OtelContext } from "../channel/_otel.ts";
 import { DualCall, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
-import { integerOption, numberOption } from "../_options.ts";
+import { integerOption, numberOption, positiveOption } from "../_options.ts";
 import { timerDelay } from "../_runtime.ts";
 
 /** Something the dispatcher sends calls to: a worker slot, a channel to an instance. */
@@ -138,7 +138,7 @@ export class Dispatcher<T extends Target> {
   /** Starts a call: refused at once, or queued until a target takes it. */
   call(method: string, param: unknown, options: CallOptions | undefined): PoolCall {
     const call = new PoolCall(method, param, options, activeContext());
-    const refusal = this.#failure ??
+    const refusal = badTimeout(options?.timeout) ?? this.#failure ??
       (this.#closed ? new PoolClosedError(`The pool is closed: cannot call "${method}"`) : (
         this.hasRoom() ? undefined : new PoolQueueFullError(this.limits.maxQueued)
       ));
@@ -367,6 +367,17 @@ export class Dispatcher<T extends Target> {
     if (waiters.emptyQueue.length > 0 && this.#queue.waiting === 0) {
       for (const wake of waiters.emptyQueue.splice(0)) wake();
     }
+  }
+}
+
+/** The RangeError of a call's `timeout` that is no duration, as a worker's channel words it. */
+function badTimeout(timeout: number | undefined): RangeError | undefined {
+  if (timeout === undefined) return undefined;
+  try {
+    positiveOption("timeout", timeout);
+    return undefined;
+  } catch (error) {
+    return error as RangeError;
   }
 }
 

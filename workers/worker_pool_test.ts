@@ -460,3 +460,19 @@ leakFreeTest(
     await assert.rejects(stuck, WorkerExitedError);
   },
 );
+
+leakFreeTest(
+  "WorkerPool: a timeout that is no duration is a RangeError, as on a worker",
+  async () => {
+    const workers = pool({ size: 1 });
+    await workers.started();
+    for (const timeout of [0, -5, NaN]) {
+      await assert.rejects(workers.remote.pid(undefined, { timeout }), {
+        name: "RangeError",
+        message: `timeout must be a number above 0, got ${timeout}`,
+      });
+    }
+    assert.equal(typeof await workers.remote.pid(undefined, { timeout: 1_000 }), "number");
+    await workers.close();
+  },
+);
