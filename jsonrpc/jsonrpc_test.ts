@@ -557,3 +557,21 @@ Deno.test("jsonrpc: a partialResultToken waiting to be sent is taken; a dropped 
   await channel.close();
   await peer.close();
 });
+
+Deno.test("jsonrpc: an id no number here holds exactly is refused, not answered under another", async () => {
+  const { channel, peer } = await setup({ handlers: { ping: () => "pong" } });
+  for (const id of ["1e400", "12345678901234567890", "9007199254740993"]) {
+    await peer.raw(`{"jsonrpc":"2.0","id":${id},"method":"ping"}\n`);
+    const answer = await peer.next() as { id: unknown; error: { code: number; message: string } };
+    assert.equal(answer.id, null, id);
+    assert.equal(answer.error.code, -32600);
+    assert.match(answer.error.message, /not a number this side holds exactly/);
+  }
+  // Within the range, and fractions, are answered under the id sent.
+  for (const id of [9007199254740991, 1.5, -3]) {
+    await peer.send({ jsonrpc: "2.0", id, method: "ping" });
+    assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id, result: "pong" });
+  }
+  await channel.close();
+  await peer.close();
+});

@@ -322,6 +322,12 @@ export class JsonRpcWire implements Wire {
         this.#invalid(null, `the id ${JSON.stringify(id)} is neither a number nor a string`, batch);
         return;
       }
+      if (typeof id === "number" && !exactId(id)) {
+        // Answered under it, the id would not be the one the peer sent (1e400 as null,
+        // 12345678901234567890 as 12345678901234567000).
+        this.#invalid(null, `an id that is not a number this side holds exactly (${id})`, batch);
+        return;
+      }
       this.#request(id, method, params, batch);
     } else {
       this.#notification(method, params);
@@ -482,7 +488,15 @@ function waitFor(promise: Promise<void>, ms: number): Promise<null> {
 }
 
 function validId(id: unknown): JsonRpcId | null {
-  return typeof id === "number" || typeof id === "string" ? id : null;
+  return typeof id === "string" || (typeof id === "number" && exactId(id)) ? id : null;
+}
+
+/**
+ * Whether a number id reads back as it was sent: finite, and an integer only within the
+ * safe range (a larger one was rounded as it was parsed).
+ */
+function exactId(id: number): boolean {
+  return Number.isFinite(id) && (!Number.isInteger(id) || Number.isSafeInteger(id));
 }
 
 /**
