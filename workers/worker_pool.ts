@@ -491,9 +491,10 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
   }
 
   /**
-   * Closes the pool: new calls fail with `PoolClosedError`, queued calls still run, and
-   * every worker is closed once the queue is empty; closing a worker lets its calls in flight
-   * finish (up to `drainTimeout`, see `WorkerHandle.close`). Never rejects.
+   * Closes the pool: new calls fail with `PoolClosedError`, queued calls still run (those
+   * that no worker takes within `drainTimeout` fail with `PoolClosedError`), and every worker
+   * is closed once the queue is empty; closing a worker lets its calls in flight finish (up to
+   * `drainTimeout`, see `WorkerHandle.close`). Never rejects.
    *
    * @returns A promise that resolves once every worker has exited.
    */
