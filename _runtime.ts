@@ -117,15 +117,20 @@ export function timerDelay(ms: number): number {
   return ms > MAX_TIMER_DELAY ? MAX_TIMER_DELAY : ms > 0 ? ms : 0;
 }
 
-/** `promise`'s value, or `late` once `ms` have passed first; leaves no timer. */
+/**
+ * `promise`'s value (or its rejection), or `late` once `ms` have passed first; leaves no
+ * timer either way.
+ */
 export async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const value = await Promise.race([
-    promise,
-    new Promise<T>((resolve) => timer = setTimeout(resolve, timerDelay(ms), late)),
-  ]);
-  clearTimeout(timer);
-  return value;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<T>((resolve) => timer = setTimeout(resolve, timerDelay(ms), late)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -36,7 +36,7 @@ import type { Listener, Transport } from "../transports/types.ts";
 import { heardFrom, refuseHandshake } from "./_core.ts";
 import { type AuthOptions, Channel, channelCodecs, type ChannelOptions } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
-import { timerDelay } from "../_runtime.ts";
+import { within } from "../_runtime.ts";
 
 export type { Listener };
 
@@ -441,7 +441,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
         // Out of file descriptors, a connection reset before it was accepted…: wait a little
         // and go on, rather than spin or stop serving.
         this.#report(error, undefined);
-        await settledOrAfter(stopped, ACCEPT_RETRY_MS);
+        await within(stopped, ACCEPT_RETRY_MS, undefined);
         continue;
       }
       const pressed = await this.#makeRoom();
@@ -482,7 +482,7 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       }
       const drop = this.#nextToDrop(performance.now());
       if (typeof drop === "number") {
-        await settledOrAfter(this.#room.promise, drop);
+        await within(this.#room.promise, drop, undefined);
         continue;
       }
       this.#handshaking.delete(drop);
@@ -635,16 +635,6 @@ class AcceptedConnection implements Connection {
     this.#released = true;
     this.#controller?.abort();
   }
-}
-
-/** Resolves once `promise` settles or `ms` have passed, whichever is first; leaves no timer. */
-async function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    promise,
-    new Promise<void>((resolve) => timer = setTimeout(resolve, timerDelay(ms))),
-  ]);
-  clearTimeout(timer);
 }
 
 /** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */

@@ -11,6 +11,7 @@ import {
   refTimer,
   runtimeOs,
   timerDelay,
+  within,
 } from "../_runtime.ts";
 import type { RuntimeCase } from "./_cases.ts";
 
@@ -51,6 +52,29 @@ add("_runtime: timerDelay keeps a delay within what every runtime's timers keep"
   await new Promise((resolve) => setTimeout(resolve, 20));
   clearTimeout(timer);
   assert.equal(fired, false);
+});
+
+add("_runtime: within gives the value, or late after the wait, and leaves no timer", async () => {
+  assert.equal(await within(Promise.resolve("value"), 60_000, "late"), "value");
+  assert.equal(await within(new Promise<string>(() => {}), 10, "late"), "late");
+  // A rejection passes through, and its timer goes too.
+  const [set, clear] = [globalThis.setTimeout, globalThis.clearTimeout];
+  const pending = new Set<unknown>();
+  globalThis.setTimeout = ((fn: () => void, ms?: number, ...args: unknown[]) => {
+    const timer = set(fn, ms, ...(args as []));
+    pending.add(timer);
+    return timer;
+  }) as typeof setTimeout;
+  globalThis.clearTimeout = ((timer?: number) => {
+    pending.delete(timer);
+    clear(timer);
+  }) as typeof clearTimeout;
+  try {
+    await assert.rejects(within(Promise.reject(new Error("no")), 60_000, "late"), /no/);
+  } finally {
+    [globalThis.setTimeout, globalThis.clearTimeout] = [set, clear];
+  }
+  assert.equal(pending.size, 0, "a timer left behind");
 });
 
 add("_runtime: envVar reads the environment, runtimeOs names the OS", () => {

@@ -9,7 +9,7 @@ import {
   ReadBuffer,
 } from "./_byte_channel_transport.ts";
 import type { ChildProcessLike } from "../_spawn.ts";
-import { timerDelay } from "../_runtime.ts";
+import { within } from "../_runtime.ts";
 
 /** How the child is wrapped, all options resolved. */
 export interface ChildProcessOptions {
@@ -143,15 +143,8 @@ function kill(child: ChildProcessLike): void {
 }
 
 async function waitForExit(child: ChildProcessLike, timeoutMs: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(true), timerDelay(timeoutMs));
-  });
-  try {
-    if (await Promise.race([child.status.then(() => false), timedOut])) kill(child);
-  } finally {
-    clearTimeout(timer);
-  }
+  const timedOut = await within(child.status.then(() => false), timeoutMs, true);
+  if (timedOut) kill(child);
   await child.status;
 }
 

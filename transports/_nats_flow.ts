@@ -1,7 +1,7 @@
 // The liveness and the reads of one NATS connection's end: the heartbeat, and the queue of
 // chunks received and not yet read (its credit window is transports/_credit_window.ts).
 
-import { timerDelay } from "../_runtime.ts";
+import { timerDelay, within } from "../_runtime.ts";
 
 /** What a {@linkcode Heartbeat} does on its ticks. */
 export interface HeartbeatEvents {
@@ -133,13 +133,5 @@ export async function flushWithin(
   ms: number,
 ): Promise<void> {
   if (nc.isClosed()) return;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    await Promise.race([
-      nc.flush().catch(() => {}),
-      new Promise<void>((resolve) => timer = setTimeout(resolve, timerDelay(ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await within(nc.flush().catch(() => {}), ms, undefined);
 }

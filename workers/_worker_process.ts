@@ -16,7 +16,7 @@ import { WorkerExitedError, WorkerStdoutError } from "./errors.ts";
 import { permissionHint, withPermissionHint } from "./spawn_worker_options.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { FrameTooLargeError } from "../errors.ts";
-import { onExit, outputSync, runtimeOs, type SyncWriter, timerDelay } from "../_runtime.ts";
+import { onExit, outputSync, runtimeOs, type SyncWriter, within } from "../_runtime.ts";
 import {
   type ChildProcessLike,
   isNotAllowed,
@@ -226,13 +226,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
 
   async #exitsWithin(ms: number): Promise<boolean> {
     if (this.#statusKnown) return true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([
-      this.#child.status.then(() => true),
-      new Promise<boolean>((resolve) => timer = setTimeout(resolve, timerDelay(ms), false)),
-    ]);
-    clearTimeout(timer);
-    return exited;
+    return await within(this.#child.status.then(() => true), ms, false);
   }
 
   #signal(signal: Deno.Signal): void {

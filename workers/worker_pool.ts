@@ -605,12 +605,8 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     const probe = (handle.remote as unknown as RemoteFunctions)[PROBE_METHOD](undefined);
     const answered = new Promise<void>((resolve) => probe.then(() => resolve(), () => resolve()));
     if (this.#limits.ignoredCancel === "wait") return answered;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), timerDelay(this.#limits.cancelGrace));
-    });
-    return Promise.race([answered.then(() => false), late]).then((ignored) => {
-      clearTimeout(timer);
+    const ignoring = within(answered.then(() => false), this.#limits.cancelGrace, true);
+    return ignoring.then((ignored) => {
       if (ignored && slot.handle === handle && !slot.stopped) this.#replaceStuck(slot);
       return answered;
     });

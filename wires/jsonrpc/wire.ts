@@ -32,7 +32,7 @@ import type {
   WireOptions,
 } from "../types.ts";
 import { RemoteError, TruncatedFrameError } from "../../errors.ts";
-import { timerDelay } from "../../_runtime.ts";
+import { within } from "../../_runtime.ts";
 
 /** How JSON-RPC names each event in the engine's error messages. */
 const NAMES: EventNames = {
@@ -479,12 +479,7 @@ const EXIT_WAIT_MS = 500;
 
 /** Resolves with null once `promise` settled or `ms` passed, whichever is first. */
 function waitFor(promise: Promise<void>, ms: number): Promise<null> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<void>((resolve) => timer = setTimeout(resolve, timerDelay(ms)));
-  return Promise.race([promise, timeout]).then(() => {
-    clearTimeout(timer);
-    return null;
-  });
+  return within(promise, ms, undefined).then(() => null);
 }
 
 function validId(id: unknown): JsonRpcId | null {
