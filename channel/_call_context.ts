@@ -128,7 +128,14 @@ export class IncomingCall implements InboxOwner, PumpOwner {
 
   /** The handler returned (or its promise fulfilled) `value`: answer with it. */
   complete(value: unknown): void {
-    if (this.#done) return;
+    if (this.#done) {
+      // Cancelled or past its deadline before the handler returned: a stream it returns late
+      // is stopped unread, so that what it holds (a file, a subscription) is let go.
+      if (isAsyncIterable(value)) {
+        void Promise.resolve(value[Symbol.asyncIterator]().return?.()).catch(() => {});
+      }
+      return;
+    }
     if (isAsyncIterable(value)) {
       if (this.#outbox.streams === undefined) {
         this.#outbox.sendCallFailure(this.id, {
@@ -163,6 +170,8 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   stop(reason: Error, code: string): void {
     this.#abort(reason);
     this.#pump?.stop();
+    // A handler reading its param stream sees why it stopped, not a clean end.
+    this.#inbox?.fail(reason, true);
     this.#outbox.sendCallFailure(this.id, errorFields(reason, code));
     this.#calls.finished(this);
   }

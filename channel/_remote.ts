@@ -455,7 +455,8 @@ export class StreamInbox<T> implements AsyncIterableIterator<T> {
   #head = 0;
   #state = OPEN;
   #error: unknown;
-  #waiter: PromiseWithResolvers<IteratorResult<T>> | undefined;
+  /** Reads waiting for an item, oldest first: a consumer may call next() again before one settles. */
+  #waiters: PromiseWithResolvers<IteratorResult<T>>[] = [];
 
   constructor(owner: InboxOwner, window: number) {
     this.#owner = owner;
@@ -486,9 +487,8 @@ export class StreamInbox<T> implements AsyncIterableIterator<T> {
     if (this.#window + this.#granted - this.#received <= 0) return false;
     this.#received += cost;
     if (this.#state !== OPEN) return true;
-    const waiter = this.#waiter;
+    const waiter = this.#waiters.shift();
     if (waiter !== undefined) {
-      this.#waiter = undefined;
       this.#consumed(cost);
       waiter.resolve({ done: false, value: item });
       return true;
@@ -551,9 +551,11 @@ export class StreamInbox<T> implements AsyncIterableIterator<T> {
       return Promise.resolve({ done: false, value: item });
     }
     switch (this.#state) {
-      case OPEN:
-        this.#waiter = Promise.withResolvers<IteratorResult<T>>();
-        return this.#waiter.promise;
+      case OPEN: {
+        const waiter = Promise.withResolvers<IteratorResult<T>>();
+        this.#waiters.push(waiter);
+        return waiter.promise;
+      }
       case FAILED:
         // Deliver the error once; later reads see the end.
         this.#state = ENDED;
@@ -596,15 +598,18 @@ export class StreamInbox<T> implements AsyncIterableIterator<T> {
     this.#head = 0;
   }
 
+  /** The stream ended or failed: the first waiting read sees how, the others the end. */
   #wake(): void {
-    const waiter = this.#waiter;
-    if (waiter === undefined) return;
-    this.#waiter = undefined;
-    if (this.#state === FAILED) {
-      this.#state = ENDED;
-      waiter.reject(this.#error);
-    } else {
-      waiter.resolve(DONE);
+    const waiters = this.#waiters;
+    if (waiters.length === 0) return;
+    this.#waiters = [];
+    for (const waiter of waiters) {
+      if (this.#state === FAILED) {
+        this.#state = ENDED;
+        waiter.reject(this.#error);
+      } else {
+        waiter.resolve(DONE);
+      }
     }
   }
 }
