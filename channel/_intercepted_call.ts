@@ -5,6 +5,8 @@
 // intercepted call until its stream ends.
 
 import { ConduitError } from "../errors.ts";
+import { timerDelay } from "../_runtime.ts";
+import { DeadlineExceededError } from "./errors.ts";
 import {
   type CallResult,
   DualCall,
@@ -61,13 +63,22 @@ class InterceptedCall extends DualCall implements Overseeable {
     this.#method = method;
     const own = this.#cancel.signal;
     const signal = options?.signal === undefined ? own : AbortSignal.any([options.signal, own]);
+    // The caller's timeout counts from now, whatever an interceptor does before next().
+    const timeout = options?.timeout;
+    const deadline = timeout === undefined || !(timeout < Infinity)
+      ? Infinity
+      : performance.now() + timeout;
     const last = (call: OutgoingCallInfo): Promise<unknown> => {
       const headers = call.headers;
       let any = false;
       for (const _ in headers) any = true;
+      const callTimeout = deadline !== Infinity && call.options.timeout === timeout
+        ? Math.max(1, deadline - performance.now())
+        : call.options.timeout;
       const inner = direct(call.method, call.param, {
         ...call.options,
         signal,
+        timeout: callTimeout,
         headers: any ? headers : undefined,
       });
       this.#open++;
@@ -90,19 +101,36 @@ class InterceptedCall extends DualCall implements Overseeable {
         return Promise.reject(error);
       }
     };
-    this.#result = run(0, {
+    const chained = run(0, {
       method,
       param,
       headers: { ...options?.headers },
       options: options ?? {},
     });
+    // The caller's signal and deadline end the call while an interceptor holds it, too: the
+    // calls the chain makes later start cancelled.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    if (deadline !== Infinity) {
+      timer = setTimeout(
+        () => this.#cancel.abort(new DeadlineExceededError(method, timeout!)),
+        timerDelay(deadline - performance.now()),
+      );
+    }
+    const stopped = new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(signal.reason);
+      else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+    stopped.catch(() => {});
+    this.#result = Promise.race([chained, stopped]);
     // Unread, its failure goes unnoticed, as a plain call's does.
     this.#result.then(
       (value) => {
+        clearTimeout(timer);
         this.#chain = { ok: true, value };
         this.#closeOne();
       },
       (error) => {
+        clearTimeout(timer);
         this.#chain = { ok: false, value: error };
         this.#closeOne();
       },
@@ -144,9 +172,15 @@ class InterceptedCall extends DualCall implements Overseeable {
     const method = this.#method;
     return this.#result.then((value) => {
       if (typeof value === "object" && value !== null && Symbol.asyncIterator in value) {
+        const error = new ConduitError(
+          `"${method}" returned a stream: iterate it instead of awaiting it`,
+        );
         if (value instanceof StreamView) void value.cancel();
         else void (value as AsyncIterable<unknown>)[Symbol.asyncIterator]().return?.();
-        throw new ConduitError(`"${method}" returned a stream: iterate it instead of awaiting it`);
+        // A stream an interceptor made around the call's may never have started: cancel the
+        // calls the chain made themselves.
+        this.#cancel.abort(error);
+        throw error;
       }
       return value;
     }).then(onfulfilled, onrejected);

@@ -230,3 +230,69 @@ Deno.test("interceptors: a handler-side error that is not registered arrives as 
   });
   await close();
 });
+
+Deno.test("interceptors: awaiting a stream call through a wrapping interceptor cancels the call", async () => {
+  const stopped = Promise.withResolvers<void>();
+  const handlers = {
+    async *ticks() {
+      try {
+        for (let i = 0;; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          yield i;
+        }
+      } finally {
+        stopped.resolve();
+      }
+    },
+  };
+  // As docs/interceptors.md shows: a generator around the call's stream.
+  const wrap: Interceptor = {
+    call: async (call, next) => {
+      const result = await next(call);
+      if (typeof result !== "object" || result === null || !(Symbol.asyncIterator in result)) {
+        return result;
+      }
+      return (async function* () {
+        for await (const item of result as AsyncIterable<number>) yield item * 10;
+      })();
+    },
+  };
+  const { a, b, cleanup } = await memory.pair();
+  const [server, client] = await Promise.all([
+    openChannel(a, { handlers, drainTimeout: 2_000 }),
+    openChannel<typeof handlers>(b, { interceptors: [wrap], drainTimeout: 2_000 }),
+  ]);
+  const call = client.remote.ticks(undefined) as unknown as Promise<unknown>;
+  await assert.rejects(call, /iterate it instead of awaiting it/);
+  await stopped.promise; // the handler's stream was cancelled
+  await client.close(); // nothing left in flight: a graceful close
+  await server.closed;
+  await cleanup();
+});
+
+Deno.test("interceptors: the caller's timeout and signal apply while an interceptor holds the call", async () => {
+  const handlers = { hi: () => "hi" };
+  const release = Promise.withResolvers<void>();
+  const slow: Interceptor = {
+    call: async (call, next) => {
+      await release.promise;
+      return next(call);
+    },
+  };
+  const { a, b, cleanup } = await memory.pair();
+  const [server, client] = await Promise.all([
+    openChannel(a, { handlers }),
+    openChannel<typeof handlers>(b, { interceptors: [slow] }),
+  ]);
+  await assert.rejects(client.remote.hi(undefined, { timeout: 50 }), DeadlineExceededError);
+  const controller = new AbortController();
+  const aborted = client.remote.hi(undefined, { signal: controller.signal });
+  controller.abort(new Error("enough"));
+  await assert.rejects(aborted, { message: "enough" });
+  // Released, the interceptor's next() starts nothing: those calls are over.
+  release.resolve();
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(await client.remote.hi(undefined, { timeout: 1_000 }), "hi");
+  await Promise.all([client.close(), server.closed]);
+  await cleanup();
+});
