@@ -32,11 +32,11 @@ Deno.test("stream: a handler's param stream fails, not ends, when the call is ca
       openChannel<typeof handlers>(b, { codec: jsonCodec() }),
     ]);
     const stall = Promise.withResolvers<void>();
-    async function* source() {
+    const source = async function* () {
       yield 1;
       yield 2;
       await stall.promise; // the upload stalls
-    }
+    };
     const controller = new AbortController();
     const call = client.remote.sum(
       source(),
