@@ -283,6 +283,8 @@ export class MsgpackWriter {
   /** A plain object: `[mark, values…]` when its keys have a shape, else a map. */
   #record(object: Record<string, unknown>, depth: number): void {
     const keys = Object.keys(object);
+    // Sent by shape, the keys are not written here: what #string refuses is refused first.
+    for (const key of keys) if (!key.isWellFormed()) throw new TypeError(loneSurrogate(key));
     const mark = keys.length === 0 ? undefined : this.records!.markOf!(keys);
     if (mark === undefined) return this.#mapOf(object, keys, depth);
     const size = keys.length + 1;
