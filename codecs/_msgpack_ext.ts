@@ -8,6 +8,8 @@
 // The payloads of the MessagePack extension types conduit gives meaning to, apart from Map and
 // Set (whose payloads are MessagePack documents): timestamps (type -1) and bigints (0x42).
 
+import { integerOption } from "../_options.ts";
+
 /**
  * A MessagePack extension value: its type (-128 to 127; negative types are reserved by the
  * MessagePack spec) and its payload. The MessagePack codec decodes an extension type it gives no
@@ -37,9 +39,11 @@ export class ExtData {
    *
    * @param type The extension type, an integer from -128 to 127.
    * @param data The payload.
+   * @throws {RangeError} When `type` is not an integer from -128 to 127 (MessagePack has one
+   * byte for it).
    */
   constructor(type: number, data: Uint8Array) {
-    this.type = type;
+    this.type = integerOption("type", type, -128, 127);
     this.data = data;
   }
 }

@@ -5,6 +5,7 @@ import { CodecError } from "../errors.ts";
 import { codecConformance } from "./_conformance.ts";
 import {
   DEFAULT_MSGPACK_MAX_DEPTH,
+  ExtData,
   MSGPACK_EXT_BIGINT,
   MSGPACK_EXT_MAP,
   MSGPACK_EXT_SET,
@@ -338,3 +339,15 @@ function arbitraryValue(): fc.Arbitrary<unknown> {
   }));
   return value;
 }
+
+Deno.test("codec/msgpack: an ExtData type outside -128..127 is refused, not wrapped", () => {
+  // MessagePack has one byte for it: 200 would be written as -56, 1.5 as 1.
+  for (const type of [200, -129, 1.5, NaN]) {
+    assert.throws(() => new ExtData(type, new Uint8Array([1])), RangeError, String(type));
+  }
+  const codec = msgpackCodec();
+  for (const type of [-128, 127]) {
+    const back = codec.decode(codec.encode(new ExtData(type, new Uint8Array([1])))) as ExtData;
+    assert.equal(back.type, type);
+  }
+});
