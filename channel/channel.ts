@@ -768,7 +768,8 @@ export function channelCodecs(
   return { codec, defaults, methodCodecs };
 }
 
-function authConfig(auth: AuthOptions | false | undefined): WireAuth | undefined {
+/** The wire's auth settings of `auth`; throws a `TypeError` for a secret or role it cannot use. */
+export function authConfig(auth: AuthOptions | false | undefined): WireAuth | undefined {
   if (auth === undefined || auth === false) return undefined;
   const secret = typeof auth.secret === "string"
     ? new TextEncoder().encode(auth.secret)

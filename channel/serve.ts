@@ -34,7 +34,13 @@ import { integerOption, positiveOption } from "../_options.ts";
 import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import { heardFrom, refuseHandshake } from "./_core.ts";
-import { type AuthOptions, Channel, channelCodecs, type ChannelOptions } from "./channel.ts";
+import {
+  authConfig,
+  type AuthOptions,
+  Channel,
+  channelCodecs,
+  type ChannelOptions,
+} from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
 import { within } from "../_runtime.ts";
 
@@ -386,7 +392,8 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       // Checked here, so a codec option that is not a codec fails serve(), not each connection.
       codec: channelCodecs(options).codec,
       handlers: undefined,
-      auth: auth === false ? undefined : responderAuth(auth),
+      // Checked here too: an unusable secret fails serve(), not each connection.
+      auth: auth === false ? undefined : checkedAuth(responderAuth(auth)),
       handshakeTimeout: positiveOption(
         "handshakeTimeout",
         options.handshakeTimeout ?? DEFAULT_SERVE_HANDSHAKE_TIMEOUT,
@@ -438,10 +445,11 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       } catch (error) {
         if (this.#closing !== undefined) return;
         if (error instanceof TransportClosedError) return;
-        // Out of file descriptors, a connection reset before it was accepted…: wait a little
-        // and go on, rather than spin or stop serving.
         this.#report(error, undefined);
-        await within(stopped, ACCEPT_RETRY_MS, undefined);
+        // A connection reset before it was accepted is that one's: take the next at once (a
+        // pause would let a client that resets connections keep everyone out). Out of file
+        // descriptors, or anything else: wait a little and go on, rather than spin or stop.
+        if (!connectionGone(error)) await within(stopped, ACCEPT_RETRY_MS, undefined);
         continue;
       }
       const pressed = await this.#makeRoom();
@@ -638,6 +646,12 @@ class AcceptedConnection implements Connection {
 }
 
 /** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */
+/** `auth`, once the channel's checker took it (a `TypeError` for an unusable secret). */
+function checkedAuth<T extends AuthOptions>(auth: T | undefined): T | undefined {
+  authConfig(auth);
+  return auth;
+}
+
 function responderAuth<T extends { role?: string }>(auth: T | undefined): T | undefined {
   if (auth === undefined || typeof auth !== "object") return auth;
   if (auth.role !== undefined && auth.role !== "responder") {
@@ -691,4 +705,16 @@ function isLoopback(hostname: string): boolean {
 
 function formatHost({ hostname, port }: Deno.NetAddr): string {
   return hostname.includes(":") ? `[${hostname}]:${port}` : `${hostname}:${port}`;
+}
+
+/** Whether an accept() failure is the connection's own (gone before it was taken). */
+function connectionGone(error: unknown): boolean {
+  const errors = (globalThis as { Deno?: typeof Deno }).Deno?.errors;
+  if (
+    errors !== undefined &&
+    (error instanceof errors.NotConnected || error instanceof errors.ConnectionAborted ||
+      error instanceof errors.ConnectionReset)
+  ) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ECONNABORTED" || code === "ECONNRESET" || code === "ENOTCONN";
 }

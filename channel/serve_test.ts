@@ -621,3 +621,61 @@ Deno.test("serve: a connection's signal fires once it is closed, read early or l
   assert.equal(connections[1].signal.aborted, true);
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("serve: an auth secret it cannot use is refused at serve(), not on every connection", async () => {
+  const listener = await listenTcp({ port: 0 });
+  try {
+    for (const auth of [{ secret: "" }, {}, { secret: new Uint8Array(0) }]) {
+      assert.throws(
+        () => serve(listener, { auth: auth as { secret: string } }),
+        { name: "TypeError", message: /auth\.secret must be a non-empty string or Uint8Array/ },
+      );
+    }
+  } finally {
+    await listener.close();
+  }
+});
+
+/** Whether python3 runs here (it can reset a connection: SO_LINGER 0, which Deno cannot set). */
+const havePython = await new Deno.Command("python3", { args: ["-c", "0"] }).output()
+  .then((output) => output.success, () => false);
+
+Deno.test({
+  name: "serve: connections reset before accept() do not hold up the next client",
+  ignore: !havePython,
+  async fn() {
+    const listener = await listenTcp({ port: 0 });
+    const { port } = listener.addr as Deno.NetAddr;
+    const errors: unknown[] = [];
+    const server = serve(listener, {
+      auth: false,
+      handlers: { echo: (n: number) => n },
+      onError: (error) => void errors.push(error),
+    });
+    // 40 connections a second, each reset at once: with a pause per accept() failure,
+    // the server would take 10 a second and a good client would wait behind them.
+    const resetter = new Deno.Command("python3", {
+      args: [
+        "-c",
+        `
+import socket, struct, time
+end = time.time() + 3
+while time.time() < end:
+    s = socket.socket(); s.connect(("127.0.0.1", ${port}))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)); s.close()
+    time.sleep(0.025)
+`,
+      ],
+    }).spawn();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const started = performance.now();
+    const client = await openChannel<{ echo(n: number): number }>(await connectTcp({ port }));
+    assert.equal(await client.remote.echo(42), 42);
+    const waited = performance.now() - started;
+    await client.close();
+    assert.ok((await resetter.status).success);
+    await server.close();
+    // Generous: a pause per reset piles up to seconds within this window.
+    assert.ok(waited < 1_000, `a good client waited ${Math.round(waited)} ms behind resets`);
+  },
+});
