@@ -65,11 +65,18 @@ const FAILURE_FLUSH_MS = 1000;
 const cores = new WeakMap<object, ChannelCore>();
 
 /**
- * Ends `channel`'s handshake with GOODBYE `code` (`serve()` dropping it for a newer connection);
- * nothing once the handshake is over.
+ * Ends `channel`'s handshake with GOODBYE `code` (`serve()` dropping it for a newer connection,
+ * whose place waits for it), and drops its transport if it has not closed within `ms`: a write
+ * to a peer may never end (a TLS client that never says hello takes none), and the newer
+ * connection must not wait on the flush bounds for it. Nothing once the handshake is over.
  */
-export function refuseHandshake(channel: object, code: string, message: string): void {
-  cores.get(channel)?.onRefused(code, message, true);
+export function dropHandshake(channel: object, code: string, message: string, ms: number): void {
+  const core = cores.get(channel);
+  if (core === undefined || !core.handshaking) return;
+  core.onRefused(code, message, true);
+  void within(core.settled().then(() => true, () => true), ms, false).then((closed) => {
+    if (!closed) core.dropTransport();
+  });
 }
 
 /**
@@ -175,6 +182,21 @@ export class ChannelCore implements LifecycleEvents {
       }, timerDelay(handshakeTimeout)),
     );
     this.#reading = this.#readLoop();
+  }
+
+  /** Whether the handshake is under way. */
+  get handshaking(): boolean {
+    return this.#life.handshaking;
+  }
+
+  /** Drops the transport now, a write in flight with it (the channel has failed already). */
+  dropTransport(): void {
+    void this.#transport.abort().catch(() => {});
+  }
+
+  /** Settles once the channel closed and its transport was let go. */
+  settled(): Promise<void> {
+    return this.#settled();
   }
 
   /** Whether any bytes came from the peer. */

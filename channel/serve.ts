@@ -33,7 +33,7 @@
 import { integerOption, positiveOption } from "../_options.ts";
 import { TransportClosedError } from "../errors.ts";
 import type { Listener, Transport } from "../transports/types.ts";
-import { heardFrom, refuseHandshake } from "./_core.ts";
+import { dropHandshake, heardFrom } from "./_core.ts";
 import {
   authConfig,
   type AuthOptions,
@@ -119,6 +119,11 @@ interface Handshaking {
 
 /** How long the accept loop waits after a failed accept (e.g. out of file descriptors). */
 const ACCEPT_RETRY_MS = 100;
+/**
+ * How long a connection dropped for a newer one has to write its GOODBYE before its transport
+ * is dropped: a write a socket takes is done in far less.
+ */
+const DROP_GRACE_MS = 100;
 
 /** One accepted connection, as handler factories and error reports see it. */
 export interface Connection {
@@ -495,10 +500,12 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
       }
       this.#handshaking.delete(drop);
       pressed = true;
-      refuseHandshake(
+      // Told why, then gone within DROP_GRACE_MS, written or not: its place is waited for.
+      dropHandshake(
         drop,
         "server_busy",
         `Dropped during its handshake for a newer connection: maxHandshakes (${this.#maxHandshakes}) or maxConnections (${this.#maxConnections}) reached`,
+        DROP_GRACE_MS,
       );
       // Below maxConnections once it is released, not before.
       if (full) await this.#held.get(drop);

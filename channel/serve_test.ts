@@ -680,3 +680,36 @@ while time.time() < end:
     assert.ok(waited < 1_000, `a good client waited ${Math.round(waited)} ms behind resets`);
   },
 });
+
+Deno.test("serve over TLS: silent connections filling maxConnections do not keep a client out", async () => {
+  // TCP connections to the TLS port that never send a ClientHello: a GOODBYE to one is never
+  // written, so dropping one must not wait for it.
+  const [cert, key, ca] = await Promise.all(
+    ["server.pem", "server.key", "ca.pem"].map((name) =>
+      Deno.readTextFile(new URL(`../testdata/tls/${name}`, import.meta.url))
+    ),
+  );
+  const listener = await listenTls({ port: 0, cert, key });
+  const { port } = listener.addr as Deno.NetAddr;
+  const secret = "the server's secret";
+  const server = serve(listener, {
+    auth: { secret },
+    handlers: { echo: (n: number) => n },
+    maxConnections: 4,
+    handshakeTimeout: 60_000,
+  });
+  const silent: Deno.Conn[] = [];
+  for (let i = 0; i < 12; i++) silent.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+  const started = performance.now();
+  const client = await openChannel<{ echo(n: number): number }>(
+    await connectTls({ hostname: "localhost", port, caCerts: [ca] }),
+    { auth: { secret } },
+  );
+  assert.equal(await client.remote.echo(42), 42);
+  const waited = performance.now() - started;
+  await client.close();
+  for (const conn of silent) conn.close();
+  await server.close();
+  // Generous: at two seconds a drop, the 9 drops ahead of it take 18 s.
+  assert.ok(waited < 5_000, `the client waited ${Math.round(waited)} ms`);
+});
