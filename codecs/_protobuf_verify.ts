@@ -235,15 +235,33 @@ function verifyInt64(
   return big >= min && big < end ? undefined : `${big} is out of range for ${type}`;
 }
 
+/** The ranges of the integer key types, [min, end), as a key is a decimal string. */
+const KEY_RANGES: Record<string, readonly [bigint, bigint]> = {
+  int32: [BigInt(INT32_MIN), BigInt(INT32_END)],
+  sint32: [BigInt(INT32_MIN), BigInt(INT32_END)],
+  sfixed32: [BigInt(INT32_MIN), BigInt(INT32_END)],
+  uint32: [0n, BigInt(UINT32_END)],
+  fixed32: [0n, BigInt(UINT32_END)],
+  int64: [INT64_MIN, INT64_END],
+  sint64: [INT64_MIN, INT64_END],
+  sfixed64: [INT64_MIN, INT64_END],
+  uint64: [0n, UINT64_END],
+  fixed64: [0n, UINT64_END],
+};
+
 function verifyMapKey(keyType: string, key: string): string | undefined {
   switch (keyType) {
     case "string":
-      return undefined;
+      return key.isWellFormed() ? undefined : "string key with a lone surrogate (not valid UTF-8)";
     case "bool":
       return key === "true" || key === "false" ? undefined : "bool key expected";
-    default:
-      return DECIMAL.test(key) ? undefined : `${keyType} key expected`;
   }
+  const range = KEY_RANGES[keyType];
+  if (!DECIMAL.test(key) || range === undefined) return `${keyType} key expected`;
+  // As written, a key out of range would come back as another number (2147483648 as int32:
+  // -2147483648).
+  const big = BigInt(key);
+  return big >= range[0] && big < range[1] ? undefined : `${key} is out of range for ${keyType}`;
 }
 
 function intIn(value: unknown, min: number, end: number): boolean {

@@ -324,3 +324,31 @@ Deno.test("codec/protobuf: a closed (proto2) enum keeps an unlisted value as an 
   // A closed enum still refuses an unlisted number on encode.
   assert.throws(() => older.encode({ e: 2 }), CodecError);
 });
+
+Deno.test("codec/protobuf: map keys are checked as values are: integer ranges, well-formed strings", () => {
+  const codec = protobufCodec({
+    proto: `syntax = "proto3";
+      message M {
+        map<int32, string> a = 1; map<uint32, string> b = 2;
+        map<int64, string> c = 3; map<string, string> d = 4;
+      }`,
+    type: "M",
+  });
+  // Written as they are, these came back as other numbers (2147483648 as -2147483648).
+  for (
+    const value of [
+      { a: { "2147483648": "x" } },
+      { a: { "99999999999": "x" } },
+      { b: { "-1": "x" } },
+      { c: { "18446744073709551615": "x" } },
+      { d: { "\ud800": "x" } },
+    ]
+  ) assert.throws(() => codec.encode(value), CodecError, JSON.stringify(value));
+  const edges = {
+    a: { "-2147483648": "lo", "2147483647": "hi" },
+    b: { "4294967295": "hi" },
+    c: { "-9223372036854775808": "lo" },
+    d: { "é": "ok" },
+  };
+  assert.deepEqual(codec.decode(codec.encode(edges)), edges);
+});
