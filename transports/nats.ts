@@ -494,10 +494,18 @@ class NatsConnListener extends ListenerBase implements NatsListener {
     }
     if ("error" in hello) return;
     if (this.#ready.length + this.#opening.size >= this.#backlog) {
-      return void respond(msg, {
-        protocol: PROTOCOL,
-        error: `the listener's backlog of ${this.#backlog} connections is full`,
-      });
+      // The oldest connection still waiting for its client's Open gives way, as serve() drops
+      // the oldest silent one: hellos that are never opened must not keep clients out.
+      const oldest = this.#opening.keys().next();
+      if (oldest.done) {
+        return void respond(msg, {
+          protocol: PROTOCOL,
+          error: `the listener's backlog of ${this.#backlog} connections is full`,
+        });
+      }
+      clearTimeout(this.#opening.get(oldest.value));
+      this.#opening.delete(oldest.value);
+      oldest.value.abandon();
     }
     const channel = new NatsChannel(this.#nc, this.#settings, forget(this.#nc));
     channel.connect(hello, `NATS ${this.subject} (from ${hello.inbox})`, () => {

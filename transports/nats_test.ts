@@ -430,6 +430,32 @@ natsTest(
 );
 
 natsTest(
+  "hellos that never open give way to a client that does (the backlog is not held)",
+  async (server) => {
+    const [serverNc, floodNc, clientNc] = await Promise.all([
+      server.connect(),
+      server.connect(),
+      server.connect(),
+    ]);
+    const listener = await listenNats(serverNc, "held", { backlog: 4 });
+    // A peer allowed to publish on the subject: valid hellos, never an Open.
+    const hello = new TextEncoder().encode(JSON.stringify({
+      protocol: "conduit-nats/1",
+      inbox: "_INBOX.nowhere",
+      window: 1 << 20,
+      heartbeat: 1000,
+    }));
+    for (let i = 0; i < 8; i++) await floodNc.request("held", hello, { timeout: 5000 });
+    const client = await connectNats(clientNc, "held");
+    const accepted = await listener.accept();
+    await client.writable.getWriter().write(new Uint8Array([7]));
+    const { value } = await accepted.readable.getReader().read();
+    assert.deepEqual([...value!], [7]);
+    await Promise.all([client.close(), accepted.close(), listener.close()]);
+  },
+);
+
+natsTest(
   "a discoverable listener answers probes, announces itself and takes direct connections",
   async (server) => {
     const [serverNc, clientNc] = await Promise.all([server.connect(), server.connect()]);
