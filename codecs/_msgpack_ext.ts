@@ -178,3 +178,10 @@ export const SET_RECORD_HOOKS: unique symbol = Symbol("setRecordHooks");
  * refuse something (see `MsgpackWriter.encodeAsIs`).
  */
 export const ENCODE_AS_IS: unique symbol = Symbol("encodeAsIs");
+
+/**
+ * The method of conduit's MessagePack codec that returns the first {@linkcode ExtData} (an
+ * extension type it gives no meaning to) its last decode made, if any: the structured codec
+ * refuses one outside its own wrapper.
+ */
+export const FIRST_EXT_DATA: unique symbol = Symbol("firstExtData");

@@ -55,6 +55,7 @@ import {
   ENCODE_AS_IS,
   encodeTimestamp,
   ExtData,
+  FIRST_EXT_DATA,
   type RecordHooks,
   SET_RECORD_HOOKS,
   type SubMillisecond,
@@ -199,6 +200,8 @@ class _MsgpackCodec<T> implements Codec<T> {
   #level = 0;
   /** Records sent by shape, for the structured codec's writers and readers. */
   #records: RecordHooks | undefined;
+  /** The first ExtData the decode under way (or the last one) made. */
+  #firstExt: ExtData | undefined;
 
   constructor(options: MsgpackCodecOptions) {
     this.#maxDepth = limit(options, "maxDepth", DEFAULT_MSGPACK_MAX_DEPTH, 1);
@@ -232,6 +235,7 @@ class _MsgpackCodec<T> implements Codec<T> {
   }
 
   decode(bytes: Uint8Array): T {
+    this.#firstExt = undefined;
     try {
       return this.#readers[0].read(bytes) as T;
     } catch (cause) {
@@ -246,6 +250,11 @@ class _MsgpackCodec<T> implements Codec<T> {
     this.#records = records;
     for (const writer of this.#writers) writer.records = records;
     for (const reader of this.#readers) reader.records = records;
+  }
+
+  /** The first ExtData the last decode made (see FIRST_EXT_DATA). */
+  [FIRST_EXT_DATA](): ExtData | undefined {
+    return this.#firstExt;
   }
 
   /** Encodes `value` only if it goes as it is (the structured codec's first pass), else undefined. */
@@ -327,8 +336,11 @@ class _MsgpackCodec<T> implements Codec<T> {
         return new Set(this.#decodeNested(data, "Set"));
       case MSGPACK_EXT_BIGINT:
         return bytesToBigint(data);
-      default:
-        return new ExtData(type, data);
+      default: {
+        const ext = new ExtData(type, data);
+        this.#firstExt ??= ext;
+        return ext;
+      }
     }
   }
 

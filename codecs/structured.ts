@@ -63,7 +63,12 @@
 import { CodecError, RemoteError, ShapeError } from "../errors.ts";
 import { keySegment } from "./json.ts";
 import { ExtData, msgpackCodec } from "./msgpack.ts";
-import { ENCODE_AS_IS, type RecordHooks, SET_RECORD_HOOKS } from "./_msgpack_ext.ts";
+import {
+  ENCODE_AS_IS,
+  FIRST_EXT_DATA,
+  type RecordHooks,
+  SET_RECORD_HOOKS,
+} from "./_msgpack_ext.ts";
 import { ShapeDecoder, ShapeEncoder } from "./_shapes.ts";
 import type {
   Codec,
@@ -191,6 +196,7 @@ const AS_IS_BACKOFF = 8;
 type InnerCodec = Codec<unknown> & {
   [SET_RECORD_HOOKS](hooks: RecordHooks): void;
   [ENCODE_AS_IS](value: unknown, maxDepth: number): Uint8Array | undefined;
+  [FIRST_EXT_DATA](): ExtData | undefined;
 };
 
 /** A value that cannot cross, and the path to it, built innermost first while unwinding. */
@@ -314,7 +320,9 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
       throw this.#rename("decode", err);
     }
     if (!Array.isArray(decoded) || decoded.length !== 2 || !isMark(decoded[0], REVIVE)) {
-      if (decoded instanceof ExtData) throw this.#refuse("decode", unknownExt(decoded));
+      // Only the wrapper carries this codec's extensions: one anywhere else is no value it wrote.
+      const ext = this.#inner[FIRST_EXT_DATA]();
+      if (ext !== undefined) throw this.#refuse("decode", unknownExt(ext));
       return decoded as T;
     }
     try {

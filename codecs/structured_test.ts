@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { RemoteError } from "../channel/errors.ts";
 import { CodecError } from "../errors.ts";
 import { codecConformance } from "./_conformance.ts";
-import { msgpackCodec } from "./msgpack.ts";
+import { ExtData, msgpackCodec } from "./msgpack.ts";
 import { DEFAULT_STRUCTURED_MAX_DEPTH, STRUCTURED_EXT, structuredCodec } from "./structured.ts";
 import { structuredLeaf, thrown } from "./_test_util.ts";
 
@@ -363,4 +363,20 @@ Deno.test("codec/structured: a key with a lone surrogate is refused on every enc
     assert.throws(() => codec.encodeShaped({ "\ud800": i }, shapes), CodecError);
   }
   assert.equal(shapes.uncommitted().length, 0);
+});
+
+Deno.test("codec/structured: an extension outside the codec's wrapper is refused wherever it sits", () => {
+  // A peer that leaves out the wrapper must not get values through unchecked.
+  const plain = msgpackCodec();
+  for (
+    const value of [
+      new ExtData(9, new Uint8Array([1])),
+      { a: new ExtData(9, new Uint8Array([1])) },
+      [new ExtData(0x55, new Uint8Array(0))],
+      [1, [2, { deep: new ExtData(-5, new Uint8Array(2)) }]],
+    ]
+  ) assert.throws(() => codec.decode(plain.encode(value)), CodecError);
+  // Its own values, wrapped, still come back.
+  const odd = { a: undefined, m: new Map([[1, 2]]) };
+  assert.deepStrictEqual(codec.decode(codec.encode(odd)), odd);
 });
