@@ -489,6 +489,13 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
       this.#outbox.dropCallParam?.(this.#body);
       this.#body = EMPTY;
     }
+    if (this.#streamParam && this.#param !== undefined) {
+      // A stream param never sent: its source is stopped as a pump stops one, so that what it
+      // holds (a file, a subscription) is let go.
+      const source = this.#param as AsyncIterable<unknown>;
+      this.#param = undefined;
+      void Promise.resolve(source[Symbol.asyncIterator]().return?.()).catch(() => {});
+    }
     this.#state = DONE;
     this.#signal?.removeEventListener("abort", this);
     this.#pump?.stop();

@@ -99,3 +99,34 @@ Deno.test("stream: a stream the handler returns after its call was cancelled is 
   await cancelled.promise; // a file or a subscription behind it is let go
   await Promise.all([client.close(), server.closed]);
 });
+
+Deno.test("stream: a stream param whose call ends before it is sent is stopped", async () => {
+  const release = Promise.withResolvers<void>();
+  const handlers = {
+    hold: () => release.promise.then(() => "held"),
+    sum: async (items: AsyncIterable<number>) => {
+      let sum = 0;
+      for await (const item of items) sum += item;
+      return sum;
+    },
+  };
+  const [a, b] = memoryPair();
+  const [server, client] = await Promise.all([
+    openChannel(a, { codec: jsonCodec(), handlers }),
+    openChannel<typeof handlers>(b, { codec: jsonCodec(), maxInFlight: 1 }),
+  ]);
+  const held = client.remote.hold(undefined);
+  // Queued behind it until its deadline: never sent, its source is let go.
+  const cancelled = Promise.withResolvers<void>();
+  const source = new ReadableStream<number>({
+    pull: (controller) => controller.enqueue(1),
+    cancel: () => cancelled.resolve(),
+  });
+  await assert.rejects(client.remote.sum(source, { timeout: 50 }), {
+    name: "DeadlineExceededError",
+  });
+  await cancelled.promise;
+  release.resolve();
+  assert.equal(await held, "held");
+  await Promise.all([client.close(), server.closed]);
+});
