@@ -13,6 +13,7 @@ interface DenoLike {
   refTimer(id: number): void;
   unrefTimer(id: number): void;
   env: { get(name: string): string | undefined };
+  errors: Record<string, abstract new (...args: never[]) => Error>;
   permissions: {
     querySync?(descriptor: { name: "env"; variable: string }): { state: string };
   };
@@ -121,12 +122,12 @@ export function timerDelay(ms: number): number {
  * `promise`'s value (or its rejection), or `late` once `ms` have passed first; leaves no
  * timer either way.
  */
-export async function within<T>(promise: Promise<T>, ms: number, late: T): Promise<T> {
+export async function within<T, L>(promise: Promise<T>, ms: number, late: L): Promise<T | L> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     return await Promise.race([
       promise,
-      new Promise<T>((resolve) => timer = setTimeout(resolve, timerDelay(ms), late)),
+      new Promise<L>((resolve) => timer = setTimeout(resolve, timerDelay(ms), late)),
     ]);
   } finally {
     clearTimeout(timer);
@@ -215,6 +216,26 @@ export function connectionError(
 ): Error {
   if (onDeno()) return new Deno.errors[kind](message, options);
   return Object.assign(new Error(message, options), { code: CONNECTION_CODES[kind] });
+}
+
+/** The failures of a connection that went away, as Deno's error classes and node:net's codes. */
+const GONE_CODES = {
+  NotConnected: "ENOTCONN",
+  ConnectionAborted: "ECONNABORTED",
+  ConnectionReset: "ECONNRESET",
+} as const;
+
+/**
+ * Whether `error` says the connection itself went away (reset, aborted, not connected), as a
+ * socket's runtime throws it: `Deno.errors` classes on Deno, node:net's codes on Node and Bun.
+ */
+export function connectionGone(error: unknown): boolean {
+  const errors = deno()?.errors;
+  if (errors !== undefined) {
+    return Object.keys(GONE_CODES).some((kind) => error instanceof errors[kind]);
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  return Object.values(GONE_CODES).some((gone) => gone === code);
 }
 
 /** This process's id (`Deno.pid`, `process.pid`). */

@@ -42,7 +42,7 @@ import {
   type ChannelOptions,
 } from "./channel.ts";
 import type { CheckedHandlers } from "./types.ts";
-import { within } from "../_runtime.ts";
+import { connectionGone, within } from "../_runtime.ts";
 
 export type { Listener };
 
@@ -652,13 +652,13 @@ class AcceptedConnection implements Connection {
   }
 }
 
-/** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */
 /** `auth`, once the channel's checker took it (a `TypeError` for an unusable secret). */
 function checkedAuth<T extends AuthOptions>(auth: T | undefined): T | undefined {
   authConfig(auth);
   return auth;
 }
 
+/** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */
 function responderAuth<T extends { role?: string }>(auth: T | undefined): T | undefined {
   if (auth === undefined || typeof auth !== "object") return auth;
   if (auth.role !== undefined && auth.role !== "responder") {
@@ -712,16 +712,4 @@ function isLoopback(hostname: string): boolean {
 
 function formatHost({ hostname, port }: Deno.NetAddr): string {
   return hostname.includes(":") ? `[${hostname}]:${port}` : `${hostname}:${port}`;
-}
-
-/** Whether an accept() failure is the connection's own (gone before it was taken). */
-function connectionGone(error: unknown): boolean {
-  const errors = (globalThis as { Deno?: typeof Deno }).Deno?.errors;
-  if (
-    errors !== undefined &&
-    (error instanceof errors.NotConnected || error instanceof errors.ConnectionAborted ||
-      error instanceof errors.ConnectionReset)
-  ) return true;
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === "ECONNABORTED" || code === "ECONNRESET" || code === "ENOTCONN";
 }

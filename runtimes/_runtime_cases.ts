@@ -4,11 +4,14 @@
 import assert from "node:assert/strict";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
+  connectionError,
+  connectionGone,
   envVar,
   fileUrlToPath,
   MAX_TIMER_DELAY,
   pathToFileUrl,
   refTimer,
+  runtimeName,
   runtimeOs,
   timerDelay,
   within,
@@ -75,6 +78,16 @@ add("_runtime: within gives the value, or late after the wait, and leaves no tim
     [globalThis.setTimeout, globalThis.clearTimeout] = [set, clear];
   }
   assert.equal(pending.size, 0, "a timer left behind");
+});
+
+add("_runtime: connectionGone tells a connection that went away from other failures", () => {
+  const reset = runtimeName() === "deno"
+    ? new Deno.errors.ConnectionReset("reset")
+    : Object.assign(new Error("reset"), { code: "ECONNRESET" });
+  assert.equal(connectionGone(reset), true);
+  assert.equal(connectionGone(connectionError("ConnectionRefused", "refused")), false);
+  assert.equal(connectionGone(new Error("Too many open files")), false);
+  assert.equal(connectionGone(undefined), false);
 });
 
 add("_runtime: envVar reads the environment, runtimeOs names the OS", () => {

@@ -6,11 +6,13 @@ import type * as net from "node:net";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { connTransport } from "../transports/_conn_transport.ts";
 import type { Transport } from "../transports/types.ts";
-import { nodeBuiltin, onDeno, timerDelay } from "../_runtime.ts";
+import { nodeBuiltin, onDeno, within } from "../_runtime.ts";
 import { WORKER_SOCKET_PARENT } from "./spawn_worker_options.ts";
 
 /** How long to wait for a worker to connect when no handshake timeout is given: 10 s. */
 const DEFAULT_ACCEPT_TIMEOUT = 10_000;
+/** What accept() waits for in place of a connection that did not come in time. */
+const LATE = Symbol("late");
 
 /** A listener waiting for one worker. */
 export class WorkerSocket {
@@ -53,27 +55,22 @@ export class WorkerSocket {
    */
   async accept(exited: Promise<unknown>, timeout: number | undefined): Promise<Transport> {
     const limit = timeout ?? DEFAULT_ACCEPT_TIMEOUT;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      const next = await Promise.race([
+    const next = await within(
+      Promise.race([
         this.#listener.next(),
         exited.then(() => {
           throw new ConnectionClosedError("The worker exited before it connected");
         }),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(new ConnectionClosedError(`The worker did not connect within ${limit} ms`)),
-            timerDelay(limit),
-          );
-        }),
-      ]);
-      if (next === undefined) throw new ConnectionClosedError("The listener closed");
-      this.accepted = next.conn;
-      return next.transport(`Unix socket ${this.path}`);
-    } finally {
-      clearTimeout(timer);
+      ]),
+      limit,
+      LATE,
+    );
+    if (next === LATE) {
+      throw new ConnectionClosedError(`The worker did not connect within ${limit} ms`);
     }
+    if (next === undefined) throw new ConnectionClosedError("The listener closed");
+    this.accepted = next.conn;
+    return next.transport(`Unix socket ${this.path}`);
   }
 
   /** Stops listening and removes the directory. */
