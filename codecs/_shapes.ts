@@ -223,9 +223,14 @@ export class ShapeDecoder implements ShapeDecoderTable {
     this.#limits = checkLimits(limits);
   }
 
-  /** The limits this table enforces. */
-  get limits(): Readonly<ShapeLimits> {
-    return this.#limits;
+  /** Throws {@linkcode ShapeError} when shape `id` may not have `count` keys. */
+  checkKeyCount(id: number, count: number): void {
+    const most = this.#limits.maxKeysPerShape;
+    if (count === 0 || count > most) {
+      throw new ShapeError(
+        `Shape ${id} has ${count} keys, where a shape has 1 to maxKeysPerShape (${most})`,
+      );
+    }
   }
 
   /** Adds the peer's shape `id`; throws {@linkcode ShapeError} past a limit or on a reused id. */
@@ -240,12 +245,7 @@ export class ShapeDecoder implements ShapeDecoderTable {
     if (this.#shapes >= limits.maxShapes) {
       throw new ShapeError(`Shape ${id} exceeds maxShapes (${limits.maxShapes})`);
     }
-    if (keys.length === 0 || keys.length > limits.maxKeysPerShape) {
-      throw new ShapeError(
-        `Shape ${id} has ${keys.length} keys, where a shape has 1 to maxKeysPerShape ` +
-          `(${limits.maxKeysPerShape})`,
-      );
-    }
+    this.checkKeyCount(id, keys.length);
     const seen = new Set<string>();
     let bytes = 0;
     for (const key of keys) {

@@ -148,10 +148,10 @@ export interface ShapeEncoderTable {
  */
 export interface ShapeDecoderTable {
   /**
-   * The limits `define` checks, if the table has fixed ones: the wire then refuses a SHAPE
-   * frame of too many keys before it reads them.
+   * Throws `ShapeError` when shape `id` may not have `count` keys, as `define` would: the wire
+   * asks before it reads a SHAPE frame's keys, so a hostile count costs nothing (optional).
    */
-  readonly limits?: Readonly<ShapeLimits>;
+  checkKeyCount?(id: number, count: number): void;
   /** Adds the peer's shape `id`; throws `ShapeError` past a limit. */
   define(id: number, keys: readonly string[]): void;
   /** The keys of shape `id`; throws `ShapeError` for a shape never defined. */

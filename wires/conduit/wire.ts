@@ -317,21 +317,11 @@ export class ConduitWire implements Wire, FrameSink {
           `(both HELLOs must list it)`,
       );
     }
-    const most = shapes.limits?.maxKeysPerShape ?? Infinity;
-    if (count === 0 || count > most) {
-      throw new ProtocolError(
-        `Shape ${id} has ${count} keys, where a shape has 1 to maxKeysPerShape (${most})`,
-      );
-    }
+    shapeProtocolError(() => shapes.checkKeyCount?.(id, count));
   }
 
   onShape(id: number, keys: string[]): void {
-    try {
-      this.#shapes!.table.define(id, keys);
-    } catch (error) {
-      if (error instanceof ShapeError) throw new ProtocolError(error.message, { cause: error });
-      throw error;
-    }
+    shapeProtocolError(() => this.#shapes!.table.define(id, keys));
   }
 
   onCall(
@@ -407,4 +397,14 @@ function controlFrameError(size: number): ProtocolError {
     `A frame of ${size} bytes where HELLO and GOODBYE frames are at most ` +
       `${MAX_CONTROL_FRAME_BYTES} bytes`,
   );
+}
+
+/** Runs `check` of the shape table: a ShapeError it throws is the peer's protocol error. */
+function shapeProtocolError(check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof ShapeError) throw new ProtocolError(error.message, { cause: error });
+    throw error;
+  }
 }
