@@ -2,8 +2,9 @@
 // Workers as they are, and Node's `node:worker_threads` behind the part of a Web Worker that
 // conduit uses (postMessage with transfers, `message`, `error` and `close` events, terminate,
 // ref and unref; holdThread refs and unrefs either kind). Inside a thread, the scope a
-// transport talks through: the worker's global scope on Deno and Bun, `parentPort` on Node. (Whether this is a worker thread, and its
-// `workerData`, are _runtime.ts's: a process worker asks too, and loads only that.)
+// transport talks through: the worker's global scope on Deno and Bun, `parentPort` on Node.
+// (Whether this is a worker thread, and its `workerData`, are _runtime.ts's: a process worker
+// asks too, and loads only that.)
 
 import type { Worker as NodeWorker } from "node:worker_threads";
 import { nodeBuiltin, onDeno } from "./_runtime.ts";

@@ -3,7 +3,8 @@
 // frames are parsed and dispatched synchronously, a whole transport chunk per loop; outgoing
 // frames are queued by the wire's outbox, which coalesces the frames of one turn into one
 // transport write, started early in a burst (FrameWriter's firstWriteBytes), so the peer
-// works on the first answers while the rest of a read is dispatched. The engine is given its wire and knows it only through wires/types.ts.
+// works on the first answers while the rest of a read is dispatched. The engine is given its
+// wire and knows it only through wires/types.ts.
 // The lifecycle's state machine and the channel's deadline timer are below the engine.
 
 import type { Codec } from "../codecs/types.ts";

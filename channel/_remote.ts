@@ -455,7 +455,7 @@ export class StreamInbox<T> implements AsyncIterableIterator<T> {
   #head = 0;
   #state = OPEN;
   #error: unknown;
-  /** Reads waiting for an item, oldest first: a consumer may call next() again before one settles. */
+  /** Reads waiting for an item, oldest first: next() may be called again before one settles. */
   #waiters: PromiseWithResolvers<IteratorResult<T>>[] = [];
 
   constructor(owner: InboxOwner, window: number) {

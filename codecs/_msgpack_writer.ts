@@ -283,8 +283,11 @@ export class MsgpackWriter {
   /** A plain object: `[mark, values…]` when its keys have a shape, else a map. */
   #record(object: Record<string, unknown>, depth: number): void {
     const keys = Object.keys(object);
-    // Sent by shape, the keys are not written here: what #string refuses is refused first.
-    for (const key of keys) if (!key.isWellFormed()) throw new TypeError(loneSurrogate(key));
+    // Sent by shape, the keys are not written here: what #string refuses is refused first (the
+    // careful path's values were checked as they were prepared).
+    if (this.#asIs) {
+      for (const key of keys) if (!key.isWellFormed()) throw new TypeError(loneSurrogate(key));
+    }
     const mark = keys.length === 0 ? undefined : this.records!.markOf!(keys);
     if (mark === undefined) return this.#mapOf(object, keys, depth);
     const size = keys.length + 1;

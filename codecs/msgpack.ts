@@ -257,7 +257,7 @@ class _MsgpackCodec<T> implements Codec<T> {
     return this.#firstExt;
   }
 
-  /** Encodes `value` only if it goes as it is (the structured codec's first pass), else undefined. */
+  /** `value` encoded if it goes as it is (the structured codec's first pass), else undefined. */
   [ENCODE_AS_IS](value: unknown, maxDepth: number): Uint8Array | undefined {
     return this.#writers[0].encodeAsIs(value, maxDepth);
   }
