@@ -14,7 +14,7 @@ import { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
 import { type MethodCodecs, shapingCodec } from "../wires/codec_slots.ts";
 import type { ConnectionTimers, HeartbeatConfig } from "./_connection_timers.ts";
-import { handleChain, IncomingCalls } from "./_incoming_calls.ts";
+import { IncomingCalls } from "./_incoming_calls.ts";
 import { isAsyncIterable, type OutgoingCall, OutgoingCalls } from "./_outgoing_calls.ts";
 import type { LifecycleEvents, Wire, WireAuth, WireFactory, WireTrace } from "../wires/types.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
@@ -28,7 +28,11 @@ export type { PeerInfo };
 export interface CoreConfig {
   codec: Codec<unknown>;
   methodCodecs: Map<string, MethodCodecs> | undefined;
-  handlers: object | undefined;
+  /**
+   * Makes the methods this side serves: called once the handshake (authentication included)
+   * succeeded, so a peer that fails it makes nothing; a throw refuses that peer.
+   */
+  handlers: () => object | undefined;
   /** Code around every call made and served. */
   interceptors: readonly Interceptor[] | undefined;
   /** The wire trace, when the channel traces. */
@@ -159,7 +163,6 @@ export class ChannelCore implements LifecycleEvents {
     });
     this.#incoming = new IncomingCalls(wire, this.#life, this.#deadlines, {
       channel,
-      handlers: config.handlers,
       maxInFlight: config.maxInFlight,
       ring,
       streamWindowBytes: config.streamWindowBytes,
@@ -167,7 +170,7 @@ export class ChannelCore implements LifecycleEvents {
       onNotificationError: config.onNotificationError,
       closeSignal: () => (this.#closeController ??= new AbortController()).signal,
       onIdle,
-      intercept: handleChain(config.interceptors, config.handlers),
+      interceptors: config.interceptors,
     });
     wire.attach({ outgoing: this.#outgoing, incoming: this.#incoming, lifecycle: this });
     wire.start();
@@ -293,8 +296,23 @@ export class ChannelCore implements LifecycleEvents {
 
   // ---------------------------------------------------------------- LifecycleEvents
 
-  onEstablished(peer: PeerInfo): void {
-    if (!this.#life.enter(OPEN)) return;
+  onEstablished(peer: PeerInfo): boolean {
+    if (!this.#life.handshaking) return false;
+    let handlers: object | undefined;
+    try {
+      handlers = this.#config.handlers();
+    } catch (error) {
+      // The peer is told the connection ends, not why: the error is this side's own.
+      this.#fail(
+        new ConnectionClosedError("Making this connection's handlers failed", { cause: error }),
+        { code: "aborted", reason: "The peer could not serve this connection" },
+        true,
+        error,
+      );
+      return false;
+    }
+    if (!this.#life.enter(OPEN)) return false;
+    this.#incoming.serve(handlers);
     this.peer = peer;
     this.#outgoing.setPeer(peer);
     this.#incoming.setPeer(peer);
@@ -311,6 +329,7 @@ export class ChannelCore implements LifecycleEvents {
       );
     }
     this.#opened.resolve();
+    return true;
   }
 
   /** Starts the heartbeat and the idle timer, unless the channel closed while they loaded. */
@@ -489,13 +508,14 @@ export class ChannelCore implements LifecycleEvents {
 
   /**
    * Fails everything pending with `error` and closes the transport: after saying `goodbye`
-   * when given, flushing when `graceful`.
+   * when given, flushing when `graceful`. During the handshake, `opened` rejects with
+   * `handshakeError` when given (a refusal's, or the handler factory's own error).
    */
   #fail(
     error: ConnectionClosedError,
     goodbye?: { code: string; reason: string },
     graceful = false,
-    handshakeError?: HandshakeError,
+    handshakeError?: unknown,
   ): void {
     const wasHandshake = this.#life.handshaking;
     if (!this.#life.fail(error)) return;

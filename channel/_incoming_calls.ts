@@ -41,7 +41,6 @@ interface HeldNotification {
 export interface IncomingOptions {
   /** The public channel, for `ctx.channel`. */
   readonly channel: object;
-  readonly handlers: object | undefined;
   readonly maxInFlight: number;
   readonly ring: number;
   readonly streamWindowBytes: number;
@@ -51,12 +50,12 @@ export interface IncomingOptions {
   readonly closeSignal: () => AbortSignal;
   /** A call finished (activity for the idle timeout; while closing, it may finish the close). */
   readonly onIdle: () => void;
-  /** Runs a handler through the interceptors, when any has a `handle`. */
-  readonly intercept: HandleChain | undefined;
+  /** Code around every call served: its `handle` functions run each handler. */
+  readonly interceptors: readonly Interceptor[] | undefined;
 }
 
 /** Runs `handler` for a call through a chain of interceptors. */
-export type HandleChain = (
+type HandleChain = (
   method: string,
   param: unknown,
   context: IncomingCall,
@@ -64,7 +63,7 @@ export type HandleChain = (
 ) => Promise<unknown>;
 
 /** The chain of the `handle` functions of `interceptors`, or undefined when none has one. */
-export function handleChain(
+function handleChain(
   interceptors: readonly Interceptor[] | undefined,
   handlers: object | undefined,
 ): HandleChain | undefined {
@@ -90,6 +89,10 @@ export function handleChain(
 export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEvents, ServedCalls {
   readonly channel: object;
   readonly #options: IncomingOptions;
+  /** The methods served: none until {@linkcode serve} (the channel calls it once open). */
+  #handlers: object | undefined;
+  /** Runs a handler through the interceptors, when any has a `handle`. */
+  #intercept: HandleChain | undefined;
   readonly #handlerCache = new Map<string, Handler>();
   readonly #notificationContexts = new Map<string, NotificationContext>();
   #maxPeerId = 0;
@@ -124,6 +127,15 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     this.channel = options.channel;
     this.#options = options;
     this.#countAt = Math.max(1, options.maxInFlight >> 2);
+  }
+
+  /**
+   * Serves `handlers` from now on. The channel calls it once the handshake (authentication
+   * included) succeeded, before the peer's first call is read.
+   */
+  serve(handlers: object | undefined): void {
+    this.#handlers = handlers;
+    this.#intercept = handleChain(this.#options.interceptors, handlers);
   }
 
   finished(call: IncomingCall): void {
@@ -303,9 +315,9 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
     let result: unknown;
     try {
-      const intercept = this.#options.intercept;
+      const intercept = this.#intercept;
       result = intercept === undefined
-        ? handler.call(this.#options.handlers, param, call)
+        ? handler.call(this.#handlers, param, call)
         : intercept(method, param, call, handler);
     } catch (error) {
       call.sendFailure(error);
@@ -341,7 +353,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     if (handler === undefined) return;
     try {
       const param = this.wire.decode(this.#options.codecsFor(method).param, body);
-      const result = handler.call(this.#options.handlers, param, this.#notificationContext(method));
+      const result = handler.call(this.#handlers, param, this.#notificationContext(method));
       if (isThenable(result)) {
         this.#notifying++;
         const settled = () => {
@@ -457,7 +469,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   #handler(method: string): Handler | undefined {
     const cached = this.#handlerCache.get(method);
     if (cached !== undefined) return cached;
-    const handlers = this.#options.handlers;
+    const handlers = this.#handlers;
     if (handlers === undefined) return undefined;
     const handler = servedMethod(handlers, method);
     // Bounded: a handler object may serve any name the peer sends (a JSON-RPC catch-all).

@@ -12,7 +12,7 @@ import { LSP_DIALECT } from "../wires/jsonrpc/dialect.ts";
 import { jsonRpcWire } from "../wires/jsonrpc/wire.ts";
 import { helloBody } from "./_test_raw_peer.ts";
 import { Channel, openChannel, untilOpen } from "./channel.ts";
-import { AuthenticationError } from "./errors.ts";
+import { AuthenticationError, HandshakeError } from "./errors.ts";
 import { type Connection, serve } from "./serve.ts";
 
 const codec = jsonCodec();
@@ -738,4 +738,72 @@ Deno.test("auth property: no sequence of frames from a peer without the secret r
     }),
     { numRuns: 60 },
   );
+});
+
+Deno.test("auth: serve()'s handler factory runs only for an authenticated client", async () => {
+  const listener = await listenTcp({ port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  const made: number[] = [];
+  const server = serve(listener, {
+    codec,
+    auth: { secret: SECRET },
+    handlers: ({ id }) => {
+      made.push(id);
+      return { ping: () => "pong" };
+    },
+  });
+  // Refused (a wrong secret, none), and silent after connecting: no handlers made for them.
+  await assert.rejects(
+    (async () => openChannel(await connectTcp({ port }), { codec, auth: { secret: "wrong" } }))(),
+    AuthenticationError,
+  );
+  await assert.rejects(
+    (async () => openChannel(await connectTcp({ port }), { codec }))(),
+    AuthenticationError,
+  );
+  const silent = await connectTcp({ port });
+  const good = await openChannel<{ ping(): string }>(await connectTcp({ port }), {
+    codec,
+    auth: { secret: SECRET },
+  });
+  assert.equal(await good.remote.ping(), "pong");
+  assert.deepEqual(made, [4]);
+  await silent.close();
+  await server.close();
+  await good.closed;
+});
+
+Deno.test("auth: a handler factory that throws after authentication refuses that client only", async () => {
+  const listener = await listenTcp({ port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  const errors: unknown[] = [];
+  const server = serve(listener, {
+    codec,
+    auth: { secret: SECRET },
+    handlers: ({ id }) => {
+      if (id === 1) throw new Error("no handlers for you");
+      return { who: () => id };
+    },
+    onError: (error) => errors.push(error),
+  });
+  // It proved the secret, but gets the server's GOODBYE instead of its proof: its open fails,
+  // and the reason does not carry the server's error.
+  await assert.rejects(
+    (async () => openChannel(await connectTcp({ port }), { codec, auth: { secret: SECRET } }))(),
+    (error: HandshakeError) => {
+      assert.ok(error instanceof HandshakeError);
+      assert.equal(error.code, "aborted");
+      assert.ok(!error.message.includes("no handlers for you"), error.message);
+      return true;
+    },
+  );
+  const second = await openChannel<{ who(): number }>(await connectTcp({ port }), {
+    codec,
+    auth: { secret: SECRET },
+  });
+  assert.equal(await second.remote.who(), 2);
+  // The server's onError gets the factory's own error.
+  assert.equal((errors[0] as Error).message, "no handlers for you");
+  await server.close();
+  await second.closed;
 });

@@ -369,9 +369,16 @@ export class Channel<Remote extends object = Record<string, never>> implements A
    * @param transport The connection to the peer; the channel owns and closes it.
    * @param options The codec, handlers and limits.
    * @param wire The wire protocol: conduit's own unless another facade (`openJsonRpc`) says.
+   * @param handlers Makes the handlers once the handshake succeeded (`serve()`'s factory for
+   * a connection); `options.handlers` unless given.
    * @throws {RangeError} When a limit is out of range; the message names it and its value.
    */
-  constructor(transport: Transport, options: ChannelOptions, wire: WireFactory = conduitWire) {
+  constructor(
+    transport: Transport,
+    options: ChannelOptions,
+    wire: WireFactory = conduitWire,
+    handlers: () => object | undefined = () => options.handlers,
+  ) {
     const { codec, defaults, methodCodecs } = channelCodecs(options);
     const system = wire === conduitWire ? "conduit" : "jsonrpc";
     const otel = otelApi();
@@ -394,7 +401,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
       {
         codec,
         methodCodecs,
-        handlers: options.handlers,
+        handlers,
         interceptors,
         trace: wireTrace(options.trace, codec),
         maxInFlight: integer("maxInFlight", options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1),

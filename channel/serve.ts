@@ -176,8 +176,10 @@ export interface ServeOptions<
 > extends Omit<ChannelOptions<Local>, "handlers" | "handshakeTimeout" | "auth"> {
   /**
    * The methods served: one handler object shared by every connection, or a function that
-   * makes one for each connection (for per-connection state). A function throwing refuses
-   * that connection only.
+   * makes one for each connection (for per-connection state). The function runs once the
+   * client's handshake succeeded, authentication included: a client that fails it or says
+   * nothing makes none. A function throwing refuses that connection only (the client gets
+   * GOODBYE `aborted`; `onError` gets the error).
    */
   handlers?: Local | ((connection: Connection) => Local);
   /**
@@ -539,10 +541,13 @@ class ServerLoop<Local extends object, Remote extends object> implements Server 
     const handlers = this.#options.handlers;
     let channel: Channel<Remote>;
     try {
-      channel = new Channel<Remote>(transport, {
-        ...this.#channelOptions,
-        handlers: typeof handlers === "function" ? handlers(connection) : handlers,
-      });
+      // A factory runs once the client has authenticated: one that fails makes nothing.
+      channel = new Channel<Remote>(
+        transport,
+        this.#channelOptions,
+        undefined,
+        typeof handlers === "function" ? () => handlers(connection) : () => handlers,
+      );
     } catch (error) {
       connection.release();
       this.#report(error, connection);

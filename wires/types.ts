@@ -112,9 +112,11 @@ export interface IncomingEvents {
 export interface LifecycleEvents {
   /**
    * The handshake succeeded (at once for a wire without one, with its own limits; `version`,
-   * `codec` and `features` describe the peer as the wire knows it).
+   * `codec` and `features` describe the peer as the wire knows it). False when this side
+   * refused the peer after all (it could not make the handlers for it): the channel has
+   * failed, and the wire sends nothing more of its handshake.
    */
-  onEstablished(peer: PeerInfo): void;
+  onEstablished(peer: PeerInfo): boolean;
   /**
    * The handshake failed: `goodbye` when this side should tell the peer why (`code`,
    * `message`), false when the peer refused first.

@@ -1,7 +1,7 @@
 // The authentication step of conduit's handshake (docs/protocol.md §5.1), between the peer's
 // HELLO and the channel being open. The initiator sends its proof at once; the responder
-// answers with its own only after checking the initiator's, so it signs nothing for a peer
-// without the secret. Proofs are computed synchronously, so what a frame means never depends
+// answers with its own only after checking the initiator's and opening its side, so it signs
+// nothing for a peer without the secret. Proofs are computed synchronously, so what a frame means never depends
 // on timing: frames are judged in the order they arrive, and until the peer's AUTH checks out
 // nothing it sends but a GOODBYE is read as anything but a failure.
 
@@ -19,8 +19,11 @@ import {
 export interface AuthHost {
   /** Sends this side's AUTH frame. */
   sendAuth(proof: Uint8Array): void;
-  /** The peer proved it holds the secret. */
-  onEstablished(): void;
+  /**
+   * The peer proved it holds the secret. False when this side refused it after all: a
+   * responder then sends no proof.
+   */
+  onEstablished(): boolean;
   /** The step failed: the handshake fails with `code` (`auth_required`, `auth_failed`). */
   onRefused(code: string, message: string): void;
 }
@@ -99,10 +102,11 @@ export class ConduitAuth {
     }
     this.#done = true;
     const host = this.#host!;
-    if (this.role === "responder") {
+    // The channel opens before the responder's proof goes: if it refuses the peer after all
+    // (its handlers could not be made), the peer gets the GOODBYE instead of a proof.
+    if (host.onEstablished() && this.role === "responder") {
       host.sendAuth(authProof(this.#secret, "responder", this.#transcript!));
     }
-    host.onEstablished();
   }
 
   /** Why the peer's `auth` fails before any proof is checked, or nothing. */

@@ -263,7 +263,7 @@ export class ConduitWire implements Wire, FrameSink {
     const peer = outcome.peer;
     const auth = this.#auth;
     if (auth === undefined) {
-      if (outcome.auth === undefined) return this.#established(peer);
+      if (outcome.auth === undefined) return void this.#established(peer);
       return this.#lifecycle.onRefused(
         "auth_required",
         "The peer requires authentication and this side has no shared secret (the auth option)",
@@ -277,7 +277,7 @@ export class ConduitWire implements Wire, FrameSink {
     });
   }
 
-  #established(peer: PeerInfo): void {
+  #established(peer: PeerInfo): boolean {
     this.#greeted = true;
     // Raised only now, after authentication too: nothing bigger was read before.
     this.decoder.maxFrameBytes = this.#options.maxFrameBytes;
@@ -285,7 +285,7 @@ export class ConduitWire implements Wire, FrameSink {
     const table = maker?.shapeDecoder();
     this.#shapes = table && { table, failure: undefined };
     this.outbox.setPeer(peer, maker);
-    this.#lifecycle.onEstablished(peer);
+    return this.#lifecycle.onEstablished(peer);
   }
 
   // ---------------------------------------------------------------- FrameSink
