@@ -202,6 +202,61 @@ add("tls: 16 MiB and the end after it, while the reader lags", async () => {
   }
 });
 
+add(
+  "tls: connectTls to a server that never answers gives up after its handshakeTimeout, or its signal",
+  async () => {
+    // A plain TCP listener: it accepts and never sends a byte of TLS.
+    const listener = await listenTcp({ port: 0 });
+    const port = (listener.addr as { port: number }).port;
+    const accepted: Transport[] = [];
+    const serving = (async () => {
+      for await (const transport of listener) accepted.push(transport);
+    })();
+    try {
+      const started = performance.now();
+      await assert.rejects(
+        connectTls({ port, handshakeTimeout: 150 }),
+        (error: Error) => {
+          assert.equal(error.name, "TimeoutError", String(error));
+          assert.match(
+            error.message,
+            /^connectTls to 127\.0\.0\.1:\d+: .*within handshakeTimeout \(150 ms\)/,
+          );
+          return true;
+        },
+      );
+      assert.ok(performance.now() - started < 5_000);
+      const stop = new AbortController();
+      const reason = new Error("gave up");
+      const connecting = connectTls({ port, signal: stop.signal });
+      setTimeout(() => stop.abort(reason), 50);
+      await assert.rejects(connecting, (error) => error === reason);
+      // An aborted signal refuses at once.
+      await assert.rejects(connectTls({ port, signal: stop.signal }), (error) => error === reason);
+      await assert.rejects(connectTcp({ port, signal: stop.signal }), (error) => error === reason);
+      while (accepted.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      // The client closed each socket it gave up on: the server's ends see it. Not on Deno
+      // 2.9: a TlsConn closed in its handshake cancels it but keeps its TCP socket open until
+      // the server ends it (runtimes/_testdata/tls_close_in_handshake.ts shows it).
+      if (runtimeName() === "deno") {
+        for (const transport of accepted) await transport.close();
+        return;
+      }
+      for (const transport of accepted) {
+        const reader = transport.readable.getReader();
+        for (;;) {
+          const { done } = await reader.read().catch(() => ({ done: true }));
+          if (done) break;
+        }
+        await transport.close();
+      }
+    } finally {
+      await listener.close();
+      await serving;
+    }
+  },
+);
+
 add("tls: an untrusted server or a wrong name fails connectTls, naming what failed", async () => {
   const { cert, key, ca } = await testCertificates();
   const listener = await listenTls({ cert, key });

@@ -151,12 +151,25 @@ export function listening(server: net.Server, start: () => void): Promise<void> 
 }
 
 /** Connects `socket` (`connect` called by `start`), resolving once connected. */
-export function connected(start: () => net.Socket): Promise<net.Socket> {
+export function connected(start: () => net.Socket, signal?: AbortSignal): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const socket = start();
-    socket.once("error", reject);
+    const abandon = () => {
+      socket.destroy();
+      reject(signal!.reason);
+    };
+    const settle = () => {
+      socket.off("error", failed);
+      signal?.removeEventListener("abort", abandon);
+    };
+    const failed = (error: Error) => {
+      settle();
+      reject(error);
+    };
+    socket.once("error", failed);
+    signal?.addEventListener("abort", abandon, { once: true });
     socket.once("connect", () => {
-      socket.off("error", reject);
+      settle();
       resolve(socket);
     });
   });
@@ -183,9 +196,14 @@ export async function nodeListenTcp(hostname: string, port: number): Promise<Lis
 }
 
 /** A TCP connection (Node and Bun), with `setNoDelay(true)`. */
-export async function nodeConnectTcp(hostname: string, port: number): Promise<Transport> {
-  const socket = await connected(() =>
-    net.connect({ host: hostname, port, noDelay: true, allowHalfOpen: true })
+export async function nodeConnectTcp(
+  hostname: string,
+  port: number,
+  signal?: AbortSignal,
+): Promise<Transport> {
+  const socket = await connected(
+    () => net.connect({ host: hostname, port, noDelay: true, allowHalfOpen: true }),
+    signal,
   );
   return socketTransport(socket, `TCP connection to ${hostname}:${port}`);
 }

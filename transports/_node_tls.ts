@@ -38,6 +38,8 @@ export interface NodeTlsConnectOptions {
   caCerts?: string[];
   /** The name the server's certificate must carry; `hostname` when absent. */
   serverName?: string;
+  /** Gives up connecting: the socket is destroyed and the promise rejects with its reason. */
+  signal?: AbortSignal;
 }
 
 /** A TLS listener (Node and Bun); `setNoDelay(true)` on each connection. */
@@ -84,8 +86,10 @@ export async function nodeConnectTls(options: NodeTlsConnectOptions): Promise<Tr
   // handshake with a certificate error).
   const ca = options.caCerts?.map((pem, i) => checkedCertificate(pem, `connectTls: caCerts[${i}]`));
   // TCP first, as on Deno, so that a refused connection is connectTcp's error.
-  const tcp = await connected(() =>
-    net.connect({ host: hostname, port, noDelay: true, allowHalfOpen: true })
+  const signal = options.signal;
+  const tcp = await connected(
+    () => net.connect({ host: hostname, port, noDelay: true, allowHalfOpen: true }),
+    signal,
   );
   const socket = await new Promise<tls.TLSSocket>((resolve, reject) => {
     const socket = tls.connect({
@@ -95,13 +99,20 @@ export async function nodeConnectTls(options: NodeTlsConnectOptions): Promise<Tr
       servername: net.isIP(name) ? undefined : name,
       checkServerIdentity: (_, cert) => tls.checkServerIdentity(name, cert),
     });
+    const abandon = () => {
+      tcp.destroy();
+      reject(signal!.reason);
+    };
     const failed = (error: Error) => {
+      signal?.removeEventListener("abort", abandon);
       tcp.destroy();
       reject(connectError(error, where, name)); // once: later errors land here unheard
     };
     socket.on("error", failed);
+    signal?.addEventListener("abort", abandon, { once: true });
     socket.once("secureConnect", () => {
       socket.off("error", failed);
+      signal?.removeEventListener("abort", abandon);
       resolve(socket);
     });
   });

@@ -37,7 +37,7 @@
  * @module
  */
 
-import { onDeno } from "../_runtime.ts";
+import { onDeno, timerDelay } from "../_runtime.ts";
 import { ConnListener, connTransport } from "./_conn_transport.ts";
 import type { Listener, Transport } from "./types.ts";
 
@@ -75,6 +75,13 @@ export interface TcpConnectOptions {
   hostname?: string;
   /** The port to connect to. */
   port: number;
+  /**
+   * Gives up connecting when it aborts: the promise rejects with its reason and the socket is
+   * closed (for TLS, during the handshake too). Connected transports are not affected.
+   *
+   * @default {undefined} (a TCP connect waits as long as the system does)
+   */
+  signal?: AbortSignal;
 }
 
 /** Options for {@linkcode listenTls}: a TCP address plus the server's certificate chain. */
@@ -94,6 +101,14 @@ export interface TlsConnectOptions extends TcpConnectOptions {
    * @default {undefined} (the runtime's default roots: Deno's, or Node's and Bun's bundled ones)
    */
   caCerts?: string[];
+  /**
+   * How long, in milliseconds, connecting and the TLS handshake may take together: past it,
+   * the promise rejects with a `DOMException` named `TimeoutError` and the socket is closed
+   * (a server that accepts and never answers would otherwise hold the client for good).
+   *
+   * @default {10000}
+   */
+  handshakeTimeout?: number;
   /**
    * The name the server's certificate must carry, when it differs from `hostname` (for
    * example when connecting to an IP address whose certificate names a host).
@@ -157,12 +172,16 @@ export async function listenTcp(options: TcpListenOptions = {}): Promise<Listene
  */
 export async function connectTcp(options: TcpConnectOptions): Promise<Transport> {
   const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
+  const { port, signal } = options;
+  signal?.throwIfAborted();
   if (!onDeno()) {
-    return (await import("./_node_socket.ts")).nodeConnectTcp(hostname, options.port);
+    return (await import("./_node_socket.ts")).nodeConnectTcp(hostname, port, signal);
   }
-  const conn = await Deno.connect({ transport: "tcp", hostname, port: options.port });
+  const conn = await Deno.connect({ transport: "tcp", hostname, port, signal }).catch(
+    (error) => Promise.reject(signal?.aborted ? signal.reason : error),
+  );
   conn.setNoDelay(true);
-  return connTransport(conn, `TCP connection to ${hostname}:${options.port}`);
+  return connTransport(conn, `TCP connection to ${hostname}:${port}`);
 }
 
 /**
@@ -266,35 +285,85 @@ export function listenTls(options: TlsListenOptions): Promise<Listener> {
  * await assert.rejects(Array.fromAsync(server.readable)); // its handshake failed too
  * ```
  */
-export async function connectTls(options: TlsConnectOptions): Promise<Transport> {
+export function connectTls(options: TlsConnectOptions): Promise<Transport> {
   const hostname = options.hostname ?? DEFAULT_TCP_HOSTNAME;
-  if (!onDeno()) {
-    return (await import("./_node_tls.ts")).nodeConnectTls({
-      hostname,
-      port: options.port,
-      caCerts: options.caCerts,
-      serverName: options.serverName,
-    });
+  const { port } = options;
+  const timeout = options.handshakeTimeout ?? DEFAULT_TLS_HANDSHAKE_TIMEOUT;
+  if (!(timeout > 0)) {
+    return Promise.reject(
+      new RangeError(`connectTls: handshakeTimeout must be positive, got ${timeout}`),
+    );
   }
-  const tcp = await Deno.connect({ transport: "tcp", hostname, port: options.port });
-  let conn: Deno.TlsConn;
+  return bounded(
+    options.signal,
+    timeout,
+    `connectTls to ${hostname}:${port}: no TLS handshake within handshakeTimeout (${timeout} ms)`,
+    async (signal) => {
+      if (!onDeno()) {
+        return (await import("./_node_tls.ts")).nodeConnectTls({
+          hostname,
+          port,
+          caCerts: options.caCerts,
+          serverName: options.serverName,
+          signal,
+        });
+      }
+      const tcp = await Deno.connect({ transport: "tcp", hostname, port, signal });
+      // Closing the connection is how the handshake is abandoned.
+      let conn: Deno.Conn = tcp;
+      const abandon = () => closeQuietly(conn);
+      signal.addEventListener("abort", abandon, { once: true });
+      try {
+        tcp.setNoDelay(true);
+        const tls = await Deno.startTls(tcp, {
+          hostname: options.serverName ?? hostname,
+          caCerts: options.caCerts,
+        });
+        conn = tls;
+        signal.throwIfAborted();
+        await tls.handshake();
+        signal.throwIfAborted();
+        return connTransport(tls, `TLS connection to ${hostname}:${port}`);
+      } catch (error) {
+        closeQuietly(conn);
+        throw error;
+      } finally {
+        signal.removeEventListener("abort", abandon);
+      }
+    },
+  );
+}
+
+/** The default of {@linkcode TlsConnectOptions.handshakeTimeout}, in milliseconds. */
+const DEFAULT_TLS_HANDSHAKE_TIMEOUT = 10_000;
+
+/**
+ * Runs `connect` with a signal that aborts when `signal` does or after `timeout` ms (with a
+ * `TimeoutError` saying `message`); rejects with that reason once it aborted, whatever
+ * `connect` rejected with as its socket was closed under it.
+ */
+async function bounded<T>(
+  signal: AbortSignal | undefined,
+  timeout: number,
+  message: string,
+  connect: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  signal?.throwIfAborted();
+  const giveUp = new AbortController();
+  const onAbort = () => giveUp.abort(signal!.reason);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  const timer = setTimeout(
+    () => giveUp.abort(new DOMException(message, "TimeoutError")),
+    timerDelay(timeout),
+  );
   try {
-    tcp.setNoDelay(true);
-    conn = await Deno.startTls(tcp, {
-      hostname: options.serverName ?? hostname,
-      caCerts: options.caCerts,
-    });
+    return await connect(giveUp.signal);
   } catch (error) {
-    closeQuietly(tcp);
-    throw error;
+    throw giveUp.signal.aborted ? giveUp.signal.reason : error;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
   }
-  try {
-    await conn.handshake();
-  } catch (error) {
-    closeQuietly(conn);
-    throw error;
-  }
-  return connTransport(conn, `TLS connection to ${hostname}:${options.port}`);
 }
 
 function formatAddr(addr: Deno.Addr): string {
