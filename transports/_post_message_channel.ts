@@ -90,6 +90,8 @@ export class PostMessageChannel implements ByteChannel {
   readonly #sendCredit: SendCredit;
   /** What this side read, returned to the peer as acks. */
   readonly #receiveCredit: ReceiveCredit;
+  /** Bytes received, each message counting MESSAGE_COST too, as the peer spends credit. */
+  #received = 0;
   readonly #coalescer = new WriteCoalescer(() => this.#flush());
   readonly #bell: PostBell;
 
@@ -227,10 +229,37 @@ export class PostMessageChannel implements ByteChannel {
     if (this.#state >= READ_ENDED && this.#state !== WRITE_ENDED && this.#state !== FAILED) {
       return;
     }
+    // A view of shared memory is not a chunk the reader may keep: the peer can change it
+    // under the reader after any check. A peer's end never sends one.
+    if (!(chunk.buffer instanceof ArrayBuffer)) {
+      this.fail(new TransportClosedError(`${this.label}: the peer sent data in shared memory`));
+      return;
+    }
+    // A peer that keeps to the credit window starts a message at most a coalescing buffer past
+    // what this end granted (CREDIT_SLACK); one that does not would make this end keep all it
+    // posts, without bound.
+    const received = this.#received;
+    if (received > this.#receiveCredit.granted + CREDIT_SLACK) return this.#overran(received);
+    this.#received = received + chunk.length + MESSAGE_COST;
     if (this.#reader !== undefined && this.#inboxHead === this.#inbox.length) {
       this.#consume(chunk.length + MESSAGE_COST);
       this.#resolveReader(chunk);
     } else this.#inbox.push(chunk);
+  }
+
+  /** The peer ignored the credit window: the channel fails, and drops what it kept unread. */
+  #overran(received: number): void {
+    if (this.#state !== FAILED) {
+      this.fail(
+        new TransportClosedError(
+          `${this.label}: the peer sent ${received} bytes where this end granted ` +
+            `${this.#receiveCredit.granted}: it ignores the credit window ` +
+            "(do both ends use the same windowBytes?)",
+        ),
+      );
+    }
+    this.#inbox.length = this.#inboxHead = 0;
+    this.#restTaken = false;
   }
 
   #onControl(code: number): void {
@@ -386,6 +415,12 @@ function sharedOrNumber(message: unknown): boolean {
 /** Writes below this join the coalescing buffer; larger ones travel as they are. */
 export const COALESCE_MAX_BYTES = 4 * 1024;
 const COALESCE_BUFFER_BYTES = 64 * 1024;
+/**
+ * How far past the credit it was granted a peer may start a message: its coalesced bytes may
+ * be flushed after its credit ran out, and a write staged then goes too (the channel checks
+ * incoming messages against it).
+ */
+const CREDIT_SLACK = COALESCE_BUFFER_BYTES + COALESCE_MAX_BYTES + 2 * MESSAGE_COST;
 /**
  * Microtask hops a coalesced batch waits for more writes, and again while they keep coming:
  * a WritableStream hands its sink the next chunk a few hops after the last one settled. A

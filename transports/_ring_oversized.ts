@@ -11,11 +11,19 @@ export class OversizedPort {
   readonly #chunks: Uint8Array[] = [];
   #waiter: (() => void) | undefined;
 
-  constructor(port: MessagePort) {
+  /**
+   * @param invalid Called, and the message dropped, when the peer breaks the rules: a chunk
+   * in shared memory (which it could change under the reader) or one more than the single
+   * chunk it may have unread (OVERSIZED_UNREAD).
+   */
+  constructor(port: MessagePort, invalid: (what: string) => void) {
     this.#port = port;
     port.onmessage = (event: MessageEvent) => {
-      if (!(event.data instanceof Uint8Array)) return;
-      this.#chunks.push(event.data);
+      const data = event.data;
+      if (!(data instanceof Uint8Array)) return;
+      if (!(data.buffer instanceof ArrayBuffer)) return invalid("a chunk in shared memory");
+      if (this.#chunks.length > 0) return invalid("a second chunk while one is unread");
+      this.#chunks.push(data);
       this.wake();
     };
   }

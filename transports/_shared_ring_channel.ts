@@ -81,7 +81,7 @@ export class SharedRingChannel implements ByteChannel {
     this.label = options.label;
     this.#in = new Ring(options.incoming);
     this.#out = new Ring(options.outgoing);
-    this.#oversized = new OversizedPort(options.port);
+    this.#oversized = new OversizedPort(options.port, (what) => void this.#corrupt(what));
     this.#readWait = new RingReadWait(
       this.#in.header,
       options.spinMicros,
@@ -186,10 +186,21 @@ export class SharedRingChannel implements ByteChannel {
     return true;
   }
 
-  /** Takes the records from `read` to `written`: inline ones gathered into one chunk. */
+  /**
+   * Takes the records from `read` to `written`: inline ones gathered into one chunk. The peer
+   * shares this memory and may write anything into it, so every record is checked against
+   * what was published (within the ring, in whole records, no larger than a writer puts in
+   * the ring) before its bytes are read, and lengths read again are held to the first count:
+   * a peer that breaks the ring fails the channel, it cannot hold this thread or hand out
+   * bytes it never published.
+   */
   async #take(read: number, written: number): Promise<Uint8Array> {
     const ring = this.#in;
     const words = ring.words;
+    const published = (written - read) | 0;
+    if (published < 0 || published > ring.capacity || ((read | written) & 3) !== 0) {
+      throw this.#corrupt(`${published} bytes published from position ${read}`);
+    }
     const first = words[(read & ring.mask) >>> 2];
     if (first < 0) {
       const chunk = await this.#oversizedChunk();
@@ -198,24 +209,42 @@ export class SharedRingChannel implements ByteChannel {
       return chunk;
     }
     // First pass: how many records, and bytes, one chunk takes.
+    const largest = ring.capacity >>> 1;
     let end = read;
     let total = 0;
+    let records = 0;
     while (end !== written) {
       const length = words[(end & ring.mask) >>> 2];
-      if (length < 0 || (total > 0 && total + length > MAX_READ_BYTES)) break;
+      if (length < 0) break;
+      const size = 4 + ((length + 3) & ~3);
+      if (length === 0 || length > largest || size > ((written - end) | 0)) {
+        throw this.#corrupt(`a record of ${length} bytes, ${(written - end) | 0} published`);
+      }
+      if (total > 0 && total + length > MAX_READ_BYTES) break;
       total += length;
-      end = (end + 4 + ((length + 3) & ~3)) | 0;
+      records++;
+      end = (end + size) | 0;
     }
     const chunk = new Uint8Array(total);
     let at = 0;
-    for (let pos = read; pos !== end;) {
+    for (let pos = read; records > 0; records--) {
       const length = words[(pos & ring.mask) >>> 2];
+      if (!(length >= 0 && length <= total - at)) {
+        throw this.#corrupt(`a record of ${length} bytes changed after it was published`);
+      }
       ring.copyOut(pos + 4, length, chunk, at);
       at += length;
       pos = (pos + 4 + ((length + 3) & ~3)) | 0;
     }
     this.#consumed(end);
     return chunk;
+  }
+
+  /** The peer broke the ring's layout: the channel fails, and this is what reads throw. */
+  #corrupt(what: string): TransportClosedError {
+    const error = new TransportClosedError(`${this.label}: the peer corrupted the ring (${what})`);
+    this.fail(error);
+    return this.#failure ?? error;
   }
 
   #consumed(pos: number): void {

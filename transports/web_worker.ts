@@ -102,7 +102,9 @@ export const DEFAULT_PARENT_SPIN_MICROS: number = 150;
 export interface WebWorkerTransportOptions {
   /**
    * Bytes sent and not yet read by the peer before a write waits (each message also counts
-   * 256 bytes, so a burst of tiny writes is bounded too). Both ends should use the same.
+   * 256 bytes, so a burst of tiny writes is bounded too). Both ends must use the same: an
+   * end fails the channel when its peer sends past the window it granted (a peer that ignores
+   * it would make this end keep whatever it posts), naming `windowBytes`.
    *
    * @default {DEFAULT_WORKER_WINDOW_BYTES} (4 MiB)
    */
