@@ -38,6 +38,11 @@ export interface NatsChannelSettings {
 
 /** Bodies below this size are copied out of the client's read buffer: a small chunk must not pin it. */
 const COPY_BELOW_BYTES = 4096;
+/**
+ * What each message that came before connect() counts, besides its payload, against the
+ * window: the client's message objects cost memory too, Data or not.
+ */
+const EARLY_MESSAGE_BYTES = 256;
 /** The peer is gone once nothing came from it for this many of its heartbeat intervals. */
 const MISSED_HEARTBEATS = 3;
 
@@ -76,8 +81,13 @@ export class NatsChannel implements ByteChannel {
   readonly #sendCredit = new SendCredit(0);
   readonly #receiveCredit: ReceiveCredit;
   readonly #queue = new ChunkQueue((chunk) => this.#take(chunk));
-  /** Messages that came before `connect()`: the client's first ones can pass its reply. */
+  /**
+   * Messages that came before `connect()`. A listener sends nothing before the client's Open,
+   * so these come from anyone who saw the client's inbox in its hello; they are kept, but no
+   * more than the window (`#earlyBytes` counts them).
+   */
   #early: NatsMessage[] | undefined = [];
+  #earlyBytes = 0;
   /** On the listener's side until the client's Open came: called then. */
   #onOpen: (() => void) | undefined;
   readonly #onStop: ((channel: NatsChannel) => void) | undefined;
@@ -111,10 +121,15 @@ export class NatsChannel implements ByteChannel {
    * once; the listener's end sends nothing, not even a Ping, until that Open came, and then
    * calls `onOpen`: a listener whose reply lost the race (several answered) stays silent and
    * never disturbs the client's connection to the one that won.
+   * @throws {TransportClosedError} When the end failed before (see `#keepEarly`).
    */
   connect(peer: Hello, label: string, onOpen?: () => void): void {
     this.label = label;
-    if (!this.#enter(onOpen === undefined ? OPEN : AWAITING_OPEN)) return;
+    if (!this.#enter(onOpen === undefined ? OPEN : AWAITING_OPEN)) {
+      // Failed while the handshake ran (a flood of early messages): say so, not a dead end.
+      if (this.#failure !== undefined) throw this.#failure;
+      return;
+    }
     this.#link = new NatsLink(this.#nc, peer);
     this.#sendCredit.grant(peer.window);
     this.#onOpen = onOpen;
@@ -280,11 +295,7 @@ export class NatsChannel implements ByteChannel {
 
   readonly #onMessage = (error: Error | null, msg: NatsMessage): void => {
     if (this.#state >= FAILED) return;
-    if (this.#state === UNCONNECTED && error === null) {
-      // The peer keeps to the window this end announced, so these are bounded by it.
-      this.#early!.push(msg);
-      return;
-    }
+    if (this.#state === UNCONNECTED && error === null) return this.#keepEarly(msg);
     if (error !== null) {
       this.fail(
         new TransportClosedError(`${this.label}: the subscription failed: ${error.message}`, {
@@ -303,6 +314,19 @@ export class NatsChannel implements ByteChannel {
       );
     }
   };
+
+  /** Keeps a message that came before connect(), failing the end once they pass the window. */
+  #keepEarly(msg: NatsMessage): void {
+    this.#earlyBytes += msg.data.length + EARLY_MESSAGE_BYTES;
+    if (this.#earlyBytes <= this.#settings.windowBytes) return void this.#early!.push(msg);
+    this.#early = undefined;
+    this.fail(
+      new TransportClosedError(
+        `${this.label}: ${this.#earlyBytes} bytes came before the handshake's reply, more than ` +
+          `the window of ${this.#settings.windowBytes}`,
+      ),
+    );
+  }
 
   #receive(msg: NatsMessage): void {
     const { kind, body } = this.#link!.receive(msg, this.label);

@@ -136,7 +136,8 @@ export interface DiscoveryEvents {
 
 /**
  * The client side: probes `<subject>.discover` now and every `interval` ms, and listens to
- * `<subject>.announce`, reporting what it hears to `events`.
+ * `<subject>.announce`, reporting what it hears to `events`: only instances whose subject is
+ * `<subject>.instance.<id>`, as every listener's is.
  */
 export class DiscoveryWatcher {
   readonly #nc: NatsClient;
@@ -157,7 +158,14 @@ export class DiscoveryWatcher {
     const heard = (error: Error | null, msg: NatsMessage) => {
       if (error !== null) return;
       const instance = decodeInstance(msg.data);
-      if (instance === undefined) return;
+      // An instance takes connections on its own subject under this service, nowhere else:
+      // a description naming another subject (the queue subject, another service) is a lie
+      // that would have the pool dial it, once per made-up id.
+      if (
+        instance === undefined || instance.subject !== this.#subjects.instance(instance.instance)
+      ) {
+        return;
+      }
       if ("event" in instance && instance.event === "down") events.gone(instance);
       else events.found(instance);
     };

@@ -72,10 +72,18 @@ export function creditMessage(seq: number, granted: number): Uint8Array {
   return bytes;
 }
 
-/** Reads a Credit body. */
+/**
+ * Reads a Credit body: a byte total, so a whole number. NaN in particular must not reach the
+ * sender's window, where every comparison with it is false and a write would go out empty yet
+ * resolve.
+ */
 export function readCredit(body: Uint8Array): number {
   if (body.length !== 8) throw new RangeError(`A Credit body is 8 bytes, got ${body.length}`);
-  return new DataView(body.buffer, body.byteOffset, 8).getFloat64(0);
+  const granted = new DataView(body.buffer, body.byteOffset, 8).getFloat64(0);
+  if (!isByteCount(granted, 0)) {
+    throw new RangeError(`A Credit is a whole number of bytes, got ${granted}`);
+  }
+  return granted;
 }
 
 /** Splits a payload into kind, sequence number and body; `null` when it is too short. */
@@ -109,12 +117,21 @@ export function decodeHello(payload: Uint8Array): Hello | Refusal {
   }
   if (typeof hello.error === "string") return { protocol: PROTOCOL, error: hello.error };
   if (
-    typeof hello.inbox !== "string" || hello.inbox === "" || !isPositive(hello.window) ||
+    typeof hello.inbox !== "string" || hello.inbox === "" || !isByteCount(hello.window, 1) ||
     !isPositive(hello.heartbeat)
   ) {
     throw new TypeError(`The NATS handshake message is malformed: ${JSON.stringify(hello)}`);
   }
   return hello as unknown as Hello;
+}
+
+/**
+ * Whether `value` is a whole number of bytes of at least `min`. A window below one byte lets
+ * no byte through and is never granted more (writes would wait forever); a fraction would cut
+ * Data messages at fractions of bytes.
+ */
+export function isByteCount(value: unknown, min: number): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= min;
 }
 
 function isPositive(value: unknown): value is number {

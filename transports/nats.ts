@@ -12,24 +12,27 @@
  *
  * **Handshake.** The connecting end subscribes to a fresh inbox `C` and sends a request to the
  * listening subject (in the listeners' queue group) whose body is the JSON
- * `{"protocol":"conduit-nats/1","inbox":C,"window":W,"heartbeat":H}`. The one listener
- * instance that gets it subscribes to a fresh inbox `S` of its own and replies with the same
- * shape naming `S`, or with `{"protocol":"conduit-nats/1","error":"…"}` to refuse (its backlog
- * is full, the request is malformed). The client then sends `Open` (below) to `S`, and the
- * listener yields the connection once that came; from then on each end publishes only to the
- * other's inbox: the connection is pinned to that instance. A listener sends nothing to `C`
- * before `Open`, and drops a connection whose `Open` did not come within 10 s without a word:
- * when several listeners answered (no queue group), the ones whose reply the client did not
- * take never disturb it. No responder is `Deno.errors.ConnectionRefused`, no reply within the
- * timeout `Deno.errors.TimedOut` (on Node and Bun an `Error` with `code` `"ECONNREFUSED"` or
- * `"ETIMEDOUT"`, as node:net's).
+ * `{"protocol":"conduit-nats/1","inbox":C,"window":W,"heartbeat":H}`. The one listener instance
+ * that gets it subscribes to a fresh inbox `S` of its own and replies with the same shape naming
+ * `S`, or with `{"protocol":"conduit-nats/1","error":"…"}` to refuse (its backlog is full, the
+ * request is malformed). `W` is a whole number of bytes, at least 1, `H` a positive number of ms.
+ * The client then sends `Open` (below) to `S`, and the listener yields the connection once that
+ * came; from then on each end publishes only to the other's inbox: the connection is pinned to that
+ * instance. A listener sends nothing to `C` before `Open`, and drops a connection whose `Open` did
+ * not come within 10 s without a word: when several listeners answered (no queue group), the ones
+ * whose reply the client did not take never disturb it. So nothing reaches `C` before the reply
+ * from the listener: what does (from whoever saw `C` in the request) is kept for the connection up
+ * to the client's window, beyond which `connectNats` fails with `TransportClosedError`. No
+ * responder is `Deno.errors.ConnectionRefused`, no reply within the timeout `Deno.errors.TimedOut`
+ * (on Node and Bun an `Error` with `code` `"ECONNREFUSED"` or `"ETIMEDOUT"`, as node:net's).
  *
  * **Messages.** Every message on an inbox starts with a kind byte and a 32-bit big-endian
  * sequence number, counted per direction from 0 over every kind:
- * `0 Data` (the bytes follow), `1 Credit` (a float64: the total of Data bytes the sender may
- * have sent so far), `2 End` (half-close: no more Data), `3 Ping` (liveness, published with the
- * sender's inbox as reply subject), `4 Bye` (graceful close of both directions), `5 Reset`
- * (abort; a UTF-8 reason follows), `6 Open` (the client's first message).
+ * `0 Data` (the bytes follow), `1 Credit` (a float64: the total of Data bytes the sender may have
+ * sent so far, a whole number; anything else ends the connection), `2 End` (half-close: no more
+ * Data), `3 Ping` (liveness, published with the sender's inbox as reply subject), `4 Bye` (graceful
+ * close of both directions), `5 Reset` (abort; a UTF-8 reason follows), `6 Open` (the client's
+ * first message).
  *
  * **Any size.** A write is cut into Data messages no larger than the payload limit the server
  * announces (`nc.info.max_payload`, 1 MiB by default) less the 5-byte header.
@@ -54,7 +57,8 @@
  * "subject":"<subject>.instance.I"}`, and publishes the same with `"event":"up"` on
  * `<subject>.announce` when it starts listening and `"event":"down"` when it closes. A
  * `NatsServicePool` (`@conduit/ipc/workers/nats`) probes and listens there to connect to
- * every instance, notice new ones within a probe interval, and stop using closed ones. The
+ * every instance, notice new ones within a probe interval, and stop using closed ones; it
+ * ignores a description whose `subject` is not `<subject>.instance.I` of its `instance`. The
  * account of a service needs to subscribe to these subjects and publish on the announce one.
  *
  * Not covered: interest propagation delays across a NATS cluster or supercluster between
@@ -93,7 +97,7 @@ import { ListenerBase } from "./_conn_transport.ts";
 import { ByteChannelTransport } from "./_byte_channel_transport.ts";
 import { NatsChannel, type NatsChannelSettings } from "./_nats_channel.ts";
 import { flushWithin } from "./_nats_flow.ts";
-import { decodeHello, encodeHello, PROTOCOL } from "./_nats_wire.ts";
+import { decodeHello, encodeHello, isByteCount, PROTOCOL } from "./_nats_wire.ts";
 import { DiscoveryResponder, isInstanceId } from "./_nats_discovery.ts";
 import type { Listener, Transport } from "./types.ts";
 import type { NatsClient, NatsMessage, NatsSubscription } from "./_nats_client.ts";
@@ -178,7 +182,7 @@ export const DEFAULT_NATS_BACKLOG = 128;
 export interface NatsTransportOptions {
   /**
    * The bytes the peer may send ahead of this end's reads: what a slow reader costs in
-   * memory, and what a fast stream needs to keep the pipe full.
+   * memory, and what a fast stream needs to keep the pipe full. A whole number of bytes.
    *
    * @default {DEFAULT_NATS_WINDOW_BYTES}
    */
@@ -302,7 +306,8 @@ export interface NatsListener extends Listener {
  * @param subject The subject clients connect to.
  * @param options The queue group, backlog and transport settings.
  * @returns A listener, once the server knows of it; iterate it to accept, `close()` it to stop.
- * @throws {RangeError} When an option is not a positive number.
+ * @throws {RangeError} When an option is not a positive number (`windowBytes`: not a positive
+ * whole number).
  * @throws {TypeError} When `instance` is not a valid id.
  *
  * @example
@@ -348,7 +353,8 @@ export async function listenNats(
  * Node and Bun an `Error` with `code` `"ECONNREFUSED"`).
  * @throws {Deno.errors.TimedOut} When no reply came within `timeout` (on Node and Bun an `Error`
  * with `code` `"ETIMEDOUT"`).
- * @throws {RangeError} When an option is not a positive number.
+ * @throws {RangeError} When an option is not a positive number (`windowBytes`: not a positive
+ * whole number).
  *
  * @example
  * ```ts ignore
@@ -409,7 +415,12 @@ export async function connectNats(
       `The conduit listener on NATS subject ${subject} refused: ${hello.error}`,
     );
   }
-  channel.connect(hello, `NATS ${subject} (to ${hello.inbox})`);
+  try {
+    channel.connect(hello, `NATS ${subject} (to ${hello.inbox})`);
+  } catch (error) {
+    await channel.close(true);
+    throw error;
+  }
   remember(nc, channel);
   return new ByteChannelTransport(channel);
 }
@@ -566,7 +577,7 @@ function forget(nc: NatsClient): (channel: NatsChannel) => void {
 
 function settingsOf(options: NatsTransportOptions): NatsChannelSettings {
   return {
-    windowBytes: positive(options.windowBytes, DEFAULT_NATS_WINDOW_BYTES, "windowBytes"),
+    windowBytes: byteCount(options.windowBytes, DEFAULT_NATS_WINDOW_BYTES, "windowBytes"),
     heartbeat: positive(options.heartbeat, DEFAULT_NATS_HEARTBEAT, "heartbeat"),
     inboxPrefix: options.inboxPrefix ?? "_INBOX",
   };
@@ -576,6 +587,15 @@ function positive(value: number | undefined, fallback: number, name: string): nu
   if (value === undefined) return fallback;
   if (!Number.isFinite(value) || value <= 0) {
     throw new RangeError(`${name} must be a positive number, got ${value}`);
+  }
+  return value;
+}
+
+/** A window option: a whole number of bytes, at least one (see isByteCount). */
+function byteCount(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!isByteCount(value, 1)) {
+    throw new RangeError(`${name} must be a positive whole number of bytes, got ${value}`);
   }
   return value;
 }

@@ -330,6 +330,10 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
   readonly #offline = { now: false };
   /** Set once the NATS connection closed: the pool cannot reach any instance again. */
   #failure: Error | undefined;
+  /** Ends the loop over the NATS connection's status events (see #watchStatus). */
+  #stopWatchingStatus: (() => void) | undefined;
+  /** Drops the pool from the reaction to the NATS connection's end (see #watchClosed). */
+  #unlinkClosed: (() => void) | undefined;
 
   /**
    * Creates the pool and starts looking for instances.
@@ -379,17 +383,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     });
     this.#watchStatus(nc);
     observed(this, "nats", subject, () => this.#closing === undefined);
-    void nc.closed().then((reason) => {
-      if (this.#closing) return;
-      const failure = new TransportClosedError(
-        `The pool's NATS connection closed${
-          reason instanceof Error ? `: ${reason.message}` : ""
-        }: cannot reach ${subject}`,
-        { cause: reason },
-      );
-      this.#dispatcher.fail(failure);
-      for (const { waiter } of this.#instanceWaiters.splice(0)) waiter.reject(failure);
-    });
+    this.#watchClosed(nc);
   }
 
   /** The pool's counters at this moment; see {@linkcode NatsServicePoolStats}. */
@@ -538,8 +532,12 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
   #watchStatus(nc: NatsClient): void {
     const status = (nc as { status?: () => AsyncIterable<{ type: string }> }).status;
     if (typeof status !== "function") return;
+    const events = status.call(nc) as AsyncIterable<{ type: string }> & { stop?: () => void };
+    // nats.js holds the iterator (and through this loop, the pool) until it stops; a loop that
+    // only returned at the next event would keep a closed pool alive while the connection is.
+    if (typeof events.stop === "function") this.#stopWatchingStatus = () => events.stop!();
     void (async () => {
-      for await (const event of status.call(nc)) {
+      for await (const event of events) {
         if (this.#closing) return;
         if (event.type === "disconnect") this.#offline.now = true;
         else if (event.type === "reconnect") {
@@ -549,6 +547,29 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
         }
       }
     })().catch(() => {});
+  }
+
+  /**
+   * Fails waiting and new calls once the NATS connection closes for good. The reaction stays
+   * on `nc.closed()` until then, so it holds the pool only through a link close() cuts: a
+   * closed pool is not kept alive by the connection it used.
+   */
+  #watchClosed(nc: NatsClient): void {
+    const link: { pool?: NatsServicePool<Api, Local> } = { pool: this };
+    this.#unlinkClosed = () => delete link.pool;
+    const subject = this.subject;
+    void nc.closed().then((reason) => {
+      const pool = link.pool;
+      if (pool === undefined || pool.#closing) return;
+      const failure = new TransportClosedError(
+        `The pool's NATS connection closed${
+          reason instanceof Error ? `: ${reason.message}` : ""
+        }: cannot reach ${subject}`,
+        { cause: reason },
+      );
+      pool.#dispatcher.fail(failure);
+      for (const { waiter } of pool.#instanceWaiters.splice(0)) waiter.reject(failure);
+    });
   }
 
   /** The instance announced its end: no new calls; close its connections once idle. */
@@ -627,6 +648,8 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
 
   async #close(): Promise<void> {
     this.#watcher.stop();
+    this.#stopWatchingStatus?.();
+    this.#unlinkClosed?.();
     const closed = new PoolClosedError("The pool was closed");
     for (const { waiter } of this.#instanceWaiters.splice(0)) waiter.reject(closed);
     this.#dispatcher.close();
