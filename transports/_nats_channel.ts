@@ -82,12 +82,14 @@ export class NatsChannel implements ByteChannel {
   readonly #receiveCredit: ReceiveCredit;
   readonly #queue = new ChunkQueue((chunk) => this.#take(chunk));
   /**
-   * Messages that came before `connect()`. A listener sends nothing before the client's Open,
-   * so these come from anyone who saw the client's inbox in its hello; they are kept, but no
-   * more than the window (`#earlyBytes` counts them).
+   * Messages that came before `connect()`, and their cost. A listener sends nothing before the
+   * client's Open, so these come from anyone who saw the client's inbox in its hello; they are
+   * kept, but no more than the window.
    */
-  #early: NatsMessage[] | undefined = [];
-  #earlyBytes = 0;
+  #early: { readonly messages: NatsMessage[]; bytes: number } | undefined = {
+    messages: [],
+    bytes: 0,
+  };
   /** On the listener's side until the client's Open came: called then. */
   #onOpen: (() => void) | undefined;
   readonly #onStop: ((channel: NatsChannel) => void) | undefined;
@@ -138,7 +140,7 @@ export class NatsChannel implements ByteChannel {
     this.#startHeartbeat();
     const early = this.#early!;
     this.#early = undefined;
-    for (const msg of early) this.#onMessage(null, msg);
+    for (const msg of early.messages) this.#onMessage(null, msg);
   }
 
   /** Releases the subscription without a word to the peer (a connection never opened). */
@@ -317,12 +319,13 @@ export class NatsChannel implements ByteChannel {
 
   /** Keeps a message that came before connect(), failing the end once they pass the window. */
   #keepEarly(msg: NatsMessage): void {
-    this.#earlyBytes += msg.data.length + EARLY_MESSAGE_BYTES;
-    if (this.#earlyBytes <= this.#settings.windowBytes) return void this.#early!.push(msg);
+    const early = this.#early!;
+    early.bytes += msg.data.length + EARLY_MESSAGE_BYTES;
+    if (early.bytes <= this.#settings.windowBytes) return void early.messages.push(msg);
     this.#early = undefined;
     this.fail(
       new TransportClosedError(
-        `${this.label}: ${this.#earlyBytes} bytes came before the handshake's reply, more than ` +
+        `${this.label}: ${early.bytes} bytes came before the handshake's reply, more than ` +
           `the window of ${this.#settings.windowBytes}`,
       ),
     );

@@ -330,10 +330,11 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
   readonly #offline = { now: false };
   /** Set once the NATS connection closed: the pool cannot reach any instance again. */
   #failure: Error | undefined;
-  /** Ends the loop over the NATS connection's status events (see #watchStatus). */
-  #stopWatchingStatus: (() => void) | undefined;
-  /** Drops the pool from the reaction to the NATS connection's end (see #watchClosed). */
-  #unlinkClosed: (() => void) | undefined;
+  /**
+   * What close() undoes on the NATS connection: the loop over its status events stops, and its
+   * end no longer reaches the pool (see #watchStatus, #watchClosed).
+   */
+  readonly #unwatch: Array<() => void> = [];
 
   /**
    * Creates the pool and starts looking for instances.
@@ -535,7 +536,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
     const events = status.call(nc) as AsyncIterable<{ type: string }> & { stop?: () => void };
     // nats.js holds the iterator (and through this loop, the pool) until it stops; a loop that
     // only returned at the next event would keep a closed pool alive while the connection is.
-    if (typeof events.stop === "function") this.#stopWatchingStatus = () => events.stop!();
+    if (typeof events.stop === "function") this.#unwatch.push(() => events.stop!());
     void (async () => {
       for await (const event of events) {
         if (this.#closing) return;
@@ -556,7 +557,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
    */
   #watchClosed(nc: NatsClient): void {
     const link: { pool?: NatsServicePool<Api, Local> } = { pool: this };
-    this.#unlinkClosed = () => delete link.pool;
+    this.#unwatch.push(() => delete link.pool);
     const subject = this.subject;
     void nc.closed().then((reason) => {
       const pool = link.pool;
@@ -648,8 +649,7 @@ export class NatsServicePool<Api extends object, Local extends CheckedHandlers<L
 
   async #close(): Promise<void> {
     this.#watcher.stop();
-    this.#stopWatchingStatus?.();
-    this.#unlinkClosed?.();
+    for (const unwatch of this.#unwatch.splice(0)) unwatch();
     const closed = new PoolClosedError("The pool was closed");
     for (const { waiter } of this.#instanceWaiters.splice(0)) waiter.reject(closed);
     this.#dispatcher.close();
