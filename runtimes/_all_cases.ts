@@ -5,6 +5,7 @@ import { cases, type RuntimeCase } from "./_cases.ts";
 import { runtimeCases } from "./_runtime_cases.ts";
 import { channelCases } from "./_channel_cases.ts";
 import { socketCases } from "./_socket_cases.ts";
+import { hostileSocketCases } from "./_hostile_socket_cases.ts";
 import { natsCases } from "./_nats_cases.ts";
 import { threadCases } from "./_thread_cases.ts";
 import { otelCases } from "./_otel_cases.ts";
@@ -15,6 +16,7 @@ export const sharedCases: RuntimeCase[] = [
   ...cases,
   ...channelCases,
   ...socketCases,
+  ...hostileSocketCases,
   ...natsCases,
   ...threadCases,
 ];

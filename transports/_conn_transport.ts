@@ -8,6 +8,7 @@
 import { TransportClosedError } from "../errors.ts";
 import { type ByteChannel, ByteChannelTransport, ReadBuffer } from "./_byte_channel_transport.ts";
 import type { Listener, Transport } from "./types.ts";
+import { connectionGone } from "../_runtime.ts";
 
 /** Wraps a connection in a Transport; `label` names it in error messages. */
 export function connTransport(conn: Deno.Conn, label: string): Transport {
@@ -95,8 +96,11 @@ export abstract class ListenerBase implements Listener {
       try {
         transport = await this.accept();
       } catch (error) {
-        // An accept the close ended ends the iteration; any other failure is the caller's.
+        // An accept the close ended ends the iteration; a connection that failed before it was
+        // accepted (its peer reset it: Deno's NotConnected) is skipped, or one hostile client
+        // would end every accept loop; any other failure is the caller's.
         if (this.closing) return;
+        if (connectionGone(error)) continue;
         throw error;
       }
       yield transport;

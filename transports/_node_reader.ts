@@ -12,7 +12,10 @@ export class NodeReader {
   readonly #queue = new Fifo<Uint8Array>();
   #queued = 0;
   #ended = false;
+  /** The stream's error, as the reads see it: none once they had the end. */
   #failure: Error | undefined;
+  /** The stream's error, whenever it came. */
+  #error: Error | undefined;
   #reading: PromiseWithResolvers<Uint8Array | null> | undefined;
 
   /** `isEnd` tells an error of `stream` that is in truth its peer's clean end (no failure). */
@@ -22,15 +25,18 @@ export class NodeReader {
     stream.on("data", (data: Uint8Array) => this.#data(data));
     stream.on("end", () => this.end());
     stream.on("error", (error: Error) => {
-      if (!isEnd?.(error)) this.#failure ??= error;
+      this.#error ??= error;
+      // After the peer's end the reads are complete: an error now is a write's (EPIPE, a
+      // reset answering bytes sent to a peer that is gone), and the reads still end cleanly.
+      if (!this.#ended && !isEnd?.(error)) this.#failure ??= error;
       this.end();
     });
     stream.on("close", () => this.end());
   }
 
-  /** The stream's error, once it failed. */
+  /** The stream's error, once it failed (even after the reads ended). */
   get failure(): Error | undefined {
-    return this.#failure;
+    return this.#error;
   }
 
   /** The next chunk, or `null` at the end; rejects with the stream's error. */

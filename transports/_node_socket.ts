@@ -86,7 +86,8 @@ export class ServerListener extends ListenerBase {
   readonly #server: net.Server;
   readonly #wrap: (socket: net.Socket) => Transport;
   readonly #onClose: (() => Promise<void>) | undefined;
-  readonly #pending: net.Socket[] = [];
+  /** Connections not yet taken by `accept()`, each with what drops it should it fail first. */
+  readonly #pending: { socket: net.Socket; drop: () => void }[] = [];
   readonly #accepting: PromiseWithResolvers<net.Socket>[] = [];
   #failure: Error | undefined;
 
@@ -105,7 +106,7 @@ export class ServerListener extends ListenerBase {
     server.on("connection", (socket: net.Socket) => {
       const accepting = this.#accepting.shift();
       if (accepting !== undefined) accepting.resolve(socket);
-      else if (this.#pending.length < MAX_PENDING_CONNECTIONS) this.#pending.push(socket);
+      else if (this.#pending.length < MAX_PENDING_CONNECTIONS) this.#hold(socket);
       else socket.destroy();
     });
     server.on("error", (error: Error) => {
@@ -117,7 +118,7 @@ export class ServerListener extends ListenerBase {
   async accept(): Promise<Transport> {
     if (this.closing) throw new TransportClosedError("The listener is closed");
     if (this.#failure !== undefined) throw this.#failure;
-    let socket = this.#pending.shift();
+    let socket = this.#take();
     if (socket === undefined) {
       const accepting = Promise.withResolvers<net.Socket>();
       this.#accepting.push(accepting);
@@ -126,11 +127,40 @@ export class ServerListener extends ListenerBase {
     return this.#wrap(socket);
   }
 
+  /**
+   * Keeps `socket` for a later `accept()`. Until then it has no reader listening: a peer that
+   * resets it would fail it with an 'error' nobody handles, which ends a Node process, so it is
+   * dropped instead (Deno's accept() fails with NotConnected for such a connection).
+   */
+  #hold(socket: net.Socket): void {
+    const pending = this.#pending;
+    const entry = {
+      socket,
+      drop: () => {
+        const at = pending.indexOf(entry);
+        if (at >= 0) pending.splice(at, 1);
+        socket.destroy();
+      },
+    };
+    socket.on("error", entry.drop);
+    socket.on("close", entry.drop);
+    pending.push(entry);
+  }
+
+  /** The oldest pending connection, now the caller's. */
+  #take(): net.Socket | undefined {
+    const entry = this.#pending.shift();
+    if (entry === undefined) return undefined;
+    entry.socket.off("error", entry.drop);
+    entry.socket.off("close", entry.drop);
+    return entry.socket;
+  }
+
   protected override async release(): Promise<void> {
     // Stops listening at once; its "close" waits for the connections handed out, which are
     // their owners' to close, so it is not awaited.
     this.#server.close();
-    for (const socket of this.#pending.splice(0)) socket.destroy();
+    for (let socket = this.#take(); socket !== undefined; socket = this.#take()) socket.destroy();
     for (const accepting of this.#accepting.splice(0)) {
       accepting.reject(new TransportClosedError("The listener is closed"));
     }
