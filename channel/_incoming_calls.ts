@@ -29,6 +29,11 @@ interface HeldCall {
 
 /** How many methods' handlers are remembered (more are looked up at each call). */
 const MAX_CACHED_HANDLERS = 1024;
+/**
+ * The longest method name whose handler is remembered: conduit's protocol caps names at 1,024
+ * bytes, JSON-RPC's only at the frame size, and a catch-all serves any name.
+ */
+const MAX_CACHED_NAME = 1024;
 
 /** A NOTIFY held back until a notification handler finishes. */
 interface HeldNotification {
@@ -473,7 +478,10 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     if (handlers === undefined) return undefined;
     const handler = servedMethod(handlers, method);
     // Bounded: a handler object may serve any name the peer sends (a JSON-RPC catch-all).
-    if (handler !== undefined && this.#handlerCache.size < MAX_CACHED_HANDLERS) {
+    if (
+      handler !== undefined && this.#handlerCache.size < MAX_CACHED_HANDLERS &&
+      method.length <= MAX_CACHED_NAME
+    ) {
       this.#handlerCache.set(method, handler);
     }
     return handler;
@@ -485,7 +493,9 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     if (ctx === undefined) {
       ctx = new NotificationContext(this.channel, method, this.#options.closeSignal());
       // Bounded as the handler cache is: a handler object may serve any name the peer sends.
-      if (this.#notificationContexts.size < MAX_CACHED_HANDLERS) {
+      if (
+        this.#notificationContexts.size < MAX_CACHED_HANDLERS && method.length <= MAX_CACHED_NAME
+      ) {
         this.#notificationContexts.set(method, ctx);
       }
     }

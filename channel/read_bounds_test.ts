@@ -268,3 +268,35 @@ Deno.test("read bounds: NOTIFYs of 50,000 names to a handler object that serves 
   assert.ok(grown <= 16 * MiB, `the server holds ${(grown / MiB).toFixed(1)} MiB more`);
   client.conn.close();
 });
+
+Deno.test("read bounds: JSON-RPC requests and notifications of 1,100 long names to a catch-all", async () => {
+  // conduit's protocol caps a method name at 1,024 bytes; JSON-RPC's only at the frame size.
+  await using server = await startServer(["--any", "--jsonrpc"]);
+  const conn = await Deno.connect({ transport: "unix", path: server.path });
+  const before = (await server.memory()).live;
+  const lines = conn.readable.pipeThrough(new TextDecoderStream()).getReader();
+  let received = "";
+  let id = 0;
+  for (let from = 0; from < 1100; from += 100) {
+    let batch = "";
+    for (let i = from; i < from + 100; i++) {
+      const method = `m${i}`.padEnd(32 * 1024, "x");
+      batch += `${JSON.stringify({ jsonrpc: "2.0", method, params: [1] })}\n`;
+      batch += `${JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params: [1] })}\n`;
+    }
+    const bytes = new TextEncoder().encode(batch);
+    for (let sent = 0; sent < bytes.length;) sent += await conn.write(bytes.subarray(sent));
+    // Every request answered (a result each) before the next hundred.
+    while (received.split("\n").length - 1 < id) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error("the server closed the connection");
+      received += value;
+    }
+    assert.ok(!received.includes('"error"'), received.slice(0, 300));
+  }
+  const grown = (await server.memory()).live - before;
+  console.log(`the server's live memory grew by ${(grown / MiB).toFixed(1)} MiB`);
+  // Cached per name, up to 1,024 names of 32 KiB for requests and as many for notifications.
+  assert.ok(grown <= 16 * MiB, `the server holds ${(grown / MiB).toFixed(1)} MiB more`);
+  await lines.cancel(); // closes the connection
+});
