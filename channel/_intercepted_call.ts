@@ -44,6 +44,8 @@ export function interceptedInvoke(
 class InterceptedCall extends DualCall implements Overseeable {
   readonly #method: string;
   readonly #result: Promise<unknown>;
+  /** Whether the caller reads the stream the chain resolved with. */
+  #reading = false;
   readonly #cancel = new AbortController();
   /** Calls the chain started that are not over yet, plus one until the chain settles. */
   #open = 1;
@@ -120,7 +122,11 @@ class InterceptedCall extends DualCall implements Overseeable {
       if (signal.aborted) reject(signal.reason);
       else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
-    stopped.catch(() => {});
+    // Stopped, the call's stream is read by nobody (unless it is being read): close it, so
+    // that an interceptor that wrapped it (to see it end, as telemetry does) learns it is over.
+    stopped.catch(() => chained).then((value) => {
+      if (!this.#reading && isStream(value)) closeUnread(value);
+    }).catch(() => {});
     this.#result = Promise.race([chained, stopped]);
     // Unread, its failure goes unnoticed, as a plain call's does.
     this.#result.then(
@@ -148,9 +154,7 @@ class InterceptedCall extends DualCall implements Overseeable {
     const chain = this.#chain!;
     if (!chain.ok) return [false, chain.value];
     const value = chain.value;
-    if (typeof value !== "object" || value === null || !(Symbol.asyncIterator in value)) {
-      return [true, undefined];
-    }
+    if (!isStream(value)) return [true, undefined];
     // The stream of a call the chain made, or a stream an interceptor made around one.
     const streamed = this.#calls.find((made) => made.view === value) ??
       this.#calls.findLast((made) => made.view instanceof StreamView);
@@ -171,14 +175,12 @@ class InterceptedCall extends DualCall implements Overseeable {
   ): Promise<R1 | R2> {
     const method = this.#method;
     return this.#result.then((value) => {
-      if (typeof value === "object" && value !== null && Symbol.asyncIterator in value) {
+      if (isStream(value)) {
         const error = new ConduitError(
           `"${method}" returned a stream: iterate it instead of awaiting it`,
         );
-        if (value instanceof StreamView) void value.cancel();
-        else void (value as AsyncIterable<unknown>)[Symbol.asyncIterator]().return?.();
-        // A stream an interceptor made around the call's may never have started: cancel the
-        // calls the chain made themselves.
+        // Closed once stopped; a stream an interceptor made around the call's may never have
+        // started: cancel the calls the chain made themselves.
         this.#cancel.abort(error);
         throw error;
       }
@@ -189,16 +191,16 @@ class InterceptedCall extends DualCall implements Overseeable {
   [Symbol.asyncIterator](): AsyncIterator<unknown> {
     const result = this.#result;
     const method = this.#method;
+    const reading = () => this.#reading = true;
     return (async function* () {
       const value = await result;
-      if (
-        typeof value !== "object" || value === null || !(Symbol.asyncIterator in value)
-      ) {
+      if (!isStream(value)) {
         throw new ConduitError(
           `"${method}" returned a single value, not a stream: await it instead`,
         );
       }
-      yield* value as AsyncIterable<unknown>;
+      reading();
+      yield* value;
     })();
   }
 
@@ -208,4 +210,14 @@ class InterceptedCall extends DualCall implements Overseeable {
     );
     return Promise.resolve();
   }
+}
+
+/** Closes a stream nobody will read: a call's, or one an interceptor made around it. */
+function closeUnread(stream: AsyncIterable<unknown>): void {
+  if (stream instanceof StreamView) void stream.cancel();
+  else void Promise.resolve(stream[Symbol.asyncIterator]().return?.()).catch(() => {});
+}
+
+function isStream(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === "object" && value !== null && Symbol.asyncIterator in value;
 }

@@ -6,17 +6,32 @@
 // calls in flight and the bytes channels send and receive to observable counters (read when the
 // meter exports, so a call pays only for a count). Loaded only when the runtime traces
 // (channel.ts decides).
+//
+// What the peer chooses never makes metric series without bound: a handler object that serves
+// any name (a JSON-RPC catch-all) sees the peer's method names, and a caller sees the peer's
+// error names. Each side keeps the first MAX_KEPT_METHODS methods and MAX_KEPT_STATUSES error
+// names it meets, none longer than MAX_KEPT_NAME_LENGTH; its metrics report the others as
+// `_OTHER` (their spans keep their names).
+// The trace context goes with a call only when it fits beside the call's own headers and key
+// (docs/protocol.md §6): telemetry never makes a call fail.
 
+import { callMetaBody } from "../protocol/format.ts";
 import type { OtelApi, OtelContext, OtelMeter, OtelSpan } from "./_otel.ts";
-import type { Interceptor } from "./types.ts";
+import type { Interceptor, OutgoingCallInfo } from "./types.ts";
 
 /** The key under which OpenTelemetry contexts hold their span (the API's own). */
 const SPAN_KEY = Symbol.for("OpenTelemetry Context Key SPAN");
 const SPAN_KIND_SERVER = 1;
 const SPAN_KIND_CLIENT = 2;
 const STATUS_ERROR = 2;
-/** Methods whose attribute objects are kept; past this, each call makes its own. */
+/** Methods a side's metrics name; past this, they name others {@linkcode OTHER}. */
 const MAX_KEPT_METHODS = 1024;
+/** Error names a side's metrics give as `rpc.status`; past this, they give {@linkcode OTHER}. */
+const MAX_KEPT_STATUSES = 64;
+/** The longest method or error name metrics give; longer ones are {@linkcode OTHER}. */
+const MAX_KEPT_NAME_LENGTH = 256;
+/** What metrics say for a method or an error name past those kept. */
+const OTHER = "_OTHER";
 
 type Attributes = Readonly<Record<string, string>>;
 type Histogram = ReturnType<OtelMeter["createHistogram"]>;
@@ -36,10 +51,17 @@ interface Side {
   readonly duration: Histogram | undefined;
   /** Calls in flight by their attributes, observed when the meter exports. */
   readonly inFlight: Map<Attributes, number>;
+  /** The attributes of the methods kept (at most MAX_KEPT_METHODS). */
+  readonly methods: Map<string, MethodAttributes>;
+  /** The metric attributes of every other method. */
+  readonly other: MethodAttributes;
+  /** The error names kept as `rpc.status` (at most MAX_KEPT_STATUSES). */
+  readonly statuses: Set<string>;
 }
 
-/** A method's attributes, and those of its successful outcome. */
+/** A method's span attributes, its metric attributes, and those of its successful outcome. */
 interface MethodAttributes {
+  readonly span: Attributes;
   readonly call: Attributes;
   readonly ok: Attributes;
 }
@@ -61,37 +83,27 @@ export function telemetryInterceptor(api: OtelApi, system: "conduit" | "jsonrpc"
   }
   const tracer = api.trace.getTracer("conduit");
   const meter = api.metrics?.getMeter("conduit");
-  const client = side(meter, "client", "Duration of calls this side made");
-  const server = side(meter, "server", "Duration of calls this side served");
-  const methods = new Map<string, MethodAttributes>();
-  const attributesOf = (method: string): MethodAttributes => {
-    let attributes = methods.get(method);
-    if (attributes === undefined) {
-      const call = { "rpc.system": system, "rpc.method": method };
-      attributes = { call, ok: { ...call, "rpc.status": "ok" } };
-      if (methods.size < MAX_KEPT_METHODS) methods.set(method, attributes);
-    }
-    return attributes;
-  };
+  const client = side(meter, system, "client", "Duration of calls this side made");
+  const server = side(meter, system, "server", "Duration of calls this side served");
   const interceptor: Interceptor = {
     call: (call, next) => {
-      const attributes = attributesOf(call.method);
+      const attributes = attributesOf(client, system, call.method);
       const parent = api.context.active();
       const span = tracer.startSpan(
         call.method,
-        { kind: SPAN_KIND_CLIENT, attributes: attributes.call },
+        { kind: SPAN_KIND_CLIENT, attributes: attributes.span },
         parent,
       );
       const active = parent.setValue(SPAN_KEY, span);
-      api.propagation.inject(active, call.headers, setter);
+      inject(api, active, call);
       return measured(api, span, active, attributes, client, () => next(call));
     },
     handle: (call, next) => {
-      const attributes = attributesOf(call.method);
+      const attributes = attributesOf(server, system, call.method);
       const parent = api.propagation.extract(api.context.active(), call.context.headers, getter);
       const span = tracer.startSpan(
         call.method,
-        { kind: SPAN_KIND_SERVER, attributes: attributes.call },
+        { kind: SPAN_KIND_SERVER, attributes: attributes.span },
         parent,
       );
       return measured(
@@ -108,8 +120,51 @@ export function telemetryInterceptor(api: OtelApi, system: "conduit" | "jsonrpc"
   return interceptor;
 }
 
-function side(meter: OtelMeter | undefined, name: string, what: string): Side {
+/** The attributes of `method` on `side`: its own when kept, else those of other methods. */
+function attributesOf(side: Side, system: string, method: string): MethodAttributes {
+  const kept = side.methods.get(method);
+  if (kept !== undefined) return kept;
+  const span = { "rpc.system": system, "rpc.method": method };
+  if (side.methods.size >= MAX_KEPT_METHODS || method.length > MAX_KEPT_NAME_LENGTH) {
+    return { ...side.other, span };
+  }
+  const attributes = { span, call: span, ok: { ...span, "rpc.status": "ok" } };
+  side.methods.set(method, attributes);
+  return attributes;
+}
+
+/**
+ * Puts the trace context of `active` in the call's headers when it fits beside them and the
+ * call's key and attempt (the limits of docs/protocol.md §6); else the call goes without it.
+ */
+function inject(api: OtelApi, active: OtelContext, call: OutgoingCallInfo): void {
+  const context: Record<string, string> = {};
+  api.propagation.inject(active, context, setter);
+  let any = false;
+  for (const _ in context) any = true;
+  if (!any) return;
+  const headers = call.headers;
+  const options = call.options;
+  let own = false;
+  for (const _ in headers) own = true;
+  // The trace context alone always fits: only a call with headers or a key of its own is checked.
+  if (!own && options.key === undefined) return void Object.assign(headers, context);
+  try {
+    callMetaBody({
+      key: options.key,
+      attempt: options.attempt,
+      headers: { ...headers, ...context },
+    });
+  } catch {
+    return;
+  }
+  Object.assign(headers, context);
+}
+
+function side(meter: OtelMeter | undefined, system: string, name: string, what: string): Side {
   const inFlight = new Map<Attributes, number>();
+  const call = { "rpc.system": system, "rpc.method": OTHER };
+  const other = { span: call, call, ok: { ...call, "rpc.status": "ok" } };
   meter?.createObservableUpDownCounter(`rpc.${name}.in_flight`, {
     description: `Calls this side ${name === "client" ? "made" : "serves"} that have not settled`,
   }).addCallback((result) => {
@@ -119,7 +174,18 @@ function side(meter: OtelMeter | undefined, name: string, what: string): Side {
     description: `${what}, until it settled`,
     unit: "ms",
   });
-  return { duration, inFlight };
+  return { duration, inFlight, methods: new Map(), other, statuses: new Set() };
+}
+
+/** The `rpc.status` of a failure with `error` on `side`. */
+function statusOf(side: Side, error: unknown): string {
+  if (!(error instanceof Error)) return "error";
+  const name = String(error.name);
+  const statuses = side.statuses;
+  if (statuses.has(name)) return name;
+  if (statuses.size >= MAX_KEPT_STATUSES || name.length > MAX_KEPT_NAME_LENGTH) return OTHER;
+  statuses.add(name);
+  return name;
 }
 
 /**
@@ -143,7 +209,7 @@ async function measured(
     over = true;
     let outcome = attributes.ok;
     if (failed) {
-      outcome = { ...attributes.call, "rpc.status": error instanceof Error ? error.name : "error" };
+      outcome = { ...attributes.call, "rpc.status": statusOf(side, error) };
       span.recordException(error instanceof Error ? error : String(error));
       span.setStatus({
         code: STATUS_ERROR,
@@ -151,10 +217,8 @@ async function measured(
       });
     }
     span.end();
-    const left = inFlight.get(attributes.call)! - 1;
-    // Idle methods stay at 0, unless there are more than are kept (then they leave).
-    if (left === 0 && inFlight.size > MAX_KEPT_METHODS) inFlight.delete(attributes.call);
-    else inFlight.set(attributes.call, left);
+    // Idle methods stay at 0: there are at most MAX_KEPT_METHODS of them, and `_OTHER`.
+    inFlight.set(attributes.call, inFlight.get(attributes.call)! - 1);
     side.duration?.record(performance.now() - started, outcome);
   };
   let result: unknown;

@@ -2,8 +2,10 @@
 // frame sent (→) or received (←), with its kind, call id, method, body size, the codec's
 // rendering of a small body, and the time since the call began. Loaded only by a channel that
 // traces. The handshake's secrets never appear: an AUTH frame's proof and a HELLO's nonce are
-// left out.
+// left out. What the peer chose (method names, reasons, bodies) is shown with its control
+// characters escaped, so that it cannot start a line of its own or drive the terminal.
 
+import { printable } from "../_printable.ts";
 import { decodeEnvelope, type Envelope } from "../../protocol/envelope.ts";
 import { AUTH_KIND } from "../../protocol/format.ts";
 
@@ -25,7 +27,7 @@ export class ConduitTrace {
   readonly #began = new Map<string, number>();
 
   constructor(sink: (line: string) => void, render: RenderBody) {
-    this.#sink = sink;
+    this.#sink = (line) => sink(printable(line));
     this.#render = render;
   }
 

@@ -1,7 +1,11 @@
 // The wire trace of a JSON-RPC channel (ChannelOptions.trace, CONDUIT_TRACE): one line per
 // message sent (→) or received (←): a request with its id and method, a notification, a
 // response with its id and the time since its request, an error with its code, a batch with
-// its size; the message's text follows, cut. Loaded only by a channel that traces.
+// its size; the message's text follows, cut. Loaded only by a channel that traces. What the
+// peer wrote is shown with its control characters escaped (the line breaks JSON allows between
+// tokens as spaces), so that it cannot start a line of its own or drive the terminal.
+
+import { printable } from "../_printable.ts";
 
 /** The most characters of a message's text in a line. */
 const MAX_TEXT_CHARS = 160;
@@ -15,7 +19,7 @@ export class JsonRpcTrace {
   readonly #began = new Map<string, number>();
 
   constructor(sink: (line: string) => void, _render: (body: Uint8Array) => string) {
-    this.#sink = sink;
+    this.#sink = (line) => sink(printable(line));
   }
 
   /** One message, `out` when this side sent it, `at` the `performance.now()` it was seen. */
@@ -32,7 +36,8 @@ export class JsonRpcTrace {
     const what = Array.isArray(message)
       ? `BATCH of ${message.length}`
       : this.#describe(message as Record<string, unknown>, out, at);
-    this.#sink(`jsonrpc ${arrow} ${what} ${frame.length} B ${clip(text)}`);
+    // JSON allows tabs and line breaks only between tokens, where a space means the same.
+    this.#sink(`jsonrpc ${arrow} ${what} ${frame.length} B ${clip(text).replace(BLANKS, " ")}`);
   }
 
   #describe(message: Record<string, unknown>, out: boolean, at: number): string {
@@ -53,6 +58,9 @@ export class JsonRpcTrace {
       : `RESULT ${JSON.stringify(id)}${since}`;
   }
 }
+
+/** The whitespace JSON allows between tokens, other than the space. */
+const BLANKS = /[\t\n\r]/g;
 
 function clip(text: string): string {
   return text.length <= MAX_TEXT_CHARS ? text : `${text.slice(0, MAX_TEXT_CHARS)}…`;
