@@ -41,6 +41,8 @@ export interface ProcessOptions {
   stderrTailLines: number;
   exitTimeout: number;
   killTimeout: number;
+  /** A `WorkerCommand` (another program), not a worker module: for what errors suggest. */
+  command?: boolean;
 }
 
 /** One worker process: its pipes, its stderr, its channel and how it is stopped. */
@@ -184,6 +186,18 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     const status = await this.exited;
     // Text on stdout explains both the broken handshake and the exit.
     if (stdoutTextError(error) !== undefined) return this.#exitError(status, error);
+    if (!exitedAlready && error instanceof HandshakeError && error.code === "handshake_timeout") {
+      // It lived on without a word: killed here for that, not crashed. Say what likely happened.
+      const question = this.#options.command
+        ? "does the command speak the conduit protocol (docs/protocol.md §13)?"
+        : "did the module call serveWorker()?";
+      return new HandshakeError(
+        error.code,
+        `${error.message}: worker ${this.name} (pid ${this.pid}) was running but did not ` +
+          `answer, and was killed; ${question}`,
+        { cause: error },
+      );
+    }
     // A worker that answered with another codec or version exits because of it: the
     // mismatch is the news. One that went away during the handshake is explained by its exit.
     if (error instanceof HandshakeError && error.code !== "closed") return error;
@@ -448,9 +462,14 @@ function spawnWithParentDeath(
       pdeathsig = true;
       return child;
     } catch (error) {
-      // No setpriv here, or not one this process may run: start workers directly.
       if (!(isNotFound(error) || isNotAllowed(error))) throw error;
-      pdeathsig = false;
+      // No setpriv here, or not one this process may run; or this spawn's own options are
+      // why (a `cwd` that does not exist, an `env.PATH` without setpriv), which must not cost
+      // every later worker its parent-death signal. The direct spawn tells: a missing cwd
+      // fails it too, with its own error.
+      const child = spawnChild(command, options);
+      if (options.env?.PATH === undefined) pdeathsig = false;
+      return child;
     }
   }
   return spawnChild(command, options);

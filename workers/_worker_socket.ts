@@ -3,7 +3,7 @@
 // time runs out first, and everything removed afterwards.
 
 import type * as net from "node:net";
-import { ConnectionClosedError } from "../channel/errors.ts";
+import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import { connTransport } from "../transports/_conn_transport.ts";
 import type { Transport } from "../transports/types.ts";
 import { nodeBuiltin, onDeno, within } from "../_runtime.ts";
@@ -50,8 +50,9 @@ export class WorkerSocket {
   /**
    * Accepts the worker's connection, unless `exited` settles first or `timeout` passes.
    *
-   * @throws {ConnectionClosedError} When the worker exited, did not connect in time, or the
-   * listener closed.
+   * @throws {HandshakeError} When the worker did not connect in time (`handshake_timeout`: the
+   * time is the handshake's).
+   * @throws {ConnectionClosedError} When the worker exited first, or the listener closed.
    */
   async accept(exited: Promise<unknown>, timeout: number | undefined): Promise<Transport> {
     const limit = timeout ?? DEFAULT_ACCEPT_TIMEOUT;
@@ -66,7 +67,10 @@ export class WorkerSocket {
       LATE,
     );
     if (next === LATE) {
-      throw new ConnectionClosedError(`The worker did not connect within ${limit} ms`);
+      throw new HandshakeError(
+        "handshake_timeout",
+        `The worker did not connect to its socket within handshakeTimeout (${limit} ms)`,
+      );
     }
     if (next === undefined) throw new ConnectionClosedError("The listener closed");
     this.accepted = next.conn;

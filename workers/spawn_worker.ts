@@ -97,7 +97,9 @@ export type * from "../channel/_shown_types.ts";
  * @returns The handle, once the handshake has succeeded.
  * @throws {WorkerExitedError} When the worker exited before the handshake (its stderr tail
  * says why, e.g. a module that does not exist).
- * @throws {HandshakeError} When the worker answered with another codec or protocol version.
+ * @throws {HandshakeError} When the worker answered with another codec or protocol version,
+ * or (`handshake_timeout`, and it is killed) did not answer within `handshakeTimeout` while
+ * it kept running: a module that does not call `serveWorker()`.
  * @throws {Deno.errors.NotFound} When the command does not exist.
  * @throws {Deno.errors.NotSupported} When a worker module would run as a process in a binary
  * made by `deno compile`, whose `Deno.execPath()` is not deno (see docs/workers.md).
@@ -183,7 +185,9 @@ export async function spawnWorker<
   const loadingCodec = givenCodec ?? (isCommand ? jsonCodec() : defaultWorkerCodec());
 
   let socket: WorkerSocket | undefined;
-  const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1" };
+  // Empty over stdio (docs/protocol.md §13): this process may have the variable itself (a
+  // worker spawning a worker), naming a socket that is not the child's.
+  const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1", [WORKER_SOCKET_ENV]: "" };
   let grants = withWorkerEnvGrant(permissions ?? {});
   if (kind === "unix") {
     // The socket transport loads only for a worker that uses it.
@@ -234,6 +238,7 @@ export async function spawnWorker<
     stderrTailLines,
     exitTimeout,
     killTimeout,
+    command: isCommand,
   });
   let connection: Transport;
   try {

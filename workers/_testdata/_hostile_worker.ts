@@ -1,0 +1,85 @@
+// A hostile worker for workers/process_hostile_test.ts: its first argument, or a handler,
+// says how it misbehaves.
+import process from "node:process";
+import { serveWorker } from "../serve_worker.ts";
+
+const how = Deno.args[0] ?? "";
+
+/** Starts `sleep` as a grandchild that inherits this process's stdio, and returns its pid. */
+function grandchild(seconds: number): number {
+  const child = new Deno.Command("sleep", {
+    args: [String(seconds)],
+    stdin: "inherit",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).spawn();
+  child.unref();
+  return child.pid;
+}
+
+const handlers = {
+  ping: (): string => "pong",
+  pid: (): number => Deno.pid,
+  /** Writes raw bytes to fd 1 (past the console's redirection), then waits. */
+  raw(bytes: number[]): Promise<never> {
+    process.stdout.write(new Uint8Array(bytes));
+    return new Promise(() => {});
+  },
+  /** Writes raw bytes to fd 1, then exits. */
+  rawExit(bytes: number[]): void {
+    process.stdout.write(new Uint8Array(bytes), () => Deno.exit(3));
+  },
+  /** Never answers. */
+  hang: (): Promise<never> => new Promise(() => {}),
+  /** Starts a grandchild holding the pipes; answers with its pid. */
+  grandchild: (seconds: number): number => grandchild(seconds),
+  /** Starts a grandchild holding the pipes, then exits. */
+  grandchildExit(seconds: number): void {
+    grandchild(seconds);
+    Deno.exit(5);
+  },
+  /** Closes fd 1 (the stdio channel's way out) and lives on. */
+  /** Closes every descriptor of the pipe at `fd` (Deno keeps copies of its stdio), lives on. */
+  closeFd(fd: number): Promise<never> {
+    const libc = Deno.dlopen("libc.so.6", {
+      close: { parameters: ["i32"], result: "i32" },
+      readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" },
+    });
+    const link = (n: number) => {
+      const out = new Uint8Array(256);
+      const path = new TextEncoder().encode(`/proc/self/fd/${n}\0`);
+      const length = Number(libc.symbols.readlink(path, out, 256n));
+      return length < 0 ? undefined : new TextDecoder().decode(out.subarray(0, length));
+    };
+    const pipe = link(fd);
+    for (let n = 0; n < 1024; n++) if (link(n) === pipe) libc.symbols.close(n);
+    return new Promise(() => {});
+  },
+  /** Floods stderr with `lines` lines of `size` characters. */
+  flood({ lines, size }: { lines: number; size: number }): number {
+    const line = new TextEncoder().encode("x".repeat(size) + "\n");
+    for (let i = 0; i < lines; i++) {
+      let at = 0;
+      while (at < line.length) at += Deno.stderr.writeSync(line.subarray(at));
+    }
+    return lines;
+  },
+  /** Reads its environment variable, if it may. */
+  env: (name: string): string | undefined => Deno.env.get(name),
+};
+export type AttackApi = typeof handlers;
+
+if (how === "idle") {
+  // Loads, keeps running, never serves.
+  setInterval(() => {}, 1000);
+} else if (how === "never-read") {
+  // Serves, but the event loop is blocked for good after the handshake.
+  await serveWorker({
+    ...handlers,
+    block: (): never => {
+      for (;;) { /* spin */ }
+    },
+  });
+} else {
+  await serveWorker(handlers);
+}
