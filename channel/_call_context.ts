@@ -58,6 +58,16 @@ export class IncomingCall implements InboxOwner, PumpOwner {
     this.#meta = meta;
   }
 
+  /** Whether the call is over: its terminal frame is written, or the connection is gone. */
+  get over(): boolean {
+    return this.#done;
+  }
+
+  /** Whether the call has a param stream (read once, by one run of its handler). */
+  get streamsParam(): boolean {
+    return this.#inbox !== undefined;
+  }
+
   get key(): string | undefined {
     return this.#meta?.key;
   }

@@ -12,6 +12,7 @@ import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 import type { IncomingCallInfo, Interceptor } from "./types.ts";
 import { IncomingCall, NotificationContext, type ServedCalls } from "./_call_context.ts";
 import { Fifo } from "../_fifo.ts";
+import { ConduitError } from "../errors.ts";
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
 
@@ -75,11 +76,25 @@ function handleChain(
   const chain = interceptors?.filter((interceptor) => interceptor.handle !== undefined) ?? [];
   if (chain.length === 0) return undefined;
   return (method, param, context, handler) => {
+    let runs = 0;
+    // The handler runs while the call is open, and again (an interceptor's retry) only when
+    // its param is not a stream the first run read.
+    const serve = (call: IncomingCallInfo): unknown => {
+      if (context.over) {
+        throw new ConduitError(`next() of "${method}" after its call was over: not run`);
+      }
+      if (runs++ > 0 && context.streamsParam) {
+        throw new ConduitError(
+          `next() of "${method}" again: its param stream was read by the first run`,
+        );
+      }
+      return handler.call(handlers, call.param, context);
+    };
     const run = (index: number, call: IncomingCallInfo): Promise<unknown> => {
       try {
         return Promise.resolve(
           index === chain.length
-            ? handler.call(handlers, call.param, context)
+            ? serve(call)
             : chain[index].handle!(call, (next) => run(index + 1, next)),
         );
       } catch (error) {

@@ -296,3 +296,62 @@ Deno.test("interceptors: the caller's timeout and signal apply while an intercep
   await Promise.all([client.close(), server.closed]);
   await cleanup();
 });
+
+Deno.test("interceptors: a handler-side retry runs a handler again, never on a param stream read once", async () => {
+  let ran = 0;
+  const retry: Interceptor = {
+    handle: async (call, next) => {
+      ran++;
+      const first = await next(call);
+      // A second run: fine for a plain param, refused for a stream the first run read.
+      return [first, await next(call).catch((error: Error) => error.message)];
+    },
+  };
+  const channels = await pair([retry], []);
+  try {
+    const [echoed, again] = await channels.client.remote.echo("hi") as unknown as [string, string];
+    assert.deepEqual([echoed, again], ["hi|-", "hi|-"]);
+    const summed = await channels.client.remote.sum(
+      (async function* () {
+        yield 1;
+        yield 2;
+      })(),
+    ) as unknown as [number, string];
+    assert.equal(summed[0], 3);
+    assert.match(summed[1], /"sum".*param stream.*first run/);
+  } finally {
+    await channels.close();
+  }
+});
+
+Deno.test("interceptors: next() after the call is over does not run the handler", async () => {
+  const late: Array<Promise<unknown>> = [];
+  let handled = 0;
+  const detached: Interceptor = {
+    handle: (call, next) => {
+      // Answers at once and keeps next() for later: the call is over when it is called.
+      late.push(new Promise((resolve) => setTimeout(resolve, 50)).then(() => next(call)));
+      return Promise.resolve("answered");
+    },
+  };
+  const { a, b, cleanup } = await memory.pair();
+  const [server, client] = await Promise.all([
+    openChannel(a, {
+      handlers: { echo: (text: string) => (handled++, text) },
+      interceptors: [detached],
+    }),
+    openChannel<{ echo(text: string): string }>(b, {}),
+  ]);
+  try {
+    assert.equal(await client.remote.echo("x"), "answered");
+    await assert.rejects(late[0], (error: Error) => {
+      assert.ok(error instanceof ConduitError, String(error));
+      assert.match(error.message, /"echo".*over/);
+      return true;
+    });
+    assert.equal(handled, 0);
+  } finally {
+    await Promise.all([client.close(), server.close()]);
+    await cleanup();
+  }
+});
