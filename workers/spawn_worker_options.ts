@@ -467,6 +467,8 @@ export function permissionHint(text: string): string | undefined {
   const match = DENIED.exec(text);
   if (match === null) return undefined;
   const [, kind, target] = match;
+  // Deno asks for "all" access for some special files: no key of `permissions` grants that.
+  if (!PERMISSION_NAMES.has(kind)) return undefined;
   const grant = target === "" ? "true" : `[${JSON.stringify(target)}]`;
   return `${HINT_START}module, { permissions: { ${kind}: ${grant} } })`;
 }
