@@ -3,7 +3,7 @@
 // bytes and goes while this side still writes. Real sockets, the peer through `node:net`.
 
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { TransportClosedError } from "../errors.ts";
@@ -12,6 +12,7 @@ import { connectTcp, connectTls, listenTcp, listenTls } from "../transports/tcp.
 import { listenUnix } from "../transports/unix.ts";
 import type { Listener, Transport } from "../transports/types.ts";
 import type { RuntimeCase } from "./_cases.ts";
+import { testCertificates } from "./_socket_cases.ts";
 
 /** The hostile-peer socket cases, in order. */
 export const hostileSocketCases: RuntimeCase[] = [];
@@ -32,17 +33,6 @@ async function settles<T>(promise: Promise<T>, what: string): Promise<T> {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** The test-only certificates of testdata/tls (never trust that CA for anything else). */
-async function testCertificates(): Promise<{ cert: string; key: string; ca: string }> {
-  const read = (name: string) =>
-    readFile(new URL(`../testdata/tls/${name}`, import.meta.url), "utf8");
-  return {
-    cert: await read("server.pem"),
-    key: await read("server.key"),
-    ca: await read("ca.pem"),
-  };
 }
 
 /** Everything `transport` reads, as text, or "failed" once a read fails with TransportClosedError. */
@@ -71,6 +61,18 @@ async function rawConnect(options: net.NetConnectOpts): Promise<net.Socket> {
 
 // ---------------------------------------------------------------- reset before accept()
 
+/**
+ * Connects to `port`, sends a few bytes and resets, while nobody accepts: the listener's
+ * runtime sees the reset on a connection that waits for accept().
+ */
+async function resetBeforeAccept(port: number): Promise<void> {
+  const dead = await rawConnect({ host: "127.0.0.1", port });
+  dead.write("dead");
+  await delay(50);
+  dead.resetAndDestroy();
+  await delay(200);
+}
+
 for (const kind of ["tcp", "tls"] as const) {
   add(
     `hostile ${kind}: a connection reset before accept() crashes nothing; accept() goes on to the next`,
@@ -87,14 +89,8 @@ for (const kind of ["tcp", "tls"] as const) {
       }
       const port = (listener.addr as Deno.NetAddr).port;
       try {
-        // Connects, sends a few bytes and resets, while nobody accepts: the listener's runtime
-        // sees the reset on a connection that waits for accept(). On Node that connection's
-        // 'error' had no listener, and it ended the process.
-        const dead = await rawConnect({ host: "127.0.0.1", port });
-        dead.write("dead");
-        await delay(50);
-        dead.resetAndDestroy();
-        await delay(200);
+        // On Node the reset connection's 'error' had no listener, and it ended the process.
+        await resetBeforeAccept(port);
         // Not awaited yet: a TLS server does its handshake once accept() returned it.
         const connecting = connect(port).then(async (live) => {
           const writer = live.writable.getWriter();
@@ -198,11 +194,7 @@ add(
     const listener = await listenTcp({ hostname: "127.0.0.1", port: 0 });
     const port = (listener.addr as Deno.NetAddr).port;
     try {
-      const dead = await rawConnect({ host: "127.0.0.1", port });
-      dead.write("dead");
-      await delay(50);
-      dead.resetAndDestroy();
-      await delay(200);
+      await resetBeforeAccept(port);
       const live = await connectTcp({ hostname: "127.0.0.1", port });
       const writer = live.writable.getWriter();
       await writer.write(new TextEncoder().encode("live"));

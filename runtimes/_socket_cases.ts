@@ -131,7 +131,7 @@ add(
 // ---------------------------------------------------------------- TLS
 
 /** The test-only certificates of testdata/tls (never trust that CA for anything else). */
-async function testCertificates(): Promise<{ cert: string; key: string; ca: string }> {
+export async function testCertificates(): Promise<{ cert: string; key: string; ca: string }> {
   const read = (name: string) =>
     readFile(new URL(`../testdata/tls/${name}`, import.meta.url), "utf8");
   return {
