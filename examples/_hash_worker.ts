@@ -1,6 +1,6 @@
 /**
  * The worker module of `quickstart_worker.ts` (and of the README's quickstart): a hash and a
- * stream, served over the worker's stdin/stdout.
+ * stream, served over the transport spawnWorker chose (a Unix socket, or its stdin/stdout).
  *
  * @module
  */

@@ -54,6 +54,7 @@ import {
   type SpawnWorkerOptions,
   withSocketGrants,
   withWorkerEnvGrant,
+  WORKER_SOCKET_PARENT,
   type WorkerCommand,
   workerName,
   type WorkerPermissions,
@@ -191,7 +192,9 @@ export async function spawnWorker<
   let grants = withWorkerEnvGrant(permissions ?? {});
   if (kind === "unix") {
     // The socket transport loads only for a worker that uses it.
-    socket = await (await import("./_worker_socket.ts")).WorkerSocket.open();
+    socket = await (await import("./_worker_socket.ts")).WorkerSocket.open().catch((error) => {
+      throw withSocketHint(error);
+    });
     childEnv[WORKER_SOCKET_ENV] = socket.path;
     grants = withSocketGrants(grants, socket.path);
   }
@@ -399,4 +402,18 @@ function quietStdout(moveConsole: () => unknown, key: string): void {
     enumerable: true,
   });
   moveConsole();
+}
+
+/**
+ * A permission error of making the worker's socket, saying that `transport: "unix"` is why
+ * and what it needs (the default picks stdio where the parent may not make a socket).
+ */
+function withSocketHint(error: unknown): unknown {
+  if (!(error instanceof Error) || !["NotCapable", "PermissionDenied"].includes(error.name)) {
+    return error;
+  }
+  error.message += `: transport: "unix" makes the worker's socket under ${WORKER_SOCKET_PARENT}, ` +
+    `which needs --allow-read=${WORKER_SOCKET_PARENT} --allow-write=${WORKER_SOCKET_PARENT} ` +
+    `--allow-net (or leave transport unset, or choose transport: "stdio")`;
+  return error;
 }

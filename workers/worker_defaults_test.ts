@@ -105,9 +105,9 @@ leakFreeTest("worker defaults: defaultTimeout still ends a slow stream when aske
 
 Deno.test("worker defaults: a Unix socket where the parent may make one, else stdio", async () => {
   const parentModule = new URL("./_testdata/default_transport_parent.ts", import.meta.url);
-  const run = async (flags: string[]) => {
+  const run = async (flags: string[], args: string[] = []) => {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--no-prompt", ...flags, parentModule.href],
+      args: ["run", "--no-prompt", ...flags, parentModule.href, ...args],
       stderr: "inherit",
     }).output();
     assert.ok(out.success, `the parent with ${flags.join(" ")} failed`);
@@ -119,6 +119,10 @@ Deno.test("worker defaults: a Unix socket where the parent may make one, else st
   // Least privilege for the parent: without the socket's permissions the worker gets stdio.
   assert.deepEqual(await run(["--allow-run"]), { chosen: "stdio", used: "stdio", code: 0 });
   assert.deepEqual(await run(socket.slice(0, 3)), { chosen: "stdio", used: "stdio", code: 0 });
+  // Asked for a socket it may not make: the error says which option, and what it needs.
+  const { error } = await run(["--allow-run"], ["unix"]);
+  assert.match(error, /^NotCapable: Requires (read|write) access to "\/tmp".*transport: "unix"/);
+  assert.match(error, /--allow-read=\/tmp --allow-write=\/tmp --allow-net.*transport: "stdio"/);
 });
 
 leakFreeTest("worker defaults: a Deno worker starts without Deno's Node layer", async () => {
