@@ -53,7 +53,9 @@ Deno.test("module graph: workers/serve_worker.ts loads the worker's side, not th
   assert.ok(modules.has("codecs/structured.ts"));
   const foreign = [...modules].filter((specifier) => /^(npm|node):/.test(specifier));
   assert.deepEqual(foreign, [], `loads ${foreign.join(", ")}`);
-  assert.ok(modules.has("transports/stdio_child.ts"));
+  // Its default transport, a Unix socket, loads with it; stdio, the fallback, on demand.
+  assert.ok(modules.has("transports/unix.ts"));
+  assert.ok(!modules.has("transports/stdio_child.ts"));
   for (const module of PARENT_SIDE) assert.ok(!modules.has(module), `loads ${module}`);
 });
 

@@ -46,7 +46,6 @@ import { ConduitError } from "../errors.ts";
 import { envVar, onDeno } from "../_runtime.ts";
 import { REAL_STDOUT_KEY } from "../transports/_byte_channel_transport.ts";
 import { structuredCodec } from "../codecs/structured.ts";
-import { stdioTransport } from "../transports/stdio_child.ts";
 import type { Transport } from "../transports/types.ts";
 
 export { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER, WORKER_ENV, WORKER_SOCKET_ENV };
@@ -182,12 +181,13 @@ async function serve<Parent extends object>(
   const socketPath = thread ? undefined : workerSocketPath();
   let transport: Transport;
   try {
-    // The thread transport loads only when used. The Unix socket, a process worker's default,
-    // is imported statically: a second module load after the first would delay the first reply.
+    // The thread and stdio transports load only when used. The Unix socket, a process worker's
+    // default, is imported statically: a second module load after the first would delay the
+    // first reply.
     transport = thread
       ? (await import("../transports/web_worker.ts")).selfTransport()
       : socketPath === undefined
-      ? stdioTransport()
+      ? (await import("../transports/stdio_child.ts")).stdioTransport()
       : await connectUnix(socketPath);
   } catch (error) {
     restoreConsole();
