@@ -18,8 +18,13 @@ export interface BeatHost {
 export interface IdleCloseHost {
   /** Whether any call or stream is in flight. */
   busy(): boolean;
-  /** The connection carried nothing for the idle timeout: close it. */
-  idle(): void;
+  /** The bytes written to the peer so far while more wait to be written, else undefined. */
+  unwritten(): number | undefined;
+  /**
+   * The connection carried nothing for the idle timeout: close it. `stalled`: it is busy, but
+   * the peer read nothing of what waits for it for that long.
+   */
+  idle(stalled: boolean): void;
 }
 
 /** When frames last arrived (`performance.now()` time): the channel's deadline timer keeps it. */
@@ -63,7 +68,8 @@ export class ConnectionTimers {
     this.#idle = new IdleTimer(timeout, {
       lastActivity: () => Math.max(this.#activeAt, this.#frames.receivedAt),
       busy: () => host.busy(),
-      idle: () => host.idle(),
+      unwritten: () => host.unwritten(),
+      idle: (_, stalled) => host.idle(stalled),
     });
     if (!this.#hold) this.#idle.hold(false);
   }
@@ -140,7 +146,10 @@ export class Heartbeat {
 
 // A connection that has carried no frame in either direction and has had nothing in flight
 // for `timeout` ms is closed gracefully. One timer, rescheduled on each firing for the
-// remaining time, so an active connection costs no work per frame.
+// remaining time, so an active connection costs no work per frame. A busy connection whose
+// peer read nothing of what waits for it over a whole `timeout` (the bytes written did not
+// move between two firings) is stalled, whatever the peer sends meanwhile: a peer that never
+// reads cannot hold it, and its calls, for good.
 
 /** What the idle timer asks of its connection. */
 export interface IdleHost {
@@ -148,8 +157,10 @@ export interface IdleHost {
   lastActivity(): number;
   /** Whether any call or stream is in flight, in either direction. */
   busy(): boolean;
-  /** The connection has been idle for `idle` ms: close it. */
-  idle(idle: number): void;
+  /** The bytes written to the peer so far while more wait to be written, else undefined. */
+  unwritten(): number | undefined;
+  /** The connection has been idle for `idle` ms, or `stalled` (see above): close it. */
+  idle(idle: number, stalled: boolean): void;
 }
 
 /** A running idle timer; `stop()` ends it. */
@@ -158,6 +169,8 @@ export class IdleTimer {
   readonly #timeout: number;
   readonly #host: IdleHost;
   #held = true;
+  /** What `unwritten()` said at the last firing, to tell a stall. */
+  #writtenAtLastCheck: number | undefined;
 
   constructor(timeout: number, host: IdleHost) {
     this.#timeout = timeout;
@@ -184,11 +197,18 @@ export class IdleTimer {
 
   #check(): void {
     const host = this.#host;
-    if (host.busy()) return this.#schedule(this.#timeout);
+    // Bytes waiting for the peer make the connection busy too.
+    const written = host.unwritten();
+    if (written !== undefined && written === this.#writtenAtLastCheck) {
+      this.#timer = undefined;
+      return host.idle(this.#timeout, true);
+    }
+    this.#writtenAtLastCheck = written;
+    if (written !== undefined || host.busy()) return this.#schedule(this.#timeout);
     const idle = performance.now() - host.lastActivity();
     if (idle >= this.#timeout) {
       this.#timer = undefined;
-      host.idle(idle);
+      host.idle(idle, false);
     } else {
       this.#schedule(this.#timeout - idle);
     }

@@ -354,11 +354,17 @@ export class ChannelCore implements LifecycleEvents {
       });
     }
     const idleTimeout = this.#config.idleTimeout;
+    const outbox = this.#wire.outbox;
     timers.startIdle(idleTimeout, {
       busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
-      idle: () => {
+      unwritten: () =>
+        outbox.desiredSize < this.#config.writeHighWaterMark ? outbox.bytesWritten : undefined,
+      idle: (stalled) => {
+        const reason = `for its idleTimeout (${idleTimeout} ms)`;
+        // Nothing can be said to a peer that reads nothing: dropped, not closed gracefully.
+        if (stalled) this.#fail(new ConnectionClosedError(`The peer read nothing ${reason}`));
         // The reason travels in the GOODBYE: the peer's next call quotes it.
-        if (this.#life.open) this.#startClosing(`idle for its idleTimeout (${idleTimeout} ms)`);
+        else if (this.#life.open) this.#startClosing(`idle ${reason}`);
       },
     });
   }

@@ -7,7 +7,8 @@ import type { Transport } from "../transports/types.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { DEFAULT_HANDSHAKE_TIMEOUT, openChannel } from "./channel.ts";
 import { ConnectionClosedError, HandshakeError } from "./errors.ts";
-import { helloBody as rawHelloBody, RawPeer } from "./_test_raw_peer.ts";
+import { helloBody as rawHelloBody, json, RawPeer } from "./_test_raw_peer.ts";
+import { encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 import {
   DEFAULT_IDLE_TIMEOUT,
   DEFAULT_MAX_CONNECTIONS,
@@ -725,4 +726,37 @@ Deno.test("serve over TLS: silent connections filling maxConnections do not keep
   await server.close();
   // Generous: at two seconds a drop, the 9 drops ahead of it take 18 s.
   assert.ok(waited < 5_000, `the client waited ${Math.round(waited)} ms`);
+});
+
+Deno.test("serve: a client that stops reading is closed after idleTimeout, however often it pings", async () => {
+  const { dir, path } = await tempSocket();
+  const errors: Error[] = [];
+  const server = serve(await listenUnix(path), {
+    codec,
+    handlers: { big: () => "x".repeat(512 << 10) },
+    idleTimeout: 300,
+    drainTimeout: 200,
+    onError: (error) => errors.push(error as Error),
+  });
+  // A raw client: HELLO, calls whose answers fill the socket, then pings, and it never reads.
+  const conn = await Deno.connect({ transport: "unix", path });
+  const send = async (envelope: Envelope) => {
+    const bytes = encodeFrame(encodeEnvelope(envelope));
+    for (let sent = 0; sent < bytes.length;) sent += await conn.write(bytes.subarray(sent));
+  };
+  await send({ kind: "hello", body: rawHelloBody() });
+  for (let id = 1; id <= 4; id++) {
+    await send({ kind: "call", id, flags: 0, timeoutMs: 0, method: "big", body: json(null) });
+  }
+  const started = performance.now();
+  let nonce = 0;
+  while (errors.length === 0 && performance.now() - started < 5_000) {
+    await send({ kind: "ping", nonce: ++nonce }).catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.ok(errors.length > 0, "the server still holds the client that reads nothing");
+  assert.match(String(errors[0].cause ?? errors[0].message), /read nothing/);
+  conn.close();
+  await server.close();
+  await Deno.remove(dir, { recursive: true });
 });
