@@ -230,7 +230,9 @@ export interface ChannelOptions<Local extends object = object> {
    * Close gracefully (GOODBYE, then drain) once no frame has passed in either direction and
    * nothing has been in flight for this long, in milliseconds, after the handshake. A PING
    * counts as a frame, so a peer with a {@linkcode ChannelOptions.heartbeat} is never idle.
-   * `serve()` sets it for every connection it accepts (`DEFAULT_IDLE_TIMEOUT`).
+   * A peer that reads nothing for this long while frames wait for it fails the channel
+   * (abortively: nothing more reaches it), whatever it sends. `serve()` sets it for every
+   * connection it accepts (`DEFAULT_IDLE_TIMEOUT`).
    *
    * @default {Infinity} (never)
    */
