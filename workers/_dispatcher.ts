@@ -6,9 +6,11 @@
 //
 // The retry rule, so that a retry can never change an answer: a call is run again only when
 // its target was lost (the manager says so), its method is retryable, it is not being read as
-// a stream, attempts and time remain, and its whole input can be sent again. A stream param
-// given as an iterator cannot (the lost attempt consumed it): such a call fails with
-// CallNotReplayableError rather than being re-sent with what was left of its input.
+// a stream, its caller has not given up on it (cancel(), signal, deadline: a worker that dies
+// as the call is cancelled must not have it run again), attempts remain, and its whole input
+// can be sent again. A stream param given as an iterator cannot (the lost attempt consumed
+// it): such a call fails with CallNotReplayableError rather than being re-sent with what was
+// left of its input.
 //
 // A cancelled call (signal, cancel(), deadline) frees its target only when the manager says
 // the target is free again (`afterCancel`): a worker stuck in a synchronous handler does not
@@ -226,9 +228,12 @@ export class Dispatcher<T extends Target> {
       () => this.#dropQueued(call, new DeadlineExceededError(method, options!.timeout!)),
       timerDelay(remaining),
     );
-    call.unlisten = () => {
-      signal?.removeEventListener("abort", onAbort);
-      clearTimeout(timer);
+    call.waiting = {
+      unlisten: () => {
+        signal?.removeEventListener("abort", onAbort);
+        clearTimeout(timer);
+      },
+      drop: (reason) => this.#dropQueued(call, reason),
     };
     if (front) this.#queue.pushFront(call);
     else this.#queue.push(call);
@@ -264,8 +269,8 @@ export class Dispatcher<T extends Target> {
   }
 
   #dispatch(call: PoolCall, target: T): void {
-    call.unlisten?.();
-    call.unlisten = undefined;
+    call.waiting?.unlisten();
+    call.waiting = undefined;
     const remaining = call.remainingTime();
     if (remaining <= 0) {
       this.counts.failed++;
@@ -315,7 +320,7 @@ export class Dispatcher<T extends Target> {
       const { retryable, maxAttempts } = this.limits;
       if (
         lost && retryable.has(call.method) && !call.streaming && call.attempts < maxAttempts &&
-        this.#failure === undefined && call.remainingTime() > 0
+        this.#failure === undefined && !call.cancelled
       ) {
         verdict = call.replayable
           ? true
@@ -475,8 +480,11 @@ export class PoolCall extends DualCall {
   done = false;
   /** On a target now. */
   dispatched = false;
-  /** Removes the listeners of the call's signal and deadline while it waits. */
-  unlisten: (() => void) | undefined;
+  /**
+   * While it waits in the queue: removes the listeners of its signal and deadline, or drops
+   * it from the queue (failed with `reason`, counted as the dispatcher counts a drop).
+   */
+  waiting: { unlisten(): void; drop(reason: unknown): void } | undefined;
   #failure: { error: unknown } | undefined;
   /** The target's call this one runs as, while dispatched and once done. */
   #inner: InnerCall | undefined;
@@ -575,7 +583,10 @@ export class PoolCall extends DualCall {
   protected cancelUnread(reason: unknown): Promise<void> {
     const error = reason ?? new ConduitError(`The call to "${this.method}" was cancelled`);
     if (this.#inner === undefined) {
-      this.fail(error);
+      // Waiting for a target (its first, or its next attempt): the queue lets it go, so that
+      // it stops counting as waiting and taking a place.
+      if (this.waiting !== undefined) this.waiting.drop(error);
+      else this.fail(error);
       return Promise.resolve();
     }
     // A stream its reader stops ended as far as the pool counts; a cancelled value failed.
@@ -588,7 +599,7 @@ export class PoolCall extends DualCall {
     if (this.done) return;
     this.done = true;
     this.#failure = { error };
-    this.unlisten?.();
+    this.waiting?.unlisten();
     this.#result?.reject(error);
     this.#stream?.reject(error);
   }

@@ -552,7 +552,8 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     return {
       targets: () => this.#slots,
       startingCapacity: () => {
-        let starting = 0;
+        // Places stopped for idleness count too: a call that waits starts them (`needed`).
+        let starting = Math.max(0, this.size - this.#slots.length);
         for (const slot of this.#slots) {
           if (slot.state === STARTING || slot.state === WAITING) starting++;
         }
@@ -779,7 +780,8 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
   }
 
   #allReady(): boolean {
-    let ready = 0;
+    // Places stopped for idleness are started when calls need them, not waited for.
+    let ready = Math.max(0, this.size - this.#slots.length);
     for (const slot of this.#slots) if (slot.state === READY) ready++;
     return ready >= this.size;
   }
