@@ -203,7 +203,10 @@ export class CrashLoopError extends ConduitError {
   readonly crashes: number;
   /** The restart limit in force. */
   readonly maxRestarts: number;
-  /** The window the crashes were counted in, in milliseconds (the pool's `restartWindow`). */
+  /**
+   * The window the crashes were counted in, in milliseconds: the pool's `restartWindow`, or,
+   * when more than `maxRestarts` starts failed in a row, the time they took.
+   */
   readonly restartWindow: number;
 
   /**

@@ -213,3 +213,31 @@ leakFreeTest(
     await workers.close();
   },
 );
+
+leakFreeTest(
+  "pool hostile: workers that never start fail the pool, however slowly each fails",
+  async () => {
+    // Each start fails only after its handshake timeout: fewer than maxRestarts + 1 fit in the
+    // restart window, yet no worker will ever serve.
+    const workers = new WorkerPool<{ ping(): string }>(
+      new URL("./_testdata/_hostile_worker.ts", import.meta.url),
+      {
+        size: 1,
+        args: ["idle"],
+        stderr: "discard",
+        handshakeTimeout: 150,
+        maxRestarts: 2,
+        restartDelay: 1,
+        restartWindow: 200,
+      },
+    );
+    const call = workers.remote.ping();
+    await assert.rejects(call, (error: Error) => {
+      assert.equal(error.name, "CrashLoopError", String(error));
+      assert.match(String((error.cause as Error)?.message), /serveWorker\(\)/);
+      return true;
+    });
+    await assert.rejects(workers.started(), { name: "CrashLoopError" });
+    await workers.close();
+  },
+);

@@ -183,7 +183,9 @@ export interface WorkerPoolOptions<Api extends object = object, Local extends ob
   maxRestartDelay?: number;
   /**
    * How many crashes (a worker that exits on its own, or fails to start) the pool survives
-   * within `restartWindow`; one more fails the pool with `CrashLoopError`.
+   * within `restartWindow`; one more fails the pool with `CrashLoopError`. So does one more
+   * failed start in a row, however long they took (a module that never calls `serveWorker()`
+   * fails each start only at its handshake timeout).
    *
    * @default {DEFAULT_MAX_RESTARTS} (5)
    */
@@ -636,6 +638,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
           return;
         }
         slot.state = READY;
+        this.#restarts.started();
         if (this.#unref) handle.unref();
         this.#track(handle.exited.then((status) => this.#onExit(slot, handle, status)));
         this.#armIdle(slot);
@@ -649,7 +652,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
         // A worker that started and failed is a crash; a spawn refused by this process
         // (no permission to run, no such program, bad options) would fail again each time.
         if (error instanceof ConnectionClosedError || error instanceof HandshakeError) {
-          this.#crashed(slot, error);
+          this.#crashed(slot, error, true);
         } else {
           this.#slots.splice(this.#slots.indexOf(slot), 1);
           slot.state = GONE;
@@ -676,7 +679,7 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     );
   }
 
-  #crashed(slot: Slot<Api>, error: unknown): void {
+  #crashed(slot: Slot<Api>, error: unknown, starting = false): void {
     this.#counts.crashes++;
     clearTimeout(slot.timer);
     this.#remove(slot);
@@ -686,11 +689,11 @@ export class WorkerPool<Api extends object, Local extends CheckedHandlers<Local>
     if (this.#dispatcher.failure || !replace) return;
     // While closing, a worker is only worth restarting for calls that still wait.
     if (this.#closing && this.#dispatcher.queued === 0) return;
-    const decision = this.#restarts.crashed(performance.now());
+    const decision = this.#restarts.crashed(performance.now(), starting);
     if (!decision.restart) {
-      const { maxRestarts, restartWindow } = this.#restarts;
+      const { crashes, window } = decision;
       this.#fail(
-        new CrashLoopError(decision.crashes, maxRestarts, restartWindow, { cause: error }),
+        new CrashLoopError(crashes, this.#restarts.maxRestarts, window, { cause: error }),
       );
       return;
     }

@@ -325,7 +325,7 @@ Deno.test("RestartPolicy: one crash more than maxRestarts within the window is a
       crashes: i,
     });
   }
-  assert.deepEqual(policy.crashed(60), { restart: false, crashes: 6 });
+  assert.deepEqual(policy.crashed(60), { restart: false, crashes: 6, window: 30_000 });
 });
 
 Deno.test("RestartPolicy: crashes older than the window are forgotten, and the backoff resets", () => {
@@ -341,6 +341,7 @@ Deno.test("RestartPolicy: maxRestarts 0 gives up at the first crash; a zero wind
   assert.deepEqual(new RestartPolicy({ ...OPTIONS, maxRestarts: 0 }).crashed(0), {
     restart: false,
     crashes: 1,
+    window: 30_000,
   });
   const forgetful = new RestartPolicy({ ...OPTIONS, maxRestarts: 1, restartWindow: 0 });
   for (let now = 0; now < 5; now++) assert.deepEqual(forgetful.crashed(now).crashes, 1);
@@ -359,15 +360,29 @@ Deno.test("RestartPolicy: agrees with a model that counts every crash in a slidi
         now += gap;
         const crashes = times.filter((t) => now - t < restartWindow).length + 1;
         times.push(now);
-        const expected = crashes > maxRestarts ? { restart: false, crashes } : {
-          restart: true,
-          delay: Math.min(OPTIONS.restartDelay * 2 ** (crashes - 1), OPTIONS.maxRestartDelay),
-          crashes,
-        };
+        const expected = crashes > maxRestarts
+          ? { restart: false, crashes, window: restartWindow }
+          : {
+            restart: true,
+            delay: Math.min(OPTIONS.restartDelay * 2 ** (crashes - 1), OPTIONS.maxRestartDelay),
+            crashes,
+          };
         assert.deepEqual(policy.crashed(now), expected);
       }
     },
   ));
+});
+
+Deno.test("RestartPolicy: more than maxRestarts failed starts in a row give up, however slow", () => {
+  const policy = new RestartPolicy(OPTIONS);
+  // A start that fails at a 10 s handshake timeout: never more than 3 in the 30 s window.
+  for (let i = 1; i <= 5; i++) assert.ok(policy.crashed(i * 10_000, true).restart);
+  assert.deepEqual(policy.crashed(60_000, true), { restart: false, crashes: 6, window: 50_000 });
+  // A worker that started in between resets the count.
+  const recovering = new RestartPolicy(OPTIONS);
+  for (let i = 1; i <= 5; i++) assert.ok(recovering.crashed(i * 10_000, true).restart);
+  recovering.started();
+  assert.ok(recovering.crashed(60_000, true).restart);
 });
 
 Deno.test("RestartPolicy: settings out of range are a RangeError naming them", () => {
