@@ -91,10 +91,14 @@ export class ContentLengthDecoder {
     const size = chunk.length;
     if (this.#headerFill === 0) {
       const limit = Math.min(size, offset + max);
-      for (let i = offset + 3; i < limit; i++) {
-        if (chunk[i] === LF && chunk[i - 1] === CR && chunk[i - 2] === LF && chunk[i - 3] === CR) {
-          this.#bodyLength = this.#parseHeader(chunk, offset, i - 3);
-          return i + 1;
+      if (chunk[offset] === LF) throw bareLineFeed(chunk, offset, offset);
+      for (let i = offset + 1; i < limit; i++) {
+        if (chunk[i] === LF) {
+          if (chunk[i - 1] !== CR) throw bareLineFeed(chunk, offset, i);
+          if (chunk[i - 2] === LF && chunk[i - 3] === CR && i >= offset + 3) {
+            this.#bodyLength = this.#parseHeader(chunk, offset, i - 3);
+            return i + 1;
+          }
         }
       }
     }
@@ -107,10 +111,9 @@ export class ContentLengthDecoder {
       }
       const byte = chunk[offset++];
       header[fill++] = byte;
-      if (
-        byte === LF && fill >= 4 && header[fill - 2] === CR && header[fill - 3] === LF &&
-        header[fill - 4] === CR
-      ) {
+      if (byte !== LF) continue;
+      if (fill < 2 || header[fill - 2] !== CR) throw bareLineFeed(header, 0, fill - 1);
+      if (fill >= 4 && header[fill - 3] === LF && header[fill - 4] === CR) {
         this.#headerFill = 0;
         this.#bodyLength = this.#parseHeader(header, 0, fill - 4);
         return offset;
@@ -193,6 +196,26 @@ function parseDecimal(bytes: Uint8Array, start: number, end: number): number {
 
 function isSpace(byte: number): boolean {
   return byte === 0x20 || byte === 0x09;
+}
+
+/**
+ * The error of the `\n` at `lf`, without its `\r`, in the header section that starts at
+ * `start`. Header lines end in `\r\n`, and no header value holds a line feed: a peer ending its
+ * lines in `\n` alone would otherwise wait for an answer while the decoder waits for a
+ * `\r\n\r\n` that never comes.
+ */
+function bareLineFeed(bytes: Uint8Array, start: number, lf: number): FrameSyntaxError {
+  let line = lf;
+  while (line > start && bytes[line - 1] !== LF) line--;
+  let colon = line;
+  while (colon < lf && bytes[colon] !== COLON) colon++;
+  const what = colon < lf && isContentLength(bytes, line, colon)
+    ? "Invalid Content-Length line"
+    : "Malformed header line";
+  return new FrameSyntaxError(
+    `${what} ${quote(latin1(bytes, line, lf))}: it ends in a bare "\\n", ` +
+      'where header lines end in "\\r\\n"',
+  );
 }
 
 const TERMINATOR = [CR, LF, CR, LF];

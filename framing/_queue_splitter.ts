@@ -15,6 +15,13 @@ export class QueueSplitter implements FrameSink {
   readonly #decoder: PushDecoder;
   #frames: Uint8Array[] = [];
   #head = 0;
+  /**
+   * The error a chunk's bytes ran into, thrown once the frames before it in the stream are
+   * taken: as FrameDecoder does, so that what is read before a peer's malformed bytes does
+   * not depend on where the reads happened to split them.
+   */
+  #error: unknown = undefined;
+  #failed = false;
 
   constructor(decoder: PushDecoder) {
     this.#decoder = decoder;
@@ -24,15 +31,28 @@ export class QueueSplitter implements FrameSink {
     this.#frames.push(frame);
   }
 
-  /** Adds a chunk; its frames are views of it where they fit. @throws {FramingError} */
+  /**
+   * Adds a chunk; its frames are views of it where they fit.
+   * @throws {FramingError} When its bytes are malformed before any whole frame; else
+   * {@linkcode next} throws it once the frames before the error are taken.
+   */
   push(chunk: Uint8Array): void {
-    this.#decoder.push(chunk, this);
+    if (this.#failed) throw this.#error;
+    try {
+      this.#decoder.push(chunk, this);
+    } catch (error) {
+      this.#failed = true;
+      this.#error = error;
+      // Nothing came before the error: throw it now, as a push without frames would.
+      if (this.#head === this.#frames.length) throw error;
+    }
   }
 
-  /** The next whole frame, or undefined. */
+  /** The next whole frame, or undefined. @throws {FramingError} See {@linkcode push}. */
   next(): Uint8Array | undefined {
     const frames = this.#frames;
     if (this.#head === frames.length) {
+      if (this.#failed) throw this.#error;
       if (this.#head > 0) {
         frames.length = 0;
         this.#head = 0;
@@ -46,6 +66,7 @@ export class QueueSplitter implements FrameSink {
 
   /** The input ended. @throws {FramingError} Inside a frame. */
   end(): void {
+    if (this.#failed) throw this.#error;
     this.#decoder.end(this);
   }
 
