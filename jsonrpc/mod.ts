@@ -9,8 +9,9 @@
  *   numbers or strings on the way in; batches received are answered as one array.
  * - An error response `{ code, message, data }` rejects the call with a `RemoteError` of that
  *   `code` (a number) and `data`; a handler's thrown error with a numeric `code` (and `data`)
- *   is sent as it is, any other as -32603. A response (a `result` or an `error`, no `method`)
- *   is never answered, and is taken without `"jsonrpc":"2.0"` as vscode-jsonrpc takes it.
+ *   is sent as it is, any other as -32603. A response (a `result`, an `error` or an id, no
+ *   `method`) is never answered, and is taken without `"jsonrpc":"2.0"` as vscode-jsonrpc
+ *   takes it.
  *   Unknown methods are answered -32601, a message that is not JSON -32700 and one that is
  *   no request -32600 (unless this side is the client: see `role`), and the connection goes
  *   on (each is reported to `onProtocolError`);
@@ -302,7 +303,11 @@ export async function openJsonRpc<
       try {
         unhandled(method, params);
       } catch (error) {
-        onNotificationError(error, method);
+        try {
+          onNotificationError(error, method);
+        } catch {
+          // A failing error reporter must not take the connection down (nor a batch's answers).
+        }
       }
     }),
     maxBatchMessages,

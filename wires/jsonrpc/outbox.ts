@@ -524,8 +524,9 @@ class TokenLinks {
 const PARAMS_OBJECT = utf8.encode(',"params":{');
 
 /**
- * `body` (`,"params":{…}}` or `}`) with `headers` as the first members of the params' `_meta`;
- * as it is when its params are not an object, or already have a `_meta` of their own.
+ * `body` (`,"params":{…}}` or `}`) with `headers` as members of the params' `_meta`, before its
+ * own (a progress token, the caller's): as it is when its params are not an object (by
+ * position), or have a `_meta` that is not one.
  */
 function withMetaHeaders(body: Uint8Array, headers: Readonly<Record<string, string>>): Uint8Array {
   const meta = JSON.stringify(headers);
@@ -533,6 +534,15 @@ function withMetaHeaders(body: Uint8Array, headers: Readonly<Record<string, stri
   if (body.length === 1) return utf8.encode(`,"params":{"_meta":${meta}}}`);
   for (let i = 0; i < PARAMS_OBJECT.length; i++) if (body[i] !== PARAMS_OBJECT[i]) return body;
   const rest = text.decode(body.subarray(PARAMS_OBJECT.length));
-  if (rest.includes('"_meta"')) return body;
-  return utf8.encode(`,"params":{"_meta":${meta}${rest.startsWith("}") ? "" : ","}${rest}`);
+  if (!rest.includes('"_meta"')) {
+    return utf8.encode(`,"params":{"_meta":${meta}${rest.startsWith("}") ? "" : ","}${rest}`);
+  }
+  // "_meta" somewhere: the params' own member, or a value or a key deeper down. The params
+  // were written by this side's JSON codec, so they read back as they were.
+  const params = JSON.parse(`{${rest.slice(0, -1)}`) as Record<string, unknown>;
+  const own = params._meta;
+  if (own === undefined) return utf8.encode(`,"params":{"_meta":${meta},${rest}`);
+  if (typeof own !== "object" || own === null || Array.isArray(own)) return body;
+  params._meta = { ...headers, ...own };
+  return utf8.encode(`,"params":${JSON.stringify(params)}}`);
 }

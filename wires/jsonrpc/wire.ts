@@ -1,8 +1,8 @@
 // JSON-RPC 2.0 (LSP, MCP) behind the engine's seam (wires/types.ts): Content-Length or NDJSON
 // framing, no handshake, and each message (or each member of a batch) turned into an engine
-// event. A message is classified by its shape before it is checked: one with a result or an
-// error and no method is a response, never answered (one without "jsonrpc" is taken, as
-// vscode-jsonrpc takes it, and reported once). What JSON-RPC answers and goes on after — a
+// event. A message is classified by its shape before it is checked: one with a result, an
+// error or only an id and no method is a response, never answered (one without "jsonrpc" is
+// taken, as vscode-jsonrpc takes it, and reported once). What JSON-RPC answers and goes on after — a
 // parse error (-32700), an invalid request (-32600), a batch over `maxBatchMessages` refused
 // whole — is answered here and reported to `onProtocolError` (a client answers nothing with
 // id null: it only reports); an answer to no request in flight is reported and dropped, unless
@@ -259,22 +259,22 @@ export class JsonRpcWire implements Wire {
 
   decodeError(body: unknown): Error {
     const error = body as { code?: unknown; message?: unknown; data?: unknown } | null;
-    if (
-      typeof error !== "object" || error === null || typeof error.code !== "number" ||
-      typeof error.message !== "string"
-    ) {
+    if (typeof error !== "object" || error === null || typeof error.code !== "number") {
       return new RemoteError({
         name: "RemoteError",
         message: `A malformed JSON-RPC error: ${JSON.stringify(body)?.slice(0, 200)}`,
         code: -32603,
       });
     }
-    return new RemoteError({
-      name: "RemoteError",
-      message: error.message,
-      code: error.code,
-      data: error.data,
-    });
+    // Its code is what a caller acts on (ContentModified, ServerCancelled…): kept, with its
+    // data, when the message is missing or no string, as vscode-jsonrpc and the MCP SDKs keep it.
+    const text = error.message;
+    const message = typeof text === "string"
+      ? text
+      : text === undefined || text === null
+      ? `A JSON-RPC error without a message (code ${error.code})`
+      : `A JSON-RPC error whose message is no string: ${JSON.stringify(text)?.slice(0, 200)}`;
+    return new RemoteError({ name: "RemoteError", message, code: error.code, data: error.data });
   }
 
   // ---------------------------------------------------------------- one message
@@ -288,10 +288,15 @@ export class JsonRpcWire implements Wire {
     const id = fields.id;
     const hasId = id !== undefined;
     const method = fields.method;
-    if (method === undefined && ("result" in fields || fields.error !== undefined)) {
-      // A response by its shape, whatever else is wrong with it: never answered (JSON-RPC
-      // answers requests only; a peer would take an error for id 1 as the answer to its own
-      // request 1), and taken without "jsonrpc" as vscode-jsonrpc takes it.
+    if (
+      method === undefined &&
+      ("result" in fields || fields.error !== undefined || typeof id === "number" ||
+        typeof id === "string")
+    ) {
+      // A response by its shape (an id and no method is one too, if it lacks its result),
+      // whatever else is wrong with it: never answered (JSON-RPC answers requests only; a peer
+      // would take an error for id 1 as the answer to its own request 1), and taken without
+      // "jsonrpc" as vscode-jsonrpc takes it.
       if (fields.jsonrpc !== "2.0") this.#lenientResponse(fields.jsonrpc, id);
       this.#response(fields, id);
       return;
@@ -352,7 +357,8 @@ export class JsonRpcWire implements Wire {
 
   #notification(method: string, params: unknown): void {
     const dialect = this.#rpc.dialect;
-    if (method === dialect.progress.method) {
+    const progress = method === dialect.progress.method;
+    if (progress) {
       const token = dialect.progress.token(params);
       const partial = token === undefined ? undefined : this.outbox.partialHandle(token);
       if (partial !== undefined) {
@@ -380,24 +386,33 @@ export class JsonRpcWire implements Wire {
       this.#incoming.onNotify(method, params);
       return;
     }
-    rpc.onUnhandledNotification?.(method, params);
+    // Progress no call of this side owns (one that ended as it crossed, a token the peer made
+    // up) is the dialect's own notification, never "unhandled": dropped without a handler.
+    if (!progress) rpc.onUnhandledNotification?.(method, params);
   }
 
   #response(fields: Record<string, unknown>, id: unknown): void {
+    const hasResult = "result" in fields;
     // `"error": null` beside a result says "no error", as JSON-RPC 1.0 peers write it.
-    const hasError = fields.error !== undefined && !(fields.error === null && "result" in fields);
+    const hasError = fields.error !== undefined && !(fields.error === null && hasResult);
     // Read before takeAwaited, which forgets the call.
     const partials = this.outbox.hasPartials(id);
     if (!this.outbox.takeAwaited(id)) {
       if (this.outbox.takeCancelled(id)) return;
       if (id === null && hasError) {
         this.#report(`The peer could not read a message: ${JSON.stringify(fields.error)}`);
+      } else if (!hasResult && !hasError) {
+        this.#report(
+          `A message with the id ${JSON.stringify(id)} and neither a method, a result nor an ` +
+            `error, not answered: the peer would take an answer for the one to its own request`,
+        );
       } else {
         this.#report(`A response for id ${JSON.stringify(id)}, which no request in flight has`);
       }
       return;
     }
     if (hasError) this.#outgoing.onCallError(id, fields.error);
+    else if (!hasResult) this.#outgoing.onCallError(id, NO_RESULT);
     else if (partials) {
       // The final result of a call with partial results is its stream's last item.
       this.#outgoing.onResultItem(id, fields.result, 0);
@@ -473,6 +488,12 @@ class NdjsonLines implements PushDecoder {
 interface FrameQueue {
   enqueue(frame: Uint8Array): void;
 }
+
+/** What a response to this side's call with neither a result nor an error rejects it with. */
+const NO_RESULT = Object.freeze({
+  code: -32603,
+  message: "A JSON-RPC response with neither a result nor an error",
+});
 
 /** How long the end of a child's output waits for its exit status. */
 const EXIT_WAIT_MS = 500;
