@@ -10,7 +10,9 @@
 import {
   type CompressionType,
   type Data,
+  type DataType,
   DateUnit,
+  type Dictionary,
   makeData,
   Message,
   MessageHeader,
@@ -231,6 +233,17 @@ export class IpcReader {
   ): void {
     const schema = this.schema!;
     const type = schema.dictionaries.get(header.id)!;
+    if (header.data.length > 0) {
+      // A dictionary whose values are themselves dictionary-encoded comes after the dictionary
+      // it uses; apache-arrow would load it without that one and read its values as nulls.
+      for (const id of nestedDictionaryIds(type)) {
+        if (!this.#dictionaries.has(id)) {
+          throw new TypeError(
+            `dictionary ${header.id} arrived before dictionary ${id}, which it uses`,
+          );
+        }
+      }
+    }
     const [data] = new VectorLoader(
       body,
       header.data.nodes,
@@ -246,6 +259,20 @@ export class IpcReader {
       : new Vector([data]);
     this.#dictionaries.set(header.id, vector.memoize());
   }
+}
+
+/** The ids of the dictionaries a type's values use, not counting those inside them. */
+function nestedDictionaryIds(type: DataType): number[] {
+  const ids: number[] = [];
+  const stack: DataType[] = [type];
+  while (stack.length > 0) {
+    const current = stack.pop()!;
+    for (const child of current.children ?? []) {
+      if (child.type.typeId === Type.Dictionary) ids.push((child.type as Dictionary).id);
+      else stack.push(child.type);
+    }
+  }
+  return ids;
 }
 
 /** A stream writer that hands back the bytes of each write instead of queueing them. */
@@ -326,9 +353,10 @@ export function fieldDepth(schema: Schema, limit: number): number {
 // their child columns, so a corrupt header becomes an error here instead of short reads or
 // crashes later. Offsets are checked row by row (one pass over them, not over the data): each
 // decides where a row reads, and one out of order reads outside its buffer; so are a union's
-// rows (the child each names, and the entry a dense one reads there). Dictionary indices and
-// view buffer indices are not: breaking them reads back as wrong values or apache-arrow's own
-// errors, never as a hang.
+// rows (the child each names, and the entry a dense one reads there), a dictionary column's
+// indices (each names an entry of its dictionary) and a view column's views (each names bytes
+// its data buffer holds): apache-arrow reads a broken one as null, "", clamped bytes or its
+// own error. Null rows are skipped there, as the format leaves their contents undefined.
 function checkData(data: Data, where: string): void {
   const { length, offset, stride, children, type } = data;
   const end = offset + length;
@@ -375,6 +403,7 @@ function checkData(data: Data, where: string): void {
           fail("the values", values?.length ?? 0, end * stride);
         }
         checkValues(data, where);
+        if (type.typeId === Type.Dictionary) checkIndices(data as Data<Dictionary>, where);
         break;
       case Type.Utf8:
       case Type.Binary:
@@ -402,6 +431,7 @@ function checkData(data: Data, where: string): void {
         if ((values?.length ?? 0) < end * VIEW_BYTES) {
           fail("the views (bytes)", values?.length ?? 0, end * VIEW_BYTES);
         }
+        checkViews(data, where);
         break;
       case Type.Union:
         if ((data.typeIds?.length ?? 0) < end) fail("the type ids", data.typeIds?.length ?? 0, end);
@@ -464,6 +494,57 @@ const LIST_LIKE: ReadonlySet<Type> = new Set([
   Type.Map,
 ]);
 const VIEW_BYTES = 16;
+const VIEW_INLINE_BYTES = 12;
+
+/** Whether `row` is null in a validity bitmap (an absent or empty bitmap has no nulls). */
+function isNull(bitmap: Uint8Array | undefined, row: number): boolean {
+  return bitmap !== undefined && bitmap.length > 0 && (bitmap[row >> 3] & (1 << (row & 7))) === 0;
+}
+
+/** Checks that each non-null row's index names an entry of the dictionary. */
+function checkIndices(data: Data<Dictionary>, where: string): void {
+  // 8, 16 or 32-bit integers: the verifier refuses 64-bit indices.
+  const indices = data.values as Int32Array;
+  const size = data.dictionary?.length ?? 0;
+  const end = data.offset + data.length;
+  for (let row = data.offset; row < end; row++) {
+    const index = indices[row];
+    if (index >= 0 && index < size) continue;
+    if (isNull(data.nullBitmap, row)) continue;
+    throw new RangeError(
+      `${where}: row ${row - data.offset} holds dictionary index ${index}, outside the ` +
+        `dictionary's ${size} values`,
+    );
+  }
+}
+
+/**
+ * Checks that each non-null row of a view column (BinaryView, Utf8View) has a length of at
+ * least 0 and, past the 12 bytes held inline, names a data buffer that holds its bytes.
+ */
+function checkViews(data: Data, where: string): void {
+  const views = data.values as Uint8Array;
+  const view = new DataView(views.buffer, views.byteOffset, views.byteLength);
+  const buffers = (data as unknown as { variadicBuffers?: readonly Uint8Array[] })
+    .variadicBuffers ?? [];
+  const bitmap = data.nullBitmap;
+  for (let row = data.offset, end = data.offset + data.length; row < end; row++) {
+    const at = row * VIEW_BYTES;
+    const size = view.getInt32(at, true);
+    if (size >= 0 && size <= VIEW_INLINE_BYTES) continue;
+    if (size > 0) {
+      const buffer = buffers[view.getInt32(at + 8, true)];
+      const start = view.getInt32(at + 12, true);
+      if (buffer !== undefined && start >= 0 && start <= buffer.length - size) continue;
+    }
+    if (isNull(bitmap, row)) continue;
+    throw new RangeError(
+      `${where}: row ${row - data.offset} is a view of ${size} bytes at offset ${
+        view.getInt32(at + 12, true)
+      } of data buffer ${view.getInt32(at + 8, true)}, of ${buffers.length}, which do not hold it`,
+    );
+  }
+}
 
 /** Checks that each row of a union names one of its children and, dense, an entry there. */
 function checkUnionRows(data: Data<Union>, where: string): void {

@@ -19,8 +19,48 @@ export interface VerifiedMessage {
   compression: number;
 }
 
+// Ids in the schema's Type union.
+const TYPE_DECIMAL = 7;
+const TYPE_DATE = 8;
+const TYPE_TIME = 9;
 const TYPE_TIMESTAMP = 10;
+const TYPE_INTERVAL = 11;
+const TYPE_STRUCT = 13;
 const TYPE_UNION = 14;
+const TYPE_FIXED_SIZE_BINARY = 15;
+const TYPE_FIXED_SIZE_LIST = 16;
+const TYPE_MAP = 17;
+const TYPE_DURATION = 18;
+/** List, FixedSizeList, Map and LargeList: exactly one child. */
+const ONE_CHILD: ReadonlySet<number> = new Set([12, TYPE_FIXED_SIZE_LIST, TYPE_MAP, 21]);
+const DECIMAL_WIDTHS: ReadonlySet<number> = new Set([32, 64, 128, 256]);
+const TYPE_NAMES: readonly string[] = [
+  "NONE",
+  "Null",
+  "Int",
+  "FloatingPoint",
+  "Binary",
+  "Utf8",
+  "Bool",
+  "Decimal",
+  "Date",
+  "Time",
+  "Timestamp",
+  "Interval",
+  "List",
+  "Struct",
+  "Union",
+  "FixedSizeBinary",
+  "FixedSizeList",
+  "Map",
+  "Duration",
+  "LargeBinary",
+  "LargeUtf8",
+  "LargeList",
+  "RunEndEncoded",
+  "BinaryView",
+  "Utf8View",
+];
 /** Arrow types apache-arrow cannot represent, by their id in the schema's Type union. */
 const UNREPRESENTABLE: Record<number, string> = {
   22: "RunEndEncoded",
@@ -130,9 +170,19 @@ export class MessageVerifier {
       const table = this.#table(encoding, "dictionary encoding");
       dictionaryId = this.#i64(table, 0, "dictionary id");
       const indexType = this.#ref(table, 1, "dictionary index type");
-      if (indexType >= 0) this.#table(indexType, "dictionary index type");
+      if (indexType >= 0) {
+        // apache-arrow decodes 64-bit indices, then throws a TypeError at every read of them.
+        const bitWidth = this.#i32(this.#table(indexType, "dictionary index type"), 0, 0);
+        if (bitWidth !== 8 && bitWidth !== 16 && bitWidth !== 32) {
+          throw new TypeError(
+            `field "${this.#text(field, 0)}" has dictionary indices of ${bitWidth} bits, which ` +
+              "apache-arrow (and so this codec) cannot read (8, 16 or 32 bits it can)",
+          );
+        }
+      }
     }
     const children = this.#tables(field, 5, "field children");
+    this.#typeParameters(field, typeType, typeTable, children);
     if (children.length > 0 && depth + 1 > this.#maxDepth) {
       throw new RangeError(`field nesting is deeper than maxDepth (${this.#maxDepth})`);
     }
@@ -146,6 +196,74 @@ export class MessageVerifier {
     }
     dictionaryNodes.set(dictionaryId, nodes);
     return 1;
+  }
+
+  // The parameters of a field's type and its number of children, as the format defines them:
+  // apache-arrow reads an undefined unit as values of `undefined` (or as milliseconds), a
+  // negative width as garbage, and takes only the children its type uses, while the nodes
+  // counted here include them all.
+  #typeParameters(field: number, typeType: number, type: number, children: number[]): void {
+    const bad = (what: string): never => {
+      throw new TypeError(
+        `field "${this.#text(field, 0)}" has a ${TYPE_NAMES[typeType] ?? typeType} type ${what}`,
+      );
+    };
+    const timeUnit = (unit: number) => {
+      if (!(unit >= 0 && unit <= 3)) bad(`of unit ${unit}`);
+    };
+    switch (typeType) {
+      case TYPE_DECIMAL: {
+        const bitWidth = this.#i32(type, 2, 128);
+        if (!DECIMAL_WIDTHS.has(bitWidth)) bad(`of bit width ${bitWidth}`);
+        break;
+      }
+      case TYPE_DATE: {
+        const unit = this.#i16(type, 0, 1);
+        if (unit !== 0 && unit !== 1) bad(`of unit ${unit}`);
+        break;
+      }
+      case TYPE_TIME: {
+        const unit = this.#i16(type, 0, 1);
+        timeUnit(unit);
+        const bitWidth = this.#i32(type, 1, 32);
+        if (bitWidth !== (unit <= 1 ? 32 : 64)) bad(`of unit ${unit} and bit width ${bitWidth}`);
+        break;
+      }
+      case TYPE_TIMESTAMP:
+        timeUnit(this.#i16(type, 0, 0));
+        break;
+      case TYPE_DURATION:
+        timeUnit(this.#i16(type, 0, 1));
+        break;
+      case TYPE_INTERVAL: {
+        const unit = this.#i16(type, 0, 0);
+        if (!(unit >= 0 && unit <= 2)) bad(`of unit ${unit}`);
+        break;
+      }
+      case TYPE_UNION: {
+        const mode = this.#i16(type, 0, 0);
+        if (mode !== 0 && mode !== 1) bad(`of mode ${mode}`);
+        break;
+      }
+      case TYPE_FIXED_SIZE_BINARY:
+      case TYPE_FIXED_SIZE_LIST: {
+        const size = this.#i32(type, 0, 0);
+        if (size < 0) bad(`of size ${size}`);
+        break;
+      }
+    }
+    const wanted = ONE_CHILD.has(typeType)
+      ? 1
+      : typeType === TYPE_STRUCT || typeType === TYPE_UNION
+      ? children.length
+      : 0;
+    if (children.length !== wanted) bad(`with ${children.length} children, not ${wanted}`);
+    if (typeType === TYPE_MAP) {
+      const entries = children[0];
+      if (this.#u8(entries, 2) !== TYPE_STRUCT || this.#vector(entries, 5, 4, "").count !== 2) {
+        bad("whose entries are not a struct of a key and a value");
+      }
+    }
   }
 
   #recordBatch(batch: number, bodyLength: number): number {
@@ -236,9 +354,14 @@ export class MessageVerifier {
     return at < 0 ? 0 : this.#view.getUint8(at);
   }
 
-  #i16(table: number, slot: number): number {
+  #i16(table: number, slot: number, absent = 0): number {
     const at = this.#slot(table, slot, 2, "field");
-    return at < 0 ? 0 : this.#view.getInt16(at, true);
+    return at < 0 ? absent : this.#view.getInt16(at, true);
+  }
+
+  #i32(table: number, slot: number, absent: number): number {
+    const at = this.#slot(table, slot, 4, "field");
+    return at < 0 ? absent : this.#view.getInt32(at, true);
   }
 
   #i64(table: number, slot: number, what: string): number {

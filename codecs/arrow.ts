@@ -123,8 +123,9 @@ export interface ArrowCodecOptions extends ArrowWriteOptions {
  * Creates a codec for Arrow tables in the IPC stream format. `decode` returns a table whose
  * columns are views over the input (see the module doc) and reads streams from other Arrow
  * implementations (tested against pyarrow), LZ4- and Zstandard-compressed bodies included;
- * big-endian data, pre-0.15 streams (without continuation markers) and the types apache-arrow
- * cannot represent (RunEndEncoded, ListView, LargeListView) are a `CodecError` naming them.
+ * big-endian data, pre-0.15 streams (without continuation markers) and what apache-arrow
+ * cannot represent (RunEndEncoded, ListView, LargeListView, 64-bit dictionary indices) are a
+ * `CodecError` naming them.
  *
  * @param options Depth limit and copy mode.
  * @returns A reusable codec named `"arrow"`.
