@@ -61,7 +61,8 @@ export function decompressBody(
     }
     const size = stated === NO_COMPRESSION ? length - PREFIX : stated;
     lengths.push(size);
-    total += (size + 7) & ~7;
+    // Rounded up to 8 in floating point: 32-bit arithmetic would wrap a stated 2^32 + 8 to 8.
+    total += Math.ceil(size / 8) * 8;
     if (total > maxBytes) {
       throw new RangeError(
         `compressed body decompresses to more than maxUncompressedBytes (${maxBytes})`,
@@ -79,7 +80,7 @@ export function decompressBody(
     const target = out.subarray(at, at + size);
     if (view.getBigInt64(offset, true) === BigInt(NO_COMPRESSION)) target.set(payload);
     else decompressInto(payload, target, type, i);
-    at += (size + 7) & ~7;
+    at += Math.ceil(size / 8) * 8;
   }
   return { body: out, regions: placed };
 }

@@ -294,3 +294,16 @@ Deno.test("codecs hostile: arrow 64-bit dictionary indices are a CodecError nami
   const bytes = concat([schemaMessage(schema), dictionary.bytes, batch.bytes, eos.bytes]);
   assertDecodeError(() => codec.decode(bytes), /"a" has dictionary indices of 64 bits/);
 });
+
+Deno.test("codecs hostile: a compressed buffer stating 2^32 + 8 bytes is over maxUncompressedBytes", async () => {
+  const { BufferRegion } = await import("apache-arrow/ipc/metadata/message");
+  const { decompressBody } = await import("./arrow_compression.ts");
+  // One buffer: its 8-byte stated length, then 8 raw bytes. Rounded up to 8 with 32-bit
+  // arithmetic, 2^32 + 8 wrapped to 8 and passed a 1 KiB limit.
+  const body = new Uint8Array(16);
+  new DataView(body.buffer).setBigInt64(0, 2n ** 32n + 8n, true);
+  assert.throws(
+    () => decompressBody(body, [new BufferRegion(0, 16)], 0, 1024),
+    /decompresses to more than maxUncompressedBytes \(1024\)/,
+  );
+});
