@@ -357,8 +357,11 @@ export class ChannelCore implements LifecycleEvents {
     const outbox = this.#wire.outbox;
     timers.startIdle(idleTimeout, {
       busy: () => this.#outgoing.size > 0 || this.#incoming.size > 0,
+      // Counted as the system takes each part of a write where the transport can tell.
       unwritten: () =>
-        outbox.desiredSize < this.#config.writeHighWaterMark ? outbox.bytesWritten : undefined,
+        outbox.desiredSize < this.#config.writeHighWaterMark
+          ? this.#transport.bytesSent ?? outbox.bytesWritten
+          : undefined,
       idle: (stalled) => {
         const reason = `for its idleTimeout (${idleTimeout} ms)`;
         // Nothing can be said to a peer that reads nothing: dropped, not closed gracefully.

@@ -760,3 +760,45 @@ Deno.test("serve: a client that stops reading is closed after idleTimeout, howev
   await server.close();
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("serve: a client that reads a large answer slowly is not taken for one that reads nothing", async () => {
+  const { dir, path } = await tempSocket();
+  const errors: Error[] = [];
+  const server = serve(await listenUnix(path), {
+    codec,
+    handlers: { big: () => "x".repeat(6 << 20) },
+    idleTimeout: 300,
+    onError: (error) => errors.push(error as Error),
+  });
+  // One frame of 6 MiB, read 64 KiB every 10 ms: it takes several idle timeouts to arrive, and
+  // every one of them sees bytes move.
+  const conn = await Deno.connect({ transport: "unix", path });
+  const hello = encodeFrame(encodeEnvelope({
+    kind: "hello",
+    body: rawHelloBody({ maxFrameBytes: 16 << 20 }),
+  }));
+  const call = encodeFrame(encodeEnvelope({
+    kind: "call",
+    id: 1,
+    flags: 0,
+    timeoutMs: 0,
+    method: "big",
+    body: json(null),
+  }));
+  for (const bytes of [hello, call]) {
+    for (let sent = 0; sent < bytes.length;) sent += await conn.write(bytes.subarray(sent));
+  }
+  const buffer = new Uint8Array(64 << 10);
+  let received = 0;
+  while (received < 6 << 20) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const n = await conn.read(buffer);
+    if (n === null) break;
+    received += n;
+  }
+  assert.ok(received >= 6 << 20, `${received} bytes read`);
+  assert.deepEqual(errors.map((error) => error.message), []);
+  conn.close();
+  await server.close();
+  await Deno.remove(dir, { recursive: true });
+});

@@ -29,6 +29,12 @@ export interface ByteChannel {
    * which spares a promise per chunk. Called again only after the previous call settled.
    */
   write(chunk: Uint8Array): Promise<void> | undefined;
+  /**
+   * The bytes the system has taken so far, each part of a chunk counted as it goes (a large
+   * chunk to a slow reader is written in many parts). Optional: absent where a chunk is taken
+   * whole or not at all.
+   */
+  readonly bytesSent?: number;
   /** Ends the outgoing direction: the peer's reads end once they have every byte. */
   closeWrite(): Promise<void>;
   /**
@@ -105,6 +111,11 @@ export class ByteChannelTransport implements Transport {
   }
 
   /** Bytes from the peer, created at first use. */
+  /** See {@linkcode Transport.bytesSent}. */
+  get bytesSent(): number | undefined {
+    return this.#channel.bytesSent;
+  }
+
   get readable(): ReadableStream<Uint8Array> {
     return this.#readable ??= this.#reads.createReadable();
   }

@@ -23,6 +23,7 @@ class ConnChannel implements ByteChannel {
   readonly #buffer = new ReadBuffer(undefined, true);
   /** The buffer the read in flight reads into (one read at a time). */
   #reading: Uint8Array | undefined;
+  bytesSent = 0;
 
   constructor(conn: Deno.Conn, label: string) {
     this.#conn = conn;
@@ -45,14 +46,19 @@ class ConnChannel implements ByteChannel {
   }
 
   write(chunk: Uint8Array): Promise<void> {
-    // A short write is rare: writeRest finishes it.
-    return this.#conn.write(chunk).then((n) =>
-      n < chunk.length ? this.#writeRest(chunk, n) : undefined
-    );
+    // A short write is rare but for large chunks to a slow reader: writeRest finishes it.
+    return this.#conn.write(chunk).then((n) => {
+      this.bytesSent += n;
+      return n < chunk.length ? this.#writeRest(chunk, n) : undefined;
+    });
   }
 
   async #writeRest(chunk: Uint8Array, written: number): Promise<void> {
-    while (written < chunk.length) written += await this.#conn.write(chunk.subarray(written));
+    while (written < chunk.length) {
+      const n = await this.#conn.write(chunk.subarray(written));
+      written += n;
+      this.bytesSent += n;
+    }
   }
 
   freeBuffers(): void {

@@ -59,6 +59,17 @@ class SocketChannel implements ByteChannel {
     return this.#reader.read();
   }
 
+  /**
+   * What the system took: the socket's count (the chunks handed to its handle, one at a time
+   * here) less what waits in the handle's write queue where the runtime shows it (Node's
+   * libuv handle), else less what waits in the socket's buffer.
+   */
+  get bytesSent(): number {
+    const socket = this.#socket;
+    const queued = (socket as { _handle?: { writeQueueSize?: number } })._handle?.writeQueueSize;
+    return socket.bytesWritten - (queued ?? socket.writableLength);
+  }
+
   write(chunk: Uint8Array): Promise<void> {
     const failure = this.#reader.failure;
     if (failure !== undefined) return Promise.reject(failure);

@@ -65,6 +65,13 @@ export interface Transport extends AsyncDisposable {
    */
   readonly remoteAddr?: Deno.Addr;
   /**
+   * The bytes the system has taken for the peer so far, counted as each part of a write goes:
+   * a large chunk written to a slow reader moves it many times before its write settles.
+   * Optional: the Unix socket and TCP transports have it (a channel's `idleTimeout` reads it
+   * to tell a slow reader from one that reads nothing).
+   */
+  readonly bytesSent?: number;
+  /**
    * Reads the next bytes from the peer straight into `view`, instead of through `readable`,
    * so a large message can land in its own buffer with no copy (framing's `FrameReader`
    * reads the rest of a large frame this way). Optional: the Unix socket, TCP, TLS and stdio
