@@ -1,6 +1,6 @@
 // What a hostile or sloppy JSON-RPC peer does to openJsonRpc, and what a demanding user of the
 // LSP and MCP dialects expects of it: headers beside a progress token, progress nobody asked
-// for, reporters that throw, error responses that bend the rules, cancels of queued requests.
+// for, reporters that throw, error responses that bend the rules, ids without a method.
 
 import assert from "node:assert/strict";
 import type { CallContext } from "../channel/mod.ts";
@@ -196,4 +196,15 @@ Deno.test("jsonrpc hostile: an id with neither a method, a result nor an error i
     await channel.close();
     await peer.close();
   }
+});
+
+Deno.test("jsonrpc hostile: a request that lacks only its method is answered -32600 under its id", async () => {
+  const { channel, peer } = await setup({ framing: "content-length" });
+  // It carries params: a request whose method is missing, not a response without its result.
+  await peer.send({ jsonrpc: "2.0", id: 7, params: { a: 1 } });
+  const answer = await peer.next() as { id: number; error?: { code: number } };
+  assert.equal(answer.id, 7);
+  assert.equal(answer.error?.code, -32600);
+  await channel.close();
+  await peer.close();
 });

@@ -290,10 +290,11 @@ export class JsonRpcWire implements Wire {
     const method = fields.method;
     if (
       method === undefined &&
-      ("result" in fields || fields.error !== undefined || typeof id === "number" ||
-        typeof id === "string")
+      ("result" in fields || fields.error !== undefined ||
+        ((typeof id === "number" || typeof id === "string") && !("params" in fields)))
     ) {
-      // A response by its shape (an id and no method is one too, if it lacks its result),
+      // A response by its shape (an id alone is one too, lacking its result; with params it
+      // is a request lacking its method, answered -32600),
       // whatever else is wrong with it: never answered (JSON-RPC answers requests only; a peer
       // would take an error for id 1 as the answer to its own request 1), and taken without
       // "jsonrpc" as vscode-jsonrpc takes it.
