@@ -78,12 +78,12 @@ function handleChain(
   return (method, param, context, handler) => {
     let runs = 0;
     // The handler runs while the call is open, and again (an interceptor's retry) only when
-    // its param is not a stream the first run read.
+    // its param is not the stream the first run read (a copy the interceptor kept will do).
     const serve = (call: IncomingCallInfo): unknown => {
       if (context.over) {
         throw new ConduitError(`next() of "${method}" after its call was over: not run`);
       }
-      if (runs++ > 0 && context.streamsParam) {
+      if (runs++ > 0 && context.streamsParam && call.param === param) {
         throw new ConduitError(
           `next() of "${method}" again: its param stream was read by the first run`,
         );

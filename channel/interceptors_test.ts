@@ -322,6 +322,31 @@ Deno.test("interceptors: a handler-side retry runs a handler again, never on a p
   } finally {
     await channels.close();
   }
+  // One that kept the items it read may run the handler again on its copy.
+  const replay: Interceptor = {
+    handle: async (call, next) => {
+      if (call.method !== "sum") return next(call);
+      const items = await Array.fromAsync(call.param as AsyncIterable<number>);
+      const copy = () =>
+        (async function* () {
+          yield* items;
+        })();
+      const first = await next({ ...call, param: copy() });
+      return [first, await next({ ...call, param: copy() })];
+    },
+  };
+  const replaying = await pair([replay], []);
+  try {
+    const summed = await replaying.client.remote.sum(
+      (async function* () {
+        yield 1;
+        yield 2;
+      })(),
+    ) as unknown as [number, number];
+    assert.deepEqual(summed, [3, 3]);
+  } finally {
+    await replaying.close();
+  }
 });
 
 Deno.test("interceptors: next() after the call is over does not run the handler", async () => {
