@@ -75,10 +75,17 @@ export class ReceiveCredit {
     return this.#granted;
   }
 
-  /** Counts `bytes` in; returns a message when that goes past what was granted. */
-  receive(bytes: number): string | undefined {
+  /**
+   * Counts `bytes` in; returns a message when that goes past what was granted, or, given
+   * `begunWithin`, when the message began more than that many bytes past it (a sender that may
+   * begin a message while it has credit left, and send it whole).
+   */
+  receive(bytes: number, begunWithin?: number): string | undefined {
     const total = this.#received + bytes;
-    if (total > this.#granted) return `${total} > ${this.#granted} bytes`;
+    const over = begunWithin === undefined
+      ? total > this.#granted
+      : this.#received > this.#granted + begunWithin;
+    if (over) return `${total} > ${this.#granted} bytes`;
     this.#received = total;
     return undefined;
   }

@@ -90,8 +90,6 @@ export class PostMessageChannel implements ByteChannel {
   readonly #sendCredit: SendCredit;
   /** What this side read, returned to the peer as acks. */
   readonly #receiveCredit: ReceiveCredit;
-  /** Bytes received, each message counting MESSAGE_COST too, as the peer spends credit. */
-  #received = 0;
   readonly #coalescer = new WriteCoalescer(() => this.#flush());
   readonly #bell: PostBell;
 
@@ -238,9 +236,8 @@ export class PostMessageChannel implements ByteChannel {
     // A peer that keeps to the credit window starts a message at most a coalescing buffer past
     // what this end granted (CREDIT_SLACK); one that does not would make this end keep all it
     // posts, without bound.
-    const received = this.#received;
-    if (received > this.#receiveCredit.granted + CREDIT_SLACK) return this.#overran(received);
-    this.#received = received + chunk.length + MESSAGE_COST;
+    const over = this.#receiveCredit.receive(chunk.length + MESSAGE_COST, CREDIT_SLACK);
+    if (over !== undefined) return this.#overran(over);
     if (this.#reader !== undefined && this.#inboxHead === this.#inbox.length) {
       this.#consume(chunk.length + MESSAGE_COST);
       this.#resolveReader(chunk);
@@ -248,13 +245,12 @@ export class PostMessageChannel implements ByteChannel {
   }
 
   /** The peer ignored the credit window: the channel fails, and drops what it kept unread. */
-  #overran(received: number): void {
+  #overran(over: string): void {
     if (this.#state !== FAILED) {
       this.fail(
         new TransportClosedError(
-          `${this.label}: the peer sent ${received} bytes where this end granted ` +
-            `${this.#receiveCredit.granted}: it ignores the credit window ` +
-            "(do both ends use the same windowBytes?)",
+          `${this.label}: the peer sent past the credit this end granted (${over}): it ignores ` +
+            "the credit window (do both ends use the same windowBytes?)",
         ),
       );
     }
