@@ -51,6 +51,7 @@ export interface IncomingOptions {
   readonly ring: number;
   readonly streamWindowBytes: number;
   readonly codecsFor: (method: string) => MethodCodecs;
+  /** Reports a notification handler's failure; never throws. */
   readonly onNotificationError: (error: unknown, method: string) => void;
   /** The signal notification handlers get: it fires when the channel closes. */
   readonly closeSignal: () => AbortSignal;
@@ -382,11 +383,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         };
         Promise.resolve(result).then(settled, (error) => {
           settled();
-          this.#reportNotificationError(error, method);
+          this.#options.onNotificationError(error, method);
         });
       }
     } catch (error) {
-      this.#reportNotificationError(error, method);
+      this.#options.onNotificationError(error, method);
     }
   }
 
@@ -515,14 +516,6 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       }
     }
     return ctx;
-  }
-
-  #reportNotificationError(error: unknown, method: string): void {
-    try {
-      this.#options.onNotificationError(error, method);
-    } catch {
-      // A failing error reporter must not take the connection down.
-    }
   }
 }
 

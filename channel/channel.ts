@@ -435,7 +435,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
         trustPeer: options.trustPeer ?? DEFAULT_TRUST_PEER,
         shapes: options.shapes ?? true,
         errorClasses,
-        onNotificationError: options.onNotificationError ?? reportNotificationError,
+        onNotificationError: notificationErrorReporter(options.onNotificationError),
       },
       defaults,
       wire,
@@ -793,6 +793,24 @@ export function authConfig(auth: AuthOptions | false | undefined): WireAuth | un
     );
   }
   return { secret: secret.slice(), role };
+}
+
+/**
+ * The reporter of notification handlers' failures (`ChannelOptions.onNotificationError`, by
+ * default to `console.error`), kept from throwing: a failing reporter must not take the
+ * connection down, nor the answers of a JSON-RPC batch being read.
+ */
+export function notificationErrorReporter(
+  given: ((error: unknown, method: string) => void) | undefined,
+): (error: unknown, method: string) => void {
+  const report = given ?? reportNotificationError;
+  return (error, method) => {
+    try {
+      report(error, method);
+    } catch {
+      // Nowhere left to report it.
+    }
+  };
 }
 
 function reportNotificationError(error: unknown, method: string): void {

@@ -73,7 +73,12 @@ import { DEFAULT_MAX_BATCH_MESSAGES } from "../wires/jsonrpc/limits.ts";
 import { type JsonRpcWire, jsonRpcWire } from "../wires/jsonrpc/wire.ts";
 import type { JsonRpcOutbox } from "../wires/jsonrpc/outbox.ts";
 import type { WireFactory } from "../wires/types.ts";
-import { Channel, type ChannelOptions, untilOpen } from "../channel/channel.ts";
+import {
+  Channel,
+  type ChannelOptions,
+  notificationErrorReporter,
+  untilOpen,
+} from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
 import type { CheckedHandlers, Interceptor } from "../channel/types.ts";
@@ -291,7 +296,7 @@ export async function openJsonRpc<
   if (role !== undefined && role !== "client" && role !== "server") {
     throw new TypeError(`role must be "client" or "server", got ${JSON.stringify(role)}`);
   }
-  const onNotificationError = options.onNotificationError ?? reportNotificationError;
+  const onNotificationError = notificationErrorReporter(options.onNotificationError);
   const table = new HandlerTable(options.handlers, options.onRequest);
   const unhandled = options.onUnhandledNotification;
   const factory = jsonRpcWire({
@@ -303,11 +308,7 @@ export async function openJsonRpc<
       try {
         unhandled(method, params);
       } catch (error) {
-        try {
-          onNotificationError(error, method);
-        } catch {
-          // A failing error reporter must not take the connection down (nor a batch's answers).
-        }
+        onNotificationError(error, method);
       }
     }),
     maxBatchMessages,
@@ -516,10 +517,6 @@ function stateOf(channel: object): JsonRpcState {
     throw new TypeError("Not a JSON-RPC channel: open it with openJsonRpc()");
   }
   return state;
-}
-
-function reportNotificationError(error: unknown, method: string): void {
-  console.error(`conduit: the notification handler "${method}" failed:`, error);
 }
 
 function resolveDialect(dialect: "lsp" | "mcp" | JsonRpcDialect): JsonRpcDialect {
