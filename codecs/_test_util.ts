@@ -2,6 +2,7 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { CodecError } from "../errors.ts";
 
 /** Runs `fn` and returns what it threw; fails the test if it returned. */
 export function thrown(fn: () => unknown): unknown {
@@ -57,4 +58,15 @@ export function structuredLeaf(): fc.Arbitrary<unknown> {
     fc.int16Array({ maxLength: 4 }),
     fc.bigInt64Array({ maxLength: 3 }),
   );
+}
+
+/** Asserts that `fn` throws the Arrow codec's decode `CodecError`, its message matching `pattern`. */
+export function assertDecodeError(fn: () => unknown, pattern: RegExp): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof CodecError, `expected CodecError, got ${err}`);
+    assert.equal(err.codec, "arrow");
+    assert.equal(err.operation, "decode");
+    assert.match(err.message, pattern);
+    return true;
+  });
 }

@@ -38,6 +38,8 @@ import {
   tableFromColumns,
   tableFromRows,
 } from "./arrow.ts";
+import { concat } from "../framing/_test_util.ts";
+import { assertDecodeError } from "./_test_util.ts";
 
 const codec = arrowCodec();
 const INTEROP_SCRIPT = new URL("../testdata/arrow/arrow_interop.py", import.meta.url);
@@ -147,26 +149,6 @@ function messages(bytes: Uint8Array): Array<{ type: string; start: number; end: 
     pos = end;
   }
   return out;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
-
-function assertDecodeError(fn: () => unknown, pattern: RegExp): void {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof CodecError, `expected CodecError, got ${err}`);
-    assert.equal(err.codec, "arrow");
-    assert.equal(err.operation, "decode");
-    assert.match(err.message, pattern);
-    return true;
-  });
 }
 
 // --- conformance ----------------------------------------------------------------------------

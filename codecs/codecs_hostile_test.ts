@@ -34,28 +34,10 @@ import {
 } from "apache-arrow";
 import { CodecError } from "../errors.ts";
 import { arrowCodec } from "./arrow.ts";
+import { concat } from "../framing/_test_util.ts";
+import { assertDecodeError } from "./_test_util.ts";
 
 const codec = arrowCodec();
-
-function assertDecodeError(fn: () => unknown, pattern: RegExp): void {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof CodecError, `expected CodecError, got ${err}`);
-    assert.equal(err.codec, "arrow");
-    assert.equal(err.operation, "decode");
-    assert.match(err.message, pattern);
-    return true;
-  });
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
 
 /** The messages of a stream: kind ("Schema", "Dictionary<id>", "RecordBatch", "EOS") and bytes. */
 function messages(bytes: Uint8Array): Array<{ kind: string; bytes: Uint8Array }> {

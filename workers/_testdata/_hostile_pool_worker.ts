@@ -2,30 +2,12 @@
 // that spin for good, end the thread, post garbage or die part-way through a stream.
 import type { CallContext } from "../../channel/call_context.ts";
 import { serveWorker } from "../serve_worker.ts";
+import { closePipe } from "./_close_pipe.ts";
 
 /** What the parent serves to this worker. */
 export interface ParentApi {
   /** The worker started attempt `attempt` of a call. */
   started(attempt: number): void;
-}
-
-/**
- * Closes every descriptor of the pipe at fd 1 (the stdio channel's way out; Deno keeps
- * copies of its stdio), so the parent sees the connection end while this process lives on.
- */
-function closeStdout(): void {
-  const libc = Deno.dlopen("libc.so.6", {
-    close: { parameters: ["i32"], result: "i32" },
-    readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" },
-  });
-  const link = (n: number) => {
-    const out = new Uint8Array(256);
-    const path = new TextEncoder().encode(`/proc/self/fd/${n}\0`);
-    const length = Number(libc.symbols.readlink(path, out, 256n));
-    return length < 0 ? undefined : new TextDecoder().decode(out.subarray(0, length));
-  };
-  const pipe = link(1);
-  for (let n = 0; n < 1024; n++) if (link(n) === pipe) libc.symbols.close(n);
 }
 
 const handlers = {
@@ -62,7 +44,7 @@ const handlers = {
   async *vanish(_: undefined, ctx: CallContext<ParentApi>): AsyncIterable<number> {
     await ctx.channel.remote.started(ctx.attempt);
     if (ctx.attempt === 1) {
-      closeStdout();
+      closePipe(1);
       await new Promise(() => {});
     }
     yield* [1, 2, 3];

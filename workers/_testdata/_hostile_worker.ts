@@ -2,6 +2,7 @@
 // says how it misbehaves.
 import process from "node:process";
 import { serveWorker } from "../serve_worker.ts";
+import { closePipe } from "./_close_pipe.ts";
 
 const how = Deno.args[0] ?? "";
 
@@ -38,21 +39,9 @@ const handlers = {
     grandchild(seconds);
     Deno.exit(5);
   },
-  /** Closes fd 1 (the stdio channel's way out) and lives on. */
-  /** Closes every descriptor of the pipe at `fd` (Deno keeps copies of its stdio), lives on. */
+  /** Closes every descriptor of the pipe at `fd`, and lives on. */
   closeFd(fd: number): Promise<never> {
-    const libc = Deno.dlopen("libc.so.6", {
-      close: { parameters: ["i32"], result: "i32" },
-      readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" },
-    });
-    const link = (n: number) => {
-      const out = new Uint8Array(256);
-      const path = new TextEncoder().encode(`/proc/self/fd/${n}\0`);
-      const length = Number(libc.symbols.readlink(path, out, 256n));
-      return length < 0 ? undefined : new TextDecoder().decode(out.subarray(0, length));
-    };
-    const pipe = link(fd);
-    for (let n = 0; n < 1024; n++) if (link(n) === pipe) libc.symbols.close(n);
+    closePipe(fd);
     return new Promise(() => {});
   },
   /** Floods stderr with `lines` lines of `size` characters. */
