@@ -41,9 +41,16 @@ export class ExtData {
    * @param data The payload.
    * @throws {RangeError} When `type` is not an integer from -128 to 127 (MessagePack has one
    * byte for it).
+   * @throws {TypeError} When `data` is no `Uint8Array` (the bytes of a string or another view
+   * would not be what is written).
    */
   constructor(type: number, data: Uint8Array) {
     this.type = integerOption("type", type, -128, 127);
+    if (!(data instanceof Uint8Array)) {
+      throw new TypeError(
+        `ExtData data must be a Uint8Array, got ${Object.prototype.toString.call(data)}`,
+      );
+    }
     this.data = data;
   }
 }

@@ -11,13 +11,19 @@
  * | `NaN`, `Infinity`, `-Infinity` | `null` |
  * | `undefined` (or a hole) in an array | `null` |
  * | functions, symbols | dropped from objects, `null` in arrays |
+ * | a property with a symbol key (enumerable) | dropped |
  * | an invalid `Date` | `null` |
  * | `bigint` (without a `toJSON()`) | nothing: `JSON.stringify` throws |
  * | a cycle | nothing: `JSON.stringify` throws |
  *
  * Let through, as JSON has always done: an object with a `toJSON()` method becomes what that
  * returns (a `Date` its ISO string), a property whose value is `undefined` is left out (it
- * reads back as missing, as an optional property), and `-0` becomes `0`. With
+ * reads back as missing, as an optional property), and `-0` becomes `0`. What a `toJSON()`
+ * returns is checked as any value (`$.price.toJSON().tags is an instance of Set`), so the check
+ * calls it once and `JSON.stringify` once more; a `Date`'s own method is not called. Not
+ * looked at: non-enumerable properties and an array's properties other than its items, which
+ * JSON does not write, and what the rare `toJSON()` JSON calls unseen returns (one on an
+ * array, or a non-enumerable one on a plain object). With
  * `jsonCodec({ lossy: true })` nothing is checked and `JSON.stringify` has the last word, as
  * in a peer that does not check either.
  *
@@ -198,7 +204,7 @@ class _JsonCodec<T> implements Codec<T> {
 export function jsonText(value: unknown, lossy: boolean, codecName = JSON_CODEC_NAME): string {
   let text: string | undefined;
   try {
-    if (!lossy) checkValue(value);
+    if (!lossy) checkValue(value, "");
     text = JSON.stringify(value);
   } catch (cause) {
     throw new CodecError(codecName, "encode", explainLoss(value, cause));
@@ -240,9 +246,11 @@ const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 class Loss {
   readonly segments: string[] = [];
   readonly reason: string;
-  // A plain field, not a parameter property: Node's type stripping cannot erase those.
-  constructor(reason: string) {
+  readonly verb: "is" | "has";
+  // Plain fields, not parameter properties: Node's type stripping cannot erase those.
+  constructor(reason: string, verb: "is" | "has" = "is") {
     this.reason = reason;
+    this.verb = verb;
   }
 }
 
@@ -261,11 +269,22 @@ function explainLoss(value: unknown, cause: unknown): unknown {
     return new RangeError(`The value is nested too deeply to check; ${LOSSY_HINT}`);
   }
   if (!(cause instanceof Loss)) return cause;
-  return new TypeError(`$${cause.segments.reverse().join("")} is ${cause.reason}; ${LOSSY_HINT}`);
+  const path = `$${cause.segments.reverse().join("")}`;
+  return new TypeError(`${path} ${cause.verb} ${cause.reason}; ${LOSSY_HINT}`);
 }
 
+/**
+ * The key `JSON.stringify` passes a `toJSON()` method: the property name, an array index (a
+ * number here, a string when passed), `""` at the top level; or {@linkcode RESULT} for what a
+ * `toJSON()` returned, whose own `toJSON()` JSON does not call.
+ */
+type Key = string | number | typeof RESULT;
+const RESULT: unique symbol = Symbol("toJSON result");
+const dateToJSON = Date.prototype.toJSON;
+type ToJSON = (this: unknown, key: string) => unknown;
+
 /** Throws a {@linkcode Loss} where `JSON.stringify` would write `value` other than it is. */
-function checkValue(value: unknown): void {
+function checkValue(value: unknown, key: Key): void {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -275,11 +294,15 @@ function checkValue(value: unknown): void {
       if (Number.isFinite(value)) return;
       throw new Loss(`${value}, which JSON writes as null`);
     case "object":
-      if (value !== null) checkObject(value);
+      if (value !== null) checkObject(value, key);
       return;
-    case "bigint":
-      if (typeof (value as { toJSON?: unknown }).toJSON === "function") return;
+    case "bigint": {
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (key !== RESULT && typeof toJSON === "function") {
+        return checkToJSON(value, toJSON as ToJSON, key);
+      }
       throw new Loss(`a bigint (${value}n), which JSON cannot write`);
+    }
     case "function":
       throw new Loss(`a function (${value.name || "anonymous"}), which JSON drops`);
     case "symbol":
@@ -287,15 +310,13 @@ function checkValue(value: unknown): void {
   }
 }
 
-function checkObject(object: object): void {
+function checkObject(object: object, key: Key): void {
   const proto = Object.getPrototypeOf(object);
   if (proto === Array.prototype) return checkArray(object as unknown[]);
-  if (proto === Object.prototype || proto === null) return checkRecord(object);
-  if (typeof (object as { toJSON?: unknown }).toJSON === "function") {
-    if (proto === Date.prototype && Number.isNaN((object as Date).getTime())) {
-      throw new Loss("an invalid Date, which JSON writes as null");
-    }
-    return;
+  if (proto === Object.prototype || proto === null) return checkRecord(object, key);
+  const toJSON = key === RESULT ? undefined : (object as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === "function") {
+    return checkToJSON(object, toJSON as ToJSON, key as string | number);
   }
   throw new Loss(
     `${describeInstance(object, proto)}, which JSON writes as ${preview(object)} ` +
@@ -303,21 +324,60 @@ function checkObject(object: object): void {
   );
 }
 
-function checkRecord(record: object): void {
+/**
+ * Checks what `JSON.stringify` writes in place of `holder`: what its `toJSON()` returns
+ * (called here too, with the key JSON passes), except for a `Date`'s own method, whose string
+ * only an invalid `Date` loses (as `null`).
+ */
+function checkToJSON(holder: unknown, toJSON: ToJSON, key: string | number): void {
+  if (toJSON === (dateToJSON as ToJSON) && holder instanceof Date) {
+    if (Number.isNaN(holder.getTime())) {
+      throw new Loss("an invalid Date, which JSON writes as null");
+    }
+    return;
+  }
+  const result = toJSON.call(holder, typeof key === "number" ? String(key) : key);
+  try {
+    if (result === undefined) {
+      // Left out of an object, as a property whose value is undefined; null in an array.
+      if (typeof key === "number") throw new Loss("undefined, which JSON writes as null");
+      return;
+    }
+    checkValue(result, RESULT);
+  } catch (err) {
+    if (err instanceof Loss) err.segments.push(".toJSON()");
+    throw err;
+  }
+}
+
+function checkRecord(record: object, key: Key): void {
   // `for...in` over a plain object sees its own keys (and enumerable ones an altered
   // Object.prototype adds, checked for nothing): faster than `Object.keys`.
-  for (const key in record) {
-    const value = (record as Record<string, unknown>)[key];
+  for (const name in record) {
+    const value = (record as Record<string, unknown>)[name];
     if (typeof value === "string" || typeof value === "boolean") continue;
     try {
-      checkValue(value);
+      checkValue(value, name);
     } catch (err) {
       // A plain object with a toJSON() method is written as what that returns: looked up only
-      // here, as such objects are rare.
-      if (typeof (record as { toJSON?: unknown }).toJSON === "function") return;
-      if (err instanceof Loss) err.segments.push(keySegment(key));
+      // here, as such objects are rare (and the method, a function, is a loss of its own).
+      const toJSON = key === RESULT ? undefined : (record as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === "function") {
+        return checkToJSON(record, toJSON as ToJSON, key as string | number);
+      }
+      if (err instanceof Loss) err.segments.push(keySegment(name));
       throw err;
     }
+  }
+  // JSON drops symbol keys; an enumerable one is data (spread and Object.assign copy it).
+  const symbols = Object.getOwnPropertySymbols(record);
+  for (let i = 0; i < symbols.length; i++) {
+    if (!Object.prototype.propertyIsEnumerable.call(record, symbols[i])) continue;
+    const toJSON = key === RESULT ? undefined : (record as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === "function") {
+      return checkToJSON(record, toJSON as ToJSON, key as string | number);
+    }
+    throw new Loss(`a symbol key (${String(symbols[i])}), which JSON drops`, "has");
   }
 }
 
@@ -329,7 +389,7 @@ function checkArray(array: unknown[]): void {
       if (value === undefined) {
         throw new Loss(`${i in array ? "undefined" : "a hole"}, which JSON writes as null`);
       }
-      checkValue(value);
+      checkValue(value, i);
     } catch (err) {
       if (err instanceof Loss) err.segments.push(`[${i}]`);
       throw err;
