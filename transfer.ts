@@ -95,7 +95,16 @@ export function markTransfer(bytes: Uint8Array): Uint8Array {
   if (!(bytes instanceof Uint8Array)) {
     throw new TypeError(`transfer() takes a Uint8Array, got ${typeof bytes}`);
   }
-  if (bytes.buffer instanceof ArrayBuffer && !bytes.buffer.resizable) given.add(bytes.buffer);
+  // Given up twice, the same memory would be written twice while the first write hands it
+  // back (or moves it away): the second frame would go out empty, or cut the stream of
+  // frames short. Bytes whose buffer is detached read as empty: they were given up before.
+  const buffer = bytes.buffer;
+  if (givenViews.has(bytes) || (buffer instanceof ArrayBuffer && buffer.detached)) {
+    throw new TypeError(
+      "transfer() of bytes already given up: they are not yours to send again",
+    );
+  }
+  if (buffer instanceof ArrayBuffer && !buffer.resizable) given.add(buffer);
   givenViews.add(bytes);
   return bytes;
 }

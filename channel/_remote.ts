@@ -684,7 +684,10 @@ export class StreamPump {
         }
         const writable = this.#owner.writable();
         if (writable !== undefined) {
-          await writable;
+          // Stopped while the transport is full, the source is closed at once, not once the
+          // transport drains (a peer that stops reading may never let it).
+          await Promise.race([writable, new Promise<void>((resolve) => this.#wake = resolve)]);
+          this.#wake = undefined;
           continue;
         }
         const step = await iterator.next();
