@@ -23,8 +23,10 @@
  * number when it is safe (which is what a peer in another language means by it): `5n` would
  * come back as `5`. Map and Set payloads are MessagePack documents of their own, so any
  * MessagePack library can read them. Class instances encode as maps of their own enumerable
- * properties; functions and symbols are a `CodecError`. A map key `"__proto__"` decodes as an
- * ordinary own property: the decoded object keeps `Object.prototype`.
+ * properties (an `ArrayBuffer`, which has none, as `{}`: send a `Uint8Array`); functions and
+ * symbols as values are a `CodecError`, while symbol-keyed properties are left out, as
+ * MessagePack maps of other libraries leave them (the structured codec refuses them). A map key
+ * `"__proto__"` decodes as an ordinary own property: the decoded object keeps `Object.prototype`.
  *
  * @example
  * ```ts
