@@ -135,6 +135,15 @@ export async function within<T, L>(promise: Promise<T>, ms: number, late: L): Pr
 }
 
 /**
+ * Cancels `timer`, if any, without touching the timer globals when there is none: their
+ * first use loads Deno's Node-compatible timers, which a worker that sets no timer need not
+ * pay before its first reply (`bench/ab_engine.ts` case `spawn`).
+ */
+export function clearTimer(timer: ReturnType<typeof setTimeout> | undefined): void {
+  if (timer !== undefined) clearTimeout(timer);
+}
+
+/**
  * Makes `timer` (from `setTimeout` or `setInterval`) keep the process alive (`ref`) or not:
  * `Deno.refTimer`/`Deno.unrefTimer` on Deno, the handle's own `ref()`/`unref()` on Node and Bun.
  */

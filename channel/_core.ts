@@ -5,11 +5,11 @@
 // transport write, started early in a burst (FrameWriter's firstWriteBytes), so the peer
 // works on the first answers while the rest of a read is dispatched. The engine is given its
 // wire and knows it only through wires/types.ts.
-// The lifecycle's state machine and the channel's deadline timer are below the engine.
+// The lifecycle's state machine is _lifecycle.ts, the channel's deadline timer _deadlines.ts.
 
 import type { Codec } from "../codecs/types.ts";
 import { FrameTooLargeError, FramingError } from "../errors.ts";
-import type { Goodbye, PeerInfo } from "../protocol/handshake.ts";
+import type { PeerInfo } from "../protocol/handshake.ts";
 import { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
 import { type MethodCodecs, shapingCodec } from "../wires/codec_slots.ts";
@@ -20,7 +20,9 @@ import type { LifecycleEvents, Wire, WireAuth, WireFactory, WireTrace } from "..
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
-import { refTimer, timerDelay, within } from "../_runtime.ts";
+import { timerDelay, within } from "../_runtime.ts";
+import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
+import { Deadlines } from "./_deadlines.ts";
 
 export type { PeerInfo };
 
@@ -55,8 +57,6 @@ export interface CoreConfig {
   errorClasses: Map<string, ErrorClass>;
   onNotificationError: (error: unknown, method: string) => void;
 }
-
-type Timer = ReturnType<typeof setTimeout>;
 
 /** The most slots of the id rings that hold the calls in flight (more wait in a Map). */
 const MAX_ID_RING = 1024;
@@ -617,217 +617,4 @@ function handshakeError(code: string, message: string): HandshakeError {
   return code === "auth_failed" || code === "auth_required"
     ? new AuthenticationError(code, message)
     : new HandshakeError(code, message);
-}
-
-// ---------------------------------------------------------------- the lifecycle
-
-// The lifecycle of a connection as one explicit state machine:
-//
-//   HANDSHAKE ──opened──▶ OPEN ──close / peer's goodbye──▶ CLOSING ──drained──▶ CLOSED
-//       │                  │                                                     ▲
-//       └──────────────────┴─────────── failure, abort, timeout ────────────────┘
-//
-// Every transition goes through `enter`, which refuses the ones the diagram lacks and does
-// what leaving a state implies (its timer stops; leaving OPEN ends the waits of `ready()`).
-// Beside the state it keeps what both goodbyes were and what the channel failed with.
-
-/** Waiting for the peer's handshake. */
-export const HANDSHAKE = 0;
-/** Calls flow both ways. */
-export const OPEN = 1;
-/** This side or the peer said goodbye; in-flight calls drain. */
-export const CLOSING = 2;
-/** Over; the transport is being or has been released. */
-export const CLOSED = 3;
-
-const TRANSITIONS: readonly (readonly number[])[] = [
-  /* HANDSHAKE */ [OPEN, CLOSED],
-  /* OPEN */ [CLOSING, CLOSED],
-  /* CLOSING */ [CLOSED],
-  /* CLOSED */ [],
-];
-
-/**
- * Cancels `timer`, if any, without touching the timer globals when there is none: their
- * first use loads Deno's Node-compatible timers, which a worker that sets no timer need not
- * pay before its first reply (`bench/ab_engine.ts` case `spawn`).
- */
-export function clearTimer(timer: Timer | undefined): void {
-  if (timer !== undefined) clearTimeout(timer);
-}
-
-/** The state of one connection. */
-export class Lifecycle {
-  #state = HANDSHAKE;
-  /** The timer of the current state: the handshake timeout, then the drain timeout. */
-  #timer: Timer | undefined;
-  /** Resolved when the channel stops being open, to end the waits of `ready()`. */
-  #leftOpen: PromiseWithResolvers<void> | undefined;
-  #sentGoodbye = false;
-  /** Why this side said goodbye, when it said (an idle timeout). */
-  #goodbyeReason: string | undefined;
-  #peerGoodbye: Goodbye | undefined;
-  /** What the channel failed with (undefined while open, and after a graceful close). */
-  #failure: ConnectionClosedError | undefined;
-
-  get state(): number {
-    return this.#state;
-  }
-
-  get handshaking(): boolean {
-    return this.#state === HANDSHAKE;
-  }
-
-  get open(): boolean {
-    return this.#state === OPEN;
-  }
-
-  get closing(): boolean {
-    return this.#state === CLOSING;
-  }
-
-  get closed(): boolean {
-    return this.#state === CLOSED;
-  }
-
-  /** The peer's goodbye, once it said it. */
-  get peerGoodbye(): Goodbye | undefined {
-    return this.#peerGoodbye;
-  }
-
-  /** Whether the peer said goodbye (it starts nothing new after it). */
-  get peerClosing(): boolean {
-    return this.#peerGoodbye !== undefined;
-  }
-
-  get failure(): ConnectionClosedError | undefined {
-    return this.#failure;
-  }
-
-  /** The handshake began; `timer` is its timeout (none for an infinite one). */
-  startHandshake(timer: Timer | undefined): void {
-    if (this.#state === HANDSHAKE) this.#timer = timer;
-    else clearTimer(timer);
-  }
-
-  /**
-   * Moves to `next`; false (and nothing changes) when the diagram has no such transition.
-   * `timer` becomes the new state's timer (the handshake or drain timeout).
-   */
-  enter(next: number, timer?: Timer): boolean {
-    if (!TRANSITIONS[this.#state].includes(next)) return false;
-    if (this.#state === OPEN) {
-      this.#leftOpen?.resolve();
-      this.#leftOpen = undefined;
-    }
-    clearTimer(this.#timer);
-    this.#timer = timer;
-    this.#state = next;
-    return true;
-  }
-
-  /** Moves to CLOSED because of `failure`; false when already closed. */
-  fail(failure: ConnectionClosedError): boolean {
-    if (!this.enter(CLOSED)) return false;
-    this.#failure = failure;
-    return true;
-  }
-
-  /** The state's timer fired: it is no longer pending. */
-  timerFired(): void {
-    this.#timer = undefined;
-  }
-
-  /** Settles when the channel leaves OPEN. */
-  leavesOpen(): Promise<void> {
-    this.#leftOpen ??= Promise.withResolvers<void>();
-    return this.#leftOpen.promise;
-  }
-
-  /** Why this side said goodbye, when it said. */
-  get goodbyeReason(): string | undefined {
-    return this.#goodbyeReason;
-  }
-
-  /** Records that this side says goodbye (and why); false when it did already. */
-  sayGoodbye(reason?: string): boolean {
-    if (this.#sentGoodbye) return false;
-    this.#sentGoodbye = true;
-    this.#goodbyeReason = reason;
-    return true;
-  }
-
-  /** Records the peer's goodbye. */
-  peerSaidGoodbye(goodbye: Goodbye): void {
-    this.#peerGoodbye = goodbye;
-  }
-}
-
-// ---------------------------------------------------------------- deadlines
-
-// Deadlines of calls in both directions, on one timer for the whole channel armed for the
-// earliest deadline: calls that finish in time cost no timer work, and a firing scans the
-// pending calls once. It also keeps the receipt time of the frames being dispatched, from
-// which a served call's deadline counts.
-
-/** The channel's deadline timer. */
-export class Deadlines {
-  /** `performance.now()` when the frames being dispatched arrived. */
-  receivedAt = 0;
-  /** Bytes received from the peer so far (read with the clock, chunk by chunk). */
-  bytesReceived = 0;
-  readonly #expire: (now: number) => number;
-  #timer: Timer | undefined;
-  #at = Infinity;
-  #stopped = false;
-  /** Whether the timer keeps the process alive (see `hold`). */
-  #hold = true;
-
-  /**
-   * @param expire Ends the calls whose deadline is at or before `now` and returns the next
-   * deadline (`Infinity` for none).
-   */
-  constructor(expire: (now: number) => number) {
-    this.#expire = expire;
-  }
-
-  /** Makes sure the timer fires by `at` (a `performance.now()` time). */
-  arm(at: number): void {
-    if (at >= this.#at) return;
-    clearTimer(this.#timer);
-    this.#at = at;
-    this.#timer = setTimeout(this.#fire, timerDelay(Math.ceil(at - performance.now())));
-    if (!this.#hold) refTimer(this.#timer, false);
-  }
-
-  /** Whether the channel's timers keep the process alive (see `hold`). */
-  get held(): boolean {
-    return this.#hold;
-  }
-
-  /**
-   * Whether the timer keeps the process alive: an unref'd worker's channel lets go of it (a
-   * call in flight is held by the worker's connection instead).
-   */
-  hold(yes: boolean): void {
-    this.#hold = yes;
-    if (this.#timer === undefined) return;
-    refTimer(this.#timer, yes);
-  }
-
-  /** Stops the timer (the channel closed). */
-  stop(): void {
-    clearTimer(this.#timer);
-    this.#timer = undefined;
-    this.#at = Infinity;
-    this.#stopped = true;
-  }
-
-  readonly #fire = (): void => {
-    this.#timer = undefined;
-    this.#at = Infinity;
-    if (this.#stopped) return;
-    const next = this.#expire(performance.now() + 1);
-    if (next !== Infinity && !this.#stopped) this.arm(next);
-  };
 }

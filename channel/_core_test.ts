@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { CLOSED, CLOSING, HANDSHAKE, Lifecycle, OPEN } from "./_core.ts";
+import { CLOSED, CLOSING, HANDSHAKE, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { ConnectionClosedError } from "./errors.ts";
 
 Deno.test("lifecycle: only the transitions of the diagram happen", () => {
