@@ -40,10 +40,10 @@ import {
   Dispatcher,
   type InnerCall,
   observed,
+  RestartPolicy,
   type Target,
   type TargetManager,
 } from "./_dispatcher.ts";
-import { RestartPolicy } from "./_restart_policy.ts";
 import { moduleSpecifier } from "./spawn_worker_options.ts";
 import { checkThreadOptions } from "./_spawn_thread.ts";
 import { CrashLoopError, PoolClosedError, WorkerExitedError } from "./errors.ts";

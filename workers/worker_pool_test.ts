@@ -10,7 +10,7 @@ import {
 } from "./errors.ts";
 import type { WorkerCommand } from "./spawn_worker.ts";
 import { WorkerPool as WorkerPoolUnmarked, type WorkerPoolOptions } from "./worker_pool.ts";
-import { RestartPolicy } from "./_restart_policy.ts";
+import { RestartPolicy } from "./_dispatcher.ts";
 
 /** WorkerPool, with the running test's mark in its workers' environment. */
 class WorkerPool<Api extends object> extends WorkerPoolUnmarked<Api> {
