@@ -4,6 +4,7 @@
 import { FrameSyntaxError, FrameTooLargeError, TruncatedFrameError } from "../errors.ts";
 import { MAX_HEADER_LENGTH } from "./_packer.ts";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame_decoder.ts";
+import { PartialFrame } from "./_large_frames.ts";
 import { integerOption } from "../_options.ts";
 import type { FrameSink } from "./_frame_sink.ts";
 
@@ -20,8 +21,7 @@ export class ContentLengthDecoder {
   #headerFill = 0;
   // The body being read: its length, or -1 while reading a header section.
   #bodyLength = -1;
-  #partial: Uint8Array | undefined;
-  #partialFill = 0;
+  #partial: PartialFrame | undefined;
 
   // The public ContentLengthDecoderOptions, structurally: its stream imports this file.
   constructor(options: { maxFrameBytes?: number; maxHeaderBytes?: number } = {}) {
@@ -42,23 +42,18 @@ export class ContentLengthDecoder {
       const length = this.#bodyLength;
       const partial = this.#partial;
       if (partial !== undefined) {
-        const take = Math.min(length - this.#partialFill, size - offset);
-        partial.set(chunk.subarray(offset, offset + take), this.#partialFill);
-        this.#partialFill += take;
-        offset += take;
-        if (this.#partialFill < length) return;
+        offset = partial.take(chunk, offset);
+        if (partial.fill < length) return;
         this.#partial = undefined;
         this.#bodyLength = -1;
-        out.enqueue(partial);
+        out.enqueue(partial.bytes);
       } else if (size - offset >= length) {
         this.#bodyLength = -1;
         out.enqueue(chunk.subarray(offset, offset + length));
         offset += length;
       } else {
-        const body = new Uint8Array(length);
-        body.set(chunk.subarray(offset));
-        this.#partial = body;
-        this.#partialFill = size - offset;
+        this.#partial = new PartialFrame(length);
+        this.#partial.take(chunk, offset);
         return;
       }
     }
@@ -71,7 +66,7 @@ export class ContentLengthDecoder {
 
   end(): void {
     if (this.#bodyLength > 0) {
-      const have = this.#partial === undefined ? 0 : this.#partialFill;
+      const have = this.#partial?.fill ?? 0;
       throw new TruncatedFrameError(this.#bodyLength - have);
     }
     if (this.#headerFill > 0) {

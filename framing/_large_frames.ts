@@ -1,6 +1,7 @@
 // FrameDecoder's large-frame policy: when a frame of 64 KiB or more is read into a buffer of
 // its own rather than handed out as a view of a chunk, when it is split into head and rest,
-// and the memory of such buffers handed back through recycle() for later frames to reuse.
+// the memory of such buffers handed back through recycle() for later frames to reuse, and
+// the buffer a frame that spans chunks is assembled in, grown as its bytes arrive.
 
 import { FRAME_HEADER_BYTES } from "./_packer.ts";
 
@@ -31,6 +32,65 @@ export const DIRECT_READ_MIN_BYTES = 64 * 1024;
  * next frame's header and head (a protocol's envelope: conduit's is at most about 1 KiB).
  */
 const SPLIT_PROBE_BYTES = 2 * 1024;
+
+/**
+ * A frame that spans chunks and is larger than twice this starts in a buffer of this size,
+ * grown eightfold as its bytes arrive: a header alone, which costs its sender 4 bytes, makes the
+ * receiver allocate no more than this.
+ */
+const FIRST_BUFFER_BYTES = 2 * 1024 * 1024;
+
+/** A frame that spans chunks (or its rest, after a split head), assembled in a buffer. */
+export class PartialFrame {
+  /** Bytes of the frame in `bytes` so far. */
+  fill = 0;
+  /** Bytes were read straight into `bytes`, at FrameDecoder.readTarget(). */
+  direct = false;
+  /** Bytes copied into `bytes`: from chunks, and when it grew. */
+  copied = 0;
+  /** The length of `bytes`, kept apart: a BYOB read into it detaches it for a while. */
+  capacity: number;
+
+  /**
+   * @param size The frame's length.
+   * @param head The head of a split frame, returned before this rest.
+   * @param bytes A buffer of `size` bytes to use, else one is allocated.
+   */
+  constructor(
+    readonly size: number,
+    readonly head?: Uint8Array,
+    public bytes: Uint8Array = new Uint8Array(
+      size > 2 * FIRST_BUFFER_BYTES ? FIRST_BUFFER_BYTES : size,
+    ),
+  ) {
+    this.capacity = this.bytes.length;
+  }
+
+  /** The unfilled rest of the buffer, which grows first when it is full. */
+  room(): Uint8Array {
+    if (this.fill === this.capacity && this.fill < this.size) {
+      const grown = new Uint8Array(Math.min(this.size, this.capacity * 8));
+      grown.set(this.bytes.subarray(0, this.fill));
+      this.copied += this.fill;
+      this.bytes = grown;
+      this.capacity = grown.length;
+    }
+    return this.bytes.subarray(this.fill);
+  }
+
+  /** Copies what `chunk` holds of the frame, from `offset`; returns the offset after it. */
+  take(chunk: Uint8Array, offset: number): number {
+    while (this.fill < this.size && offset < chunk.length) {
+      const room = this.room();
+      const take = Math.min(room.length, chunk.length - offset);
+      room.set(chunk.subarray(offset, offset + take));
+      this.fill += take;
+      this.copied += take;
+      offset += take;
+    }
+    return offset;
+  }
+}
 
 /**
  * What a FrameDecoder knows and decides about large frames. The decoder tells it what each
@@ -140,14 +200,19 @@ export class LargeFrames {
       : 0;
   }
 
-  /** A buffer for a frame of `length` bytes that spans chunks: a recycled one if it fits. */
-  buffer(length: number): Uint8Array {
+  /**
+   * A frame of `length` bytes that spans chunks starts, after `head` if split: its buffer is
+   * a recycled one if one fits.
+   */
+  start(length: number, head: Uint8Array | undefined): PartialFrame {
     const recycled = this.#recycled;
     for (let i = recycled.length - 1; i >= 0; i--) {
-      if (recycled[i].byteLength === length) return new Uint8Array(recycled.splice(i, 1)[0]);
+      if (recycled[i].byteLength === length) {
+        return new PartialFrame(length, head, new Uint8Array(recycled.splice(i, 1)[0]));
+      }
     }
     this.#allocated++;
-    return new Uint8Array(length);
+    return new PartialFrame(length, head);
   }
 
   /** FrameDecoder.recycle(): takes back the memory of a large frame's own buffer, once. */

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { DIRECT_READ_MIN_BYTES, LargeFrames, MAX_RECYCLED_BUFFERS } from "./_large_frames.ts";
+import {
+  DIRECT_READ_MIN_BYTES,
+  LargeFrames,
+  MAX_RECYCLED_BUFFERS,
+  PartialFrame,
+} from "./_large_frames.ts";
 
 const LARGE = DIRECT_READ_MIN_BYTES;
 
@@ -25,7 +30,7 @@ Deno.test("LargeFrames: large frames back to back are read apart until a small f
 
 Deno.test("LargeFrames: a large frame handed back makes every later one read apart", () => {
   const large = new LargeFrames(undefined);
-  const frame = large.buffer(LARGE);
+  const frame = large.start(LARGE, undefined).bytes;
   large.assembled(frame, LARGE, false);
   assert.equal(large.recycle(frame), true);
   assert.equal(frame.length, 0, "the frame's views are detached");
@@ -37,20 +42,20 @@ Deno.test("LargeFrames: a large frame handed back makes every later one read apa
 Deno.test("LargeFrames: buffers of recycled frames serve later frames of their size", () => {
   const large = new LargeFrames(undefined);
   const frames = Array.from({ length: MAX_RECYCLED_BUFFERS + 1 }, (_, i) => {
-    const frame = large.buffer(LARGE + i);
+    const frame = large.start(LARGE + i, undefined).bytes;
     large.assembled(frame, LARGE + i, true);
     return frame;
   });
   assert.equal(large.buffersAllocated, MAX_RECYCLED_BUFFERS + 1);
   for (const frame of frames) assert.equal(large.recycle(frame), true);
   // The oldest was dropped: its size gets a new buffer, the others reuse theirs.
-  for (let i = MAX_RECYCLED_BUFFERS; i >= 0; i--) large.buffer(LARGE + i);
+  for (let i = MAX_RECYCLED_BUFFERS; i >= 0; i--) large.start(LARGE + i, undefined).bytes;
   assert.equal(large.buffersAllocated, MAX_RECYCLED_BUFFERS + 2);
 });
 
 Deno.test("LargeFrames: a frame smaller than 64 KiB or a view is not taken back", () => {
   const large = new LargeFrames(undefined);
-  const small = large.buffer(LARGE - 1);
+  const small = large.start(LARGE - 1, undefined).bytes;
   large.assembled(small, LARGE - 1, false);
   assert.equal(large.recycle(small), false);
   assert.equal(large.recycle(new Uint8Array(LARGE)), false, "not a buffer it gave");
@@ -64,4 +69,28 @@ Deno.test("LargeFrames: splitHead splits only a frame whose rest is read direct"
   assert.equal(large.splitAt(2 * LARGE, new Uint8Array([9, 0])), 0, "past the start: whole");
   assert.equal(large.probe()?.length, 4 + 2 * 1024);
   assert.equal(new LargeFrames(undefined).probe(), undefined);
+});
+
+Deno.test("PartialFrame: a large frame's buffer starts at 2 MiB and grows eightfold to its size", () => {
+  const size = 40 * 1024 * 1024 + 1;
+  const frame = new PartialFrame(size);
+  const capacities = [frame.capacity];
+  const chunk = new Uint8Array(1024 * 1024 + 3).map((_, i) => i);
+  let copied = 0;
+  while (frame.fill < size) {
+    const from = size - frame.fill < chunk.length ? chunk.length - (size - frame.fill) : 0;
+    const before = frame.fill;
+    assert.equal(frame.take(chunk, from), chunk.length);
+    copied += frame.fill - before;
+    if (frame.capacity !== capacities.at(-1)) capacities.push(frame.capacity);
+  }
+  const mib = 1024 * 1024;
+  assert.deepEqual(capacities, [2 * mib, 16 * mib, size]);
+  assert.equal(frame.bytes.length, size);
+  // What grew was copied once more per step.
+  assert.equal(frame.copied, copied + 2 * mib + 16 * mib);
+  assert.equal(frame.bytes[size - 1], chunk[chunk.length - 1]);
+  assert.equal(frame.bytes[2 * mib], chunk[(2 * mib) % chunk.length]);
+  // Up to twice the first buffer, a frame gets its whole buffer at once.
+  assert.equal(new PartialFrame(4 * mib).capacity, 4 * mib);
 });

@@ -7,7 +7,7 @@
 
 import { FrameTooLargeError, type FramingError, TruncatedFrameError } from "../errors.ts";
 import { FRAME_HEADER_BYTES, MAX_HEADER_LENGTH, readLength, writeLength } from "./_packer.ts";
-import { LargeFrames, MAX_RECYCLED_BUFFERS } from "./_large_frames.ts";
+import { LargeFrames, MAX_RECYCLED_BUFFERS, type PartialFrame } from "./_large_frames.ts";
 import { integerOption } from "../_options.ts";
 
 export { FRAME_HEADER_BYTES, MAX_RECYCLED_BUFFERS };
@@ -135,14 +135,8 @@ export class FrameDecoder {
   #offset = 0;
   #header: Uint8Array = new Uint8Array(FRAME_HEADER_BYTES);
   #headerFill = 0;
-  #partial: Uint8Array | undefined;
-  /** The partial frame's length, kept apart: a BYOB read detaches `#partial` for a while. */
-  #partialSize = 0;
-  #partialFill = 0;
-  /** Bytes were read straight into the partial frame. */
-  #partialDirect = false;
-  /** The head of a split frame being assembled (its rest is `#partial`). */
-  #partialHead: Uint8Array | undefined;
+  /** The frame being assembled, if it spans chunks. */
+  #partial: PartialFrame | undefined;
   /** The rest of the split frame `next()` returned last. */
   #tail: Uint8Array | undefined;
   #bytesCopied = 0;
@@ -224,12 +218,13 @@ export class FrameDecoder {
    * quadratically. Exposed for tests and diagnostics.
    */
   get bytesCopied(): number {
-    return this.#bytesCopied;
+    return this.#bytesCopied + (this.#partial?.copied ?? 0);
   }
 
   /**
    * Buffers allocated so far for frames that spanned chunks, one per frame unless it reused a
-   * buffer handed back through {@linkcode recycle}. Exposed for tests and diagnostics.
+   * buffer handed back through {@linkcode recycle} (a buffer that grew as its frame arrived
+   * counts once). Exposed for tests and diagnostics.
    */
   get buffersAllocated(): number {
     return this.#large.buffersAllocated;
@@ -283,13 +278,15 @@ export class FrameDecoder {
    * ```
    */
   get pendingBytes(): number {
-    return this.#partial === undefined ? 0 : this.#partialSize - this.#partialFill;
+    const partial = this.#partial;
+    return partial === undefined ? 0 : partial.size - partial.fill;
   }
 
   /**
    * Where the next bytes of the stream should be read so that they need no copy, or
-   * `undefined` when an ordinary chunk is as good. The target is the unfilled rest of a frame
-   * that needed at least 64 KiB more when it was first offered, or, right after such a frame,
+   * `undefined` when an ordinary chunk is as good. The target is the unfilled rest of the
+   * buffer of a frame that needed at least 64 KiB more when it was first offered (a frame over
+   * 4 MiB gets a buffer of 2 MiB first, grown eightfold as it fills), or, right after such a frame,
    * the next header alone (large frames tend to come in runs). While frames of 64 KiB or more
    * come back to back (a chunk held one and more bytes after it) or are handed back through
    * {@linkcode recycle}, every large frame is read that way, its header alone and then the
@@ -332,14 +329,11 @@ export class FrameDecoder {
     let target: Uint8Array;
     const partial = this.#partial;
     if (partial !== undefined) {
-      const pending = this.#partialSize - this.#partialFill;
-      if (
-        pending === 0 ||
-        (!this.#large.readsDirect(this.#partialSize, pending) && !this.#partialDirect)
-      ) {
+      const pending = partial.size - partial.fill;
+      if (pending === 0 || (!this.#large.readsDirect(partial.size, pending) && !partial.direct)) {
         return undefined;
       }
-      target = partial.subarray(this.#partialFill);
+      target = partial.room();
     } else if (this.#large.expectLarge) {
       // Where frames are split, the next frame's head is read with its header: a fresh
       // buffer read as an ordinary chunk, so that the head is there to split at.
@@ -358,10 +352,10 @@ export class FrameDecoder {
     const transferred = chunk.buffer !== target.buffer;
     // A transfer leaves the target's buffer detached, with a byte length of 0.
     if (transferred && target.buffer.byteLength !== 0) return false;
-    const inPartial = this.#partial !== undefined;
-    const fill = inPartial ? this.#partialFill : this.#headerFill;
+    const partial = this.#partial;
+    const fill = partial !== undefined ? partial.fill : this.#headerFill;
     // The size of the target's own buffer, which a transfer keeps.
-    const size = inPartial ? this.#partialSize : FRAME_HEADER_BYTES;
+    const size = partial !== undefined ? partial.capacity : FRAME_HEADER_BYTES;
     if (
       chunk.byteOffset !== fill || chunk.length > size - fill || chunk.buffer.byteLength !== size
     ) {
@@ -371,10 +365,10 @@ export class FrameDecoder {
           "that buffer was transferred, and the bytes already assembled in it with it",
       );
     }
-    if (inPartial) {
-      if (transferred) this.#partial = new Uint8Array(chunk.buffer);
-      this.#partialFill += chunk.length;
-      this.#partialDirect = true;
+    if (partial !== undefined) {
+      if (transferred) partial.bytes = new Uint8Array(chunk.buffer);
+      partial.fill += chunk.length;
+      partial.direct = true;
     } else {
       if (transferred) this.#header = new Uint8Array(chunk.buffer);
       this.#headerFill += chunk.length;
@@ -422,7 +416,7 @@ export class FrameDecoder {
       return chunk.subarray(offset, offset + length);
     }
     this.#startPartial(length, offset);
-    return undefined;
+    return this.#fillPartial();
   }
 
   /**
@@ -431,48 +425,32 @@ export class FrameDecoder {
    */
   #fillPartial(): Uint8Array | undefined {
     const partial = this.#partial!;
-    const chunk = this.#chunk;
-    const offset = this.#offset;
-    const take = Math.min(this.#partialSize - this.#partialFill, chunk.length - offset);
-    if (take > 0) {
-      partial.set(chunk.subarray(offset, offset + take), this.#partialFill);
-      this.#partialFill += take;
-      this.#bytesCopied += take;
-      this.#offset = offset + take;
-    }
-    if (this.#partialFill < this.#partialSize) return undefined;
+    this.#offset = partial.take(this.#chunk, this.#offset);
+    if (partial.fill < partial.size) return undefined;
     this.#partial = undefined;
-    this.#large.assembled(partial, this.#partialSize, this.#partialDirect);
-    const head = this.#partialHead;
-    if (head === undefined) return partial;
-    this.#partialHead = undefined;
-    this.#tail = partial;
-    return head;
+    this.#bytesCopied += partial.copied;
+    this.#large.assembled(partial.bytes, partial.size, partial.direct);
+    if (partial.head === undefined) return partial.bytes;
+    this.#tail = partial.bytes;
+    return partial.head;
   }
 
   /**
    * A frame of `length` bytes starts at `offset` and spans chunks: it gets a buffer of its
-   * own, or its head and its rest do, and the chunk's part of it is copied there.
+   * own, or its head and its rest do; next() copies the chunk's part of it there.
    */
   #startPartial(length: number, offset: number): void {
     const chunk = this.#chunk;
-    const size = chunk.length;
-    let start = offset;
-    const head = this.#large.splitAt(length, chunk.subarray(offset));
-    if (head > 0) {
-      this.#partialHead = chunk.slice(offset, offset + head);
-      this.#bytesCopied += head;
-      start += head;
-      length -= head;
+    let head: Uint8Array | undefined;
+    const split = this.#large.splitAt(length, chunk.subarray(offset));
+    if (split > 0) {
+      head = chunk.slice(offset, offset + split);
+      this.#bytesCopied += split;
+      offset += split;
+      length -= split;
     }
-    const frame = this.#large.buffer(length);
-    if (start < size) frame.set(chunk.subarray(start));
-    this.#bytesCopied += size - start;
-    this.#partial = frame;
-    this.#partialSize = length;
-    this.#partialFill = size - start;
-    this.#partialDirect = false;
-    this.#offset = size;
+    this.#partial = this.#large.start(length, head);
+    this.#offset = offset;
   }
 
   /**
@@ -551,9 +529,9 @@ export class FrameDecoder {
     if (this.#offset < this.#chunk.length) {
       throw new Error("FrameDecoder.end() called before next() drained the last chunk");
     }
-    if (this.#partial !== undefined) {
-      this.#partialHead = undefined;
-      throw this.#error = new TruncatedFrameError(this.#partialSize - this.#partialFill);
+    const partial = this.#partial;
+    if (partial !== undefined) {
+      throw this.#error = new TruncatedFrameError(partial.size - partial.fill);
     }
     if (this.#headerFill > 0) {
       throw this.#error = new TruncatedFrameError(FRAME_HEADER_BYTES - this.#headerFill);

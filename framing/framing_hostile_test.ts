@@ -286,3 +286,81 @@ Deno.test("framing hostile: a conduit frame announced large and trickled a byte 
   strict.push(bytes.subarray(0, 4));
   assert.throws(() => strict.next(), (error) => error instanceof FramingError);
 });
+
+Deno.test("framing hostile: a header announcing a large frame allocates in proportion to the bytes that came", () => {
+  // Each decoder is one connection whose peer sent a header for 64 MiB and one byte: a buffer
+  // of the announced size per header made 5 bytes cost 64 MiB of external memory and the
+  // collections that memory sets off.
+  const size = 64 * 1024 * 1024;
+  const header = [size >>> 24, (size >>> 16) & 0xff, (size >>> 8) & 0xff, size & 0xff];
+  const lengthPrefixed = new Uint8Array([...header, 1]);
+  const contentLength = text.encode(`Content-Length: ${size}\r\n\r\n{`);
+  const before = Deno.memoryUsage().external;
+  const held: unknown[] = [];
+  for (let i = 0; i < 20; i++) {
+    const decoder = new FrameDecoder();
+    decoder.push(lengthPrefixed);
+    assert.equal(decoder.next(), undefined);
+    assert.equal(decoder.pendingBytes, size - 1);
+    const splitter = new ContentLengthDecoder();
+    splitter.push(contentLength, recorder());
+    held.push(decoder, splitter);
+  }
+  const grown = Deno.memoryUsage().external - before;
+  assert.ok(grown < 128 * 1024 * 1024, `${(grown / 2 ** 20).toFixed(0)} MiB for 40 headers`);
+  assert.equal(held.length, 40);
+});
+
+Deno.test("framing hostile: a large frame whose buffer grows as it arrives decodes byte for byte, read into or copied", async () => {
+  const size = 9 * 1024 * 1024 + 7;
+  const payload = new Uint8Array(size).map((_, i) => (i * 31) >>> 3);
+  const bytes = concat([
+    new Uint8Array([size >>> 24, (size >>> 16) & 0xff, (size >>> 8) & 0xff, size & 0xff]),
+    payload,
+  ]);
+  // Copied from ordinary chunks of 1 MiB less one byte.
+  const copied = new FrameDecoder();
+  let frame: Uint8Array | undefined;
+  for (let i = 0; i < bytes.length; i += 1024 * 1024 - 1) {
+    copied.push(bytes.subarray(i, i + 1024 * 1024 - 1));
+    frame = copied.next() ?? frame;
+  }
+  copied.end();
+  assert.deepEqual(frame, payload);
+  assert.equal(copied.buffersAllocated, 1);
+  // Read straight into the targets the decoder offers, each read short of the target.
+  const direct = new FrameDecoder();
+  let sent = 0;
+  const reads: number[] = [];
+  direct.push(bytes.subarray(0, 1000));
+  sent = 1000;
+  frame = direct.next();
+  while (frame === undefined) {
+    const target = direct.readTarget();
+    assert.ok(target !== undefined);
+    reads.push(target.length);
+    const n = Math.min(target.length, 3 * 1024 * 1024 + 5, bytes.length - sent);
+    target.set(bytes.subarray(sent, sent + n));
+    sent += n;
+    direct.push(target.subarray(0, n));
+    frame = direct.next();
+  }
+  assert.equal(sent, bytes.length);
+  assert.deepEqual(frame, payload);
+  assert.ok(reads[0] < size - 1000, `the first target was ${reads[0]} bytes`);
+  // The assembled frame's buffer is its own and exactly its size: recycle() takes it back.
+  assert.equal(frame.buffer.byteLength, size);
+  assert.equal(direct.recycle(frame), true);
+  // Content-Length bodies grow the same way.
+  const body = text.encode(JSON.stringify({ data: "x".repeat(5 * 1024 * 1024) }));
+  const message = concat([text.encode(`Content-Length: ${body.length}\r\n\r\n`), body]);
+  const splitter = new ContentLengthDecoder();
+  const sink = recorder();
+  for (let i = 0; i < message.length; i += 65_536) {
+    splitter.push(message.subarray(i, i + 65_536), sink);
+  }
+  splitter.end();
+  assert.equal(sink.frames.length, 1);
+  assert.deepEqual(sink.frames[0], body);
+  await Promise.resolve();
+});
