@@ -188,7 +188,8 @@ export interface ServeOptions<
    * (its `encryption` is set) needs one or the other: without `auth`, any process that can
    * connect calls the handlers — on loopback, any local user's — so `serve()` throws a
    * `TypeError` naming `auth: false` rather than do it silently. Unix sockets (owner-only
-   * files) and NATS listeners (the NATS server's permissions) need neither.
+   * files) and NATS listeners (the NATS server's permissions) need neither. `serve()` copies
+   * the secret: zeroing or reusing the caller's bytes afterwards changes no connection's.
    *
    * @default none: no authentication (refused on TCP and TLS listeners)
    */
@@ -657,14 +658,20 @@ class AcceptedConnection implements Connection {
   }
 }
 
-/** `auth`, once the channel's checker took it (a `TypeError` for an unusable secret). */
+/**
+ * `auth`, once the channel's checker took it (a `TypeError` for an unusable secret), holding
+ * its own copy of the secret's bytes: every connection uses the secret `serve()` was given,
+ * whatever later becomes of the caller's buffer (zeroed after use, or reused for another key).
+ */
 function checkedAuth<T extends AuthOptions>(auth: T | undefined): T | undefined {
-  authConfig(auth);
-  return auth;
+  const config = authConfig(auth);
+  // A copy made here: the checker's slice() is a view of the caller's bytes for a Node Buffer.
+  return config && { ...auth!, secret: new Uint8Array(config.secret) };
 }
 
 /** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */
 function responderAuth<T extends { role?: string }>(auth: T | undefined): T | undefined {
+  if (auth === null) throw new TypeError("serve(): auth must be { secret } or false, not null");
   if (auth === undefined || typeof auth !== "object") return auth;
   if (auth.role !== undefined && auth.role !== "responder") {
     throw new TypeError(
