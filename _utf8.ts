@@ -1,4 +1,5 @@
-// The UTF-8 length of a string, without encoding it: what a limit in bytes is checked against.
+// The UTF-8 length of a string, without encoding it: what a limit in bytes is checked against;
+// and the longest start of a text that fits such a limit.
 
 /**
  * The bytes `text` takes as UTF-8, as `TextEncoder` writes it (a lone surrogate as U+FFFD).
@@ -23,4 +24,44 @@ export function utf8Length(text: string): number {
     bytes += 2;
   }
   return bytes;
+}
+
+/**
+ * The longest start of `text`, in whole code points and strictly shorter than it, for which
+ * `fits(start + mark)` holds, followed by `mark`; "" when none does. `fits` must hold for a
+ * start whenever it holds for a longer one (a size that grows with the text does), and never
+ * for one of more than `room` UTF-16 units (each takes at least a byte of UTF-8): a long text
+ * costs a search of its first `room` units only.
+ */
+export function fittedText(
+  text: string,
+  mark: string,
+  fits: (candidate: string) => boolean,
+  room: number,
+): string {
+  // A binary search over the starts' lengths in UTF-16 units, kept at code point boundaries.
+  let low = -1;
+  let high = boundaryAtOrBefore(text, Math.min(text.length - 1, room));
+  while (low < high) {
+    const length = boundaryAtOrAfter(text, Math.ceil((low + high) / 2));
+    if (fits(text.slice(0, length) + mark)) low = length;
+    else high = boundaryAtOrBefore(text, length - 1);
+  }
+  return low < 0 ? "" : text.slice(0, low) + mark;
+}
+
+/** Whether a start of `length` units would cut a surrogate pair in two. */
+function splitsPair(text: string, length: number): boolean {
+  if (length <= 0 || length >= text.length) return false;
+  const before = text.charCodeAt(length - 1);
+  const after = text.charCodeAt(length);
+  return before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff;
+}
+
+function boundaryAtOrBefore(text: string, length: number): number {
+  return splitsPair(text, length) ? length - 1 : length;
+}
+
+function boundaryAtOrAfter(text: string, length: number): number {
+  return splitsPair(text, length) ? length + 1 : length;
 }

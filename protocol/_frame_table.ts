@@ -9,6 +9,7 @@ import { CALL_FLAG_META, MAX_CALL_META_BYTES } from "./format.ts";
 import { CALL_FLAG_STREAM_PARAM, describeType, FRAME_KINDS, R_FLAG } from "./format.ts";
 import { MAX_METHOD_BYTES, MAX_VARINT_BYTES } from "./format.ts";
 import { ProtocolError } from "./format.ts";
+import { fittedText } from "../_utf8.ts";
 
 /**
  * What a frame means, one method per frame kind and R flag. Bodies are views into the frame,
@@ -603,8 +604,9 @@ export function varintProblem(code: number): string {
 
 // JSON bodies of control frames (HELLO, GOODBYE, CANCEL).
 const utf8 = new TextEncoder();
-// Fatal: a body that is not UTF-8 is not JSON text (docs/protocol.md §5 check 1).
-const text = new TextDecoder("utf-8", { fatal: true });
+// Fatal: a body that is not UTF-8 is not JSON text (docs/protocol.md §5 check 1), nor is one
+// behind a byte order mark (kept, so JSON.parse refuses it).
+const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** The JSON value of a UTF-8 body, or undefined when it is not JSON. */
 export function parseJson(body: Uint8Array): unknown {
@@ -633,9 +635,20 @@ export function parseCancel(body: Uint8Array): CancelReason {
   };
 }
 
-/** The CANCEL(R=0) body for `reason` and `code`. */
-export function cancelBody(reason: string, code: string | undefined): Uint8Array {
-  return utf8.encode(JSON.stringify({ reason, code }));
+/**
+ * The CANCEL(R=0) body for `reason` and `code`, at most `room` bytes: a reason too long for it
+ * is shortened like an ERROR's message (docs/protocol.md §8).
+ */
+export function cancelBody(
+  reason: string,
+  code: string | undefined,
+  room: number = Infinity,
+): Uint8Array {
+  const body = utf8.encode(JSON.stringify({ reason, code }));
+  if (body.length <= room) return body;
+  const fits = (candidate: string) =>
+    utf8.encode(JSON.stringify({ reason: candidate, code })).length <= room;
+  return utf8.encode(JSON.stringify({ reason: fittedText(reason, "…", fits, room), code }));
 }
 
 // Fast encoders of whole frames: one exactly-sized allocation per frame. Internal: a peer

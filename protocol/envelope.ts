@@ -71,10 +71,15 @@ const encoder = new TextEncoder();
 
 /**
  * Encodes one envelope as a frame payload (without the 4-byte length header, which the
- * framing layer adds).
+ * framing layer adds). It writes what it is given, values a receiver refuses included (an id
+ * of 0, an empty method), so a test peer can build invalid frames; it throws only where the
+ * bytes would say something else than the envelope.
  *
  * @param envelope The frame to encode.
  * @returns A new buffer holding the frame payload.
+ * @throws {RangeError} For a number no varint holds (negative, fractional, above 2^53 - 1),
+ * or CALL flag META without a meta.
+ * @throws {TypeError} For a method name or shape key with a lone surrogate (it has no UTF-8).
  *
  * @example
  * ```ts
@@ -86,6 +91,7 @@ const encoder = new TextEncoder();
  * ```
  */
 export function encodeEnvelope(envelope: Envelope): Uint8Array {
+  checkFields(envelope);
   switch (envelope.kind) {
     case "hello":
     case "goodbye":
@@ -130,6 +136,38 @@ export function encodeEnvelope(envelope: Envelope): Uint8Array {
       );
   }
 }
+
+/** Throws where encoding `envelope` would write other values than its own. */
+function checkFields(envelope: Envelope): void {
+  const fields = envelope as Partial<Record<string, unknown>>;
+  for (const name of VARINT_FIELDS) {
+    const value = fields[name];
+    if (value !== undefined && !(Number.isSafeInteger(value) && (value as number) >= 0)) {
+      throw new RangeError(
+        `The ${envelope.kind} envelope's ${name} must be an integer from 0 to ` +
+          `${Number.MAX_SAFE_INTEGER}, not ${value}`,
+      );
+    }
+  }
+  if (envelope.kind === "call" && (envelope.flags & CALL_FLAG_META) !== 0 && !envelope.meta) {
+    throw new RangeError("A call envelope with flag META (2) needs its meta");
+  }
+  const names = envelope.kind === "shape"
+    ? envelope.keys
+    : envelope.kind === "call" || envelope.kind === "notify"
+    ? [envelope.method]
+    : [];
+  for (const name of names) {
+    if (!name.isWellFormed()) {
+      throw new TypeError(
+        `The ${envelope.kind} envelope's ${JSON.stringify(name)} has a lone surrogate (no UTF-8)`,
+      );
+    }
+  }
+}
+
+/** The fields written as varints (docs/protocol.md §3). */
+const VARINT_FIELDS = ["id", "nonce", "flags", "timeoutMs", "bytes"] as const;
 
 /**
  * Decodes one frame payload into an {@linkcode Envelope}. Bodies are views into `frame`.

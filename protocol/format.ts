@@ -248,7 +248,9 @@ export interface CallMeta {
 }
 
 const utf8 = new TextEncoder();
-const text = new TextDecoder("utf-8", { fatal: true });
+// Fatal, and a byte order mark kept: JSON text has none (RFC 8259 §8.1), so a meta behind one
+// is not JSON text, as a JSON parser that reads UTF-8 bytes (Python's) finds.
+const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * The meta's bytes: compact JSON with `key`, `attempt` and `headers`, each only when given

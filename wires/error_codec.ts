@@ -19,6 +19,7 @@
  */
 
 import { MethodNotFoundError, RemoteError } from "../errors.ts";
+import { fittedText } from "../_utf8.ts";
 
 /** The deepest `cause` chain sent; deeper causes are dropped. */
 export const MAX_ERROR_CAUSE_DEPTH = 8;
@@ -82,7 +83,8 @@ export interface DecodeErrorOptions {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+// Fatal, and a byte order mark kept: a body that is not UTF-8 JSON text is malformed (§8).
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * Encodes a thrown value as an ERROR body: UTF-8 JSON.
@@ -105,10 +107,7 @@ const decoder = new TextDecoder();
  * ```
  */
 export function encodeErrorBody(error: unknown, options: EncodeErrorOptions = {}): Uint8Array {
-  const wire = toWire(error, options.stack ?? false, 0);
-  if (wire.code === undefined && options.defaultCode !== undefined) {
-    wire.code = options.defaultCode;
-  }
+  const wire = toWire(error, options.stack ?? false, 0, options.defaultCode);
   const maxBytes = options.maxBytes ?? Infinity;
   const bytes = encoder.encode(JSON.stringify(wire));
   return bytes.length <= maxBytes ? bytes : fitted(wire, maxBytes);
@@ -133,11 +132,11 @@ function fitted(wire: WireError, maxBytes: number): Uint8Array {
     delete levels[levels.length - 1].cause;
     if (fits()) return encode(wire);
   }
-  shorten(wire, "message", "…", fits);
+  shorten(wire, "message", "…", fits, maxBytes);
   if (fits()) return encode(wire);
   delete wire.code;
   if (fits()) return encode(wire);
-  shorten(wire, "name", "", fits);
+  shorten(wire, "name", "", fits, maxBytes);
   return encode(wire);
 }
 
@@ -145,18 +144,17 @@ function fitted(wire: WireError, maxBytes: number): Uint8Array {
  * Sets `wire[key]` to its longest start, in whole code points and strictly shorter than it
  * is, that fits followed by `mark`; to "" when none does.
  */
-function shorten(wire: WireError, key: "message" | "name", mark: string, fits: () => boolean) {
-  const points = [...wire[key]];
-  // The size grows with the start's length: a binary search over it.
-  let low = -1;
-  let high = points.length - 1;
-  while (low < high) {
-    const mid = Math.ceil((low + high) / 2);
-    wire[key] = points.slice(0, mid).join("") + mark;
-    if (fits()) low = mid;
-    else high = mid - 1;
-  }
-  wire[key] = low < 0 ? "" : points.slice(0, low).join("") + mark;
+function shorten(
+  wire: WireError,
+  key: "message" | "name",
+  mark: string,
+  fits: () => boolean,
+  maxBytes: number,
+) {
+  wire[key] = fittedText(wire[key], mark, (candidate) => {
+    wire[key] = candidate;
+    return fits();
+  }, maxBytes);
 }
 
 function size(wire: WireError): number {
@@ -202,16 +200,25 @@ export function decodeErrorBody(body: Uint8Array, options: DecodeErrorOptions = 
   return revive(parsed, options, 0);
 }
 
-function toWire(error: unknown, stack: boolean, depth: number): WireError {
+/** `error`'s wire form, its members in the order of docs/protocol.md §8. */
+function toWire(
+  error: unknown,
+  stack: boolean,
+  depth: number,
+  defaultCode?: string,
+): WireError {
   if (typeof error !== "object" || error === null) {
-    return { name: "Error", message: String(error) };
+    const wire: WireError = { name: "Error", message: String(error) };
+    if (defaultCode !== undefined) wire.code = defaultCode;
+    return wire;
   }
   const source = error as Record<string, unknown>;
   const wire: WireError = {
     name: typeof source.name === "string" ? source.name : "Error",
     message: typeof source.message === "string" ? source.message : String(error),
   };
-  if (typeof source.code === "string") wire.code = source.code;
+  const code = typeof source.code === "string" ? source.code : defaultCode;
+  if (code !== undefined) wire.code = code;
   if (source.data !== undefined && isJsonable(source.data)) wire.data = source.data;
   const trace = error instanceof RemoteError ? error.remoteStack ?? error.stack : source.stack;
   if (stack && typeof trace === "string") wire.stack = trace;
@@ -230,15 +237,16 @@ function isJsonable(value: unknown): boolean {
 }
 
 function revive(value: unknown, options: DecodeErrorOptions, depth: number): Error {
-  if (typeof value !== "object" || value === null) {
+  if (!isObject(value)) {
     return new RemoteError({ name: "Error", message: "The peer sent a malformed error" });
   }
-  const wire = value as Record<string, unknown>;
+  const wire = value;
   const name = typeof wire.name === "string" ? wire.name : "Error";
   const message = typeof wire.message === "string" ? wire.message : "";
   const code = typeof wire.code === "string" ? wire.code : undefined;
   const stack = options.stack === true && typeof wire.stack === "string" ? wire.stack : undefined;
-  const cause = wire.cause !== undefined && depth + 1 < MAX_ERROR_CAUSE_DEPTH
+  // A cause that is not an error object (null, a string) is no cause.
+  const cause = isObject(wire.cause) && depth + 1 < MAX_ERROR_CAUSE_DEPTH
     ? revive(wire.cause, options, depth + 1)
     : undefined;
   const causeOption = cause === undefined ? undefined : { cause };
@@ -259,6 +267,11 @@ function revive(value: unknown, options: DecodeErrorOptions, depth: number): Err
     return error;
   }
   return new RemoteError({ name, message, code, data: wire.data, stack }, causeOption);
+}
+
+/** Whether `value` is a JSON object (not null, not an array). */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function construct(cls: ErrorClass, message: string, options: ErrorOptions | undefined): Error {

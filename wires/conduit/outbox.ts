@@ -121,6 +121,9 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   // ---------------------------------------------------------------- calls this side starts
 
   callParam(method: string, slot: CodecSlot, value: unknown, waits: boolean): Uint8Array {
+    // A name no CALL may carry fails its call here, before it is queued: sendCall has no call
+    // to fail.
+    this.#methodName(method);
     let body = this.#encode(slot, value);
     const size = callSize(method, body);
     if (size > this.#peerMaxFrame) throw new FrameTooLargeError(size, this.#peerMaxFrame);
@@ -174,13 +177,8 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   }
 
   sendCancel(id: number, reason: string, code: string | undefined): void {
-    let body = cancelBody(reason, code);
     // Every frame fits the peer's limit: a reason too long for it is cut short.
-    for (let keep = reason.length; body.length > this.#peerMaxFrame - ENVELOPE_SLACK;) {
-      keep = Math.floor(keep / 2);
-      body = cancelBody(`${reason.slice(0, keep)}…`, code);
-    }
-    this.#write(encodeIdFrame(CANCEL_R0, id, body));
+    this.#write(encodeIdFrame(CANCEL_R0, id, cancelBody(reason, code, this.#errorRoom(id))));
   }
 
   sendResultCredit(id: number, bytes: number): void {
@@ -399,7 +397,10 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
     return head;
   }
 
-  /** The most an ERROR body about call `id` may take: the peer's limit less its envelope. */
+  /**
+   * The most an ERROR or CANCEL body about call `id` may take: the peer's limit less its
+   * envelope.
+   */
   #errorRoom(id: number): number {
     return this.#peerMaxFrame - 1 - varintSize(id);
   }
@@ -407,6 +408,12 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
   #methodName(method: string): Uint8Array {
     let bytes = this.#methodBytes.get(method);
     if (bytes === undefined) {
+      // A lone surrogate has no UTF-8: TextEncoder would send U+FFFD, another name.
+      if (!method.isWellFormed()) {
+        throw new TypeError(
+          `Method name ${JSON.stringify(method)} has a lone surrogate (it has no UTF-8)`,
+        );
+      }
       bytes = utf8.encode(method);
       if (bytes.length === 0 || bytes.length > MAX_METHOD_BYTES) {
         throw new RangeError(

@@ -5,8 +5,10 @@
 // What the engine sends goes through the write side, outbox.ts.
 
 import {
+  AUTH_KIND,
   CALL_FLAG_STREAM_PARAM,
   CALL_META_FEATURE,
+  describeType,
   FRAME_KINDS,
   MAX_CONTROL_FRAME_BYTES,
   parseCallMeta,
@@ -23,7 +25,6 @@ import {
   readFrame,
 } from "../../protocol/_frame_table.ts";
 import { FrameWriter } from "../../framing/frame_writer.ts";
-import { decodeEnvelope } from "../../protocol/envelope.ts";
 import {
   AUTH_NONCE_BYTES,
   helloBody,
@@ -242,10 +243,12 @@ export class ConduitWire implements Wire, FrameSink {
     if (frame.length === 0) {
       throw new ProtocolError("A zero-length frame (a frame has a type byte)");
     }
-    if (this.#auth?.waiting && frame[0] !== FRAME_KINDS.goodbye) return this.#auth.onFrame(frame);
-    const envelope = decodeEnvelope(frame);
-    if (envelope.kind === "goodbye") {
-      const goodbye = parseGoodbye(envelope.body);
+    const type = frame[0];
+    if (this.#auth?.waiting && type !== FRAME_KINDS.goodbye) return this.#auth.onFrame(frame);
+    // HELLO and GOODBYE have no fields: their body is all after the type byte.
+    const body = frame.subarray(1);
+    if (type === FRAME_KINDS.goodbye) {
+      const goodbye = parseGoodbye(body);
       this.#lifecycle.onRefused(
         goodbye.code ?? "closed",
         `The peer refused the handshake${goodbye.code ? ` (${goodbye.code})` : ""}: ${
@@ -255,10 +258,12 @@ export class ConduitWire implements Wire, FrameSink {
       );
       return;
     }
-    if (envelope.kind !== "hello") {
-      throw new ProtocolError(`The first frame was ${envelope.kind.toUpperCase()}, not HELLO`);
+    if (type !== FRAME_KINDS.hello) {
+      // Named as is: the frame table would name an AUTH as one after the handshake.
+      const kind = type === AUTH_KIND ? "AUTH" : describeType(type).replace("(R=0)", "");
+      throw new ProtocolError(`The first frame was ${kind}, not HELLO`);
     }
-    const outcome = parseHello(envelope.body, this.#options.codec);
+    const outcome = parseHello(body, this.#options.codec);
     if (!outcome.ok) return this.#lifecycle.onRefused(outcome.code, outcome.message, true);
     const peer = outcome.peer;
     const auth = this.#auth;
@@ -270,7 +275,7 @@ export class ConduitWire implements Wire, FrameSink {
         true,
       );
     }
-    auth.start(outcome.auth, { own: this.#hello, peer: envelope.body }, {
+    auth.start(outcome.auth, { own: this.#hello, peer: body }, {
       sendAuth: (proof) => this.outbox.sendAuth(proof),
       onEstablished: () => this.#established(peer),
       onRefused: (code, message) => this.#lifecycle.onRefused(code, message, true),
