@@ -19,6 +19,7 @@
 
 import { MAX_CONTROL_FRAME_BYTES, PROTOCOL_VERSION } from "./format.ts";
 import { parseJson } from "./_frame_table.ts";
+import { fittedText } from "../_utf8.ts";
 
 /**
  * The peer's HELLO: its codec and limits.
@@ -252,13 +253,12 @@ export function goodbyeBody(goodbye: Goodbye): Uint8Array {
   const code = goodbye.code;
   // A normal close has an empty body, unless it says why (an idle timeout).
   if (code === undefined && !goodbye.reason) return new Uint8Array(0);
-  let reason = (goodbye.reason ?? "").slice(0, MAX_REASON_LENGTH);
-  let body = utf8.encode(JSON.stringify({ code, reason }));
-  while (body.length >= MAX_CONTROL_FRAME_BYTES && reason.length > 0) {
-    reason = reason.slice(0, reason.length >> 1);
-    body = utf8.encode(JSON.stringify({ code, reason }));
-  }
-  return body;
+  const reason = goodbye.reason ?? "";
+  const body = (text: string) => utf8.encode(JSON.stringify({ code, reason: text }));
+  const fits = (text: string) =>
+    text.length <= MAX_REASON_LENGTH && body(text).length < MAX_CONTROL_FRAME_BYTES;
+  // Shortened as an ERROR's message is: its longest start in whole code points that fits.
+  return body(fits(reason) ? reason : fittedText(reason, "", fits, MAX_REASON_LENGTH));
 }
 
 /**

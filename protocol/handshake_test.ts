@@ -82,7 +82,29 @@ Deno.test("GOODBYE bodies round-trip; a graceful one is empty; junk reads as gra
   assert.equal(parseGoodbye(ascii).reason, "x".repeat(600));
   const wide = goodbyeBody({ code: "protocol_error", reason: "é".repeat(2000) });
   assert.ok(wide.length < MAX_CONTROL_FRAME_BYTES, `${wide.length} bytes`);
-  assert.equal(parseGoodbye(wide).reason, "é".repeat(300));
+  // The longest start that fits: 37 bytes of JSON around 493 two-byte characters.
+  assert.equal(parseGoodbye(wide).reason, "é".repeat(493));
+  assert.equal(wide.length, MAX_CONTROL_FRAME_BYTES - 1);
   assert.deepEqual(parseGoodbye(utf8.encode("{")), {});
   assert.deepEqual(parseGoodbye(utf8.encode('{"code":5,"reason":"r"}')), { reason: "r" });
+});
+
+Deno.test("goodbyeBody: a long reason keeps its longest start in whole code points that fits", () => {
+  for (const unit of ["a", "é", "\u{1f600}", "a\u{1f600}"]) {
+    const reason = unit.repeat(1000);
+    const body = goodbyeBody({ code: "protocol_error", reason });
+    assert.ok(body.length < MAX_CONTROL_FRAME_BYTES, `${body.length} bytes`);
+    const sent = parseGoodbye(body).reason!;
+    assert.ok(sent.isWellFormed(), "no pair cut in two");
+    assert.ok(reason.startsWith(sent));
+    // One more code point would not fit.
+    const longer = [...reason].slice(0, [...sent].length + 1).join("");
+    const bytes = new TextEncoder().encode(
+      JSON.stringify({ code: "protocol_error", reason: longer }),
+    );
+    assert.ok(
+      longer.length > 600 || bytes.length >= MAX_CONTROL_FRAME_BYTES,
+      `${[...sent].length}`,
+    );
+  }
 });

@@ -140,7 +140,7 @@ const valid: Array<[string, string, Envelope]> = [
 const invalid: Array<[string, string, string]> = [
   ["empty-frame", "A zero-length frame: no type byte", ""],
   ["unknown-kind", "Kind 0x7f is not defined", "7f"],
-  ["reserved-kind", "Kind 0x06 is reserved for extensions", "06"],
+  ["reserved-kind", "Kind 0x07 is reserved for extensions", "07"],
   ["auth-after-handshake", "AUTH (0x05) is only valid in the handshake (§5.1)", "05" + "ab".repeat(32)],
   ["ping-with-r", "PING does not allow the R flag", "8301"],
   ["result-without-r", "RESULT must have the R flag", "120133"],
