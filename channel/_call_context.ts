@@ -4,8 +4,9 @@
 // _incoming_calls.ts) when it is over. Also the context of a notification's handler.
 
 import type { CallMeta } from "../protocol/format.ts";
+import { ConduitError } from "../errors.ts";
 import type { MethodCodecs } from "../wires/codec_slots.ts";
-import { codecFailure, isAsyncIterable } from "./_outgoing_calls.ts";
+import { codecFailure, isAsyncIterable, unsendableFailure } from "./_outgoing_calls.ts";
 import { type InboxOwner, type PumpOwner, StreamInbox, StreamPump } from "./_remote.ts";
 import type { EngineError, Outbox } from "../wires/types.ts";
 
@@ -138,15 +139,26 @@ export class IncomingCall implements InboxOwner, PumpOwner {
 
   /** The handler returned (or its promise fulfilled) `value`: answer with it. */
   complete(value: unknown): void {
+    let stream: boolean;
+    try {
+      stream = isAsyncIterable(value);
+    } catch (error) {
+      // A value that refuses the question (a strict proxy): this call fails, not the channel.
+      this.sendFailure(error);
+      return;
+    }
     if (this.#done) {
       // Cancelled or past its deadline before the handler returned: a stream it returns late
       // is stopped unread, so that what it holds (a file, a subscription) is let go.
-      if (isAsyncIterable(value)) {
-        void Promise.resolve(value[Symbol.asyncIterator]().return?.()).catch(() => {});
+      if (stream) {
+        const source = value as AsyncIterable<unknown>;
+        void Promise.resolve().then(() => source[Symbol.asyncIterator]().return?.()).catch(
+          () => {},
+        );
       }
       return;
     }
-    if (isAsyncIterable(value)) {
+    if (stream) {
       if (this.#outbox.streams === undefined) {
         this.#outbox.sendCallFailure(this.id, {
           name: "TypeError",
@@ -157,7 +169,11 @@ export class IncomingCall implements InboxOwner, PumpOwner {
         this.#calls.finished(this);
         return;
       }
-      const pump = this.#pump = new StreamPump(this, value, this.#calls.peerWindow);
+      const pump = this.#pump = new StreamPump(
+        this,
+        value as AsyncIterable<unknown>,
+        this.#calls.peerWindow,
+      );
       pump.run();
       return;
     }
@@ -189,7 +205,15 @@ export class IncomingCall implements InboxOwner, PumpOwner {
   /** The call is over: its terminal frame is written. */
   finish(): void {
     this.#done = true;
-    this.#inbox?.close();
+    const inbox = this.#inbox;
+    // A reader still on the param stream (the handler returned before its end) must not take
+    // the items that happened to arrive for the whole stream: it reads them, then this error.
+    if (inbox !== undefined && !inbox.closed) {
+      inbox.fail(
+        new ConduitError(`The call to "${this.method}" is over before its param stream ended`),
+        false,
+      );
+    }
   }
 
   /** The connection is gone: the handler's signal fires, its streams fail. */
@@ -238,7 +262,16 @@ export class IncomingCall implements InboxOwner, PumpOwner {
 
   sendFailure(error: unknown): void {
     if (this.#done) return;
-    this.#outbox.sendResultError(this.id, error);
+    try {
+      this.#outbox.sendResultError(this.id, error);
+    } catch (unsendable) {
+      // The handler failed with a value no error body can say: the call still gets its
+      // terminal frame, or its caller would wait and its slot stay taken.
+      this.#outbox.sendResultError(
+        this.id,
+        unsendableFailure(`The peer's handler of "${this.method}"`, unsendable),
+      );
+    }
     this.#calls.finished(this);
   }
 

@@ -335,16 +335,19 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       this.deadlines.arm(call.deadlineAt);
     }
     let result: unknown;
+    let thenable: boolean;
     try {
       const intercept = this.#intercept;
       result = intercept === undefined
         ? handler.call(this.#handlers, param, call)
         : intercept(method, param, call, handler);
+      // Inside: a result whose `then` cannot be read (a strict proxy) fails this call only.
+      thenable = isThenable(result);
     } catch (error) {
       call.sendFailure(error);
       return;
     }
-    if (isThenable(result)) {
+    if (thenable) {
       // Promise.resolve returns a native promise as is, and turns a thenable whose `then`
       // throws into a rejection instead of an exception in the dispatch loop.
       Promise.resolve(result).then(

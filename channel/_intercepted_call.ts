@@ -53,6 +53,8 @@ class InterceptedCall extends DualCall implements Overseeable {
   #chain: { ok: boolean; value: unknown } | undefined;
   readonly #calls: { view: unknown; ok: boolean; error: unknown }[] = [];
   #overListeners: OverListener[] | undefined = [];
+  /** Stops passing the caller's signal on to the call (see `#letGo`). */
+  #unlisten: (() => void) | undefined;
 
   constructor(
     chain: readonly Interceptor[],
@@ -63,8 +65,17 @@ class InterceptedCall extends DualCall implements Overseeable {
   ) {
     super();
     this.#method = method;
-    const own = this.#cancel.signal;
-    const signal = options?.signal === undefined ? own : AbortSignal.any([options.signal, own]);
+    // The caller's signal is passed on to the call's own, not joined with it: the caller's may
+    // outlive many calls (a service's shutdown signal), and listening to it would keep each
+    // call, its result included, as long as it lives. `#letGo` stops listening.
+    const signal = this.#cancel.signal;
+    const callerSignal = options?.signal;
+    if (callerSignal?.aborted) this.#cancel.abort(callerSignal.reason);
+    else if (callerSignal !== undefined) {
+      const pass = () => this.#cancel.abort(callerSignal.reason);
+      callerSignal.addEventListener("abort", pass, { once: true });
+      this.#unlisten = () => callerSignal.removeEventListener("abort", pass);
+    }
     // The caller's timeout counts from now, whatever an interceptor does before next().
     const timeout = options?.timeout;
     const deadline = timeout === undefined || !(timeout < Infinity)
@@ -165,8 +176,21 @@ class InterceptedCall extends DualCall implements Overseeable {
     if (--this.#open > 0) return;
     const listeners = this.#overListeners;
     this.#overListeners = undefined;
+    this.#letGo();
     const [ok, error] = this.#outcome();
     for (const listener of listeners ?? []) listener(ok, error);
+  }
+
+  /**
+   * Stops listening to the caller's signal once nothing is left for it to stop: the call is
+   * over and its outcome is a value, or a stream being read (one read by nobody is closed when
+   * the signal fires).
+   */
+  #letGo(): void {
+    if (this.#overListeners !== undefined || this.#unlisten === undefined) return;
+    if (!this.#reading && isStream(this.#chain!.value)) return;
+    this.#unlisten();
+    this.#unlisten = undefined;
   }
 
   then<R1 = unknown, R2 = never>(
@@ -191,7 +215,10 @@ class InterceptedCall extends DualCall implements Overseeable {
   [Symbol.asyncIterator](): AsyncIterator<unknown> {
     const result = this.#result;
     const method = this.#method;
-    const reading = () => this.#reading = true;
+    const reading = () => {
+      this.#reading = true;
+      this.#letGo();
+    };
     return (async function* () {
       const value = await result;
       if (!isStream(value)) {

@@ -508,11 +508,14 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     this.#state = SENT;
     // In flight before it is written: a failing write fails it with the rest.
     this.#registry.sending(this);
-    const timeoutMs = this.#deadline === Infinity
-      ? 0
-      : fresh
-      ? Math.ceil(this.#timeoutMs)
-      : Math.max(1, Math.ceil(this.#deadline - performance.now()));
+    // A timeout beyond what a varint carries (Number.MAX_VALUE as "no real limit") is sent as
+    // the longest one the peer reads: more would be a protocol error that ends the connection.
+    const timeoutMs = this.#deadline === Infinity ? 0 : Math.min(
+      Number.MAX_SAFE_INTEGER,
+      fresh
+        ? Math.ceil(this.#timeoutMs)
+        : Math.max(1, Math.ceil(this.#deadline - performance.now())),
+    );
     const written = this.#outbox.sendCall(
       id,
       this.method,
@@ -650,12 +653,39 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
   }
 
   sendFailure(error: unknown): void {
-    if (this.#state === SENT) this.#outbox.streams!.sendParamError(this.#id, error);
+    if (this.#state !== SENT) return;
+    const streams = this.#outbox.streams!;
+    try {
+      streams.sendParamError(this.#id, error);
+    } catch (unsendable) {
+      // The source failed with a value no error body can say: the stream still ends.
+      streams.sendParamError(
+        this.#id,
+        unsendableFailure(`The param stream of "${this.method}"`, unsendable),
+      );
+    }
   }
 
   writable(): Promise<void> | undefined {
     return this.#outbox.writable();
   }
+}
+
+/**
+ * The error sent instead of a failure that could not be encoded (a thrown value with no string
+ * form, an error whose getters throw): `subject` failed, and the stream or call still ends.
+ */
+export function unsendableFailure(subject: string, unsendable: unknown): Error {
+  let why = "";
+  try {
+    why = unsendable instanceof Error ? `: ${unsendable.message}` : "";
+  } catch {
+    // An error whose message getter throws says nothing more.
+  }
+  return Object.assign(
+    new Error(`${subject} failed with a value that cannot be sent${why}`),
+    { code: "internal" },
+  );
 }
 
 /** Whether `value` is a stream (a param or a handler's result). */

@@ -412,8 +412,14 @@ export abstract class CallResult extends DualCall implements InboxOwner, Oversee
 /** The words of a cancel reason, for the peer. */
 export function reasonText(reason: unknown): string | undefined {
   if (reason === undefined) return undefined;
-  if (reason instanceof Error) return reason.message;
-  return String(reason);
+  try {
+    const text = reason instanceof Error ? reason.message : reason;
+    return typeof text === "string" ? text : String(text);
+  } catch {
+    // No string form (a null-prototype object, a throwing getter): the call is cancelled
+    // all the same, with the caller's default words.
+    return undefined;
+  }
 }
 
 // ---------------------------------------------------------------- streams of call bodies
@@ -523,14 +529,6 @@ export class StreamInbox<T> implements AsyncIterableIterator<T> {
     this.#state = FAILED;
     this.#error = error;
     if (immediate) this.#clear();
-    this.#wake();
-  }
-
-  /** Stops delivering without telling the peer (the call finished, so the peer stops anyway). */
-  close(): void {
-    if (this.#state !== OPEN) return;
-    this.#state = ABANDONED;
-    this.#clear();
     this.#wake();
   }
 
