@@ -46,6 +46,11 @@ const KEY_CACHE_BYTES = 16;
 /** Cached keys per byte length; a full slot list replaces one at random. */
 const KEYS_PER_LENGTH = 16;
 const EMPTY = new Uint8Array(0);
+/**
+ * A template per shape's keys (the frozen array its table holds): an object of those keys.
+ * One for all readers, so that nested payloads' readers do not each keep one per shape.
+ */
+const templates = new WeakMap<readonly string[], Record<string, unknown>>();
 /** 2^21: a 64-bit integer whose high word reaches it (or -2^21 with a zero low word, -2^53)
  * is outside the safe range. */
 const SAFE_HIGH = 0x200000;
@@ -254,13 +259,18 @@ export class MsgpackReader {
     if (keys.length !== values) {
       throw new TypeError(`A record has ${values} values for the ${keys.length} keys of its shape`);
     }
-    const object: Record<string, unknown> = {};
-    for (let i = 0; i < values; i++) {
-      const key = keys[i];
-      const value = this.#value(depth + 1);
-      if (key === "__proto__") defineData(object, key, value);
-      else object[key] = value;
+    // A copy of the shape's template has all its keys at once, as a fast object: set one by
+    // one, many keys would make a dictionary object, several times the size and slower to
+    // build (and a peer's records by shape cost it their values' bytes alone).
+    let template = templates.get(keys);
+    if (template === undefined) {
+      template = Object.fromEntries(keys.map((key) => [key, undefined]));
+      // Kept by the array's identity: only while it cannot change.
+      if (Object.isFrozen(keys)) templates.set(keys, template);
     }
+    const object: Record<string, unknown> = { ...template };
+    // An own "__proto__" of the copy is set as data, not as the prototype.
+    for (let i = 0; i < values; i++) object[keys[i]] = this.#value(depth + 1);
     return object;
   }
 

@@ -138,8 +138,10 @@ export class MsgpackWriter {
       case "object": {
         // Plain objects and arrays are never Dates, Maps, Sets or ExtData, so the hook would
         // return null for them; `Array.isArray` keeps an `Object.create(Array.prototype)` a map.
+        // A null-prototype object is a record too (the structured codec's `[ext N, record]`
+        // goes by shape), but not as it is: the structured codec must mark it.
         const proto = Object.getPrototypeOf(value);
-        if (proto === objectProto) {
+        if (proto === objectProto || (proto === null && !this.#asIs)) {
           const object = value as Record<string, unknown>;
           if (this.#asIs && Object.getOwnPropertySymbols(object).length > 0) throw NOT_AS_IS;
           return this.records?.markOf === undefined

@@ -78,13 +78,16 @@ interface Node {
   /** Records of exactly these keys met so far, until a shape is made. */
   seen: number;
   shape: Shape | undefined;
-  /** Too many keys, or a key too long: never a shape. */
-  blocked: boolean;
 }
+
+const NO_SHAPES: readonly Shape[] = Object.freeze([]);
 
 /** Records of a shape met this many times get a shape: the first is sent with its keys. */
 const PROPOSE_AT = 2;
-/** The trie's nodes, at most: past them, records of new key paths are sent with their keys. */
+/**
+ * The trie's nodes per shape, at most: when full, the paths that led to no shape are dropped,
+ * and once those to shapes fill half of it, records of new key paths are sent with their keys.
+ */
 const MAX_NODES_PER_SHAPE = 4;
 
 /**
@@ -111,11 +114,15 @@ const MAX_NODES_PER_SHAPE = 4;
 export class ShapeEncoder implements ShapeEncoderTable {
   readonly #limits: ShapeLimits;
   readonly #maxFrameBytes: number;
-  readonly #root: Node = { next: undefined, seen: 0, shape: undefined, blocked: false };
+  readonly #root: Node = { next: undefined, seen: 0, shape: undefined };
   #nodes = 0;
+  /** Set once the paths to shapes alone fill half the trie's room: no pruning frees enough. */
+  #crowded = false;
   #shapes = 0;
   #tableBytes = 0;
   #uncommitted: Shape[] = [];
+  /** The paths whose records this encode counted, short of a shape. */
+  #counted: Node[] = [];
 
   /**
    * An empty table for the sending side of one direction.
@@ -129,8 +136,15 @@ export class ShapeEncoder implements ShapeEncoderTable {
     this.#maxFrameBytes = maxFrameBytes ?? Infinity;
   }
 
-  /** Called by a codec before each encode: `uncommitted` then lists that encode's shapes. */
-  startEncode(): void {
+  /**
+   * Called by a codec before each encode: `uncommitted` then lists that encode's shapes.
+   *
+   * @param again Whether the value of the last encode is encoded once more (a codec's second
+   * pass): its records, met by the last pass already, are not counted twice.
+   */
+  startEncode(again = false): void {
+    if (again) { for (const node of this.#counted) node.seen--; }
+    if (this.#counted.length > 0) this.#counted = [];
     if (this.#uncommitted.length > 0) this.#uncommitted = [];
   }
 
@@ -141,27 +155,35 @@ export class ShapeEncoder implements ShapeEncoderTable {
   shapeOf(keys: readonly string[]): Shape | undefined {
     const limits = this.#limits;
     if (keys.length === 0 || keys.length > limits.maxKeysPerShape) return undefined;
+    const room = limits.maxShapes * MAX_NODES_PER_SHAPE;
+    if (this.#nodes + keys.length > room && !this.#crowded) {
+      // Records whose keys never repeat (a dictionary keyed by data) would otherwise fill the
+      // trie for good: the paths that led to no shape go, and their counts start again.
+      this.#nodes = prune(this.#root);
+      this.#crowded = this.#nodes * 2 > room;
+    }
     let node = this.#root;
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       let next = node.next?.get(key);
       if (next === undefined) {
-        if (this.#nodes >= limits.maxShapes * MAX_NODES_PER_SHAPE) return undefined;
-        next = {
-          next: undefined,
-          seen: 0,
-          shape: undefined,
-          blocked: utf8Length(key) > limits.maxKeyBytes,
-        };
+        // A key too long for a shape gets no node: its records, whose keys may be a peer's
+        // choice, would keep it alive and use up the room of later shapes. (A UTF-16 unit
+        // takes at least one byte of UTF-8, so a long key is not measured.)
+        const most = limits.maxKeyBytes;
+        if (this.#nodes >= room || key.length > most || utf8Length(key) > most) return undefined;
+        next = { next: undefined, seen: 0, shape: undefined };
         (node.next ??= new Map()).set(key, next);
         this.#nodes++;
       }
-      if (next.blocked) return undefined;
       node = next;
     }
     let shape = node.shape;
     if (shape === undefined) {
-      if (++node.seen < PROPOSE_AT) return undefined;
+      if (++node.seen < PROPOSE_AT) {
+        this.#counted.push(node);
+        return undefined;
+      }
       const bytes = keyBytes(keys);
       if (
         this.#shapes >= limits.maxShapes || this.#tableBytes + bytes > limits.maxTableBytes ||
@@ -179,7 +201,8 @@ export class ShapeEncoder implements ShapeEncoderTable {
 
   /** The shapes the last encode used whose definitions were never sent, in id order of use. */
   uncommitted(): readonly Shape[] {
-    return this.#uncommitted;
+    // The empty list is kept for the next encode to fill: it is not the one to hand out.
+    return this.#uncommitted.length === 0 ? NO_SHAPES : this.#uncommitted;
   }
 
   /**
@@ -210,7 +233,6 @@ export class ShapeEncoder implements ShapeEncoderTable {
 export class ShapeDecoder implements ShapeDecoderTable {
   readonly #limits: ShapeLimits;
   readonly #keys: Array<readonly string[] | undefined> = [];
-  #shapes = 0;
   #tableBytes = 0;
 
   /**
@@ -241,10 +263,8 @@ export class ShapeDecoder implements ShapeDecoderTable {
         `Shape id ${id} is outside the table: ids are below maxShapes (${limits.maxShapes})`,
       );
     }
+    // Ids are below maxShapes and defined once each: the table holds at most maxShapes.
     if (this.#keys[id] !== undefined) throw new ShapeError(`Shape ${id} is defined twice`);
-    if (this.#shapes >= limits.maxShapes) {
-      throw new ShapeError(`Shape ${id} exceeds maxShapes (${limits.maxShapes})`);
-    }
     this.checkKeyCount(id, keys.length);
     const seen = new Set<string>();
     let bytes = 0;
@@ -269,7 +289,6 @@ export class ShapeDecoder implements ShapeDecoderTable {
       );
     }
     this.#keys[id] = Object.freeze(keys.slice());
-    this.#shapes++;
     this.#tableBytes += bytes;
   }
 
@@ -307,6 +326,17 @@ function shapeFrameBytes(id: number, keys: readonly string[]): number {
 /** The bytes of a varint below 2^21. */
 function varintBytes(value: number): number {
   return value < 0x80 ? 1 : value < 0x4000 ? 2 : 3;
+}
+
+/** Drops the paths below `node` that lead to no shape; returns how many nodes are left below. */
+function prune(node: Node): number {
+  let kept = 0;
+  for (const [key, child] of node.next ?? []) {
+    const below = prune(child);
+    if (below === 0 && child.shape === undefined) node.next!.delete(key);
+    else kept += below + 1;
+  }
+  return kept;
 }
 
 function keyBytes(keys: readonly string[]): number {

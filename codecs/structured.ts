@@ -272,8 +272,9 @@ class _StructuredCodec<T> implements ShapingCodec<T> {
       const bytes = this.#inner[ENCODE_AS_IS](value, this.#maxDepth);
       if (bytes !== undefined) return bytes;
       this.#asIsSkips = AS_IS_BACKOFF;
-      // The first pass may have listed shapes: the careful one lists those it uses again.
-      this.#encodeShapes?.startEncode();
+      // The first pass may have listed shapes and counted records: the careful one lists
+      // those it uses again, and counts them again.
+      this.#encodeShapes?.startEncode(true);
     }
     const prepared = this.#prepareMessage(value);
     try {

@@ -132,8 +132,12 @@ export interface RecordShape {
  * (conduit's: `ShapeEncoder` of `@conduit/ipc/codecs/structured`).
  */
 export interface ShapeEncoderTable {
-  /** Called by a codec before each encode: `uncommitted` then lists that encode's shapes. */
-  startEncode(): void;
+  /**
+   * Called by a codec before each encode: `uncommitted` then lists that encode's shapes.
+   * `again` when the last encode's value is encoded once more (a second, careful pass): the
+   * records the last pass met are not met twice.
+   */
+  startEncode(again?: boolean): void;
   /** The shape to write a record of these keys by, or `undefined` to write its keys. */
   shapeOf(keys: readonly string[]): RecordShape | undefined;
   /** The shapes the last encode used whose definitions were never sent. */
