@@ -127,6 +127,7 @@ class MemoryChannel implements ByteChannel {
     }
     // The peer reads what is queued, then the end; its writes to us fail from now on.
     await this.#writer.close().catch(() => {});
-    await this.#reader.cancel().catch(() => {});
+    await this.#reader.cancel(new TransportClosedError("The memory transport's peer closed"))
+      .catch(() => {});
   }
 }

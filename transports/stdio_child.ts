@@ -67,8 +67,10 @@ export interface StdioTransportOptions {
  * The child's side of a stdio transport: reads from `Deno.stdin`, writes to `Deno.stdout`
  * (the real one, where a conduit worker's start-up code pointed `Deno.stdout` at stderr).
  * Use it once per process, and write nothing else to stdout while it is open. Closing it
- * closes stdin and stdout; closing its `writable` closes stdout only, so the parent's
- * `readable` ends while the parent can still write to us.
+ * closes stdin and stdout; closing its `writable` closes stdout only. On Node and Bun the
+ * parent's `readable` then ends while the parent can still write to us; on Deno it ends only
+ * when this process exits, as Deno keeps a process's stdin and stdout open until then (a
+ * channel over it ends by its GOODBYE, not by the end of the bytes).
  *
  * On Node and Bun it reads `process.stdin` and writes fd 1 itself (`process.stdout` may point
  * at stderr in a worker), with the same contract; `syncWriteMaxBytes` and `pipeBufferBytes`

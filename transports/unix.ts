@@ -216,16 +216,17 @@ async function clearStaleSocket(path: string): Promise<void> {
         `Cannot listen on ${path}: it exists and is not a socket`,
       );
     }
-    let probe: Deno.UnixConn;
+    let probe: Deno.UnixConn | undefined;
     try {
       probe = await Deno.connect({ transport: "unix", path });
     } catch (error) {
       // Refused: the process that bound it is gone, so the file is stale.
       if (error instanceof Deno.errors.ConnectionRefused) return await removeIfPresent(path);
       if (error instanceof Deno.errors.NotFound) return;
-      throw error;
+      // A full backlog: a live listener that does not accept fast enough.
+      if (!(error instanceof Deno.errors.WouldBlock)) throw error;
     }
-    probe.close();
+    probe?.close();
     throw new Deno.errors.AddrInUse(`Cannot listen on ${path}: a live listener serves it`);
   });
 }
@@ -240,14 +241,14 @@ async function removeIfPresent(path: string): Promise<void> {
 
 /** Removes the socket file unless it is gone or another listener's file replaced it. */
 async function removeIfOurs(path: string, ino: number | null): Promise<void> {
-  await underDirectoryLock(path, async () => {
-    try {
-      if ((await Deno.lstat(path)).ino !== ino) return;
-      await Deno.remove(path);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
-  });
+  try {
+    // The directory may be gone, and the file with it.
+    await underDirectoryLock(path, async () => {
+      if ((await Deno.lstat(path)).ino === ino) await Deno.remove(path);
+    });
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
 }
 
 /** Runs `fn` holding an exclusive `flock` on the directory of `path` (released on close). */
