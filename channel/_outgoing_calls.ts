@@ -431,12 +431,16 @@ export class OutgoingCall extends CallResult implements PumpOwner, EventListener
     }
     this.#options = options;
     if (isAsyncIterable(param)) {
-      if (this.#outbox.streams === undefined) {
-        this.reject(
-          new TypeError(
+      const streams = this.#outbox.streams;
+      try {
+        if (streams === undefined) {
+          throw new TypeError(
             `This wire has no streams: a call cannot take a stream as its param (method "${this.method}")`,
-          ),
-        );
+          );
+        }
+        streams.checkStreamCall(this.method);
+      } catch (error) {
+        this.reject(error);
         return false;
       }
       this.#streamParam = true;

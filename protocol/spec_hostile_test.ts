@@ -296,19 +296,32 @@ Deno.test("§4: a method name the spec forbids rejects its call, not sent as ano
     ["", RangeError, /1 to 1024 UTF-8 bytes, got 0/],
     ["x".repeat(1025), RangeError, /1 to 1024 UTF-8 bytes, got 1025/],
   ];
-  for (const [method, type, message] of cases) {
-    let outcome: unknown;
-    try {
-      outcome = await remote[method](1, { timeout: 300 }).catch((e) => e);
-    } catch (error) {
-      outcome = `thrown synchronously: ${error}`;
+  // A call whose param is a stream is refused alike, before it is queued.
+  const items = async function* () {
+    yield 1;
+  };
+  for (const param of [() => 1, items]) {
+    for (const [method, type, message] of cases) {
+      let outcome: unknown;
+      try {
+        outcome = await remote[method](param(), { timeout: 300 }).catch((e) => e);
+      } catch (error) {
+        outcome = `thrown synchronously: ${error}`;
+      }
+      assert.ok(outcome instanceof type, String(outcome));
+      assert.match((outcome as Error).message, message);
     }
-    assert.ok(outcome instanceof type, String(outcome));
-    assert.match((outcome as Error).message, message);
   }
   // Nothing was sent for them: the channel's next frame answers this PING.
   await t.peer.send({ kind: "ping", nonce: 9 });
   assert.deepEqual(await t.peer.next(), { kind: "pong", nonce: 9 });
+  // None is in flight: closing needs no drain.
+  const closing = performance.now();
+  const close = t.channel.close();
+  await t.peer.next(); // our GOODBYE
+  await t.peer.send({ kind: "goodbye", body: new Uint8Array(0) });
+  await close;
+  assert.ok(performance.now() - closing < 1000, `closed in ${performance.now() - closing} ms`);
 });
 
 // ---------------------------------------------------------------- the doc's own vectors

@@ -272,7 +272,8 @@ export interface Outbox {
    * Encodes a call's param ahead of sending it, checking it against the peer's limit.
    * `waits` when the call will wait for a slot (a body the codec may reuse is copied);
    * `progress` when the caller wants progress reports (a wire that has them asks for them).
-   * @throws {CodecError | FrameTooLargeError}
+   * @throws {CodecError | FrameTooLargeError} And a RangeError or TypeError for a name the
+   * wire's CALL cannot carry.
    */
   callParam(
     method: string,
@@ -328,6 +329,12 @@ export interface Outbox {
 
 /** The stream half of an {@linkcode Outbox}: items, their credit and their end, both ways. */
 export interface StreamOutbox {
+  /**
+   * Checks, before a call whose param is a stream is queued, that its name can be sent (as
+   * `callParam` does for a call with a value).
+   * @throws {RangeError | TypeError} For a name this wire's CALL cannot carry.
+   */
+  checkStreamCall(method: string): void;
   /** Grants credit for call `id`'s result stream. */
   sendResultCredit(id: number, bytes: number): void;
   /** Sends one item of call `id`'s param stream; returns its cost in credit. */

@@ -120,6 +120,10 @@ export class ConduitOutbox extends WriterOutbox implements Outbox, StreamOutbox 
 
   // ---------------------------------------------------------------- calls this side starts
 
+  checkStreamCall(method: string): void {
+    this.#methodName(method);
+  }
+
   callParam(method: string, slot: CodecSlot, value: unknown, waits: boolean): Uint8Array {
     // A name no CALL may carry fails its call here, before it is queued: sendCall has no call
     // to fail.
