@@ -792,7 +792,9 @@ export function authConfig(auth: AuthOptions | false | undefined): WireAuth | un
       `auth.role must be "initiator" or "responder", not ${JSON.stringify(role)}`,
     );
   }
-  return { secret: secret.slice(), role };
+  // A copy of its own: a Node Buffer's slice() is a view of the caller's bytes, which the
+  // caller may zero or reuse once it handed them over.
+  return { secret: new Uint8Array(secret), role };
 }
 
 /**

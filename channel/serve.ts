@@ -665,8 +665,7 @@ class AcceptedConnection implements Connection {
  */
 function checkedAuth<T extends AuthOptions>(auth: T | undefined): T | undefined {
   const config = authConfig(auth);
-  // A copy made here: the checker's slice() is a view of the caller's bytes for a Node Buffer.
-  return config && { ...auth!, secret: new Uint8Array(config.secret) };
+  return config && { ...auth!, secret: config.secret };
 }
 
 /** serve()'s side of every handshake is the responder's (docs/protocol.md §5.1). */
