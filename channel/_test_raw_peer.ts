@@ -4,6 +4,9 @@
 import { encodeFrame, FrameDecoder } from "../framing/frame_decoder.ts";
 import type { Transport } from "../transports/types.ts";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
+import { jsonCodec } from "../codecs/json.ts";
+import { memory } from "../transports/_test_pairs.ts";
+import { Channel, type ChannelOptions } from "./channel.ts";
 
 const utf8 = new TextEncoder();
 
@@ -127,4 +130,33 @@ export class RawPeer {
     this.#waiter = undefined;
     waiter?.();
   }
+}
+
+/**
+ * A channel over a memory pair whose other end is a RawPeer: the test plays the peer frame by
+ * frame. Disposing it closes both and removes the pair.
+ */
+export async function scripted(options: Partial<ChannelOptions> = {}): Promise<Scripted> {
+  const pair = await memory.pair();
+  const peer = new RawPeer(pair.b);
+  const channel = new Channel<Record<string, (param: unknown) => unknown>>(pair.a, {
+    codec: jsonCodec(),
+    ...options,
+  });
+  channel.opened.catch(() => {});
+  return {
+    peer,
+    channel,
+    async [Symbol.asyncDispose]() {
+      await peer.close();
+      await channel.close();
+      await pair.cleanup();
+    },
+  };
+}
+
+/** What {@linkcode scripted} returns. */
+export interface Scripted extends AsyncDisposable {
+  readonly peer: RawPeer;
+  readonly channel: Channel<Record<string, (param: unknown) => unknown>>;
 }

@@ -3,35 +3,15 @@
 // reports). Each names the section it holds the channel to.
 
 import assert from "node:assert/strict";
-import { jsonCodec } from "../codecs/json.ts";
 import { encodeFrame } from "../framing/frame_decoder.ts";
 import { concat } from "../framing/_test_util.ts";
-import { helloBody, json, RawPeer } from "./_test_raw_peer.ts";
+import { helloBody, json, scripted } from "./_test_raw_peer.ts";
 import { memory } from "../transports/_test_pairs.ts";
-import { Channel, type ChannelOptions } from "./channel.ts";
+import { Channel } from "./channel.ts";
 import { encodeEnvelope, type Envelope } from "../protocol/envelope.ts";
 import { ConnectionClosedError, HandshakeError, ProtocolError } from "./errors.ts";
 
 const text = new TextDecoder();
-
-async function scripted(options: Partial<ChannelOptions> = {}) {
-  const pair = await memory.pair();
-  const peer = new RawPeer(pair.b);
-  const channel = new Channel<Record<string, (param: unknown) => unknown>>(pair.a, {
-    codec: jsonCodec(),
-    ...options,
-  });
-  channel.opened.catch(() => {});
-  return {
-    peer,
-    channel,
-    async [Symbol.asyncDispose]() {
-      await peer.close();
-      await channel.close();
-      await pair.cleanup();
-    },
-  };
-}
 
 function bodyOf(frame: Envelope | undefined): Record<string, unknown> {
   const body = (frame as { body?: Uint8Array } | undefined)?.body;

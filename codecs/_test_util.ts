@@ -3,6 +3,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { CodecError } from "../errors.ts";
+import {
+  type Shape,
+  ShapeDecoder,
+  ShapeEncoder,
+  type ShapeLimits,
+  structuredCodec,
+} from "./structured.ts";
 
 /** Runs `fn` and returns what it threw; fails the test if it returned. */
 export function thrown(fn: () => unknown): unknown {
@@ -69,4 +76,39 @@ export function assertDecodeError(fn: () => unknown, pattern: RegExp): void {
     assert.match(err.message, pattern);
     return true;
   });
+}
+
+const shapingCodec = structuredCodec();
+
+/** One direction of a channel: a body is sent (its new shapes defined first) or dropped. */
+export class Direction {
+  readonly encoder: ShapeEncoder;
+  readonly decoder: ShapeDecoder;
+  defined = 0;
+
+  constructor(limits: Partial<ShapeLimits> = {}) {
+    this.encoder = new ShapeEncoder(limits);
+    this.decoder = new ShapeDecoder(limits);
+  }
+
+  encode(value: unknown): { bytes: Uint8Array; shapes: readonly Shape[] } {
+    const bytes = shapingCodec.encodeShaped(value, this.encoder).slice();
+    return { bytes, shapes: this.encoder.uncommitted().slice() };
+  }
+
+  /** Writes the body's definitions (those not written yet), then decodes the body. */
+  deliver(body: { bytes: Uint8Array; shapes: readonly Shape[] }): unknown {
+    for (const shape of body.shapes) {
+      if (this.encoder.commit(shape)) {
+        this.decoder.define(shape.id, shape.keys);
+        this.defined++;
+      }
+    }
+    return shapingCodec.decodeShaped(body.bytes, this.decoder);
+  }
+
+  send(value: unknown): { bytes: Uint8Array; value: unknown } {
+    const body = this.encode(value);
+    return { bytes: body.bytes, value: this.deliver(body) };
+  }
 }

@@ -3,43 +3,10 @@
 
 import assert from "node:assert/strict";
 import { CodecError, ShapeError } from "../errors.ts";
-import {
-  type Shape,
-  ShapeDecoder,
-  ShapeEncoder,
-  STRUCTURED_EXT,
-  structuredCodec,
-} from "./structured.ts";
-import { thrown } from "./_test_util.ts";
+import { ShapeDecoder, ShapeEncoder, STRUCTURED_EXT, structuredCodec } from "./structured.ts";
+import { Direction, thrown } from "./_test_util.ts";
 
 const codec = structuredCodec();
-
-/** One direction of a channel: each body's new shapes are defined before it is decoded. */
-class Direction {
-  readonly encoder = new ShapeEncoder();
-  readonly decoder = new ShapeDecoder();
-  defined = 0;
-
-  encode(value: unknown): { bytes: Uint8Array; shapes: readonly Shape[] } {
-    const bytes = codec.encodeShaped(value, this.encoder).slice();
-    return { bytes, shapes: this.encoder.uncommitted().slice() };
-  }
-
-  deliver(body: { bytes: Uint8Array; shapes: readonly Shape[] }): unknown {
-    for (const shape of body.shapes) {
-      if (this.encoder.commit(shape)) {
-        this.decoder.define(shape.id, shape.keys);
-        this.defined++;
-      }
-    }
-    return codec.decodeShaped(body.bytes, this.decoder);
-  }
-
-  send(value: unknown): { bytes: Uint8Array; value: unknown } {
-    const body = this.encode(value);
-    return { bytes: body.bytes, value: this.deliver(body) };
-  }
-}
 
 Deno.test("shapes hostile: keys over maxKeyBytes take no room in the sender's table", () => {
   // A handler that echoes records keyed by what its peer chose (a name, a path): every key is

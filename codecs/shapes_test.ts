@@ -2,50 +2,10 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { CodecError, ShapeError } from "../errors.ts";
 import { msgpackCodec } from "./msgpack.ts";
-import {
-  type Shape,
-  ShapeDecoder,
-  ShapeEncoder,
-  type ShapeLimits,
-  STRUCTURED_EXT,
-  structuredCodec,
-} from "./structured.ts";
-import { structuredLeaf, thrown } from "./_test_util.ts";
+import { ShapeDecoder, ShapeEncoder, STRUCTURED_EXT, structuredCodec } from "./structured.ts";
+import { Direction, structuredLeaf, thrown } from "./_test_util.ts";
 
 const codec = structuredCodec();
-
-/** One direction of a channel: a body is sent (its new shapes defined first) or dropped. */
-class Direction {
-  readonly encoder: ShapeEncoder;
-  readonly decoder: ShapeDecoder;
-  defined = 0;
-
-  constructor(limits: Partial<ShapeLimits> = {}) {
-    this.encoder = new ShapeEncoder(limits);
-    this.decoder = new ShapeDecoder(limits);
-  }
-
-  encode(value: unknown): { bytes: Uint8Array; shapes: readonly Shape[] } {
-    const bytes = codec.encodeShaped(value, this.encoder).slice();
-    return { bytes, shapes: this.encoder.uncommitted().slice() };
-  }
-
-  /** Writes the body's definitions (those not written yet), then decodes the body. */
-  deliver(body: { bytes: Uint8Array; shapes: readonly Shape[] }): unknown {
-    for (const shape of body.shapes) {
-      if (this.encoder.commit(shape)) {
-        this.decoder.define(shape.id, shape.keys);
-        this.defined++;
-      }
-    }
-    return codec.decodeShaped(body.bytes, this.decoder);
-  }
-
-  send(value: unknown): { bytes: Uint8Array; value: unknown } {
-    const body = this.encode(value);
-    return { bytes: body.bytes, value: this.deliver(body) };
-  }
-}
 
 const row = (i: number) => ({ id: i, name: `item ${i}`, price: i * 1.5, tags: ["a", "b"] });
 

@@ -3,10 +3,8 @@
 // where a hostile peer could find a gap between them.
 
 import assert from "node:assert/strict";
-import { jsonCodec } from "../codecs/json.ts";
-import { helloBody, RawPeer } from "../channel/_test_raw_peer.ts";
-import { memory } from "../transports/_test_pairs.ts";
-import { Channel, type ChannelOptions } from "../channel/channel.ts";
+import { helloBody, scripted } from "../channel/_test_raw_peer.ts";
+import type { ChannelOptions } from "../channel/channel.ts";
 import { HandshakeError } from "../channel/errors.ts";
 import { FrameTooLargeError } from "../errors.ts";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./envelope.ts";
@@ -20,25 +18,6 @@ const BOM = [0xef, 0xbb, 0xbf];
 
 function withBom(json: string): Uint8Array {
   return new Uint8Array([...BOM, ...utf8.encode(json)]);
-}
-
-async function scripted(options: Partial<ChannelOptions> = {}) {
-  const pair = await memory.pair();
-  const peer = new RawPeer(pair.b);
-  const channel = new Channel<Record<string, (param: unknown) => unknown>>(pair.a, {
-    codec: jsonCodec(),
-    ...options,
-  });
-  channel.opened.catch(() => {});
-  return {
-    peer,
-    channel,
-    async [Symbol.asyncDispose]() {
-      await peer.close();
-      await channel.close();
-      await pair.cleanup();
-    },
-  };
 }
 
 // ---------------------------------------------------------------- §8 ERROR bodies
