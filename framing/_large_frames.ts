@@ -50,19 +50,23 @@ export class PartialFrame {
   copied = 0;
   /** The length of `bytes`, kept apart: a BYOB read into it detaches it for a while. */
   capacity: number;
+  /** The frame's length. */
+  readonly size: number;
+  /** The head of a split frame, returned before this rest. */
+  readonly head: Uint8Array | undefined;
+  /** The buffer the frame is assembled in, as long as the frame or shorter. */
+  bytes: Uint8Array;
 
   /**
    * @param size The frame's length.
-   * @param head The head of a split frame, returned before this rest.
-   * @param bytes A buffer of `size` bytes to use, else one is allocated.
+   * @param from The head of a split frame, returned before this rest; a buffer of `size`
+   * bytes to use, else one is allocated.
    */
-  constructor(
-    readonly size: number,
-    readonly head?: Uint8Array,
-    public bytes: Uint8Array = new Uint8Array(
-      size > 2 * FIRST_BUFFER_BYTES ? FIRST_BUFFER_BYTES : size,
-    ),
-  ) {
+  constructor(size: number, from: { head?: Uint8Array; bytes?: Uint8Array } = {}) {
+    this.size = size;
+    this.head = from.head;
+    this.bytes = from.bytes ??
+      new Uint8Array(size > 2 * FIRST_BUFFER_BYTES ? FIRST_BUFFER_BYTES : size);
     this.capacity = this.bytes.length;
   }
 
@@ -208,11 +212,11 @@ export class LargeFrames {
     const recycled = this.#recycled;
     for (let i = recycled.length - 1; i >= 0; i--) {
       if (recycled[i].byteLength === length) {
-        return new PartialFrame(length, head, new Uint8Array(recycled.splice(i, 1)[0]));
+        return new PartialFrame(length, { head, bytes: new Uint8Array(recycled.splice(i, 1)[0]) });
       }
     }
     this.#allocated++;
-    return new PartialFrame(length, head);
+    return new PartialFrame(length, { head });
   }
 
   /** FrameDecoder.recycle(): takes back the memory of a large frame's own buffer, once. */
