@@ -23,7 +23,10 @@ function refused(fn: () => unknown): CodecError {
 
 Deno.test("codecs values hostile: JSON refuses what a toJSON() returns when JSON would change it", () => {
   class Money {
-    constructor(readonly cents: number) {}
+    readonly cents: number;
+    constructor(cents: number) {
+      this.cents = cents;
+    }
     toJSON(): unknown {
       return { cents: this.cents, tags: new Set(["x"]) };
     }

@@ -87,7 +87,10 @@ Deno.test("codec/json: with lossy, what JSON cannot say comes back as documented
 
 Deno.test("codec/json: values JSON would change are refused, naming their path", () => {
   class Point {
-    constructor(readonly x: number) {}
+    readonly x: number;
+    constructor(x: number) {
+      this.x = x;
+    }
   }
   const holey: unknown[] = [1];
   holey[2] = 3;
@@ -127,7 +130,10 @@ Deno.test("codec/json: values JSON would change are refused, naming their path",
 Deno.test("codec/json: toJSON objects, missing properties and -0 still cross", () => {
   const withToJson = { secret: () => 1, toJSON: () => ({ shown: true }) };
   class Money {
-    constructor(readonly cents: bigint) {}
+    readonly cents: bigint;
+    constructor(cents: bigint) {
+      this.cents = cents;
+    }
     toJSON(): string {
       return `${this.cents}`;
     }

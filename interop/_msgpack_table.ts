@@ -11,8 +11,12 @@ import { ExtData } from "../codecs/msgpack.ts";
 
 /** A case conduit must refuse: a `CodecError` whose message matches. */
 export class Refused {
+  /** What the error message must say. */
+  readonly message: RegExp;
   /** @param message What the error message must say. */
-  constructor(readonly message: RegExp) {}
+  constructor(message: RegExp) {
+    this.message = message;
+  }
 }
 
 const nested = (depth: number): unknown => {

@@ -142,12 +142,17 @@ class IdClient implements EchoClient {
   readonly #waiting = new Map<number, (result: unknown) => void>();
   readonly #send: (message: object) => void;
 
+  readonly pid: number | undefined;
+  readonly close: () => Promise<void>;
+
   constructor(
-    readonly pid: number | undefined,
+    pid: number | undefined,
     send: (message: object) => void,
-    readonly close: () => Promise<void>,
+    close: () => Promise<void>,
   ) {
+    this.pid = pid;
     this.#send = send;
+    this.close = close;
   }
 
   /** Settles the request an answer is for. */
