@@ -9,9 +9,9 @@
  *   numbers or strings on the way in; batches received are answered as one array.
  * - An error response `{ code, message, data }` rejects the call with a `RemoteError` of that
  *   `code` (a number) and `data`; a handler's thrown error with a numeric `code` (and `data`)
- *   is sent as it is, any other as -32603. A response (a `result`, an `error` or an id, no
- *   `method`) is never answered, and is taken without `"jsonrpc":"2.0"` as vscode-jsonrpc
- *   takes it.
+ *   is sent as it is, any other as -32603 (an error answer past `maxFrameBytes` is cut). A
+ *   response (a `result`, an `error` or an id, no `method` or a null one) is never answered,
+ *   and is taken without `"jsonrpc":"2.0"` as vscode-jsonrpc takes it.
  *   Unknown methods are answered -32601, a message that is not JSON -32700 and one that is
  *   no request -32600 (unless this side is the client: see `role`), and the connection goes
  *   on (each is reported to `onProtocolError`);
@@ -21,8 +21,9 @@
  * - A batch received of more than `maxBatchMessages` requests and notifications is refused
  *   whole with one -32600 error (id null), and none of it runs.
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
- *   cancel notification; the peer's cancel fires the handler's `ctx.signal`. An answer that
- *   crosses an MCP cancel is dropped quietly.
+ *   cancel notification; the peer's cancel fires the handler's `ctx.signal`. The call is over
+ *   at once: an answer to it (one that crossed an MCP cancel, LSP's -32800) is dropped quietly,
+ *   and a server that never sends one holds no `maxInFlight` slot.
  * - {@linkcode sendBatch} sends the requests and notifications its callback starts as one
  *   batch array.
  * - {@linkcode handle} serves a method after open and returns what stops it; `onRequest` and

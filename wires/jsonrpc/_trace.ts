@@ -9,6 +9,12 @@ import { printable } from "../_printable.ts";
 
 /** The most characters of a message's text in a line. */
 const MAX_TEXT_CHARS = 160;
+/**
+ * The most requests whose start is remembered for the time to their answer: one that is
+ * never answered (an MCP call cancelled, a peer that stays silent) would otherwise be kept
+ * for the life of the connection.
+ */
+const MAX_BEGAN = 1024;
 
 const utf8 = new TextDecoder();
 
@@ -40,22 +46,36 @@ export class JsonRpcTrace {
     this.#sink(`jsonrpc ${arrow} ${what} ${frame.length} B ${clip(text).replace(BLANKS, " ")}`);
   }
 
+  /** Notes when a request began; past the bound, the oldest is forgotten. */
+  #begin(key: string, at: number): void {
+    const began = this.#began;
+    began.delete(key);
+    if (began.size >= MAX_BEGAN) began.delete(began.keys().next().value!);
+    began.set(key, at);
+  }
+
   #describe(message: Record<string, unknown>, out: boolean, at: number): string {
     const id = message?.id;
-    const key = (maker: string) => `${maker}${JSON.stringify(id)}`;
+    const shownId = clip(JSON.stringify(id) ?? "");
+    const key = (maker: string) => `${maker}${shownId}`;
     if (typeof message?.method === "string") {
-      if (id === undefined) return `NOTIFICATION ${message.method}`;
-      this.#began.set(key(out ? "→" : "←"), at);
-      return `REQUEST ${JSON.stringify(id)} ${message.method}`;
+      if (id === undefined) return `NOTIFICATION ${clip(message.method)}`;
+      this.#begin(key(out ? "→" : "←"), at);
+      return `REQUEST ${shownId} ${clip(message.method)}`;
     }
     // A response answers the other side's request.
     const began = this.#began.get(key(out ? "←" : "→"));
     this.#began.delete(key(out ? "←" : "→"));
     const since = began === undefined ? "" : ` (+${(at - began).toFixed(1)} ms)`;
     const error = message?.error as { code?: unknown } | undefined;
+    // The peer's code as JSON: an array of arrays as a template's string would recurse as deep
+    // as it is nested, and overflow the stack of the read loop.
+    const code = error?.code;
     return error !== undefined
-      ? `ERROR ${JSON.stringify(id)} code ${error?.code}${since}`
-      : `RESULT ${JSON.stringify(id)}${since}`;
+      ? `ERROR ${shownId} code ${
+        typeof code === "number" ? code : clip(JSON.stringify(code) ?? "")
+      }${since}`
+      : `RESULT ${shownId}${since}`;
   }
 }
 

@@ -3,7 +3,8 @@
 // requests, whose ids are numbers or strings, get the next handle and keep their own id for
 // the answer, which is forgotten with the handle once answered. Answers to the requests of a
 // batch are held until the whole batch is answered and leave as one array; an answer that
-// would take the array past maxFrameBytes is replaced by a short error.
+// would take the array past maxFrameBytes is replaced by a short error. An error answer longer
+// than maxFrameBytes leaves with its message cut and without its data.
 
 import { WriterOutbox } from "../codec_slots.ts";
 import { FrameTooLargeError } from "../../errors.ts";
@@ -78,9 +79,10 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   /** This side's requests whose answer is still awaited. */
   readonly #awaited = new Set<number>();
   /**
-   * This side's latest requests cancelled unanswered (a dialect whose cancelled requests get
-   * no answer): an answer that crossed the cancel is dropped without a word, as MCP and LSP
-   * tell the sender to. Bounded: the oldest is forgotten first.
+   * This side's latest requests cancelled unanswered: an answer that crossed the cancel (MCP)
+   * or that answers it (LSP's -32800) is dropped without a word. The engine forgets a
+   * cancelled call at once (JsonRpcWire.answersCancelled), so a server that never answers one
+   * holds no call slot. Bounded: the oldest is forgotten first.
    */
   readonly #cancelled = new Set<number>();
   /** Progress tokens of this side's requests. */
@@ -124,7 +126,14 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 
   /** Whether `id` is one of this side's requests cancelled unanswered; forgets it if so. */
   takeCancelled(id: unknown): boolean {
-    return typeof id === "number" && this.#cancelled.delete(id);
+    if (typeof id !== "number" || !this.#cancelled.delete(id)) return false;
+    this.#partials.drop(id);
+    return true;
+  }
+
+  /** Whether request `id` was cancelled and its answer has not come (see takeCancelled). */
+  isCancelled(id: number): boolean {
+    return this.#cancelled.has(id);
   }
 
   /** The handle whose progress `token` reports, if any. */
@@ -155,9 +164,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 
   /** Answers a message that is no valid request with an error (id null when unknown). */
   errorResponse(id: JsonRpcId | null, code: number, message: string, batch?: Batch): void {
-    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":${
-      JSON.stringify({ code, message })
-    }}`;
+    const text = this.#errorText(id, { code, message });
     if (batch !== undefined) this.#collect(batch, id, text);
     else this.#writeText(text);
   }
@@ -268,13 +275,17 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   sendCancel(id: number, reason: string): void {
     const cancel = this.#options.dialect.cancel;
     this.#notifyValue(cancel.method, cancel.param(id, reason));
-    if (!cancel.answered && this.#awaited.delete(id)) {
-      this.#dropToken(id);
-      if (this.#cancelled.size === MAX_CANCELLED) {
-        this.#cancelled.delete(this.#cancelled.values().next().value!);
-      }
-      this.#cancelled.add(id);
+    if (!this.#awaited.delete(id)) return;
+    this.#tokens.drop(id);
+    // Where the cancelled request is still answered (LSP), its partial result token stays its
+    // own until then: parts that crossed the cancel are not taken for a later call's.
+    if (!cancel.answered) this.#partials.drop(id);
+    if (this.#cancelled.size === MAX_CANCELLED) {
+      const oldest = this.#cancelled.values().next().value!;
+      this.#cancelled.delete(oldest);
+      this.#partials.drop(oldest);
     }
+    this.#cancelled.add(id);
   }
 
   sendNotify(method: string, _slot: CodecSlot, value: unknown): void {
@@ -299,7 +310,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   }
 
   sendResultError(id: number, error: unknown): void {
-    this.#answer(id, `,"error":${JSON.stringify(this.#errorObject(error))}}`);
+    this.#answer(id, this.#errorObject(error));
   }
 
   sendCallFailure(id: number, error: EngineError): void {
@@ -313,8 +324,11 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
       return;
     }
     const code = ENGINE_CODES[error.code] ?? INTERNAL_ERROR;
-    const body = { code, message: error.message, data: { name: error.name, code: error.code } };
-    this.#answer(id, `,"error":${JSON.stringify(body)}}`);
+    this.#answer(id, {
+      code,
+      message: error.message,
+      data: { name: error.name, code: error.code },
+    });
   }
 
   // ---------------------------------------------------------------- the connection
@@ -339,12 +353,19 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     else this.#writeText(text);
   }
 
-  /** Writes the answer to the peer's request `handle`: `rest` follows its id. */
-  #answer(handle: number, rest: string): void {
+  /**
+   * Writes the answer to the peer's request `handle`: `answer` is the text that follows its id,
+   * or the error it is answered with.
+   */
+  #answer(handle: number, answer: string | ErrorObject): void {
     const id = this.#peerIds.get(handle);
     if (id === undefined) return;
+    // Made before the request is forgotten: an error whose data JSON cannot hold (a BigInt)
+    // throws here, and the engine answers again with one it can.
+    const text = typeof answer === "string"
+      ? `{"jsonrpc":"2.0","id":${JSON.stringify(id)}${answer}`
+      : this.#errorText(id, answer);
     const batch = this.#forgetPeer(handle);
-    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)}${rest}`;
     if (batch === undefined) {
       this.#writeText(text);
       return;
@@ -399,7 +420,26 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     this.#partials.drop(id);
   }
 
-  #errorObject(error: unknown): { code: number; message: string; data?: unknown } {
+  /**
+   * The error answer to request `id`. Past maxFrameBytes (a handler's long message, an engine
+   * message quoting a long method name) its message is cut and its data left out, so that a
+   * peer with the same limit reads it instead of ending the connection over it.
+   */
+  #errorText(id: JsonRpcId | null, error: ErrorObject): string {
+    const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":`;
+    const text = `${head}${JSON.stringify(error)}}`;
+    const max = this.#options.maxFrameBytes;
+    const bytes = this.#bytesOver(text, max);
+    if (bytes === undefined) return text;
+    const note = ` (cut: the answer took ${bytes} bytes, over maxFrameBytes (${max}))`;
+    const bare = utf8Length(`${head}${JSON.stringify({ code: error.code, message: note })}}`);
+    // A UTF-16 unit takes at most 6 bytes in JSON (a `\u` escape).
+    const room = Math.max(0, Math.min(MAX_CUT_MESSAGE_CHARS, Math.floor((max - bare) / 6)));
+    const message = `${String(error.message).slice(0, room)}…${note}`;
+    return `${head}${JSON.stringify({ code: error.code, message })}}`;
+  }
+
+  #errorObject(error: unknown): ErrorObject {
     if (!(error instanceof Error)) return { code: INTERNAL_ERROR, message: String(error) };
     const fields = error as Error & { code?: unknown; data?: unknown };
     const code = typeof fields.code === "number" && Number.isInteger(fields.code)
@@ -437,6 +477,16 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     this.writeParts(utf8.encode(text), EMPTY);
   }
 }
+
+/** A JSON-RPC error object. */
+interface ErrorObject {
+  readonly code: number;
+  readonly message: string;
+  readonly data?: unknown;
+}
+
+/** The most characters of an error message kept when its answer is cut to maxFrameBytes. */
+const MAX_CUT_MESSAGE_CHARS = 1024;
 
 const EMPTY = new Uint8Array(0);
 const OPEN_BRACKET = 0x5b;

@@ -1,14 +1,15 @@
 // JSON-RPC 2.0 (LSP, MCP) behind the engine's seam (wires/types.ts): Content-Length or NDJSON
 // framing, no handshake, and each message (or each member of a batch) turned into an engine
 // event. A message is classified by its shape before it is checked: one with a result, an
-// error or only an id and no method is a response, never answered (one without "jsonrpc" is
-// taken, as vscode-jsonrpc takes it, and reported once). What JSON-RPC answers and goes on after — a
-// parse error (-32700), an invalid request (-32600), a batch over `maxBatchMessages` refused
-// whole — is answered here and reported to `onProtocolError` (a client answers nothing with
-// id null: it only reports); an answer to no request in flight is reported and dropped, unless
-// it crossed this side's cancel. Only a framing failure (a message over the limit, a broken
-// header, input ending inside a message) ends the connection, since the next message cannot
-// be found; the peer's end is named in JSON-RPC's words (peerEnded).
+// error or only an id and no method (or a null one) is a response, never answered (one
+// without "jsonrpc" is taken, as vscode-jsonrpc takes it, and reported once). What JSON-RPC
+// answers and goes on after — a parse error (-32700), an invalid request (-32600), a batch
+// over `maxBatchMessages` refused whole — is answered here and reported to `onProtocolError`
+// (a client answers nothing with id null: it only reports); an answer to no request in flight
+// is reported and dropped, unless it answers a call this side cancelled. Only a framing
+// failure (a message over the limit, a broken header, input ending inside a message) ends the
+// connection, since the next message cannot be found; the peer's end is named in JSON-RPC's
+// words (peerEnded).
 
 import { ContentLengthDecoder } from "../../framing/_content_length_decoder.ts";
 import { LineSplitter } from "../../framing/_line_splitter.ts";
@@ -90,7 +91,12 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** JSON-RPC's {@linkcode Wire}. */
 export class JsonRpcWire implements Wire {
-  readonly answersCancelled: boolean;
+  /**
+   * Never waited for, even where the peer answers a cancelled request (LSP): the outbox
+   * recognises a late answer itself (takeCancelled), and a server that never sends one would
+   * otherwise hold a call slot for the connection's life.
+   */
+  readonly answersCancelled = false;
   readonly outbox: JsonRpcOutbox;
   readonly decoder: QueueSplitter;
   readonly #transport: Transport;
@@ -118,7 +124,6 @@ export class JsonRpcWire implements Wire {
     this.#transport = transport;
     this.#options = options;
     this.#rpc = rpc;
-    this.answersCancelled = rpc.dialect.cancel.answered;
     const trace = options.trace &&
       traceFeed(
         options.trace,
@@ -262,7 +267,7 @@ export class JsonRpcWire implements Wire {
     if (typeof error !== "object" || error === null || typeof error.code !== "number") {
       return new RemoteError({
         name: "RemoteError",
-        message: `A malformed JSON-RPC error: ${JSON.stringify(body)?.slice(0, 200)}`,
+        message: `A malformed JSON-RPC error: ${shown(body)}`,
         code: -32603,
       });
     }
@@ -273,7 +278,7 @@ export class JsonRpcWire implements Wire {
       ? text
       : text === undefined || text === null
       ? `A JSON-RPC error without a message (code ${error.code})`
-      : `A JSON-RPC error whose message is no string: ${JSON.stringify(text)?.slice(0, 200)}`;
+      : `A JSON-RPC error whose message is no string: ${shown(text)}`;
     return new RemoteError({ name: "RemoteError", message, code: error.code, data: error.data });
   }
 
@@ -289,7 +294,9 @@ export class JsonRpcWire implements Wire {
     const hasId = id !== undefined;
     const method = fields.method;
     if (
-      method === undefined &&
+      // `"method": null` is no method, as vscode-jsonrpc reads it (a serializer that writes
+      // every member of one message type sends it in responses).
+      (method === undefined || method === null) &&
       ("result" in fields || fields.error !== undefined ||
         ((typeof id === "number" || typeof id === "string") && !("params" in fields)))
     ) {
@@ -305,7 +312,7 @@ export class JsonRpcWire implements Wire {
     if (fields.jsonrpc !== "2.0") {
       this.#invalid(
         validId(id),
-        `"jsonrpc" is ${JSON.stringify(fields.jsonrpc)}, not "2.0"`,
+        `"jsonrpc" is ${shown(fields.jsonrpc)}, not "2.0"`,
         batch,
       );
       return;
@@ -325,7 +332,7 @@ export class JsonRpcWire implements Wire {
     }
     if (hasId) {
       if (typeof id !== "number" && typeof id !== "string") {
-        this.#invalid(null, `the id ${JSON.stringify(id)} is neither a number nor a string`, batch);
+        this.#invalid(null, `the id ${shown(id)} is neither a number nor a string`, batch);
         return;
       }
       if (typeof id === "number" && !exactId(id)) {
@@ -346,7 +353,7 @@ export class JsonRpcWire implements Wire {
       return;
     }
     if (this.outbox.peerHandle(id) !== undefined) {
-      this.#invalid(id, `the id ${JSON.stringify(id)} of a request still in flight`, batch);
+      this.#invalid(id, `the id ${shown(id)} of a request still in flight`, batch);
       return;
     }
     const handle = this.outbox.peerRequest(id, batch);
@@ -362,6 +369,8 @@ export class JsonRpcWire implements Wire {
     if (progress) {
       const token = dialect.progress.token(params);
       const partial = token === undefined ? undefined : this.outbox.partialHandle(token);
+      // A part of a call cancelled and not yet answered crossed the cancel: dropped.
+      if (partial !== undefined && this.outbox.isCancelled(partial)) return;
       if (partial !== undefined) {
         // A partial result (LSP): an item of the call's result stream. Cost 0: JSON-RPC has
         // no credit to grant, the server sends at its own pace.
@@ -401,14 +410,14 @@ export class JsonRpcWire implements Wire {
     if (!this.outbox.takeAwaited(id)) {
       if (this.outbox.takeCancelled(id)) return;
       if (id === null && hasError) {
-        this.#report(`The peer could not read a message: ${JSON.stringify(fields.error)}`);
+        this.#report(`The peer could not read a message: ${shown(fields.error)}`);
       } else if (!hasResult && !hasError) {
         this.#report(
-          `A message with the id ${JSON.stringify(id)} and neither a method, a result nor an ` +
+          `A message with the id ${shown(id)} and neither a method, a result nor an ` +
             `error, not answered: the peer would take an answer for the one to its own request`,
         );
       } else {
-        this.#report(`A response for id ${JSON.stringify(id)}, which no request in flight has`);
+        this.#report(`A response for id ${shown(id)}, which no request in flight has`);
       }
       return;
     }
@@ -426,8 +435,8 @@ export class JsonRpcWire implements Wire {
     if (this.#lenient) return;
     this.#lenient = true;
     this.#report(
-      `A response whose "jsonrpc" is ${JSON.stringify(version) ?? "missing"}, not "2.0" ` +
-        `(id ${JSON.stringify(id)}): taken as vscode-jsonrpc takes it; further ones on this ` +
+      `A response whose "jsonrpc" is ${version === undefined ? "missing" : shown(version)}, ` +
+        `not "2.0" (id ${shown(id)}): taken as vscode-jsonrpc takes it; further ones on this ` +
         `connection are not reported`,
     );
   }
@@ -502,6 +511,18 @@ const EXIT_WAIT_MS = 500;
 /** Resolves with null once `promise` settled or `ms` passed, whichever is first. */
 function waitFor(promise: Promise<void>, ms: number): Promise<null> {
   return within(promise, ms, undefined).then(() => null);
+}
+
+/** The most characters of a value the peer sent that a message quotes. */
+const MAX_SHOWN_CHARS = 200;
+
+/**
+ * A value the peer sent, as JSON cut short, for an error message: quoted whole, a value as
+ * long as the frame would come back in the answer (over the peer's limit) and in each report.
+ */
+function shown(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length <= MAX_SHOWN_CHARS ? text : `${text.slice(0, MAX_SHOWN_CHARS)}…`;
 }
 
 function validId(id: unknown): JsonRpcId | null {
