@@ -1,8 +1,8 @@
 // One thread worker: a module Web Worker, its channel, and how it ends. The worker is
 // terminated as soon as its channel has closed, whichever way: close() (GOODBYE, drain), the
 // worker closing itself, an uncaught error (the Worker's `error` event), kill(). Its status
-// then reads as a process's would: code 1 after an uncaught error, SIGKILL after kill(),
-// code 0 otherwise.
+// then reads as a process's would: code 1 after an uncaught error, SIGKILL after kill(), the
+// code a Bun or Node thread gave `process.exit()`, code 0 otherwise.
 
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
@@ -25,8 +25,6 @@ export interface ThreadOptions {
 
 /** One thread worker: a module Web Worker and its channel. */
 export class WorkerThread<Api extends object> extends HeldWorker implements WorkerHandle<Api> {
-  readonly pid: number = processId();
-  readonly thread = true;
   readonly name: string;
   readonly stderrTail: readonly string[] = [];
   readonly exited: Promise<Deno.CommandStatus>;
@@ -40,10 +38,18 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   #killed = false;
   /** The uncaught error the worker died of, as its `error` event told it. */
   #thrown: string | undefined;
+  /** The code the thread exited with by itself, where its Worker says (Bun, Node). */
+  #exitCode: number | undefined;
   /** Why this side ended the worker, for WorkerExitedError. */
   #stopReason: string | undefined;
+  /**
+   * What a permission error gains on its way to the caller: the `permissions` to grant, for a
+   * thread that has its own; nothing for one that has its process's, which no grant to the
+   * thread can widen (Deno's message names the process's flag).
+   */
+  readonly #hint: (error: unknown) => unknown;
   protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
-    holdThread(this.#worker, hold);
+    holdThread(this.#worker, hold && !this.#ending);
     if (hold) this.#channel?.ref();
     else this.#channel?.unref();
   });
@@ -52,16 +58,28 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
     super();
     this.name = options.name;
     const { permissions } = options;
+    this.#hint = permissions === undefined ? (error) => error : withPermissionHint;
     this.#worker = startThread(module, {
       name: threadWorkerName(options.name),
       permissions,
       workerData: threadWorkerData(options.name),
     });
     this.#worker.addEventListener("error", (event) => this.#thrown ??= event.message);
+    this.#worker.addEventListener("close", (event) => {
+      if (!this.#ending) this.#exitCode ??= (event as Event & { code?: number }).code;
+    });
     this.exited = this.#terminated.promise.then(async () => {
       await this.#channel?.closed.catch(() => {});
       return this.#status();
     });
+  }
+
+  get pid(): number {
+    return processId();
+  }
+
+  get thread(): true {
+    return true;
   }
 
   get remote(): RemoteOf<Api> {
@@ -110,6 +128,9 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
       this.#ending = true;
       // The instance's terminate: the transport watches it to fail at once.
       this.#worker.terminate();
+      // Deno's terminate() does not stop a thread busy in a synchronous loop: one conduit has
+      // ended must not hold the program open (threads_hostile_test.ts).
+      holdThread(this.#worker, false);
       this.#terminated.resolve();
     }
     return this.exited;
@@ -139,7 +160,7 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
 
   /** Turns a connection error into WorkerExitedError, ending the worker if it lives. */
   async #translate(error: unknown): Promise<unknown> {
-    if (!(error instanceof ConnectionClosedError)) return withPermissionHint(error);
+    if (!(error instanceof ConnectionClosedError)) return this.#hint(error);
     if (error instanceof WorkerExitedError) return error;
     // A connection that failed while the worker lives (heartbeat, protocol error) ends it.
     if (!this.#closing && !this.#ending) this.#stopReason ??= innermostMessage(error);
@@ -149,7 +170,8 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   #status(): Deno.CommandStatus {
     if (this.#killed) return { success: false, code: 137, signal: "SIGKILL" };
     if (this.#thrown !== undefined) return { success: false, code: 1, signal: null };
-    return { success: true, code: 0, signal: null };
+    const code = this.#exitCode ?? 0;
+    return { success: code === 0, code, signal: null };
   }
 
   #exitError(status: Deno.CommandStatus, cause: unknown, beforeServing = false) {
