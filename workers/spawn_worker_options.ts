@@ -3,7 +3,7 @@
 
 import type { ChannelOptions } from "../channel/channel.ts";
 import type { Codec } from "../codecs/types.ts";
-import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
+import { WORKER_ENV, WORKER_SOCKET_ENV, WORKER_TOKEN_ENV } from "./worker_env.ts";
 import { onDeno, pathToFileUrl, runtimeOs } from "../_runtime.ts";
 
 /** The default {@linkcode SpawnWorkerOptions.exitTimeout}: 1 s. */
@@ -337,15 +337,20 @@ export function permissionFlags(permissions: WorkerPermissions): string[] {
       flags.push(`--allow-${key}`);
       continue;
     }
-    const list = (value as readonly (string | URL)[]).map((item) =>
-      item instanceof URL ? decodeURIComponent(item.pathname) : item
-    );
+    const list = (value as readonly (string | URL)[]).map((item) => {
+      // Only a file: URL names a local path: another's pathname would grant an unrelated one.
+      if (item instanceof URL && item.protocol !== "file:") {
+        throw new TypeError(`permissions.${key} URLs must be file: URLs, got ${item.href}`);
+      }
+      return item instanceof URL ? decodeURIComponent(item.pathname) : item;
+    });
     for (const item of list) {
+      if (item === "") throw new TypeError(`permissions.${key} entries cannot be empty`);
       if (item.includes(",")) {
         throw new TypeError(`permissions.${key} entries cannot contain ",": got "${item}"`);
       }
     }
-    // An empty list grants nothing, as `false` does; `--allow-x=` would grant everything.
+    // An empty list grants nothing, as `false` does (Deno refuses an empty `--allow-x=`).
     if (list.length > 0) flags.push(`--allow-${key}=${list.join(",")}`);
   }
   return flags;
@@ -360,7 +365,7 @@ export function withWorkerEnvGrant(permissions: WorkerPermissions): WorkerPermis
 
 /**
  * `permissions` plus what connecting to the Unix socket at `path` takes (Deno checks read,
- * write and net) and reading the variable that names it.
+ * write and net) and reading (and removing) the variables that name it and its secret.
  */
 export function withSocketGrants(
   permissions: WorkerPermissions,
@@ -371,7 +376,7 @@ export function withSocketGrants(
     read: withGrant(permissions.read, path),
     write: withGrant(permissions.write, path),
     net: withGrant(permissions.net, `unix:${path}`),
-    env: withGrant(permissions.env, WORKER_SOCKET_ENV),
+    env: withGrant(withGrant(permissions.env, WORKER_SOCKET_ENV), WORKER_TOKEN_ENV),
   };
 }
 

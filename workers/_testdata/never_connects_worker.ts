@@ -1,0 +1,2 @@
+// A worker module that stays alive and never calls serveWorker: it never connects to its socket.
+setInterval(() => {}, 1_000);
