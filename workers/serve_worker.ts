@@ -123,7 +123,7 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
  * @throws {HandshakeError} When the parent speaks another codec or protocol version.
  * @throws {ConduitError} When `spawnWorker` did not start this process (see
  * {@linkcode WORKER_ENV}) or this thread: a parent that imported a value from its worker module does not
- * start serving in its own process.
+ * start serving in its own process. Also on a second call: the parent has one channel.
  *
  * @example A worker that calls back into its parent, driven from here
  * ```ts
@@ -160,6 +160,9 @@ interface ServeOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
   exit?: boolean;
 }
 
+/** Whether serveWorker was called in this worker: its parent has one channel to it. */
+let served = false;
+
 /** serveWorker itself; see serve_worker.ts. */
 async function serve<Parent extends object>(
   handlers: object,
@@ -174,6 +177,12 @@ async function serve<Parent extends object>(
         "or guard the call with `if (import.meta.main)`",
     );
   }
+  if (served) {
+    throw new ConduitError(
+      "serveWorker() was called again: a worker serves its parent one channel, from its first call",
+    );
+  }
+  served = true;
   const { exit = true, codec = structuredCodec(), ...channelOptions } = options;
   // A thread's console is its process's, whose stdout carries no channel. On Node and Bun,
   // `process.stdout` moves to stderr too, unless a preload did it before the module ran.

@@ -39,3 +39,11 @@ Deno.test("the serveWorker of the package root serves, loading the worker's side
   );
   assert.equal(await worker.remote.ping(), "pong");
 });
+
+Deno.test("serveWorker: a second call in one worker is refused, the first channel serves on", async () => {
+  const url = new URL("./_testdata/serve_twice_worker.ts", import.meta.url);
+  for (const thread of [false, true]) {
+    await using worker = await spawnWorker<{ second(): string }>(url, { thread });
+    assert.match(await worker.remote.second(), /^ConduitError: serveWorker\(\) was called again/);
+  }
+});
