@@ -40,7 +40,6 @@ import {
   nodeQuietStdout,
   WORKER_ENV,
   WORKER_SOCKET_ENV,
-  WORKER_TOKEN_ENV,
 } from "./worker_env.ts";
 import { ConnectionClosedError } from "../channel/errors.ts";
 import { ConduitError } from "../errors.ts";
@@ -189,8 +188,6 @@ async function serve<Parent extends object>(
   if (!thread) nodeQuietStdout(REAL_STDOUT_KEY);
   const restoreConsole = thread ? exitClosesThread() : consoleToStderr();
   const socketPath = thread ? undefined : workerSocketPath();
-  // The handshake's HMAC step loads while we connect (see WORKER_TOKEN_ENV).
-  if (socketPath !== undefined) void import("../wires/conduit/auth.ts");
   let transport: Transport;
   try {
     // The thread and stdio transports load only when used. The Unix socket, a process worker's
@@ -205,11 +202,8 @@ async function serve<Parent extends object>(
     restoreConsole();
     throw error;
   }
-  // The parent's proof that it is the one that spawned us, and ours to it (see WORKER_TOKEN_ENV).
-  const secret = socketPath && takeVar(WORKER_TOKEN_ENV);
   const channel = new Channel<Parent>(transport, {
     trustPeer: DEFAULT_WORKER_TRUST_PEER,
-    ...(secret ? { auth: { secret, role: "initiator" as const } } : {}),
     ...channelOptions,
     defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
     handshakeTimeout: channelOptions.handshakeTimeout ?? Infinity,
@@ -267,17 +261,6 @@ function startedAsWorker(): boolean {
 /** The socket the parent asked us to connect to, if it did and we may read the variable. */
 function workerSocketPath(): string | undefined {
   return envVar(WORKER_SOCKET_ENV) || undefined;
-}
-
-/** Reads a variable and removes it, so that our own children do not inherit it. */
-function takeVar(name: string): string | undefined {
-  const value = envVar(name) || undefined;
-  if (value === undefined) return undefined;
-  // Off Deno only: reading `globalThis.process` on Deno starts its Node layer.
-  type NodeGlobal = { process: { env: Record<string, string> } };
-  if (onDeno()) Deno.env.delete(name);
-  else delete (globalThis as unknown as NodeGlobal).process.env[name];
-  return value;
 }
 
 /** Exits this process: `Deno.exit` on Deno, `process.exit` on Node and Bun. */

@@ -1,16 +1,8 @@
-// A hostile local process against a worker's Unix socket: it finds the socket's path (here in
-// the worker's environment, as any process of this user can) and connects before the worker.
+// A worker's Unix socket and its permissions: what a spawn leaves behind, and what it refuses.
 
 import assert from "node:assert/strict";
 import { spawnWorker } from "./spawn_worker.ts";
-import { openChannel } from "../channel/channel.ts";
-import { connectUnix } from "../transports/unix.ts";
-import { structuredCodec } from "../codecs/structured.ts";
 import { HandshakeError } from "../channel/errors.ts";
-import type { SlowStartApi } from "./_testdata/slow_start_worker.ts";
-import type { TokenEnvApi } from "./_testdata/token_env_worker.ts";
-
-const slowStart = new URL("./_testdata/slow_start_worker.ts", import.meta.url);
 
 /** The socket path in the environment of a child of this process, once one has it. */
 async function childSocketPath(): Promise<string> {
@@ -27,52 +19,6 @@ async function childSocketPath(): Promise<string> {
   }
   throw new Error("no child with a worker socket");
 }
-
-Deno.test({
-  name: "workers/socket: a process that connects before the worker does not become it",
-  ignore: Deno.build.os !== "linux",
-  async fn() {
-    let impostorCalls = 0;
-    const spawning = spawnWorker<SlowStartApi>(slowStart, {
-      transport: "unix",
-      stderr: "discard",
-      stdout: "discard",
-    }).then((worker) => ({ worker }), (error: unknown) => ({ error }));
-    const path = await childSocketPath();
-    const impostor = openChannel(await connectUnix(path), {
-      codec: structuredCodec(),
-      handlers: {
-        ping: () => {
-          impostorCalls++;
-          return "impostor";
-        },
-      },
-    }).then((channel) => channel, () => undefined);
-    const spawned = await spawning;
-    const channel = await impostor;
-    let answer: string | undefined;
-    if ("worker" in spawned) {
-      answer = await spawned.worker.remote.ping().catch(() => undefined);
-      await spawned.worker.close();
-    }
-    await channel?.close().catch(() => {});
-    assert.equal(impostorCalls, 0, "the impostor was called as the worker");
-    assert.notEqual(answer, "impostor");
-    assert.equal(channel, undefined, "the impostor's handshake succeeded");
-  },
-});
-
-Deno.test({
-  name: "workers/socket: the secret is in no argv and gone from the worker's environment",
-  ignore: Deno.build.os !== "linux",
-  async fn() {
-    const url = new URL("./_testdata/token_env_worker.ts", import.meta.url);
-    await using worker = await spawnWorker<TokenEnvApi>(url, { transport: "unix" });
-    const cmdline = Deno.readTextFileSync(`/proc/${worker.pid}/cmdline`);
-    assert.doesNotMatch(cmdline, /[0-9a-f]{64}/);
-    assert.equal(await worker.remote.token(), null);
-  },
-});
 
 Deno.test({
   name: "workers/socket: a worker that never connects times out and leaves no socket behind",

@@ -71,7 +71,6 @@ import {
   nodeQuietPreloadUrl,
   WORKER_ENV,
   WORKER_SOCKET_ENV,
-  WORKER_TOKEN_ENV,
 } from "./worker_env.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { REAL_STDOUT_KEY } from "../transports/_byte_channel_transport.ts";
@@ -189,24 +188,8 @@ export async function spawnWorker<
   let socket: WorkerSocket | undefined;
   // Empty over stdio (docs/protocol.md §13): this process may have the variable itself (a
   // worker spawning a worker), naming a socket that is not the child's.
-  const childEnv: Record<string, string> = {
-    ...env,
-    [WORKER_ENV]: "1",
-    [WORKER_SOCKET_ENV]: "",
-    [WORKER_TOKEN_ENV]: "",
-  };
+  const childEnv: Record<string, string> = { ...env, [WORKER_ENV]: "1", [WORKER_SOCKET_ENV]: "" };
   let grants = withWorkerEnvGrant(permissions ?? {});
-  // Any local process that reaches the socket could connect before the worker: a module's
-  // serveWorker proves it holds this secret, given in its environment (never in its argv).
-  const secret = kind === "unix" && !isCommand && channelOptions.auth === undefined
-    ? randomSecret()
-    : undefined;
-  if (secret !== undefined) {
-    childEnv[WORKER_TOKEN_ENV] = secret;
-    // Its handshake's HMAC step loads while the worker starts.
-    void import("../wires/conduit/auth.ts");
-  }
-  const auth = secret === undefined ? channelOptions.auth : { secret, role: "responder" as const };
   if (kind === "unix") {
     // The socket transport loads only for a worker that uses it.
     socket = await (await import("./_worker_socket.ts")).WorkerSocket.open().catch((error) => {
@@ -272,14 +255,8 @@ export async function spawnWorker<
   }
   return await process.open(
     connection,
-    withWorkerDefaults({ ...channelOptions, auth, drainTimeout, codec }),
+    withWorkerDefaults({ ...channelOptions, drainTimeout, codec }),
   );
-}
-
-/** A fresh random secret, as hex. */
-function randomSecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /** Refuses options that do not fit `runtime`. */

@@ -3,7 +3,7 @@
 
 import type { ChannelOptions } from "../channel/channel.ts";
 import type { Codec } from "../codecs/types.ts";
-import { WORKER_ENV, WORKER_SOCKET_ENV, WORKER_TOKEN_ENV } from "./worker_env.ts";
+import { WORKER_ENV, WORKER_SOCKET_ENV } from "./worker_env.ts";
 import { onDeno, pathToFileUrl, runtimeOs } from "../_runtime.ts";
 
 /** The default {@linkcode SpawnWorkerOptions.exitTimeout}: 1 s. */
@@ -365,7 +365,7 @@ export function withWorkerEnvGrant(permissions: WorkerPermissions): WorkerPermis
 
 /**
  * `permissions` plus what connecting to the Unix socket at `path` takes (Deno checks read,
- * write and net) and reading (and removing) the variables that name it and its secret.
+ * write and net) and reading the variable that names it.
  */
 export function withSocketGrants(
   permissions: WorkerPermissions,
@@ -376,7 +376,7 @@ export function withSocketGrants(
     read: withGrant(permissions.read, path),
     write: withGrant(permissions.write, path),
     net: withGrant(permissions.net, `unix:${path}`),
-    env: withGrant(withGrant(permissions.env, WORKER_SOCKET_ENV), WORKER_TOKEN_ENV),
+    env: withGrant(permissions.env, WORKER_SOCKET_ENV),
   };
 }
 

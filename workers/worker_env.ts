@@ -41,14 +41,6 @@ export const WORKER_ENV = "CONDUIT_WORKER";
  */
 export const WORKER_SOCKET_ENV = "CONDUIT_WORKER_SOCKET";
 
-/**
- * The environment variable through which `spawnWorker` gives a worker module on a Unix socket
- * the secret both ends authenticate with (`auth`, docs/protocol.md §5.1): a socket's path only
- * says where to connect, and any local process that can reach it could connect first.
- * `serveWorker` removes it from its environment, so the worker's own children do not inherit it.
- */
-export const WORKER_TOKEN_ENV = "CONDUIT_WORKER_TOKEN";
-
 /** The default `trustPeer` of both ends of a worker's channel: true (the parent is our owner). */
 export const DEFAULT_WORKER_TRUST_PEER = true;
 
