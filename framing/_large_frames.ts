@@ -100,7 +100,7 @@ export class PartialFrame {
  * What a FrameDecoder knows and decides about large frames. The decoder tells it what each
  * frame was (`viewed`, `small`, `assembled`); it answers whether the rest of a frame is read
  * straight into the frame's buffer (`readsDirect`), where a frame is split (`splitAt`), and
- * gives the buffers frames that span chunks are assembled in (`buffer`).
+ * starts the frames that span chunks, in buffers of their own (`start`).
  */
 export class LargeFrames {
   /**

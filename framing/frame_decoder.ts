@@ -103,7 +103,8 @@ const RECEIVED_BYTES = 64;
  * then call {@linkcode next} until it returns `undefined` ("need more bytes").
  *
  * A frame that lies inside one chunk is returned as a view (`subarray`) of that chunk, with
- * no copy; only a frame that spans chunks is copied, once, into a buffer of its exact size.
+ * no copy; only a frame that spans chunks is copied, once, into a buffer of its exact size (one
+ * over 4 MiB into one that grows as its bytes arrive, which copies them again as it grows).
  * The work is linear in the bytes pushed whatever the chunking. A reader that can read into
  * a given buffer spares even that copy for large frames by reading where
  * {@linkcode readTarget} says (`FrameReader` does). A frame of 64 KiB or more that got a buffer

@@ -20,7 +20,8 @@
  * - **Lifecycle.** {@linkcode Wire.start} begins; the wire reports `onEstablished` (at once
  *   when it has no handshake) or `onRefused`; `Outbox.sendGoodbye` announces a close.
  * - **Cancellation.** `Outbox.sendCancel` tells the peer to stop; {@linkcode Wire.answersCancelled}
- *   says whether the peer still answers a cancelled call (then the engine keeps its handle).
+ *   says whether the engine waits for a cancelled call's answer (keeping its handle); a wire
+ *   whose peer may answer or not (JSON-RPC) says no and drops a late answer itself.
  * - **Errors.** Written as values (`sendResultError`) or engine-made fields (`sendCallFailure`:
  *   `method_not_found`, `invalid_param`, `cancelled`, `deadline_exceeded`); the wire maps
  *   them to its own form.
@@ -219,7 +220,7 @@ export type WireFactory = (transport: Transport, options: WireOptions) => Wire;
 export interface Wire {
   /** The names of events, for error messages. */
   readonly names: EventNames;
-  /** Whether the peer still answers a call it was told to cancel (see the module doc). */
+  /** Whether the engine waits for the answer to a call it cancelled (see the module doc). */
   readonly answersCancelled: boolean;
   /** The write side. */
   readonly outbox: Outbox;

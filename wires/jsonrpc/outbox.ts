@@ -14,7 +14,7 @@ import type { CallMeta } from "../../protocol/format.ts";
 import { REQUEST_CANCELLED } from "./error_codes.ts";
 import type { CodecSlot, EngineError, Outbox } from "../types.ts";
 import { jsonText } from "../../codecs/json.ts";
-import { utf8Length } from "../../_utf8.ts";
+import { fittedText, utf8Length } from "../../_utf8.ts";
 
 /** JSON-RPC's reserved error codes. */
 export const PARSE_ERROR = -32700;
@@ -127,7 +127,7 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
   /** Whether `id` is one of this side's requests cancelled unanswered; forgets it if so. */
   takeCancelled(id: unknown): boolean {
     if (typeof id !== "number" || !this.#cancelled.delete(id)) return false;
-    this.#partials.drop(id);
+    this.#dropToken(id);
     return true;
   }
 
@@ -276,14 +276,14 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const cancel = this.#options.dialect.cancel;
     this.#notifyValue(cancel.method, cancel.param(id, reason));
     if (!this.#awaited.delete(id)) return;
-    this.#tokens.drop(id);
-    // Where the cancelled request is still answered (LSP), its partial result token stays its
-    // own until then: parts that crossed the cancel are not taken for a later call's.
-    if (!cancel.answered) this.#partials.drop(id);
+    // Where the cancelled request is still answered (LSP), its tokens stay its own until then:
+    // parts and progress that crossed the cancel are dropped, not taken for a later call's or
+    // handed to a handler of the progress method.
+    if (!cancel.answered) this.#dropToken(id);
     if (this.#cancelled.size === MAX_CANCELLED) {
       const oldest = this.#cancelled.values().next().value!;
       this.#cancelled.delete(oldest);
-      this.#partials.drop(oldest);
+      this.#dropToken(oldest);
     }
     this.#cancelled.add(id);
   }
@@ -431,12 +431,15 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
     const max = this.#options.maxFrameBytes;
     const bytes = this.#bytesOver(text, max);
     if (bytes === undefined) return text;
-    const note = ` (cut: the answer took ${bytes} bytes, over maxFrameBytes (${max}))`;
-    const bare = utf8Length(`${head}${JSON.stringify({ code: error.code, message: note })}}`);
-    // A UTF-16 unit takes at most 6 bytes in JSON (a `\u` escape).
-    const room = Math.max(0, Math.min(MAX_CUT_MESSAGE_CHARS, Math.floor((max - bare) / 6)));
-    const message = `${String(error.message).slice(0, room)}…${note}`;
-    return `${head}${JSON.stringify({ code: error.code, message })}}`;
+    const mark = `… (cut: the answer took ${bytes} bytes, over maxFrameBytes (${max}))`;
+    const cut = (message: string) => `${head}${JSON.stringify({ code: error.code, message })}}`;
+    // The longest start in whole code points that fits, mark and escapes included.
+    const fits = (candidate: string) =>
+      candidate.length - mark.length <= MAX_CUT_MESSAGE_CHARS && utf8Length(cut(candidate)) <= max;
+    const message = String(error.message);
+    // Whole when its data alone was too long.
+    if (fits(message + mark)) return cut(message + mark);
+    return cut(fittedText(message, mark, fits, MAX_CUT_MESSAGE_CHARS) || mark);
   }
 
   #errorObject(error: unknown): ErrorObject {
