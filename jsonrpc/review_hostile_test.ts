@@ -63,3 +63,29 @@ Deno.test("review hostile: LSP progress that crosses a cancel reaches no $/progr
   await channel.close();
   await peer.close();
 });
+
+Deno.test("review hostile: a cancel whose reason is over maxFrameBytes goes out cut, nothing thrown", async () => {
+  // The MCP and LSP cancel notification carried the abort reason whole: over maxFrameBytes its
+  // FrameTooLargeError was thrown from the abort listener, an uncaught error that ended the
+  // program (a conduit CANCEL's reason is cut to fit, docs/protocol.md §8).
+  for (const dialect of ["mcp", "lsp"] as const) {
+    const { channel, peer } = await setup<{ a(p: object): string }>({
+      maxFrameBytes: 1024,
+      dialect,
+      ...(dialect === "lsp" ? { framing: "content-length" } : {}),
+    });
+    const abort = new AbortController();
+    const call = channel.remote.a({}, { signal: abort.signal });
+    await peer.next();
+    abort.abort(new Error("x".repeat(2000)));
+    await assert.rejects(call, /x{100}/);
+    const cancel = await peer.next() as { params: Record<string, unknown> };
+    const bytes = encoder.encode(JSON.stringify(cancel)).length;
+    assert.ok(bytes <= 1024, `${dialect}: ${bytes} bytes`);
+    // LSP's $/cancelRequest carries no reason; MCP's carries it, cut.
+    const reason = JSON.stringify(cancel.params);
+    if (dialect === "mcp") assert.match(reason, /x{500,}…"/, reason.slice(0, 80));
+    await channel.close();
+    await peer.close();
+  }
+});

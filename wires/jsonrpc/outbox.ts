@@ -274,7 +274,14 @@ export class JsonRpcOutbox extends WriterOutbox implements Outbox {
 
   sendCancel(id: number, reason: string): void {
     const cancel = this.#options.dialect.cancel;
-    this.#notifyValue(cancel.method, cancel.param(id, reason));
+    // A reason too long for the peer's limit is cut, as a conduit CANCEL's is: a cancel that
+    // threw would do so in the caller's abort listener.
+    const max = this.#options.maxFrameBytes;
+    const fits = (words: string) =>
+      utf8Length(`{"jsonrpc":"2.0","method":${JSON.stringify(cancel.method)},"params":`) +
+          utf8Length(stringifyParams(cancel.param(id, words), this.#options.lossy)) + 1 <= max;
+    const words = fits(reason) ? reason : fittedText(reason, "…", fits, max);
+    this.#notifyValue(cancel.method, cancel.param(id, words));
     if (!this.#awaited.delete(id)) return;
     // Where the cancelled request is still answered (LSP), its tokens stay its own until then:
     // parts and progress that crossed the cancel are dropped, not taken for a later call's or
