@@ -70,10 +70,13 @@ export class PartialFrame {
     this.capacity = this.bytes.length;
   }
 
-  /** The unfilled rest of the buffer, which grows first when it is full. */
-  room(): Uint8Array {
-    if (this.fill === this.capacity && this.fill < this.size) {
-      const grown = new Uint8Array(Math.min(this.size, this.capacity * 8));
+  /**
+   * The unfilled rest of the buffer, which grows first when it is full; `whole` asks for the
+   * frame's whole buffer while none of it has come (for a reader that moves it there).
+   */
+  room(whole = false): Uint8Array {
+    if ((this.fill === this.capacity || (whole && this.fill === 0)) && this.capacity < this.size) {
+      const grown = new Uint8Array(whole ? this.size : Math.min(this.size, this.capacity * 8));
       grown.set(this.bytes.subarray(0, this.fill));
       this.copied += this.fill;
       this.bytes = grown;

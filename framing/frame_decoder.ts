@@ -301,6 +301,9 @@ export class FrameDecoder {
    * where they are. Pushing any other chunk instead is fine while the target's buffer is
    * still attached. `FrameReader` does all this.
    *
+   * @param whole The reader moves a received buffer into a target that is the whole of a
+   * buffer its size (a thread transport): a large frame none of whose rest has come is offered
+   * its whole buffer at once, rather than one that grows as its bytes arrive.
    * @returns A view into the decoder's own buffers, or `undefined`.
    * @throws {FramingError} The error an earlier call threw, if any.
    *
@@ -322,7 +325,7 @@ export class FrameDecoder {
    * assert.equal(decoder.bytesCopied, 996); // the first chunk's payload only
    * ```
    */
-  readTarget(): Uint8Array | undefined {
+  readTarget(whole: boolean = false): Uint8Array | undefined {
     if (this.#error !== undefined) throw this.#error;
     if (this.#offset < this.#chunk.length) {
       throw new Error("FrameDecoder.readTarget() called before next() drained the chunk");
@@ -334,7 +337,7 @@ export class FrameDecoder {
       if (pending === 0 || (!this.#large.readsDirect(partial.size, pending) && !partial.direct)) {
         return undefined;
       }
-      target = partial.room();
+      target = partial.room(whole);
     } else if (this.#large.expectLarge) {
       // Where frames are split, the next frame's head is read with its header: a fresh
       // buffer read as an ordinary chunk, so that the head is there to split at.
@@ -588,6 +591,11 @@ export interface FrameSource {
    */
   readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   /**
+   * Whether `readInto` moves a received buffer into a `view` that is a whole buffer of its
+   * size (a thread transport): a large frame's whole buffer is then offered at once.
+   */
+  readonly readIntoMoves?: boolean | undefined;
+  /**
    * Reads the next chunk without `readable`: resolves with it, or `null` once the bytes have
    * ended. A source that has it is read only this way and with `readInto`; its `readable` is
    * never touched, so it need not even be created.
@@ -671,7 +679,7 @@ export class FrameReader {
    */
   read(): Promise<ReadableStreamReadResult<Uint8Array>> {
     if (this.#source.readInto !== undefined) {
-      const target = this.#decoder.readTarget();
+      const target = this.#decoder.readTarget(this.#source.readIntoMoves === true);
       if (target !== undefined) return this.#source.readInto(target).then(toResult);
     }
     return this.#reader?.read() ?? this.#source.readChunk!().then(toResult);
@@ -696,7 +704,7 @@ export class FrameReader {
   readBytes(): Promise<Uint8Array | null> {
     const source = this.#source;
     if (source.readInto !== undefined) {
-      const target = this.#decoder.readTarget();
+      const target = this.#decoder.readTarget(source.readIntoMoves === true);
       if (target !== undefined) return source.readInto(target);
     }
     return source.readChunk?.() ?? this.#reader!.read().then(fromResult);

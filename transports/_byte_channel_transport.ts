@@ -24,6 +24,8 @@ export interface ByteChannel {
    * `read` or `readInto` is pending.
    */
   readInto?(view: Uint8Array): Promise<Uint8Array | null>;
+  /** See {@linkcode Transport.readIntoMoves}: `readInto` moves whole received buffers. */
+  readonly readIntoMoves?: boolean;
   /**
    * Writes all of `chunk`. Returns `undefined` when the bytes were written synchronously,
    * which spares a promise per chunk. Called again only after the previous call settled.
@@ -108,6 +110,11 @@ export class ByteChannelTransport implements Transport {
     const direct = channel.readInto !== undefined;
     this.readInto = direct ? (view) => reads.readDirect(view) : undefined;
     this.readChunk = direct ? () => reads.readDirect(undefined) : undefined;
+  }
+
+  /** See {@linkcode Transport.readIntoMoves}. */
+  get readIntoMoves(): boolean | undefined {
+    return this.#channel.readIntoMoves;
   }
 
   /** Bytes from the peer, created at first use. */

@@ -76,6 +76,7 @@ export interface PostMessageChannelOptions {
 }
 
 export class PostMessageChannel implements ByteChannel {
+  readonly readIntoMoves = true;
   readonly label: string;
   readonly #endpoint: MessageEndpoint;
   readonly #onRelease: (() => void) | undefined;

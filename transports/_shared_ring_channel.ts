@@ -64,6 +64,7 @@ export interface SharedRingChannelOptions {
 }
 
 export class SharedRingChannel implements ByteChannel {
+  readonly readIntoMoves = true;
   readonly label: string;
   readonly #in: Ring;
   readonly #out: Ring;

@@ -121,6 +121,12 @@ export interface Transport extends AsyncDisposable {
    */
   readonly readInto?: ((view: Uint8Array) => Promise<Uint8Array | null>) | undefined;
   /**
+   * Whether `readInto` moves a received buffer into a `view` that is the whole of a buffer its
+   * size, without a copy (the thread transports, whose messages arrive as buffers of their
+   * own): a reader then offers a large frame's whole buffer at once. Optional.
+   */
+  readonly readIntoMoves?: boolean | undefined;
+  /**
    * Reads the next chunk from the peer without `readable`: resolves with it, or `null` once the
    * stream has ended, and rejects as `readInto` does. Optional, with `writeChunk` and
    * `closeWrite` a way to use the transport without its Web Streams: a caller that never
