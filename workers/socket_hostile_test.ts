@@ -48,6 +48,9 @@ Deno.test("workers/permissions: an empty entry or a URL that is no file is refus
       { read: [""] },
       { write: ["/tmp/a", ""] },
       { read: [new URL("https://example.com/")] },
+      // From plain JavaScript: a string where a list goes was read as no grant over the socket.
+      { read: "x" as unknown as string[] },
+      { read: [1] as unknown as string[] },
     ]
   ) {
     const error = await spawnWorker(echo, { permissions, stderr: "discard" }).then(

@@ -337,7 +337,17 @@ export function permissionFlags(permissions: WorkerPermissions): string[] {
       flags.push(`--allow-${key}`);
       continue;
     }
+    if (!Array.isArray(value)) {
+      throw new TypeError(
+        `permissions.${key} must be true, false or an array, got ${typeof value}`,
+      );
+    }
     const list = (value as readonly (string | URL)[]).map((item) => {
+      if (typeof item !== "string" && !(item instanceof URL)) {
+        throw new TypeError(
+          `permissions.${key} entries must be strings or URLs, got ${typeof item}`,
+        );
+      }
       // Only a file: URL names a local path: another's pathname would grant an unrelated one.
       if (item instanceof URL && item.protocol !== "file:") {
         throw new TypeError(`permissions.${key} URLs must be file: URLs, got ${item.href}`);
@@ -385,7 +395,10 @@ function withGrant<T extends string | URL>(
   current: boolean | readonly T[] | undefined,
   item: T,
 ): boolean | readonly T[] {
-  return current === true ? true : [...(Array.isArray(current) ? current : []), item];
+  if (current === true) return true;
+  // A value of another type is kept for permissionFlags to refuse, not read as none.
+  if (current !== undefined && current !== false && !Array.isArray(current)) return current;
+  return [...(Array.isArray(current) ? current : []), item];
 }
 
 /**
