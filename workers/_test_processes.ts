@@ -1,4 +1,7 @@
-// Test helpers: checking through /proc that worker processes are gone.
+// Test helpers: checking through /proc that worker processes are gone, and running a parent
+// program to its end.
+
+import assert from "node:assert/strict";
 
 /** Whether `pid` is gone: no such process, or a zombie nobody reaped (it runs no code). */
 export async function isGone(pid: number): Promise<boolean> {
@@ -78,4 +81,34 @@ async function marked(mark: string): Promise<number[]> {
     }
   }
   return pids;
+}
+
+/**
+ * Runs `deno <args>` to its end and returns its stdout; fails the test if it did not end by
+ * itself within `limitMs` (it is then killed) or ended with another code than 0.
+ */
+export async function runToItsEnd(
+  args: readonly string[],
+  limitMs: number,
+  env: Record<string, string> = {},
+): Promise<string> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [...args],
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let hung = false;
+  const timer = setTimeout(() => {
+    hung = true;
+    child.kill("SIGKILL");
+  }, limitMs);
+  const { code, stdout, stderr } = await child.output();
+  clearTimeout(timer);
+  const err = new TextDecoder().decode(stderr);
+  const out = new TextDecoder().decode(stdout);
+  assert.ok(!hung, `deno ${args.join(" ")} did not end by itself; it printed ${out}: ${err}`);
+  assert.equal(code, 0, err);
+  return out;
 }

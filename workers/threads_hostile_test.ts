@@ -3,6 +3,7 @@
 // while calls and streams are in flight, many threads at once.
 
 import assert from "node:assert/strict";
+import { runToItsEnd } from "./_test_processes.ts";
 
 const PARENT = new URL("./_testdata/_hostile_thread_parent.ts", import.meta.url);
 /** Far beyond how long the parent needs: only a parent that never exits reaches it. */
@@ -10,24 +11,8 @@ const HANG_LIMIT_MS = 20_000;
 
 /** Runs the parent with `how`; its output lines, or a failure if it did not end by itself. */
 async function runParent(how: string): Promise<string[]> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-read", PARENT.pathname, how],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let hung = false;
-  const timer = setTimeout(() => {
-    hung = true;
-    child.kill("SIGKILL");
-  }, HANG_LIMIT_MS);
-  const { code, stdout, stderr } = await child.output();
-  clearTimeout(timer);
-  const err = new TextDecoder().decode(stderr);
-  const out = new TextDecoder().decode(stdout).trim().split("\n");
-  assert.ok(!hung, `the parent (${how}) did not end by itself; it printed ${out}: ${err}`);
-  assert.equal(code, 0, err);
-  return out;
+  const out = await runToItsEnd(["run", "--allow-read", PARENT.pathname, how], HANG_LIMIT_MS);
+  return out.trim().split("\n");
 }
 
 // Deno's terminate() does not stop a thread busy in a synchronous loop, which then holds the

@@ -2,7 +2,7 @@
 // exits by itself, over either transport, and its workers go with it.
 
 import assert from "node:assert/strict";
-import { leakFreeTest, testEnv, waitUntilGone } from "./_test_processes.ts";
+import { leakFreeTest, runToItsEnd, testEnv, waitUntilGone } from "./_test_processes.ts";
 
 const PARENT = new URL("./_testdata/unref_parent.ts", import.meta.url);
 /** Far beyond how long the parent needs: only a parent that never exits reaches it. */
@@ -10,32 +10,13 @@ const HANG_LIMIT_MS = 30_000;
 
 /** Runs the parent with `args`; its output, or a failure if it did not exit by itself. */
 async function runParent(args: string[]): Promise<unknown[]> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--allow-run",
-      "--allow-read",
-      "--allow-write",
-      "--allow-net",
-      PARENT.pathname,
-      ...args,
-    ],
-    env: testEnv(),
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let hung = false;
-  const timer = setTimeout(() => {
-    hung = true;
-    child.kill("SIGKILL");
-  }, HANG_LIMIT_MS);
-  const { code, stdout, stderr } = await child.output();
-  clearTimeout(timer);
-  const err = new TextDecoder().decode(stderr);
-  assert.ok(!hung, `the parent (${args}) did not exit by itself: ${err}`);
-  assert.equal(code, 0, err);
-  return JSON.parse(new TextDecoder().decode(stdout));
+  const flags = ["--allow-run", "--allow-read", "--allow-write", "--allow-net"];
+  const out = await runToItsEnd(
+    ["run", ...flags, PARENT.pathname, ...args],
+    HANG_LIMIT_MS,
+    testEnv(),
+  );
+  return JSON.parse(out);
 }
 
 for (const transport of ["stdio", "unix"]) {
