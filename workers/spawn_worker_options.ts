@@ -368,8 +368,12 @@ export function permissionFlags(permissions: WorkerPermissions): string[] {
 
 const PERMISSION_NAMES = new Set(["read", "write", "net", "env", "run", "sys", "ffi", "import"]);
 
-/** `permissions` plus reading the variable that tells the worker it is one. */
+/**
+ * `permissions`, checked as the caller gave them (a `TypeError` for what no flag can say),
+ * plus reading the variable that tells the worker it is one.
+ */
 export function withWorkerEnvGrant(permissions: WorkerPermissions): WorkerPermissions {
+  permissionFlags(permissions);
   return { ...permissions, env: withGrant(permissions.env, WORKER_ENV) };
 }
 
@@ -395,10 +399,7 @@ function withGrant<T extends string | URL>(
   current: boolean | readonly T[] | undefined,
   item: T,
 ): boolean | readonly T[] {
-  if (current === true) return true;
-  // A value of another type is kept for permissionFlags to refuse, not read as none.
-  if (current !== undefined && current !== false && !Array.isArray(current)) return current;
-  return [...(Array.isArray(current) ? current : []), item];
+  return current === true ? true : [...(Array.isArray(current) ? current : []), item];
 }
 
 /**
