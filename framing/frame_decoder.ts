@@ -657,6 +657,8 @@ export class FrameReader {
   readonly #decoder: FrameDecoder;
   /** The lock on the source's `readable`; none over a source with `readChunk`. */
   readonly #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  /** The source's `readIntoMoves`, asked once. */
+  readonly #moves: boolean;
 
   /**
    * Locks the source's `readable`, as `getReader()` does, to read frames into `decoder`;
@@ -670,6 +672,7 @@ export class FrameReader {
     this.#source = source;
     this.#decoder = decoder;
     this.#reader = source.readChunk === undefined ? source.readable.getReader() : undefined;
+    this.#moves = source.readIntoMoves === true;
   }
 
   /**
@@ -679,7 +682,7 @@ export class FrameReader {
    */
   read(): Promise<ReadableStreamReadResult<Uint8Array>> {
     if (this.#source.readInto !== undefined) {
-      const target = this.#decoder.readTarget(this.#source.readIntoMoves === true);
+      const target = this.#decoder.readTarget(this.#moves);
       if (target !== undefined) return this.#source.readInto(target).then(toResult);
     }
     return this.#reader?.read() ?? this.#source.readChunk!().then(toResult);
@@ -704,7 +707,7 @@ export class FrameReader {
   readBytes(): Promise<Uint8Array | null> {
     const source = this.#source;
     if (source.readInto !== undefined) {
-      const target = this.#decoder.readTarget(source.readIntoMoves === true);
+      const target = this.#decoder.readTarget(this.#moves);
       if (target !== undefined) return source.readInto(target);
     }
     return source.readChunk?.() ?? this.#reader!.read().then(fromResult);
