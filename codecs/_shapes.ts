@@ -144,7 +144,7 @@ export class ShapeEncoder implements ShapeEncoderTable {
    */
   startEncode(again = false): void {
     if (again) { for (const node of this.#counted) node.seen--; }
-    if (this.#counted.length > 0) this.#counted = [];
+    this.#counted.length = 0;
     if (this.#uncommitted.length > 0) this.#uncommitted = [];
   }
 
