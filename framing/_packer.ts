@@ -195,8 +195,6 @@ export abstract class BatchPacker {
     this.#count = 0;
     this.#stagedBytes = 0;
     this.#bytes = 0;
-    // A burst may have grown the staging buffer far past what the usual batch needs.
-    if (staged.length > MAX_KEPT_STAGING_BYTES) this.#staged = EMPTY;
     const max = this.maxBatchBytes;
     const trailer = this.trailer;
     const trailerBytes = trailer.length;
@@ -225,40 +223,8 @@ export abstract class BatchPacker {
       const chunkBytes = runBytes + (headJoinsRun ? largeHead : 0);
       if (chunkBytes > 0) {
         const chunk = this.#chunk(chunkBytes, !headJoinsRun);
-        let offset = 0;
-        if (carry > 0) {
-          chunk.set(trailer, 0);
-          offset = carry;
-        }
-        // Staged frames are whole in #staged and consecutive there: copy each run at once.
-        let runStart = -1;
-        let runEnd = -1;
-        for (let k = i; k < j; k++) {
-          const start = k === 0 ? 0 : stagedEnds[k - 1];
-          if (stagedEnds[k] > start) {
-            if (runStart < 0) runStart = start;
-            runEnd = stagedEnds[k];
-            continue;
-          }
-          if (runStart >= 0) {
-            chunk.set(staged.subarray(runStart, runEnd), offset);
-            offset += runEnd - runStart;
-            runStart = -1;
-          }
-          const frame = frames[k];
-          this.writeHeader(chunk, offset, frame.length);
-          offset += this.headerBytes(frame.length);
-          copyInto(chunk, offset, frame);
-          offset += frame.length;
-          if (trailerBytes > 0) {
-            chunk.set(trailer, offset);
-            offset += trailerBytes;
-          }
-        }
-        if (runStart >= 0) {
-          chunk.set(staged.subarray(runStart, runEnd), offset);
-          offset += runEnd - runStart;
-        }
+        if (carry > 0) chunk.set(trailer, 0);
+        const offset = this.#copyFrames(chunk, carry, i, j);
         if (headJoinsRun) this.#writeHead(chunk, offset, staged, stagedEnds, j, large!);
         chunks.push(chunk);
       }
@@ -275,12 +241,55 @@ export abstract class BatchPacker {
       }
       i = j;
     }
+    // A burst may have grown the staging buffer far past what the usual batch needs.
+    if (staged.length > MAX_KEPT_STAGING_BYTES) this.#staged = EMPTY;
     // The chunks hold the payloads now; keep the arrays, not what they referred to.
     if (count > MAX_KEPT_QUEUE_LENGTH) {
       this.#frames = [];
       this.#stagedEnds = [];
     } else frames.fill(EMPTY, 0, count);
     return chunks;
+  }
+
+  /**
+   * Copies frames `i` to `j` (exclusive), each small enough for a chunk, into `chunk` from
+   * `offset`, and returns where they end. Staged frames are whole in `staged` and consecutive
+   * there: each run of them is copied at once.
+   */
+  #copyFrames(chunk: Uint8Array, offset: number, i: number, j: number): number {
+    const frames = this.#frames;
+    const staged = this.#staged;
+    const stagedEnds = this.#stagedEnds;
+    const trailer = this.trailer;
+    let runStart = -1;
+    let runEnd = -1;
+    for (let k = i; k < j; k++) {
+      const start = k === 0 ? 0 : stagedEnds[k - 1];
+      if (stagedEnds[k] > start) {
+        if (runStart < 0) runStart = start;
+        runEnd = stagedEnds[k];
+        continue;
+      }
+      if (runStart >= 0) {
+        chunk.set(staged.subarray(runStart, runEnd), offset);
+        offset += runEnd - runStart;
+        runStart = -1;
+      }
+      const frame = frames[k];
+      this.writeHeader(chunk, offset, frame.length);
+      offset += this.headerBytes(frame.length);
+      copyInto(chunk, offset, frame);
+      offset += frame.length;
+      if (trailer.length > 0) {
+        chunk.set(trailer, offset);
+        offset += trailer.length;
+      }
+    }
+    if (runStart >= 0) {
+      chunk.set(staged.subarray(runStart, runEnd), offset);
+      offset += runEnd - runStart;
+    }
+    return offset;
   }
 
   /**
