@@ -3,11 +3,11 @@
 import type { BatchPacker } from "./_packer.ts";
 
 // Microtask hops a woken pull waits for more frames before taking the batch, and again for as
-// long as frames keep arriving. Measured (64 B frames): 2 hops coalesce frames written through
-// a writer, a pipeTo source needs 5 or more, and 16 reach 2.0M frames/s through a writer and
-// 0.77M/s through pipeTo (bare pipeTo: 0.88M/s), where taking frames at once gave 0.2-0.5M/s.
-// A lone frame waits for those hops only, never for a timer or another macrotask: write-then-
-// read round trips ran at the same rate with 0 and 32 hops.
+// long as frames keep arriving. Frames written through a writer coalesce after 2 hops, a pipeTo
+// source needs 5 or more; taking the frames there were at once was several times slower
+// (bench/framing_bench.ts, frame/encode-writer and frame/encode-stream). A lone frame waits for
+// those hops only, never for a timer or another macrotask: write-then-read round trips ran at the
+// same rate with 0 and 32 hops.
 const COALESCE_HOPS = 16;
 
 /**
