@@ -1,5 +1,7 @@
 // The UTF-8 length of a string, without encoding it: what a limit in bytes is checked against;
-// and the longest start of a text that fits such a limit.
+// the longest start of a text that fits such a limit; and what a log may show of a text the
+// peer chose (a reason, a name): its control characters escaped, so that it cannot start a
+// line of its own or drive the terminal.
 
 /**
  * The bytes `text` takes as UTF-8, as `TextEncoder` writes it (a lone surrogate as U+FFFD).
@@ -64,4 +66,17 @@ function boundaryAtOrBefore(text: string, length: number): number {
 
 function boundaryAtOrAfter(text: string, length: number): number {
   return splitsPair(text, length) ? length + 1 : length;
+}
+
+/**
+ * Characters a terminal or a log reader acts on rather than shows: C0 and C1 controls (line
+ * breaks, escape sequences), DEL, Unicode's line and paragraph separators and its bidirectional
+ * overrides and isolates.
+ */
+// deno-lint-ignore no-control-regex
+const UNPRINTABLE = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` with the characters of {@linkcode UNPRINTABLE} written as `\uXXXX` escapes. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

@@ -16,6 +16,8 @@
  * @module
  */
 
+import { printable } from "./_utf8.ts";
+
 /**
  * Base class of every error conduit raises on purpose.
  *
@@ -132,6 +134,7 @@ export interface FrameTooLargeErrorOptions {
  * import assert from "node:assert/strict";
  *
  * assert.equal(new TruncatedFrameError(3).missing, 3);
+ * assert.equal(new TruncatedFrameError(3).message, "Stream ended mid-frame: 3 more byte(s) were expected");
  * ```
  */
 export class TruncatedFrameError extends FramingError {
@@ -142,9 +145,12 @@ export class TruncatedFrameError extends FramingError {
    * Creates the error for a stream that ended `missing` bytes short.
    *
    * @param missing How many bytes were missing when the stream ended.
+   * @param what What the stream ended inside of, for the message: by default the bytes the
+   * frame still needed; a line-delimited stream, which has no length to fall short of, names
+   * the line and its bytes so far.
    */
-  constructor(missing: number) {
-    super(`Stream ended mid-frame: ${missing} more byte(s) were expected`);
+  constructor(missing: number, what = `${missing} more byte(s) were expected`) {
+    super(`Stream ended mid-frame: ${what}`);
     this.missing = missing;
   }
 }
@@ -238,7 +244,8 @@ export class CodecError extends ConduitError {
     cause: unknown,
     subject?: string,
   ) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
+    // A decoder's words may quote the peer's bytes (V8's JSON.parse does): escaped for logs.
+    const detail = printable(cause instanceof Error ? cause.message : String(cause));
     const words = cause instanceof CodecError
       ? detail
       : `${codec} codec could not ${operation}: ${detail}`;
@@ -269,6 +276,10 @@ export interface RemoteErrorFields {
  * An error thrown by the peer's handler, revived on this side. `name`, `message`, `code` and
  * `data` are the remote error's; `remoteStack` is its stack when the peer trusts us; `cause`
  * is the remote cause chain, revived the same way.
+ *
+ * `message` is the peer's text verbatim, as vscode-jsonrpc and gRPC keep it: it may hold line
+ * breaks or terminal escapes, so escape it before it goes into a log line. The messages conduit
+ * writes around a peer's words (a GOODBYE's or a CANCEL's reason) have them escaped already.
  *
  * @example
  * ```ts

@@ -30,7 +30,7 @@ const ALLOWED: Record<string, string> = {
   "* -> _spawn.ts": "the runtime seam's child processes (Deno.Command or node:child_process)",
   "* -> _thread.ts": "the runtime seam's threads (Web Workers or node:worker_threads)",
   "* -> _fifo.ts": "the one FIFO queue (the channel's held calls, a Node stream's chunks)",
-  "* -> _utf8.ts": "the one UTF-8 length (byte limits on shape keys, socket paths, JSON-RPC)",
+  "* -> _utf8.ts": "the one UTF-8 length (byte limits) and the one escaping of peer text for logs",
   // The conduit wire reads and writes frames with the protocol's allocation-free machinery.
   "wires/conduit/wire.ts -> protocol/_frame_table.ts": "the frame reader",
   "wires/conduit/outbox.ts -> protocol/_frame_table.ts": "the frame encoders and cached heads",

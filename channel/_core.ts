@@ -21,6 +21,7 @@ import type { ErrorClass } from "../wires/error_codec.ts";
 import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
 import { timerDelay, within } from "../_runtime.ts";
+import { printable } from "../_utf8.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { Deadlines } from "./_deadlines.ts";
 
@@ -374,7 +375,8 @@ export class ChannelCore implements LifecycleEvents {
 
   onRefused(code: string, message: string, goodbye: boolean): void {
     if (!this.#life.handshaking) return;
-    const error = handshakeError(code, message);
+    // The message may quote the peer (its GOODBYE, its HELLO's values): escaped, as in onGoodbye.
+    const error = handshakeError(code, printable(message));
     this.#fail(
       new ConnectionClosedError("The handshake failed", { cause: error }),
       goodbye ? { code, reason: message } : undefined,
@@ -387,11 +389,13 @@ export class ChannelCore implements LifecycleEvents {
     this.#life.peerSaidGoodbye({ code, reason });
     if (code !== undefined) {
       // The peer is closing because of a failure; nothing pending will complete.
+      // The peer's words, escaped: a log shows them as they are and cannot be forged by them.
+      const [shown, why] = [printable(code), printable(reason ?? "")];
       const cause = code === "protocol_error"
-        ? new ProtocolError(`The peer reported a protocol error: ${reason ?? ""}`)
-        : new ConnectionClosedError(`The peer closed the connection (${code}): ${reason ?? ""}`);
+        ? new ProtocolError(`The peer reported a protocol error: ${why}`)
+        : new ConnectionClosedError(`The peer closed the connection (${shown}): ${why}`);
       this.#fail(
-        new ConnectionClosedError(`The peer closed the connection (${code})`, { cause }),
+        new ConnectionClosedError(`The peer closed the connection (${shown})`, { cause }),
         undefined,
         false,
       );
@@ -597,7 +601,7 @@ export class ChannelCore implements LifecycleEvents {
     const peerReason = life.peerGoodbye?.reason;
     // Why it closed, when a GOODBYE said: the peer's (an idle server's), or this side's own.
     const why = peerReason
-      ? `: the peer said goodbye: ${peerReason}`
+      ? `: the peer said goodbye: ${printable(peerReason)}`
       : life.goodbyeReason
       ? `: this side said goodbye: ${life.goodbyeReason}`
       : "";

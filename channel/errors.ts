@@ -20,6 +20,7 @@
  */
 
 import { ConduitError } from "../errors.ts";
+import { printable } from "../_utf8.ts";
 
 export { ConduitError };
 // The errors of a call's failure as it crosses the wire live with the base errors, since
@@ -95,10 +96,11 @@ export class CallCancelledError extends ConduitError {
    * Creates the error a handler's signal fires with when its caller cancels.
    *
    * @param method The cancelled method.
-   * @param reason The caller's reason, if it sent one.
+   * @param reason The caller's reason, if it sent one: the message quotes it with its control
+   * characters escaped (`\n` as `\u000a`), since the peer chose it.
    */
   constructor(method: string, reason?: string) {
-    super(`The caller cancelled "${method}"${reason ? `: ${reason}` : ""}`);
+    super(`The caller cancelled "${method}"${reason ? `: ${printable(reason)}` : ""}`);
     this.method = method;
   }
 }

@@ -5,7 +5,7 @@
 // left out. What the peer chose (method names, reasons, bodies) is shown with its control
 // characters escaped, so that it cannot start a line of its own or drive the terminal.
 
-import { printable } from "../_printable.ts";
+import { printable } from "../../_utf8.ts";
 import { decodeEnvelope, type Envelope } from "../../protocol/envelope.ts";
 import { AUTH_KIND } from "../../protocol/format.ts";
 

@@ -5,7 +5,7 @@
 // peer wrote is shown with its control characters escaped (the line breaks JSON allows between
 // tokens as spaces), so that it cannot start a line of its own or drive the terminal.
 
-import { printable } from "../_printable.ts";
+import { printable } from "../../_utf8.ts";
 
 /** The most characters of a message's text in a line. */
 const MAX_TEXT_CHARS = 160;

@@ -34,6 +34,7 @@ import type {
 } from "../types.ts";
 import { RemoteError, TruncatedFrameError } from "../../errors.ts";
 import { within } from "../../_runtime.ts";
+import { printable } from "../../_utf8.ts";
 
 /** How JSON-RPC names each event in the engine's error messages. */
 const NAMES: EventNames = {
@@ -472,7 +473,8 @@ export class JsonRpcWire implements Wire {
  */
 class NdjsonLines implements PushDecoder {
   readonly #lines: LineSplitter;
-  #cut = false;
+  /** The bytes of the line the input ended in, if it ended inside one. */
+  #cut: number | undefined;
 
   constructor(maxFrameBytes: number) {
     this.#lines = new LineSplitter(maxFrameBytes, "maxFrameBytes");
@@ -485,12 +487,13 @@ class NdjsonLines implements PushDecoder {
   end(_out: FrameQueue): void {
     this.#lines.end(this);
     // At least its newline is missing.
-    if (this.#cut) throw new TruncatedFrameError(1);
+    if (this.#cut === undefined) return;
+    throw new TruncatedFrameError(1, `inside a line of ${this.#cut} bytes, before its newline`);
   }
 
   /** Takes the last line, when the input ended inside it. */
-  enqueue(_line: Uint8Array): void {
-    this.#cut = true;
+  enqueue(line: Uint8Array): void {
+    this.#cut = line.length;
   }
 }
 
@@ -519,10 +522,11 @@ const MAX_SHOWN_CHARS = 200;
 /**
  * A value the peer sent, as JSON cut short, for an error message: quoted whole, a value as
  * long as the frame would come back in the answer (over the peer's limit) and in each report.
+ * What JSON leaves as it is (U+2028, bidi overrides, C1 controls) is escaped too, for logs.
  */
 function shown(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
-  return text.length <= MAX_SHOWN_CHARS ? text : `${text.slice(0, MAX_SHOWN_CHARS)}…`;
+  return printable(text.length <= MAX_SHOWN_CHARS ? text : `${text.slice(0, MAX_SHOWN_CHARS)}…`);
 }
 
 function validId(id: unknown): JsonRpcId | null {
