@@ -364,7 +364,10 @@ async function hostile(target: Target, attack: (typeof ATTACKS)[number]): Promis
   if (attack === "wrong secret" && target.kind === "conduit") {
     const transport = await connectTcp({ port: target.port });
     try {
-      await openChannel(transport, { codec: rawCodec(), auth: { secret: "a wrong secret" } });
+      await openChannel(transport, {
+        codec: rawCodec(),
+        auth: { secret: "a wrong secret, as long as the right one" },
+      });
     } catch {
       return;
     }

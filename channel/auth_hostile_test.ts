@@ -270,3 +270,45 @@ Deno.test("auth hostile (unix): a nonce of the wrong size or form is refused wit
   await server.close();
   await done();
 });
+
+Deno.test("auth hostile: a secret under 16 bytes, which a peer could guess, is refused by serve() and by openChannel in either role, naming its length", async () => {
+  const listener = await listenTcp({ port: 0 });
+  // A string counts its UTF-8 bytes: 7 "é" are 14.
+  const short = ["wrong", "correct horse", "a wrong secret", "é".repeat(7), new Uint8Array(15)];
+  for (const secret of [...short, Buffer.alloc(8)]) {
+    const bytes = typeof secret === "string" ? utf8.encode(secret).length : secret.length;
+    const refused = (error: unknown) => {
+      assert.ok(error instanceof TypeError, String(error));
+      assert.match(error.message, /auth\.secret/);
+      assert.match(error.message, new RegExp(`\\b${bytes} bytes\\b`));
+      assert.match(error.message, /16 bytes/);
+      assert.match(error.message, /crypto\.getRandomValues\(new Uint8Array\(32\)\)/);
+      if (typeof secret === "string") assert.ok(!error.message.includes(secret), error.message);
+      return true;
+    };
+    assert.throws(() => serve(listener, { codec, auth: { secret }, handlers: {} }), refused);
+    for (const role of ["initiator", "responder"] as const) {
+      const unused = new TransformStream<Uint8Array, Uint8Array>();
+      const transport = { readable: unused.readable, writable: unused.writable } as Transport;
+      await assert.rejects(
+        (async () => await openChannel(transport, { codec, auth: { secret, role } }))(),
+        refused,
+      );
+    }
+  }
+  await listener.close();
+  // 16 bytes is enough, whether 16 ASCII characters or 8 two-byte ones.
+  const enough = ["é".repeat(8), "0123456789abcdef", crypto.getRandomValues(new Uint8Array(16))];
+  for (const secret of enough) {
+    const listener = await listenTcp({ port: 0 });
+    const { port } = listener.addr as Deno.NetAddr;
+    const server = serve(listener, { codec, auth: { secret }, handlers: { ping: () => "pong" } });
+    const client = await openChannel<{ ping(): string }>(await connectTcp({ port }), {
+      codec,
+      auth: { secret },
+    });
+    assert.equal(await client.remote.ping(), "pong");
+    await client.close();
+    await server.close();
+  }
+});

@@ -17,6 +17,8 @@ import { type Connection, serve } from "./serve.ts";
 
 const codec = jsonCodec();
 const SECRET = "s3cret-shared-by-both-ends-0123456789";
+/** Another secret, long enough to be taken: only the proof fails. */
+const WRONG_SECRET = "not the secret both ends share, 0123456789";
 
 /** Records what is written to a transport, in order. */
 function recording(transport: Transport): { transport: Transport; written: Uint8Array[] } {
@@ -287,7 +289,10 @@ Deno.test("auth: serve() over TLS authenticates each client; a wrong secret is r
   });
   await assert.rejects(
     (async () =>
-      openChannel(await connectTls({ port, caCerts }), { codec, auth: { secret: "wrong" } }))(),
+      openChannel(await connectTls({ port, caCerts }), {
+        codec,
+        auth: { secret: WRONG_SECRET },
+      }))(),
     AuthenticationError,
   );
   await assert.rejects(
@@ -318,7 +323,7 @@ Deno.test("auth: serve() reports a refused client as an AuthenticationError with
   const transport = await connectTcp({ port });
   const local = (transport.remoteAddr as Deno.NetAddr | undefined)?.port;
   assert.equal(local, port); // the client's transport knows its peer: the server
-  const refused = await openChannel(transport, { codec, auth: { secret: "wrong" } }).then(
+  const refused = await openChannel(transport, { codec, auth: { secret: WRONG_SECRET } }).then(
     () => undefined,
     (error) => error,
   );
@@ -722,7 +727,7 @@ Deno.test("auth property: no sequence of frames from a peer without the secret r
           payloads.push(
             new Uint8Array([
               AUTH_KIND,
-              ...authProof(utf8.encode("guess"), "initiator", transcript),
+              ...authProof(utf8.encode(WRONG_SECRET), "initiator", transcript),
             ]),
           );
         } else if (step.raw.length > 0) payloads.push(step.raw);
@@ -754,7 +759,8 @@ Deno.test("auth: serve()'s handler factory runs only for an authenticated client
   });
   // Refused (a wrong secret, none), and silent after connecting: no handlers made for them.
   await assert.rejects(
-    (async () => openChannel(await connectTcp({ port }), { codec, auth: { secret: "wrong" } }))(),
+    (async () =>
+      openChannel(await connectTcp({ port }), { codec, auth: { secret: WRONG_SECRET } }))(),
     AuthenticationError,
   );
   await assert.rejects(

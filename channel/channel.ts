@@ -47,6 +47,7 @@ import { type OtelApi, otelApi } from "./_otel.ts";
 import { type Invoke, remoteProxy } from "./_remote.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
 import { conduitWire } from "../wires/conduit/wire.ts";
+import { MIN_SECRET_BYTES } from "../protocol/handshake.ts";
 import type { WireAuth, WireFactory, WireTrace } from "../wires/types.ts";
 import type {
   CheckedHandlers,
@@ -86,8 +87,10 @@ export type MethodCodec = Codec<unknown> | {
 /** Shared-secret authentication settings (see {@linkcode ChannelOptions.auth}). */
 export interface AuthOptions {
   /**
-   * The secret both peers hold: a string (its UTF-8 bytes are the key) or bytes. Use at
-   * least 32 random bytes; it must not be empty.
+   * The secret both peers hold: a string (its UTF-8 bytes are the key) or bytes, at least
+   * `MIN_SECRET_BYTES` (16) of them, or a `TypeError` is thrown. Make it 32 random bytes
+   * (`crypto.getRandomValues(new Uint8Array(32))`), not a password: a recorded handshake, or
+   * the proof a client sends whoever it connects to, lets guesses be tested offline.
    */
   secret: string | Uint8Array;
   /**
@@ -783,8 +786,13 @@ export function authConfig(auth: AuthOptions | false | undefined): WireAuth | un
   const secret = typeof auth.secret === "string"
     ? new TextEncoder().encode(auth.secret)
     : auth.secret;
-  if (!(secret instanceof Uint8Array) || secret.length === 0) {
-    throw new TypeError("auth.secret must be a non-empty string or Uint8Array");
+  if (!(secret instanceof Uint8Array) || secret.length < MIN_SECRET_BYTES) {
+    // The length and never the bytes: a message may end up in a log.
+    const what = secret instanceof Uint8Array ? `${secret.length} bytes` : typeof secret;
+    throw new TypeError(
+      `auth.secret must be a string or Uint8Array of ${MIN_SECRET_BYTES} bytes or more, not ` +
+        `${what}: short ones can be guessed; use crypto.getRandomValues(new Uint8Array(32))`,
+    );
   }
   const role = auth.role ?? "initiator";
   if (role !== "initiator" && role !== "responder") {

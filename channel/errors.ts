@@ -154,8 +154,11 @@ export class HandshakeError extends ConduitError {
  *
  * const [a, b] = memoryPair();
  * const results = await Promise.allSettled([
- *   openChannel(a, { codec: jsonCodec(), auth: { secret: "one secret", role: "responder" } }),
- *   openChannel(b, { codec: jsonCodec(), auth: { secret: "another" } }),
+ *   openChannel(a, {
+ *     codec: jsonCodec(),
+ *     auth: { secret: "one secret, 16 bytes or more", role: "responder" },
+ *   }),
+ *   openChannel(b, { codec: jsonCodec(), auth: { secret: "another one, just as long" } }),
  * ]);
  * for (const result of results) {
  *   assert.equal(result.status, "rejected");

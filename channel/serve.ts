@@ -188,7 +188,8 @@ export interface ServeOptions<
    * (its `encryption` is set) needs one or the other: without `auth`, any process that can
    * connect calls the handlers — on loopback, any local user's — so `serve()` throws a
    * `TypeError` naming `auth: false` rather than do it silently. Unix sockets (owner-only
-   * files) and NATS listeners (the NATS server's permissions) need neither. `serve()` copies
+   * files) and NATS listeners (the NATS server's permissions) need neither. A secret under 16
+   * bytes throws a `TypeError`, as in {@linkcode AuthOptions.secret}. `serve()` copies
    * the secret: zeroing or reusing the caller's bytes afterwards changes no connection's.
    *
    * @default none: no authentication (refused on TCP and TLS listeners)

@@ -642,7 +642,10 @@ Deno.test("serve: an auth secret it cannot use is refused at serve(), not on eve
     for (const auth of [{ secret: "" }, {}, { secret: new Uint8Array(0) }]) {
       assert.throws(
         () => serve(listener, { auth: auth as { secret: string } }),
-        { name: "TypeError", message: /auth\.secret must be a non-empty string or Uint8Array/ },
+        {
+          name: "TypeError",
+          message: /auth\.secret must be a string or Uint8Array of 16 bytes or more/,
+        },
       );
     }
   } finally {

@@ -34,7 +34,7 @@ console.log(await client.remote.add({ a: 1, b: 2 })); // 3
 try {
   await openChannel(await connectTcp({ port }), {
     codec: msgpackCodec(),
-    auth: { secret: "guess" },
+    auth: { secret: "a guess of 16 bytes or more" },
   });
 } catch (error) {
   console.log(error instanceof AuthenticationError, (error as AuthenticationError).code); // true auth_failed

@@ -42,7 +42,7 @@ Deno.test({
       const good = await runClient(port, SECRET);
       assert.deepEqual([good.code, good.stdout], [0, "5"], good.stderr);
 
-      const wrong = await runClient(port, "not the secret");
+      const wrong = await runClient(port, "not the secret shared with python");
       assert.equal(wrong.code, 3, wrong.stderr);
       assert.match(wrong.stderr, /handshake failed: auth_failed/);
 

@@ -69,7 +69,8 @@ export function authTranscript(initiatorHello: Uint8Array, responderHello: Uint8
  * The proof a side of `role` sends in its AUTH frame, and the other side expects of it:
  * `HMAC-SHA-256(key = secret, message = "conduit-auth-v2" ‖ 0x00 ‖ role ‖ 0x00 ‖ transcript)`.
  *
- * @param secret The shared secret (its bytes; a string secret is its UTF-8).
+ * @param secret The shared secret (its bytes; a string secret is its UTF-8). Not checked here:
+ * a side refuses one under `MIN_SECRET_BYTES` where it is configured.
  * @param role The role of the side that sends the proof.
  * @param transcript The handshake's {@linkcode authTranscript}.
  * @returns The 32-byte proof.
@@ -79,7 +80,8 @@ export function authTranscript(initiatorHello: Uint8Array, responderHello: Uint8
  * import { authProof, authTranscript } from "@conduit/ipc/protocol";
  * import assert from "node:assert/strict";
  *
- * const proof = authProof(new Uint8Array([1]), "responder", authTranscript(new Uint8Array(1), new Uint8Array(1)));
+ * const secret = crypto.getRandomValues(new Uint8Array(32));
+ * const proof = authProof(secret, "responder", authTranscript(new Uint8Array(1), new Uint8Array(1)));
  * assert.equal(proof.length, 32);
  * ```
  */

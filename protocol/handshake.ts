@@ -305,6 +305,12 @@ export const RETIRED_AUTH_METHOD = "hmac-sha256";
 export const AUTH_NONCE_BYTES = 32;
 /** The length of an AUTH frame's proof: one HMAC-SHA-256. */
 export const AUTH_PROOF_BYTES = 32;
+/**
+ * The shortest shared secret a side takes, in bytes (a string's UTF-8): 128 bits. Each proof
+ * lets guesses of the secret be tested offline (the initiator's goes to whoever it connects to),
+ * so the secret must also be random, which no length check can tell (docs/protocol.md §5.1).
+ */
+export const MIN_SECRET_BYTES = 16;
 /** The ASCII label every proof's message starts with. */
 export const AUTH_LABEL = "conduit-auth-v2";
 

@@ -77,14 +77,14 @@ add("serve() with a shared secret: the right secret calls, a wrong one fails", a
   const server = serve(await listenNats(serverNc, "runtimes.secret", { queue: "secret" }), {
     codec: jsonCodec(),
     handlers,
-    auth: { secret: "correct horse" },
+    auth: { secret: "correct horse battery staple" },
   });
   try {
     const good = await openChannel<typeof handlers>(
       await connectNats(clientNc, "runtimes.secret"),
       {
         codec: jsonCodec(),
-        auth: { secret: "correct horse" },
+        auth: { secret: "correct horse battery staple" },
       },
     );
     assert.equal(await good.remote.add({ a: 20, b: 22 }), 42);
@@ -92,7 +92,7 @@ add("serve() with a shared secret: the right secret calls, a wrong one fails", a
     await assert.rejects(
       openChannel(await connectNats(clientNc, "runtimes.secret"), {
         codec: jsonCodec(),
-        auth: { secret: "wrong" },
+        auth: { secret: "wrong horse battery staple" },
       }),
       AuthenticationError,
     );

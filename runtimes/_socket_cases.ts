@@ -94,7 +94,7 @@ async function serveWithAuth(
       await client.close();
     }
     await assert.rejects(
-      openChannel<ServerApi>(await connect(), { auth: { secret: "wrong" } }),
+      openChannel<ServerApi>(await connect(), { auth: { secret: "wrong horse battery staple" } }),
       AuthenticationError,
     );
   } finally {

@@ -57,7 +57,7 @@ Deno.test({
         assert.equal(client.stderr, "");
         assert.equal(client.stdout, "2 + 3 = 5\ncount 1\ncount 2\ncount 3\n");
         assert.equal(client.code, 0);
-        const refused = await runNode(dir, "not the secret");
+        const refused = await runNode(dir, "not the secret, but as long as one");
         assert.notEqual(refused.code, 0);
         assert.match(refused.stderr, /AuthenticationError: The peer refused the handshake/);
       } finally {

@@ -47,17 +47,17 @@ Deno.test({
     const server = serve(await listenNats(serverNc, "secret", { queue: "secret" }), {
       codec: jsonCodec(),
       handlers,
-      auth: { secret: "correct horse" },
+      auth: { secret: "correct horse battery staple" },
       onError: (error) => errors.push(error),
     });
     const good = await openChannel<typeof handlers>(await connectNats(clientNc, "secret"), {
       codec: jsonCodec(),
-      auth: { secret: "correct horse" },
+      auth: { secret: "correct horse battery staple" },
     });
     assert.equal(await good.remote.add({ a: 2, b: 3 }), 5);
     await assert.rejects(
       connectNats(clientNc, "secret").then((t) =>
-        openChannel(t, { codec: jsonCodec(), auth: { secret: "wrong" } })
+        openChannel(t, { codec: jsonCodec(), auth: { secret: "wrong horse battery staple" } })
       ),
       AuthenticationError,
     );

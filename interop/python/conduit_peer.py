@@ -577,6 +577,12 @@ class PeerOptions:
     # accepted it (it answers only a proof it has checked).
     role: str = "initiator"
 
+    def __post_init__(self) -> None:
+        # §5.1: a secret short enough to guess is refused where it is set, not on the wire.
+        if self.secret is not None and len(self.secret) < MIN_SECRET_BYTES:
+            raise ValueError(f"secret is {len(self.secret)} bytes, under {MIN_SECRET_BYTES}: "
+                             "use random bytes, e.g. secrets.token_bytes(32)")
+
 
 # ---- authentication (§5.1) -------------------------------------------------------------------
 
@@ -584,6 +590,7 @@ AUTH_METHOD = "hmac-sha256-v2"
 RETIRED_AUTH_METHOD = "hmac-sha256"  # the first handshake: refused by name
 AUTH_LABEL = b"conduit-auth-v2"
 AUTH_NONCE_BYTES = 32
+MIN_SECRET_BYTES = 16  # 128 bits: a proof lets guesses of the secret be tested offline
 AUTH_ROLES = ("initiator", "responder")
 
 

@@ -497,9 +497,15 @@ class AuthTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(await self.pair(b"k" * 32, b"k" * 32), (None, None))
 
     async def test_wrong_secret_and_same_role_fail(self) -> None:
-        for secret_b, role_b in ((b"other", "initiator"), (b"k" * 32, "responder")):
+        for secret_b, role_b in ((b"o" * 32, "initiator"), (b"k" * 32, "responder")):
             errors = await self.pair(b"k" * 32, secret_b, role_b)
             self.assertTrue(all(isinstance(e, HandshakeError) for e in errors), errors)
+
+    def test_short_secret_is_refused(self) -> None:
+        for secret in (b"", b"other", b"k" * 15):
+            with self.assertRaisesRegex(ValueError, rf"secret is {len(secret)} bytes, under 16"):
+                PeerOptions(secret=secret)
+        self.assertEqual(PeerOptions(secret=b"k" * 16).secret, b"k" * 16)
 
 
 if __name__ == "__main__":
