@@ -43,8 +43,12 @@ const ASCII_FAST_BYTES = 64;
 export const JS_UTF8_MAX_BYTES = 200;
 /** Map keys up to this many bytes go through the key cache. */
 const KEY_CACHE_BYTES = 16;
-/** Cached keys per byte length; a full slot list replaces one at random. */
-const KEYS_PER_LENGTH = 16;
+/**
+ * Cached keys per bucket (64 per byte length, by a hash of the first and last bytes); a full
+ * bucket replaces one at random. Buckets, not one list per length, so that records of more keys
+ * than a list holds do not evict each other's keys at every record.
+ */
+const KEYS_PER_BUCKET = 4;
 const EMPTY = new Uint8Array(0);
 /**
  * A template per shape's keys (the frozen array its table holds): an object of those keys.
@@ -462,17 +466,17 @@ function defineData(object: object, key: string, value: unknown): void {
 }
 
 /** Remembers the strings of short map keys by their bytes. */
-class KeyCache {
-  /** Index n - 1 holds the keys of n bytes, each as its bytes and its string. */
-  readonly #slots: Array<Array<{ bytes: Uint8Array; text: string }>> = Array.from(
-    { length: KEY_CACHE_BYTES },
+export class KeyCache {
+  /** Each bucket holds keys as their bytes and their string (see `bucketOf`). */
+  readonly #buckets: Array<Array<{ bytes: Uint8Array; text: string }>> = Array.from(
+    { length: (KEY_CACHE_BYTES + 1) << 6 },
     () => [],
   );
 
   find(b: Uint8Array, start: number, length: number): string | undefined {
-    const slot = this.#slots[length - 1];
-    search: for (let k = 0; k < slot.length; k++) {
-      const entry = slot[k];
+    const bucket = this.#buckets[bucketOf(b, start, start + length)];
+    search: for (let k = 0; k < bucket.length; k++) {
+      const entry = bucket[k];
       const bytes = entry.bytes;
       for (let i = 0; i < length; i++) if (bytes[i] !== b[start + i]) continue search;
       return entry.text;
@@ -481,12 +485,20 @@ class KeyCache {
   }
 
   store(b: Uint8Array, start: number, length: number, text: string): string {
-    const slot = this.#slots[length - 1];
+    const bucket = this.#buckets[bucketOf(b, start, start + length)];
     const entry = { bytes: b.slice(start, start + length), text };
-    if (slot.length < KEYS_PER_LENGTH) slot.push(entry);
-    else slot[(Math.random() * KEYS_PER_LENGTH) | 0] = entry;
+    if (bucket.length < KEYS_PER_BUCKET) bucket.push(entry);
+    else bucket[(Math.random() * KEYS_PER_BUCKET) | 0] = entry;
     return text;
   }
+}
+
+/**
+ * The bucket of a key (1 to KEY_CACHE_BYTES bytes) from `start` to `end`, by its length, first
+ * and last two bytes (a key of one byte: its header byte, the same for all of them, and itself).
+ */
+function bucketOf(b: Uint8Array, start: number, end: number): number {
+  return ((end - start) << 6) | ((b[start] * 961 + b[end - 2] * 31 + b[end - 1]) & 63);
 }
 
 /** The big-endian signed 32-bit integer at `p`. */

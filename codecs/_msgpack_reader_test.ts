@@ -4,6 +4,7 @@ import fc from "fast-check";
 import {
   type ExtensionDecoder,
   JS_UTF8_MAX_BYTES,
+  KeyCache,
   MsgpackReader,
   type ReaderOptions,
 } from "./_msgpack_reader.ts";
@@ -312,4 +313,18 @@ Deno.test("msgpack reader: maps turned into Maps nest in linear time, values int
     ]]);
   }
   assert.deepStrictEqual(ours.read(inner), expected);
+});
+
+Deno.test("msgpack reader: the key cache keeps every key of a 64-key record of one key length", () => {
+  // Records of more keys of one length than the cache kept per length (16) evicted each
+  // other's keys at every record, so each key's string was built anew: decoding such maps
+  // cost several times more per byte than maps of mixed key lengths.
+  for (const name of [(i: number) => `key_${String(i).padStart(6, "0")}`, (i: number) => `k${i}`]) {
+    const cache = new KeyCache();
+    const keys = Array.from({ length: 64 }, (_, i) => name(i)).filter((key) => key.length > 2);
+    const bytes = keys.map((key) => new TextEncoder().encode(key));
+    bytes.forEach((key, i) => cache.store(key, 0, key.length, keys[i]));
+    const kept = keys.filter((key, i) => cache.find(bytes[i], 0, bytes[i].length) === key);
+    assert.deepEqual(kept, keys);
+  }
 });
