@@ -1,8 +1,9 @@
 // One thread worker: a module Web Worker, its channel, and how it ends. The worker is
 // terminated as soon as its channel has closed, whichever way: close() (GOODBYE, drain), the
 // worker closing itself, an uncaught error (the Worker's `error` event), kill(). Its status
-// then reads as a process's would: code 1 after an uncaught error, SIGKILL after kill(), the
-// code a Bun or Node thread gave `process.exit()`, code 0 otherwise.
+// then reads as a process's would: code 1 after an uncaught error, SIGKILL after kill() or once
+// close() was cut short (`drainTimeout`), the code a Bun or Node thread gave `process.exit()`,
+// code 0 otherwise.
 
 import type { Channel, ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
@@ -12,6 +13,7 @@ import { HeldWorker, KeepAlive, workerChannel } from "./_worker_channel.ts";
 import { withPermissionHint } from "./spawn_worker_options.ts";
 import { threadWorkerData, threadWorkerName } from "./worker_env.ts";
 import { WorkerExitedError } from "./errors.ts";
+import { TransportClosedError } from "../errors.ts";
 import type { WorkerHandle } from "./worker_handle.ts";
 import { processId } from "../_runtime.ts";
 import { holdThread, startThread } from "../_thread.ts";
@@ -69,7 +71,7 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
       if (!this.#ending) this.#exitCode ??= (event as Event & { code?: number }).code;
     });
     this.exited = this.#terminated.promise.then(async () => {
-      await this.#channel?.closed.catch(() => {});
+      await this.#channel?.closed.catch((error: Error) => this.#cutShort(error));
       return this.#status();
     });
   }
@@ -165,6 +167,17 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
     // A connection that failed while the worker lives (heartbeat, protocol error) ends it.
     if (!this.#closing && !this.#ending) this.#stopReason ??= innermostMessage(error);
     return this.#exitError(await this.#end(), error);
+  }
+
+  /**
+   * This side ended a channel that failed (close()'s `drainTimeout`, a failed start): unless
+   * the worker went by itself (its transport says so), terminating it killed it.
+   */
+  #cutShort(failure: Error): void {
+    if (!this.#closing || failure.cause instanceof TransportClosedError) return;
+    if (this.#thrown !== undefined || this.#exitCode !== undefined) return;
+    this.#killed = true;
+    this.#stopReason ??= failure.message;
   }
 
   #status(): Deno.CommandStatus {

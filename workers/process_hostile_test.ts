@@ -72,6 +72,27 @@ leakFreeTest(
   },
 );
 
+leakFreeTest(
+  "process hostile: kill() ends the worker, not its children, unless they die with it",
+  async () => {
+    if (!haveSetpriv) return;
+    const worker = await spawnWorker<AttackApi>(ATTACK, {
+      permissions: { run: ["sleep", "setpriv"] },
+      stderr: "discard",
+    });
+    const plain = await worker.remote.grandchild(60);
+    const guarded = await worker.remote.guardedGrandchild(60);
+    try {
+      assert.equal((await worker.kill()).signal, "SIGKILL");
+      // docs/workers.md, "Children of a worker": only the kernel's parent-death signal ends it.
+      await waitUntilGone([guarded]);
+      assert.equal(await isGone(plain), false);
+    } finally {
+      for (const pid of [plain, guarded]) if (!await isGone(pid)) Deno.kill(pid, "SIGKILL");
+    }
+  },
+);
+
 for (const how of ["cwd", "path"] as const) {
   leakFreeTest(
     `process hostile: a spawn with ${

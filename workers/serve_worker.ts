@@ -122,7 +122,8 @@ export interface ServeWorkerOptions extends Omit<ChannelOptions, "codec" | "hand
  * @throws {HandshakeError} When the parent speaks another codec or protocol version.
  * @throws {ConduitError} When `spawnWorker` did not start this process (see
  * {@linkcode WORKER_ENV}) or this thread: a parent that imported a value from its worker module does not
- * start serving in its own process. Also on a second call: the parent has one channel.
+ * start serving in its own process. Also on a call after one that connected, or is
+ * connecting: the parent has one channel. A call that could not connect may be retried.
  *
  * @example A worker that calls back into its parent, driven from here
  * ```ts
@@ -159,7 +160,7 @@ interface ServeOptions extends Omit<ChannelOptions, "codec" | "handlers"> {
   exit?: boolean;
 }
 
-/** Whether serveWorker was called in this worker: its parent has one channel to it. */
+/** Whether serveWorker connected (or is connecting) to the parent, which has one channel to it. */
 let served = false;
 
 /** serveWorker itself; see serve_worker.ts. */
@@ -199,6 +200,8 @@ async function serve<Parent extends object>(
       ? (await import("../transports/stdio_child.ts")).stdioTransport()
       : await connectUnix(socketPath);
   } catch (error) {
+    // No connection was made: a retry may make the one.
+    served = false;
     restoreConsole();
     throw error;
   }

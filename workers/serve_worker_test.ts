@@ -47,3 +47,13 @@ Deno.test("serveWorker: a second call in one worker is refused, the first channe
     assert.match(await worker.remote.second(), /^ConduitError: serveWorker\(\) was called again/);
   }
 });
+
+Deno.test("serveWorker: a call that could not connect made no channel, so a retry serves", async () => {
+  const url = new URL("./_testdata/serve_retry_worker.ts", import.meta.url);
+  await using worker = await spawnWorker<{ first(): string }>(url, {
+    transport: "unix",
+    handshakeTimeout: 20_000,
+  });
+  // Refused by the worker's permissions (granted for the real socket only), or not there.
+  assert.match(await worker.remote.first(), /^(NotCapable|NotFound)$/);
+});

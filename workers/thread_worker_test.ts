@@ -110,6 +110,24 @@ threadLeakFreeTest("thread worker: kill() terminates it; the status reads as SIG
   assert.ok(await rejection(hanging) instanceof WorkerExitedError);
 });
 
+threadLeakFreeTest(
+  "thread worker: close() cut short by drainTimeout terminates it; the status reads as SIGKILL",
+  async () => {
+    const worker = await spawnWorker<EchoApi>(ECHO, {
+      thread: true,
+      handlers: parent,
+      drainTimeout: 200,
+    });
+    const sleeping = worker.remote.sleep(60_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const status = await worker.close();
+    assert.deepEqual({ ...status }, { success: false, code: 137, signal: "SIGKILL" });
+    const error = await rejection(sleeping);
+    assert.ok(error instanceof WorkerExitedError, String(error));
+    assert.match(error.message, /\(thread\) was terminated \(.*drainTimeout \(200 ms\)\)/);
+  },
+);
+
 threadLeakFreeTest("thread worker: a module that throws at load fails the spawn", async () => {
   const module = `data:application/javascript,${encodeURIComponent('throw new Error("at load")')}`;
   const error = await rejection(spawnWorker(module, { thread: true }));

@@ -6,10 +6,15 @@ import { closePipe } from "./_close_pipe.ts";
 
 const how = Deno.args[0] ?? "";
 
-/** Starts `sleep` as a grandchild that inherits this process's stdio, and returns its pid. */
-function grandchild(seconds: number): number {
-  const child = new Deno.Command("sleep", {
-    args: [String(seconds)],
+/**
+ * Starts `sleep` as a grandchild that inherits this process's stdio, and returns its pid; with
+ * `guarded`, through `setpriv --pdeathsig KILL`, so that it dies with this process.
+ */
+function grandchild(seconds: number, guarded = false): number {
+  const sleep = ["sleep", String(seconds)];
+  const argv = guarded ? ["setpriv", "--pdeathsig", "KILL", "--", ...sleep] : sleep;
+  const child = new Deno.Command(argv[0], {
+    args: argv.slice(1),
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",
@@ -34,6 +39,8 @@ const handlers = {
   hang: (): Promise<never> => new Promise(() => {}),
   /** Starts a grandchild holding the pipes; answers with its pid. */
   grandchild: (seconds: number): number => grandchild(seconds),
+  /** Starts a grandchild that dies with this process; answers with its pid. */
+  guardedGrandchild: (seconds: number): number => grandchild(seconds, true),
   /** Starts a grandchild holding the pipes, then exits. */
   grandchildExit(seconds: number): void {
     grandchild(seconds);
