@@ -3,6 +3,13 @@
 // the call object is a promise and a stream of what the chain resolves with. The object is
 // over once the chain settled and every call the chain made is over, so a pool counts an
 // intercepted call until its stream ends.
+//
+// The calls the chain makes live no longer than the intercepted call, as a Go context's do: once
+// the chain settled with a value or an error, or the stream it returned was read or cancelled,
+// those still in flight are cancelled (a hedge's loser holds no slot and no work on the peer)
+// and those it starts later start cancelled. A stream the chain returned is left running: a
+// call's own stream keeps its call (the others are cancelled at once), a stream an interceptor
+// made keeps them all until the caller is done with it.
 
 import { ConduitError } from "../errors.ts";
 import { timerDelay } from "../_runtime.ts";
@@ -37,6 +44,9 @@ export function interceptedInvoke(
   return (method, param, options) => new InterceptedCall(chain, direct, method, param, options);
 }
 
+/** A call the chain made: its outcome (a value, or a view of its stream), and how it ended. */
+type Made = { call: CallResult; view: unknown; ok: boolean; error: unknown };
+
 /**
  * A call made through interceptors: a promise and a stream of what the chain resolves with.
  * It is over (see `whenOver`) once the chain settled and every call the chain made is over.
@@ -51,10 +61,12 @@ class InterceptedCall extends DualCall implements Overseeable {
   #open = 1;
   /** How the chain ended: its value (or error), and each call it made with how that ended. */
   #chain: { ok: boolean; value: unknown } | undefined;
-  readonly #calls: { view: unknown; ok: boolean; error: unknown }[] = [];
+  readonly #calls: Made[] = [];
   #overListeners: OverListener[] | undefined = [];
   /** Stops passing the caller's signal on to the call (see `#letGo`). */
   #unlisten: (() => void) | undefined;
+  /** Over for the calls the chain makes: one it starts now starts cancelled (see `#end`). */
+  #ended = false;
 
   constructor(
     chain: readonly Interceptor[],
@@ -88,6 +100,7 @@ class InterceptedCall extends DualCall implements Overseeable {
       const callTimeout = deadline !== Infinity && call.options.timeout === timeout
         ? Math.max(1, deadline - performance.now())
         : call.options.timeout;
+      if (this.#ended && !signal.aborted) this.#cancel.abort(this.#overReason());
       const inner = direct(call.method, call.param, {
         ...call.options,
         signal,
@@ -96,7 +109,7 @@ class InterceptedCall extends DualCall implements Overseeable {
       });
       this.#open++;
       const outcome = inner.either();
-      const made = { view: undefined as unknown, ok: true, error: undefined as unknown };
+      const made: Made = { call: inner, view: undefined, ok: true, error: undefined };
       this.#calls.push(made);
       outcome.then((value) => made.view = value, () => {});
       inner.whenOver((ok, error) => {
@@ -121,14 +134,15 @@ class InterceptedCall extends DualCall implements Overseeable {
       options: options ?? {},
     });
     // The caller's signal and deadline end the call while an interceptor holds it, too: the
-    // calls the chain makes later start cancelled.
+    // calls the chain makes later start cancelled. A timer waits at most MAX_TIMER_DELAY (see
+    // `timerDelay`): one that fires before the deadline waits again.
     let timer: ReturnType<typeof setTimeout> | undefined;
-    if (deadline !== Infinity) {
-      timer = setTimeout(
-        () => this.#cancel.abort(new DeadlineExceededError(method, timeout!)),
-        timerDelay(deadline - performance.now()),
-      );
-    }
+    const expire = (): void => {
+      const left = deadline - performance.now();
+      if (left > 1) timer = setTimeout(expire, timerDelay(left));
+      else this.#cancel.abort(new DeadlineExceededError(method, timeout!));
+    };
+    if (deadline !== Infinity) timer = setTimeout(expire, timerDelay(deadline - performance.now()));
     const stopped = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(signal.reason);
       else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
@@ -139,19 +153,32 @@ class InterceptedCall extends DualCall implements Overseeable {
       if (!this.#reading && isStream(value)) closeUnread(value);
     }).catch(() => {});
     this.#result = Promise.race([chained, stopped]);
+    const settle = (ok: boolean, value: unknown): void => {
+      clearTimeout(timer);
+      this.#chain = { ok, value };
+      this.#closeOne();
+      if (!ok || !isStream(value)) this.#end();
+      else if (this.#calls.some((made) => made.view === value)) this.#end(value);
+    };
     // Unread, its failure goes unnoticed, as a plain call's does.
-    this.#result.then(
-      (value) => {
-        clearTimeout(timer);
-        this.#chain = { ok: true, value };
-        this.#closeOne();
-      },
-      (error) => {
-        clearTimeout(timer);
-        this.#chain = { ok: false, value: error };
-        this.#closeOne();
-      },
-    );
+    this.#result.then((value) => settle(true, value), (error) => settle(false, error));
+  }
+
+  /**
+   * Cancels the calls the chain made that are still in flight, but the one whose stream is
+   * `keep`; without `keep`, those it makes later too.
+   */
+  #end(keep?: unknown): void {
+    if (keep === undefined) this.#ended = true;
+    // Once the chain settled, #open counts the calls in flight: most often none is.
+    if (this.#open <= (keep === undefined ? 0 : 1)) return;
+    const over = this.#overReason();
+    if (keep === undefined) return this.#cancel.abort(over);
+    for (const made of this.#calls) if (made.view !== keep) made.call.cancel(over).catch(() => {});
+  }
+
+  #overReason(): ConduitError {
+    return new ConduitError(`The call to "${this.#method}" is over`);
   }
 
   whenOver(listener: OverListener): void {
@@ -213,22 +240,24 @@ class InterceptedCall extends DualCall implements Overseeable {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<unknown> {
-    const result = this.#result;
-    const method = this.#method;
-    const reading = () => {
-      this.#reading = true;
-      this.#letGo();
-    };
-    return (async function* () {
-      const value = await result;
-      if (!isStream(value)) {
-        throw new ConduitError(
-          `"${method}" returned a single value, not a stream: await it instead`,
-        );
-      }
-      reading();
+    return this.#read();
+  }
+
+  async *#read(): AsyncGenerator<unknown> {
+    const value = await this.#result;
+    if (!isStream(value)) {
+      throw new ConduitError(
+        `"${this.#method}" returned a single value, not a stream: await it instead`,
+      );
+    }
+    this.#reading = true;
+    this.#letGo();
+    try {
       yield* value;
-    })();
+    } finally {
+      // Read to its end, or left: the calls the chain started beside the stream end with it.
+      this.#end();
+    }
   }
 
   protected cancelUnread(reason: unknown): Promise<void> {
