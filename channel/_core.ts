@@ -427,11 +427,13 @@ export class ChannelCore implements LifecycleEvents {
         while ((frame = decoder.next()) !== undefined) {
           wire.read(frame);
           if (life.closed) return;
-          if (incoming.holding) {
-            // The peer sent more calls than it has read answers for: read nothing more from
-            // it until one is answered and written (the rest of the chunk waits too).
+          // The peer sent more calls than it has read answers for: read nothing more from it
+          // until one is answered and written (the rest of the chunk waits too), or only a
+          // little more (see heldUntil).
+          const held = incoming.holding ? incoming.heldUntil() : undefined;
+          if (held !== undefined) {
             wire.outbox.writeQueued();
-            await incoming.serveHeld();
+            await held;
             if (life.closed) return;
           }
         }

@@ -26,6 +26,8 @@ interface HeldCall {
   readonly streamParam: boolean;
   readonly receivedAt: number;
   readonly meta: CallMeta | undefined;
+  /** Cancelled by the peer while it waited: answered already, never served. */
+  cancelled?: boolean;
 }
 
 /** How many methods' handlers are remembered (more are looked up at each call). */
@@ -41,6 +43,22 @@ interface HeldNotification {
   readonly notification: true;
   readonly method: string;
   readonly body: unknown;
+}
+
+/**
+ * How many bytes the read loop reads on after a call was held, on a wire without streams:
+ * JSON-RPC peers know nothing of `maxInFlight`, and what comes after the calls held (the answer
+ * a running handler waits for, a cancel of a held call) must not wait behind them.
+ */
+const READ_AHEAD_BYTES = 1 << 20;
+
+/** The calls and notifications held back, in order, and the held calls by id (to cancel). */
+class HeldQueue extends Fifo<HeldCall | HeldNotification> {
+  readonly calls = new Map<number, HeldCall>();
+  /** `bytesReceived` when the first of those held now was read; -1 while none is. */
+  since = -1;
+  /** The loop serving them, while it runs (see IncomingCalls.heldUntil). */
+  serving: Promise<void> | undefined;
 }
 
 /** What the registry needs from the channel. */
@@ -134,7 +152,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * meanwhile. One at most for conduit (it stops after the frame); a JSON-RPC batch is one
    * frame of several calls (up to the wire's batch limit), taken from the front one by one.
    */
-  readonly #held = new Fifo<HeldCall | HeldNotification>();
+  readonly #held = new HeldQueue();
   /**
    * Notification handlers whose promise has not settled: at `maxInFlight` a further NOTIFY is
    * held like a call, so a peer cannot start handlers without bound by notifying faster than
@@ -182,6 +200,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     for (const call of this.calls.values()) call.drop(error);
     this.calls.clear();
     this.#held.clear();
+    this.#held.calls.clear();
     this.#room?.resolve();
   }
 
@@ -189,54 +208,78 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * Whether a CALL is held back because the peer has `maxInFlight` calls unanswered (being
    * served, or answered but the answer not yet written), or a NOTIFY because `maxInFlight`
    * notification handlers are still running, or `maxInFlight` answers the wire made up itself
-   * are not written yet: the read loop stops reading until {@linkcode serveHeld} returns.
+   * are not written yet: see {@linkcode heldUntil}.
    */
   get holding(): boolean {
     return this.#held.length > 0 || this.#refusals >= this.#options.maxInFlight;
   }
 
   /**
+   * While {@linkcode holding}: serves the held calls and notifications, in order, as room
+   * frees, and returns what the read loop waits for before it reads on (undefined: read on).
+   * It reads on over a wire without streams (no frame but a cancel is about a held call) for
+   * `READ_AHEAD_BYTES` after the first was held, unless answers the wire made up pile up.
+   */
+  heldUntil(): Promise<void> | undefined {
+    const held = this.#held;
+    // Started on the next microtask, so that `serving` is set before the loop can end.
+    const serving = held.serving ??= Promise.resolve().then(() => this.#serveHeld());
+    const readOn = this.wire.outbox.streams === undefined &&
+      this.#refusals < this.#options.maxInFlight &&
+      this.deadlines.bytesReceived - held.since < READ_AHEAD_BYTES;
+    return readOn ? undefined : serving;
+  }
+
+  /**
    * Waits for room below `maxInFlight` (a call or a notification handler finishes, or answers
    * queued are written), then serves the held calls and notifications, in order, each once
-   * there is room. Returns at once when the
-   * connection is gone.
+   * there is room. Returns at once when the connection is gone.
    */
-  async serveHeld(): Promise<void> {
+  async #serveHeld(): Promise<void> {
     const max = this.#options.maxInFlight;
-    while (this.#refusals >= max) {
-      await (this.#counting ?? this.#countWritten());
-      if (this.life.closed) return;
-    }
-    for (let held = this.#held.peek(); held !== undefined; held = this.#held.peek()) {
-      if (held.notification) {
-        if (this.#notifying < max) {
-          this.#held.shift();
-          this.#runNotification(held.method, held.body);
-        } else {
-          await this.#waitForRoom();
-          if (this.life.closed) return;
-        }
-        continue;
-      }
-      if (this.calls.size + this.#unwritten < max) {
-        this.#held.shift();
-        this.#serve(
-          held.id,
-          held.method,
-          held.body,
-          held.timeoutMs,
-          held.streamParam,
-          held.receivedAt,
-          held.meta,
-        );
-        continue;
-      }
-      if (this.#unwritten > 0) {
+    const queue = this.#held;
+    try {
+      while (this.#refusals >= max) {
         await (this.#counting ?? this.#countWritten());
         if (this.life.closed) return;
-      } else {
-        await this.#waitForRoom();
       }
+      for (let held = queue.peek(); held !== undefined; held = queue.peek()) {
+        if (held.notification) {
+          if (this.#notifying < max) {
+            queue.shift();
+            this.#runNotification(held.method, held.body);
+          } else {
+            await this.#waitForRoom();
+            if (this.life.closed) return;
+          }
+          continue;
+        }
+        if (held.cancelled || this.calls.size + this.#unwritten < max) {
+          queue.shift();
+          queue.calls.delete(held.id);
+          if (held.cancelled) continue;
+          this.#serve(
+            held.id,
+            held.method,
+            held.body,
+            held.timeoutMs,
+            held.streamParam,
+            held.receivedAt,
+            held.meta,
+          );
+          continue;
+        }
+        if (this.#unwritten > 0) {
+          await (this.#counting ?? this.#countWritten());
+          if (this.life.closed) return;
+        } else {
+          await this.#waitForRoom();
+        }
+      }
+    } finally {
+      // In the turn the last one left: a call held after this starts another loop.
+      queue.serving = undefined;
+      queue.since = -1;
     }
   }
 
@@ -283,9 +326,11 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     if (
       this.calls.size + this.#unwritten >= this.#options.maxInFlight || this.#held.length > 0
     ) {
-      // Beyond what a peer that reads its answers can send: hold it, and stop reading.
+      // Beyond what a peer that reads its answers can send: hold it (see heldUntil).
       const receivedAt = this.deadlines.receivedAt;
-      this.#held.push({ id, method, body, timeoutMs, streamParam, receivedAt, meta });
+      const held: HeldCall = { id, method, body, timeoutMs, streamParam, receivedAt, meta };
+      this.#hold(held);
+      this.#held.calls.set(id, held);
       return;
     }
     this.#serve(id, method, body, timeoutMs, streamParam, this.deadlines.receivedAt, meta);
@@ -365,11 +410,16 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       throw new ProtocolError(`${names.notify} ("${method}") after the peer's ${names.goodbye}`);
     }
     if (this.#notifying >= this.#options.maxInFlight || this.#held.length > 0) {
-      // Handlers that have not finished: hold it, and stop reading.
-      this.#held.push({ notification: true, method, body });
+      // Handlers that have not finished: hold it (see heldUntil).
+      this.#hold({ notification: true, method, body });
       return;
     }
     this.#runNotification(method, body);
+  }
+
+  #hold(held: HeldCall | HeldNotification): void {
+    if (this.#held.since < 0) this.#held.since = this.deadlines.bytesReceived;
+    this.#held.push(held);
   }
 
   #runNotification(method: string, body: unknown): void {
@@ -432,13 +482,19 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 
   onCancel(id: number, reason: string | undefined, deadline: boolean): void {
     const call = this.#peerCall(id, this.wire.names.cancel);
-    if (call === undefined) return;
-    if (deadline) {
-      // The caller's clock ran out first: report it as the deadline it is.
-      call.stop(new DeadlineExceededError(call.method, call.timeoutMs), "deadline_exceeded");
-    } else {
-      call.stop(new CallCancelledError(call.method, reason), "cancelled");
-    }
+    const held = call === undefined ? this.#held.calls.get(id) : undefined;
+    const { method, timeoutMs } = call ?? held ?? {};
+    if (method === undefined) return;
+    // The caller's clock ran out first: report it as the deadline it is.
+    const [error, code] = deadline
+      ? [new DeadlineExceededError(method, timeoutMs!), "deadline_exceeded"]
+      : [new CallCancelledError(method, reason), "cancelled"];
+    if (call !== undefined) return call.stop(error, code);
+    // Held, never served: answered as a served call that stopped so is (IncomingCall.stop).
+    held!.cancelled = true;
+    this.#held.calls.delete(id);
+    this.wire.outbox.sendCallFailure(id, { name: error.name, message: error.message, code });
+    this.#answerQueued();
   }
 
   // ---------------------------------------------------------------- helpers

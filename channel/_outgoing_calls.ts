@@ -32,6 +32,8 @@ export interface LifecycleView {
 export interface DeadlineTimer {
   /** `performance.now()` when the frames being dispatched arrived. */
   readonly receivedAt: number;
+  /** Bytes received from the peer so far. */
+  readonly bytesReceived: number;
   /** Makes sure the timer fires by `at` (a `performance.now()` time). */
   arm(at: number): void;
 }

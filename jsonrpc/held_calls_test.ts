@@ -1,10 +1,12 @@
-// A JSON-RPC peer knows nothing of maxInFlight: requests past it are held (and reading
-// stops) rather than refused, a batch included, and every one is answered.
+// A JSON-RPC peer knows nothing of maxInFlight: requests past it are held rather than refused,
+// a batch included, and every one is answered. Reading goes on a little past them, so that
+// what a running handler waits for, or a cancel of a held request, is not stuck behind them.
 
 import assert from "node:assert/strict";
 import { NdjsonDecoderStream } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
 import { openJsonRpc } from "./mod.ts";
+import { setup } from "./_test_raw_peer.ts";
 
 Deno.test("jsonrpc: a batch of more requests than maxInFlight is answered whole", async () => {
   const [a, b] = memoryPair();
@@ -113,3 +115,72 @@ Deno.test("jsonrpc: answers to unreadable or invalid messages hold reading as a 
     assert.ok(queued < 1024 * 1024, `${what}: ${(queued / 1048576).toFixed(1)} MiB of answers`);
   }
 });
+
+Deno.test("jsonrpc: a handler's call back to its peer is answered while a request is held", async () => {
+  // An LSP server's handler asks the client (workspace/configuration) while the client's next
+  // request is held: the answer comes after that request, and reading had stopped before it,
+  // so the handler waited for its own deadline.
+  const [a, b] = memoryPair();
+  const server: Awaited<ReturnType<typeof openJsonRpc<{ config(p: []): number }>>> =
+    await openJsonRpc<{ config(p: []): number }>(a, {
+      framing: "ndjson",
+      maxInFlight: 1,
+      handlers: { work: async ([n]: [number]) => await server.remote.config([]) + n },
+    });
+  const client = await openJsonRpc<{ work(p: [number]): number }>(b, {
+    framing: "ndjson",
+    handlers: { config: () => 10 },
+  });
+  const calls = [1, 2, 3].map((n) => client.remote.work([n], { timeout: 5_000 }));
+  assert.deepEqual(await Promise.all(calls), [11, 12, 13]);
+  await client.close();
+  await server.close();
+});
+
+for (const dialect of ["lsp", "mcp"] as const) {
+  Deno.test(`jsonrpc: a cancel of a held request (${dialect}) ends it unrun, while it is held`, async () => {
+    const release = Promise.withResolvers<void>();
+    const ran: number[] = [];
+    const { channel, peer } = await setup({
+      dialect,
+      maxInFlight: 1,
+      handlers: {
+        block: async () => {
+          await release.promise;
+          return "released";
+        },
+        work: ([n]: [number]) => {
+          ran.push(n);
+          return n;
+        },
+      },
+    });
+    await peer.send({ jsonrpc: "2.0", id: 1, method: "block" });
+    await peer.send({ jsonrpc: "2.0", id: 2, method: "work", params: [2] });
+    await peer.send(
+      dialect === "lsp"
+        ? { jsonrpc: "2.0", method: "$/cancelRequest", params: { id: 2 } }
+        : { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2 } },
+    );
+    await peer.send({ jsonrpc: "2.0", id: 3, method: "work", params: [3] });
+    if (dialect === "lsp") {
+      // Answered at once as LSP asks (RequestCancelled), while "block" still runs.
+      assert.deepEqual(await peer.next(), {
+        jsonrpc: "2.0",
+        id: 2,
+        error: {
+          code: -32800,
+          message: 'The caller cancelled "work"',
+          data: { name: "CallCancelledError", code: "cancelled" },
+        },
+      });
+    }
+    // MCP answers no cancelled request: the next answers are 1's and 3's.
+    release.resolve();
+    assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 1, result: "released" });
+    assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 3, result: 3 });
+    assert.deepEqual(ran, [3]);
+    await channel.close();
+    await peer.close();
+  });
+}
