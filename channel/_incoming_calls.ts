@@ -12,6 +12,7 @@ import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
 import type { IncomingCallInfo, Interceptor } from "./types.ts";
 import { IncomingCall, NotificationContext, type ServedCalls } from "./_call_context.ts";
 import { Fifo } from "../_fifo.ts";
+import { printable } from "../_utf8.ts";
 import { ConduitError } from "../errors.ts";
 
 type Handler = (this: unknown, param: unknown, ctx: unknown) => unknown;
@@ -320,7 +321,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     this.#maxPeerId = id;
     if (this.life.peerClosing) {
       throw new ProtocolError(
-        `${names.call} ${id} ("${method}") after the peer's ${names.goodbye}`,
+        `${names.call} ${id} ("${printable(method)}") after the peer's ${names.goodbye}`,
       );
     }
     if (
@@ -407,7 +408,8 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
   onNotify(method: string, body: unknown): void {
     if (this.life.peerClosing) {
       const names = this.wire.names;
-      throw new ProtocolError(`${names.notify} ("${method}") after the peer's ${names.goodbye}`);
+      const shown = printable(method);
+      throw new ProtocolError(`${names.notify} ("${shown}") after the peer's ${names.goodbye}`);
     }
     if (this.#notifying >= this.#options.maxInFlight || this.#held.length > 0) {
       // Handlers that have not finished: hold it (see heldUntil).

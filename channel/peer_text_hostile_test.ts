@@ -87,6 +87,24 @@ Deno.test("peer text: a call after the peer's GOODBYE quotes its reason escaped"
   await held;
 });
 
+for (const kind of ["call", "notify"] as const) {
+  Deno.test(`peer text: a ${kind} after the peer's GOODBYE names its method escaped`, async () => {
+    await using t = await opened();
+    // A call of this side's keeps the channel open past the peer's GOODBYE.
+    const pending = t.channel.call("slow", null).then(unexpected, (e: Error) => e);
+    await t.peer.nextOf("call");
+    await t.peer.send({ kind: "goodbye", body: goodbyeBody({}) });
+    await t.peer.send(
+      kind === "call"
+        ? { kind, id: 1, flags: 0, timeoutMs: 0, method: FORGED, body: json(null) }
+        : { kind, method: FORGED, body: json(null) },
+    );
+    const error = await pending;
+    assert.match(JSON.stringify(messagesOf(error)), /after the peer's GOODBYE/);
+    assertEscaped(error);
+  });
+}
+
 Deno.test("peer text: a GOODBYE refusing the handshake is quoted escaped", async () => {
   const [a, b] = memoryPair();
   const peer = new RawPeer(b);

@@ -28,6 +28,7 @@ import { NatsMessagesLostError, NatsPeerGoneError } from "./_nats_errors.ts";
 import { ChunkQueue, flushWithin } from "./_nats_flow.ts";
 import { ReceiveCredit, SendCredit } from "./_credit_window.ts";
 import { NatsLink } from "./_nats_link.ts";
+import { printable } from "../_utf8.ts";
 
 /** The settings one end keeps; the peer learns them in the handshake. */
 export interface NatsChannelSettings {
@@ -300,9 +301,12 @@ export class NatsChannel implements ByteChannel {
     if (this.#state === UNCONNECTED && error === null) return this.#keepEarly(msg);
     if (error !== null) {
       this.fail(
-        new TransportClosedError(`${this.label}: the subscription failed: ${error.message}`, {
-          cause: error,
-        }),
+        new TransportClosedError(
+          `${this.label}: the subscription failed: ${printable(error.message)}`,
+          {
+            cause: error,
+          },
+        ),
       );
       return;
     }
@@ -312,7 +316,7 @@ export class NatsChannel implements ByteChannel {
       this.fail(
         cause instanceof TransportClosedError
           ? cause
-          : new TransportClosedError(`${this.label}: ${String(cause)}`, { cause }),
+          : new TransportClosedError(`${this.label}: ${printable(String(cause))}`, { cause }),
       );
     }
   };
