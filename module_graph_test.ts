@@ -64,9 +64,10 @@ const ROOT_BUDGET = 45;
 /**
  * The most lines of code (neither blank nor comment) a worker loads before it can answer its
  * first call, over its default transport (a Unix socket). A worker's start pays most for the code
- * it loads, and some for each file it comes in (bench/report/notes.md, target 16).
+ * it loads, and some for each file it comes in (bench/report/notes.md, target 16); what the
+ * budget stands for is `bench/ab_engine.ts` case `spawn`, which a change near it is measured by.
  */
-const WORKER_CODE_BUDGET = 9_600;
+const WORKER_CODE_BUDGET = 9_700;
 /** Loaded only when used: auth, a heartbeat or idle timeout, telemetry, pool metrics. */
 const ON_DEMAND = [
   "protocol/auth.ts",
