@@ -179,7 +179,12 @@ export interface JsonRpcOptions<Local extends object = object> {
   onUnhandledNotification?: (method: string, params: unknown) => void;
   /** The largest message accepted (and sent), in bytes. @default {67108864} (64 MiB) */
   maxFrameBytes?: number;
-  /** How many requests each side keeps in flight. @default {1024} */
+  /**
+   * How many requests each side keeps in flight. The peer's requests past it are held and run
+   * in order as slots free; reading goes on for 1 MiB past the first held one (then waits for
+   * them), so that the answer a running handler waits for, or a cancel of a held request
+   * (answered as cancelled, never run), is not stuck behind them. @default {1024}
+   */
   maxInFlight?: number;
   /**
    * The most requests and notifications one batch received may hold. A larger batch is
