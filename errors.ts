@@ -277,9 +277,10 @@ export interface RemoteErrorFields {
  * `data` are the remote error's; `remoteStack` is its stack when the peer trusts us; `cause`
  * is the remote cause chain, revived the same way.
  *
- * `message` is the peer's text verbatim, as vscode-jsonrpc and gRPC keep it: it may hold line
- * breaks or terminal escapes, so escape it before it goes into a log line. The messages conduit
- * writes around a peer's words (a GOODBYE's or a CANCEL's reason) have them escaped already.
+ * `name`, `message` and `code` are the peer's text verbatim, as vscode-jsonrpc and gRPC keep
+ * them: they may hold line breaks or terminal escapes, so escape them before they go into a log
+ * line. The messages conduit writes around a peer's words (a GOODBYE's or a CANCEL's reason)
+ * have them escaped already.
  *
  * @example
  * ```ts
