@@ -496,7 +496,9 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     held!.cancelled = true;
     this.#held.calls.delete(id);
     this.wire.outbox.sendCallFailure(id, { name: error.name, message: error.message, code });
-    this.#answerQueued();
+    // An answer the wire made up, in effect: it stops the read-ahead as theirs do (heldUntil),
+    // or a peer that reads nothing could queue answers without bound by cancelling.
+    this.onRefused();
   }
 
   // ---------------------------------------------------------------- helpers

@@ -184,3 +184,54 @@ for (const dialect of ["lsp", "mcp"] as const) {
     await peer.close();
   });
 }
+
+Deno.test("jsonrpc: request and cancel pairs past a held request queue no answers without bound", async () => {
+  // LSP answers a cancelled request (-32800). A peer that never reads sends one request that
+  // blocks (maxInFlight 1), then, in chunks that each end in a cancel, requests that are held
+  // and cancelled at once: each chunk's held requests are all cancelled, so the loop serving
+  // held calls ends after each chunk, resetting `since`, and the 1 MiB read-ahead never ends.
+  const [a, b] = memoryPair({ highWaterMark: 64 * 1024 });
+  const channel = await openJsonRpc(a, {
+    framing: "ndjson",
+    dialect: "lsp",
+    maxInFlight: 1,
+    writeHighWaterMark: 64 * 1024,
+    onProtocolError: () => {},
+    handlers: { block: () => new Promise(() => {}), work: () => 1 },
+  });
+  const writer = b.writable.getWriter();
+  const enc = new TextEncoder();
+  await writer.write(enc.encode(`{"jsonrpc":"2.0","id":0,"method":"block"}\n`));
+  let id = 1;
+  const chunk = () => {
+    let text = "";
+    while (text.length < 16 * 1024) {
+      text += `{"jsonrpc":"2.0","id":${id},"method":"work"}\n` +
+        `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":${id}}}\n`;
+      id++;
+    }
+    return enc.encode(text);
+  };
+  // Up to 8 MiB, while this side reads: a write that waits 100 ms means it stopped reading.
+  let written = 0;
+  for (let i = 0; i < 512; i++) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const wrote = await Promise.race([
+      writer.write(chunk()).then(() => true),
+      new Promise<boolean>((resolve) => timer = setTimeout(resolve, 100, false)),
+    ]);
+    clearTimeout(timer);
+    if (!wrote) break;
+    written += 16 * 1024;
+  }
+  const queued = 64 * 1024 - channel.desiredSize;
+  writer.releaseLock();
+  await b.abort().catch(() => {});
+  await channel.abort();
+  assert.ok(
+    queued < 2 * 1024 * 1024,
+    `${(written / 1048576).toFixed(1)} MiB read, ${
+      (queued / 1048576).toFixed(1)
+    } MiB of answers queued for a peer that reads nothing`,
+  );
+});
