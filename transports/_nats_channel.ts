@@ -350,7 +350,9 @@ export class NatsChannel implements ByteChannel {
       const reason = new TextDecoder().decode(body);
       this.#enter(PEER_CLOSED);
       throw lostByPeer(this.label, reason) ?? new TransportClosedError(
-        `${this.label}: the peer aborted the connection${reason === "" ? "" : `: ${reason}`}`,
+        `${this.label}: the peer aborted the connection${
+          reason === "" ? "" : `: ${printable(reason)}`
+        }`,
       );
     } else if (kind !== Kind.Ping) {
       throw new TransportClosedError(`${this.label}: unknown message kind ${kind}`);
