@@ -695,6 +695,7 @@ export type ResultOf<F> = F extends (...args: never[]) => infer R ? R : never;
  * @returns The open channel.
  * @throws {HandshakeError} On a version or codec mismatch, an invalid HELLO or a timeout;
  * the transport is closed by then.
+ * @throws {TypeError | RangeError} For an option it refuses; the transport is closed then too.
  *
  * @example A codec mismatch fails on both sides
  * ```ts
@@ -720,7 +721,26 @@ export async function openChannel<
   Remote extends object = Record<string, never>,
   Local extends CheckedHandlers<Local> = object,
 >(transport: Transport, options: ChannelOptions<Local> = {}): Promise<Channel<Remote>> {
-  return await untilOpen(new Channel<Remote>(transport, options));
+  return await openOn(transport, () => new Channel<Remote>(transport, options));
+}
+
+/**
+ * Makes a channel on `transport` and resolves once it is open (see {@linkcode untilOpen}).
+ * Options refused before the channel took the transport release it all the same, as a failed
+ * handshake does: the caller handed it over. (openChannel, openJsonRpc.)
+ */
+export async function openOn<Remote extends object>(
+  transport: Transport,
+  make: () => Channel<Remote>,
+): Promise<Channel<Remote>> {
+  let channel: Channel<Remote>;
+  try {
+    channel = make();
+  } catch (error) {
+    await Promise.resolve(transport[Symbol.asyncDispose]()).catch(() => {});
+    throw error;
+  }
+  return await untilOpen(channel);
 }
 
 /**

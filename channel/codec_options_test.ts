@@ -9,6 +9,7 @@ import { memoryPair } from "../transports/memory.ts";
 import { connectUnix, listenUnix } from "../transports/unix.ts";
 import { type ChannelOptions, openChannel } from "./channel.ts";
 import { serve } from "./serve.ts";
+import { openJsonRpc } from "../jsonrpc/mod.ts";
 
 const handlers = { add: ({ a, b }: { a: number; b: number }) => a + b };
 
@@ -93,4 +94,23 @@ Deno.test("codec: serve() refuses a codec factory passed uncalled before it acce
   });
   await listener.close();
   await Deno.remove(dir, { recursive: true });
+});
+
+Deno.test("open: options refused at open let the transport go, as a failed handshake does", async () => {
+  // The caller handed the transport over (often `openChannel(await connectTcp(…), …)`): left
+  // open, the peer held the connection until its own handshake timeout.
+  const opens = [
+    (t: Parameters<typeof openChannel>[0]) => openChannel(t, { maxInFlight: 0 }),
+    (t: Parameters<typeof openChannel>[0]) => openChannel(t, { auth: { secret: "short" } }),
+    (t: Parameters<typeof openChannel>[0]) =>
+      openJsonRpc(t, { framing: "lines" as "ndjson", handlers: {} }),
+  ];
+  for (const open of opens) {
+    const [a, b] = memoryPair();
+    await assert.rejects(open(a), (e) => e instanceof TypeError || e instanceof RangeError);
+    // The peer's end sees the connection end.
+    const read = await b.readable.getReader().read();
+    assert.equal(read.done, true);
+    await b[Symbol.asyncDispose]();
+  }
 });

@@ -78,7 +78,7 @@ import {
   Channel,
   type ChannelOptions,
   notificationErrorReporter,
-  untilOpen,
+  openOn,
 } from "../channel/channel.ts";
 import type { ProtocolError } from "../protocol/format.ts";
 import type { Transport } from "../transports/types.ts";
@@ -288,6 +288,14 @@ export async function openJsonRpc<
   Remote extends object = Record<string, never>,
   Local extends CheckedHandlers<Local> = object,
 >(transport: Transport, options: JsonRpcOptions<Local>): Promise<Channel<Remote>> {
+  return await openOn(transport, () => jsonRpcChannel<Remote, Local>(transport, options));
+}
+
+/** The channel openJsonRpc opens, not open yet. */
+function jsonRpcChannel<Remote extends object, Local extends CheckedHandlers<Local>>(
+  transport: Transport,
+  options: JsonRpcOptions<Local>,
+): Channel<Remote> {
   const framing = options.framing;
   if (framing !== "content-length" && framing !== "ndjson") {
     throw new TypeError(`framing must be "content-length" or "ndjson", got ${String(framing)}`);
@@ -348,7 +356,7 @@ export async function openJsonRpc<
     wire,
   );
   channels.set(channel, { dialect, table, outbox: made!.outbox });
-  return await untilOpen(channel);
+  return channel;
 }
 
 /**

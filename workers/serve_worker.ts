@@ -205,14 +205,23 @@ async function serve<Parent extends object>(
     restoreConsole();
     throw error;
   }
-  const channel = new Channel<Parent>(transport, {
-    trustPeer: DEFAULT_WORKER_TRUST_PEER,
-    ...channelOptions,
-    defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
-    handshakeTimeout: channelOptions.handshakeTimeout ?? Infinity,
-    codec,
-    handlers,
-  });
+  let channel: Channel<Parent>;
+  try {
+    channel = new Channel<Parent>(transport, {
+      trustPeer: DEFAULT_WORKER_TRUST_PEER,
+      ...channelOptions,
+      defaultTimeout: channelOptions.defaultTimeout ?? DEFAULT_WORKER_CALL_TIMEOUT,
+      handshakeTimeout: channelOptions.handshakeTimeout ?? Infinity,
+      codec,
+      handlers,
+    });
+  } catch (error) {
+    // Options refused: the connection is let go at once, so the parent is not left waiting.
+    served = false;
+    restoreConsole();
+    await Promise.resolve(transport[Symbol.asyncDispose]()).catch(() => {});
+    throw error;
+  }
   // Over a socket, stdin carries nothing but still tells us when the parent is gone.
   const stdinWatch = socketPath === undefined
     ? undefined

@@ -57,3 +57,16 @@ Deno.test("serveWorker: a call that could not connect made no channel, so a retr
   // Refused by the worker's permissions (granted for the real socket only), or not there.
   assert.match(await worker.remote.first(), /^(NotCapable|NotFound)$/);
 });
+
+Deno.test("serveWorker: refused options let its connection go, so the spawn fails at once", async () => {
+  const url = new URL("./_testdata/serve_bad_options_worker.ts", import.meta.url);
+  const error = await spawnWorker(url, {
+    transport: "unix",
+    stderr: "discard",
+    handshakeTimeout: 20_000,
+    exitTimeout: 100,
+  }).then(() => undefined, (e: Error) => e);
+  // Not the handshake timeout: the worker's socket closed, and the worker was stopped.
+  assert.ok(error instanceof Error, String(error));
+  assert.notEqual((error as { code?: string }).code, "handshake_timeout", String(error));
+});
