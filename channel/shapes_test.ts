@@ -334,6 +334,22 @@ Deno.test("shapes: a SHAPE frame is refused on its key count, before any key is 
   await refusedWithoutShapes((peer) => peer.sendBytes(shapeOfCount(4 * 1024 * 1024)));
 });
 
+Deno.test("shapes: a SHAPE key over maxKeyBytes is refused before any key is decoded", async () => {
+  // One key of 1 MiB that is not UTF-8: decoded first, it was refused for its bytes, after
+  // turning a frame's worth of them into text.
+  const length = 1 << 20;
+  const frame = new Uint8Array(2 + 1 + varintSize(length) + length).fill(0xff);
+  frame[0] = 0x06; // SHAPE; id 0
+  frame[1] = 0;
+  frame[2] = 1; // one key
+  writeVarint(frame, 3, length);
+  const { channel, peer, cleanup } = await hostile();
+  await peer.sendBytes(encodeFrame(frame));
+  await failsWith(channel, peer, `Shape 0 has a key of ${length} bytes, over maxKeyBytes (128)`);
+  await peer.close();
+  await cleanup();
+});
+
 /** Opens a channel whose peer's HELLO lists no shapes, lets `send` send, expects the refusal. */
 async function refusedWithoutShapes(send: (peer: RawPeer) => Promise<void>): Promise<void> {
   const { a, b, cleanup } = await memory.pair();

@@ -245,12 +245,20 @@ export class ShapeDecoder implements ShapeDecoderTable {
     this.#limits = checkLimits(limits);
   }
 
-  /** Throws {@linkcode ShapeError} when shape `id` may not have `count` keys. */
-  checkKeyCount(id: number, count: number): void {
-    const most = this.#limits.maxKeysPerShape;
+  /**
+   * Throws {@linkcode ShapeError} when shape `id` may not have `count` keys, or a key of
+   * `longestKeyBytes`.
+   */
+  checkKeyCount(id: number, count: number, longestKeyBytes = 0): void {
+    const { maxKeysPerShape: most, maxKeyBytes } = this.#limits;
     if (count === 0 || count > most) {
       throw new ShapeError(
         `Shape ${id} has ${count} keys, where a shape has 1 to maxKeysPerShape (${most})`,
+      );
+    }
+    if (longestKeyBytes > maxKeyBytes) {
+      throw new ShapeError(
+        `Shape ${id} has a key of ${longestKeyBytes} bytes, over maxKeyBytes (${maxKeyBytes})`,
       );
     }
   }
@@ -271,11 +279,7 @@ export class ShapeDecoder implements ShapeDecoderTable {
     for (const key of keys) {
       if (typeof key !== "string") throw new ShapeError(`Shape ${id} has a key that is no string`);
       const length = utf8Length(key);
-      if (length > limits.maxKeyBytes) {
-        throw new ShapeError(
-          `Shape ${id} has a key of ${length} bytes, over maxKeyBytes (${limits.maxKeyBytes})`,
-        );
-      }
+      this.checkKeyCount(id, keys.length, length);
       if (seen.has(key)) {
         throw new ShapeError(`Shape ${id} has the key ${JSON.stringify(key)} twice`);
       }

@@ -152,10 +152,11 @@ export interface ShapeEncoderTable {
  */
 export interface ShapeDecoderTable {
   /**
-   * Throws `ShapeError` when shape `id` may not have `count` keys, as `define` would: the wire
-   * asks before it reads a SHAPE frame's keys, so a hostile count costs nothing (optional).
+   * Throws `ShapeError` when shape `id` may not have `count` keys, or a key of
+   * `longestKeyBytes`, as `define` would: the wire asks before it decodes a SHAPE frame's keys,
+   * so a hostile count or length costs nothing (optional).
    */
-  checkKeyCount?(id: number, count: number): void;
+  checkKeyCount?(id: number, count: number, longestKeyBytes?: number): void;
   /** Adds the peer's shape `id`; throws `ShapeError` past a limit. */
   define(id: number, keys: readonly string[]): void;
   /** The keys of shape `id`; throws `ShapeError` for a shape never defined. */

@@ -26,6 +26,8 @@ export interface FrameSink {
    * follow (the feature not negotiated, too many keys), so that a hostile count costs nothing.
    */
   onShapeHead(id: number, count: number): void;
+  /** The same frame's longest key, before any key is decoded: throws when it is too long. */
+  onShapeKeyBytes(id: number, count: number, longestKeyBytes: number): void;
   /** SHAPE: the definition of the sender's record shape `id` (docs/protocol.md §14). */
   onShape(id: number, keys: string[]): void;
   onCall(
@@ -255,8 +257,9 @@ export function readFrame(
 /**
  * A SHAPE frame: `varint id, varint count`, then `count` keys, each `varint length` and that
  * many bytes of UTF-8, and nothing after. Checked before anything is allocated: a count or a
- * length that overruns the frame is a ProtocolError, and the sink sees the count before any key
- * (onShapeHead). The table's own limits are the receiver's to check (ShapeDecoder).
+ * length that overruns the frame is a ProtocolError, and the sink sees the count before the
+ * keys' lengths are read (onShapeHead), and the longest before any key is decoded
+ * (onShapeKeyBytes). The table's own limits are the receiver's to check (ShapeDecoder).
  */
 function readShape(frame: Uint8Array, sink: FrameSink, cursor: Cursor): void {
   const id = field(frame, 1, "shape id", cursor);
@@ -267,13 +270,24 @@ function readShape(frame: Uint8Array, sink: FrameSink, cursor: Cursor): void {
     throw new ProtocolError(`SHAPE ${id} says ${count} keys, more than its frame holds`);
   }
   sink.onShapeHead(id, count);
+  // The keys' lengths first, so that the sink's limits are checked before a key is decoded.
+  const keysAt = at;
+  let longest = 0;
+  for (let i = 0; i < count; i++) {
+    const length = field(frame, at, "key length", cursor);
+    at = cursor.end + length;
+    if (at > frame.length) {
+      throw new ProtocolError(`SHAPE ${id} key ${i} of ${length} bytes overruns the frame`);
+    }
+    if (length > longest) longest = length;
+  }
+  noBody(frame, at);
+  sink.onShapeKeyBytes(id, count, longest);
   const keys = new Array<string>(count);
+  at = keysAt;
   for (let i = 0; i < count; i++) {
     const length = field(frame, at, "key length", cursor);
     const end = cursor.end + length;
-    if (end > frame.length) {
-      throw new ProtocolError(`SHAPE ${id} key ${i} of ${length} bytes overruns the frame`);
-    }
     try {
       keys[i] = utf8Text.decode(frame.subarray(cursor.end, end));
     } catch {
@@ -281,7 +295,6 @@ function readShape(frame: Uint8Array, sink: FrameSink, cursor: Cursor): void {
     }
     at = end;
   }
-  noBody(frame, at);
   sink.onShape(id, keys);
 }
 

@@ -213,6 +213,7 @@ class EnvelopeBuilder implements FrameSink {
     this.envelope = { kind: "pong", nonce };
   }
   onShapeHead(): void {}
+  onShapeKeyBytes(): void {}
   onShape(id: number, keys: string[]): void {
     this.envelope = { kind: "shape", id, keys };
   }

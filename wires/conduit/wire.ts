@@ -325,6 +325,10 @@ export class ConduitWire implements Wire, FrameSink {
     shapeProtocolError(() => shapes.checkKeyCount?.(id, count));
   }
 
+  onShapeKeyBytes(id: number, count: number, longestKeyBytes: number): void {
+    shapeProtocolError(() => this.#shapes!.table.checkKeyCount?.(id, count, longestKeyBytes));
+  }
+
   onShape(id: number, keys: string[]): void {
     shapeProtocolError(() => this.#shapes!.table.define(id, keys));
   }
