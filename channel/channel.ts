@@ -737,7 +737,7 @@ export async function openOn<Remote extends object>(
   try {
     channel = make();
   } catch (error) {
-    await Promise.resolve(transport[Symbol.asyncDispose]()).catch(() => {});
+    await Promise.resolve().then(() => transport.close()).catch(() => {});
     throw error;
   }
   return await untilOpen(channel);

@@ -219,7 +219,7 @@ async function serve<Parent extends object>(
     // Options refused: the connection is let go at once, so the parent is not left waiting.
     served = false;
     restoreConsole();
-    await Promise.resolve(transport[Symbol.asyncDispose]()).catch(() => {});
+    await transport.close().catch(() => {});
     throw error;
   }
   // Over a socket, stdin carries nothing but still tells us when the parent is gone.
