@@ -257,10 +257,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     if (!(error instanceof ConnectionClosedError)) return withPermissionHint(error);
     if (error instanceof WorkerExitedError) return error;
     // A worker that is exiting closes its connection a moment before its exit is reported.
-    if (this.#closing) {
-      // close() cut the channel (drainTimeout): the worker, its channel gone, exits with 1.
-      this.#stopReason ??= error.message;
-    } else if (!await this.#exitsWithin(CONNECTION_LINGER_MS)) {
+    if (!this.#closing && !await this.#exitsWithin(CONNECTION_LINGER_MS)) {
       // The connection failed (heartbeat, protocol error) while the worker lives: it is of
       // no use any more, and must not outlive its channel.
       this.#stopReason ??= error.message;
@@ -278,7 +275,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
     const stdout = stdoutTextError(cause);
     let reason = stdout !== undefined
       ? `it wrote text to its stdout: ${JSON.stringify(stdout.text)}`
-      : status.signal !== null || this.#closing
+      : status.signal !== null
       ? this.#stopReason
       : undefined;
     // A worker that died of a denied permission says which flag Deno wanted; say which

@@ -166,22 +166,6 @@ leakFreeTest("spawnWorker: kill() fails pending calls and says so", async () => 
   await waitUntilGone([worker.pid]);
 });
 
-leakFreeTest(
-  "spawnWorker: close() cut short by drainTimeout says so in the calls' error",
-  async () => {
-    // The worker, its channel cut, exits with code 1 by itself: the error says why.
-    const worker = await spawnWorker<EchoApi>(ECHO, { stderr: "discard", drainTimeout: 200 });
-    const sleeping = worker.remote.sleep(60_000);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const status = await worker.close();
-    assert.deepEqual({ ...status }, { success: false, code: 1, signal: null });
-    const error = await rejection(sleeping);
-    assert.ok(error instanceof WorkerExitedError, String(error));
-    assert.match(error.message, /exited with code 1 \(.*drainTimeout \(200 ms\)\)/);
-    await waitUntilGone([worker.pid]);
-  },
-);
-
 leakFreeTest("spawnWorker: a hung worker is caught by the heartbeat and killed", async () => {
   const worker = await spawnWorker<EchoApi>(ECHO, {
     stderr: "discard",
