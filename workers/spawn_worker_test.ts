@@ -166,6 +166,26 @@ leakFreeTest("spawnWorker: kill() fails pending calls and says so", async () => 
   await waitUntilGone([worker.pid]);
 });
 
+leakFreeTest(
+  "spawnWorker: a worker that exits by itself during close() is given no reason it did not have",
+  async () => {
+    const worker = await spawnWorker<EchoApi>(ECHO, {
+      stderr: "discard",
+      drainTimeout: 10_000,
+      env: testEnv(),
+    });
+    // The worker exits with 3 of its own accord while close() waits for the call.
+    const exiting = worker.remote.exit(3);
+    const status = await worker.close();
+    assert.equal(status.code, 3);
+    const error = await rejection(exiting);
+    assert.ok(error instanceof WorkerExitedError, String(error));
+    // As outside close(): no reason this side made up.
+    assert.match(error.message, /exited with code 3(;|$)/);
+    await waitUntilGone([worker.pid]);
+  },
+);
+
 leakFreeTest("spawnWorker: a hung worker is caught by the heartbeat and killed", async () => {
   const worker = await spawnWorker<EchoApi>(ECHO, {
     stderr: "discard",
