@@ -219,16 +219,17 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
    * While {@linkcode holding}: serves the held calls and notifications, in order, as room
    * frees, and returns what the read loop waits for before it reads on (undefined: read on).
    * It reads on over a wire without streams (no frame but a cancel is about a held call) for
-   * `READ_AHEAD_BYTES` after the first was held, unless answers the wire made up pile up.
+   * `READ_AHEAD_BYTES` after the first was held; when answers the wire made up pile up, only
+   * once they are written (a peer that reads nothing stops it there), not once every held call
+   * has run: what a running handler waits for may come next.
    */
   heldUntil(): Promise<void> | undefined {
     const held = this.#held;
     // Started on the next microtask, so that `serving` is set before the loop can end.
     const serving = held.serving ??= Promise.resolve().then(() => this.#serveHeld());
-    const readOn = this.wire.outbox.streams === undefined &&
-      this.#refusals < this.#options.maxInFlight &&
-      this.deadlines.bytesReceived - held.since < READ_AHEAD_BYTES;
-    return readOn ? undefined : serving;
+    if (this.wire.outbox.streams !== undefined) return serving;
+    if (this.#refusals >= this.#options.maxInFlight) return this.#counting ?? this.#countWritten();
+    return this.deadlines.bytesReceived - held.since < READ_AHEAD_BYTES ? undefined : serving;
   }
 
   /**

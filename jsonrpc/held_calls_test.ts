@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { NdjsonDecoderStream } from "../framing/mod.ts";
 import { memoryPair } from "../transports/memory.ts";
 import { openJsonRpc } from "./mod.ts";
-import { setup } from "./_test_raw_peer.ts";
+import { RawPeer, setup } from "./_test_raw_peer.ts";
 
 Deno.test("jsonrpc: a batch of more requests than maxInFlight is answered whole", async () => {
   const [a, b] = memoryPair();
@@ -234,4 +234,82 @@ Deno.test("jsonrpc: request and cancel pairs past a held request queue no answer
       (queued / 1048576).toFixed(1)
     } MiB of answers queued for a peer that reads nothing`,
   );
+});
+
+for (const dialect of ["lsp", "mcp"] as const) {
+  Deno.test(`jsonrpc: a cancel of the running request is read past a cancelled held one (${dialect})`, async () => {
+    const { channel, peer } = await setup({
+      dialect,
+      maxInFlight: 1,
+      handlers: {
+        // Runs until it is cancelled.
+        wait: (_: unknown, ctx: { signal: AbortSignal }) =>
+          new Promise((_, reject) =>
+            ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))
+          ),
+        work: ([n]: [number]) => n,
+      },
+    });
+    const cancel = (id: number) =>
+      dialect === "lsp"
+        ? { jsonrpc: "2.0", method: "$/cancelRequest", params: { id } }
+        : { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id } };
+    await peer.send({ jsonrpc: "2.0", id: 1, method: "wait" });
+    await peer.send({ jsonrpc: "2.0", id: 2, method: "work", params: [2] });
+    await peer.send({ jsonrpc: "2.0", id: 3, method: "work", params: [3] });
+    await peer.send(cancel(2)); // the older held request is out of date
+    await peer.send(cancel(1)); // and so is the running one
+    const answers: unknown[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const collected = (async () => {
+      // LSP: 2's and 1's cancel answers, then 3's; MCP answers no cancelled request: 3's.
+      for (let i = 0; i < (dialect === "lsp" ? 3 : 1); i++) answers.push(await peer.next());
+      return true;
+    })();
+    const done = await Promise.race([
+      collected,
+      new Promise<boolean>((resolve) => timer = setTimeout(resolve, 3_000, false)),
+    ]);
+    clearTimeout(timer);
+    await channel.abort();
+    await peer.close();
+    await collected.catch(() => {});
+    assert.ok(
+      done,
+      `the cancel of the running request was never read: answers ${JSON.stringify(answers)}`,
+    );
+    assert.deepEqual(answers.at(-1), { jsonrpc: "2.0", id: 3, result: 3 });
+  });
+}
+
+Deno.test("jsonrpc: a handler's call back is answered past a cancelled held request", async () => {
+  // held_calls_test.ts's workspace/configuration case, with one held request cancelled.
+  const [a, b] = memoryPair();
+  const server: Awaited<ReturnType<typeof openJsonRpc<{ config(p: []): number }>>> =
+    await openJsonRpc<{ config(p: []): number }>(a, {
+      framing: "ndjson",
+      dialect: "lsp",
+      maxInFlight: 1,
+      handlers: {
+        work: async ([n]: [number]) => await server.remote.config([], { timeout: 2_000 }) + n,
+      },
+    });
+  const peer = new RawPeer(b, "ndjson");
+  await peer.send({ jsonrpc: "2.0", id: 1, method: "work", params: [1] });
+  await peer.send({ jsonrpc: "2.0", id: 2, method: "work", params: [2] });
+  await peer.send({ jsonrpc: "2.0", id: 3, method: "work", params: [3] });
+  await peer.send({ jsonrpc: "2.0", method: "$/cancelRequest", params: { id: 2 } });
+  // The server asks for its configuration (request id 0 of the server's side).
+  const seen: Array<{ id?: number; method?: string; result?: unknown; error?: unknown }> = [];
+  for (;;) {
+    const message = await peer.next() as { id?: number; method?: string };
+    seen.push(message);
+    if (message.method === "config") {
+      await peer.send({ jsonrpc: "2.0", id: message.id, result: 10 });
+    } else if (message.id === 1) break;
+  }
+  const one = seen.at(-1)!;
+  await server.abort();
+  await peer.close();
+  assert.deepEqual(one.result, 11, `request 1 failed: ${JSON.stringify(one)}`);
 });
