@@ -216,7 +216,8 @@ async function serve<Parent extends object>(
       handlers,
     });
   } catch (error) {
-    // Options refused: the connection is let go at once, so the parent is not left waiting.
+    // Options refused: the connection is let go, so the parent is not left waiting (over stdio
+    // it waits still: Deno keeps a process's stdin and stdout open until it exits).
     served = false;
     restoreConsole();
     await transport.close().catch(() => {});
