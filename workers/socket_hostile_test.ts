@@ -4,13 +4,17 @@ import assert from "node:assert/strict";
 import { spawnWorker } from "./spawn_worker.ts";
 import { HandshakeError } from "../channel/errors.ts";
 
-/** The socket path in the environment of a child of this process, once one has it. */
-async function childSocketPath(): Promise<string> {
+/**
+ * The socket path in the environment of the child of this process whose environment holds
+ * `mark`, once one has it (test files run in parallel in this process: other children abound).
+ */
+async function childSocketPath(mark: string): Promise<string> {
   for (let tries = 0; tries < 2_000; tries++) {
     for (const task of Deno.readDirSync("/proc/self/task")) {
       const children = Deno.readTextFileSync(`/proc/self/task/${task.name}/children`);
       for (const pid of children.split(" ").filter(Boolean)) {
         const env = Deno.readTextFileSync(`/proc/${pid}/environ`).split("\0");
+        if (!env.includes(mark)) continue;
         const entry = env.find((line) => line.startsWith("CONDUIT_WORKER_SOCKET=/"));
         if (entry !== undefined) return entry.slice(entry.indexOf("=") + 1);
       }
@@ -25,13 +29,14 @@ Deno.test({
   ignore: Deno.build.os !== "linux",
   async fn() {
     const url = new URL("./_testdata/never_connects_worker.ts", import.meta.url);
+    const mark = crypto.randomUUID();
     const spawning = spawnWorker(url, {
       transport: "unix",
-      // Long enough for the socket to be found on a loaded machine before it times out.
-      handshakeTimeout: 2_000,
+      handshakeTimeout: 300,
       stderr: "discard",
+      env: { SOCKET_TEST_MARK: mark },
     }).then(() => undefined, (error: unknown) => error);
-    const path = await childSocketPath();
+    const path = await childSocketPath(`SOCKET_TEST_MARK=${mark}`);
     assert.equal(Deno.statSync(path).isSocket, true);
     const dir = path.slice(0, path.lastIndexOf("/"));
     assert.equal(Deno.statSync(dir).mode! & 0o777, 0o700);
