@@ -503,6 +503,7 @@ export class ChannelCore implements LifecycleEvents {
     );
     this.#life.sayGoodbye(reason);
     this.#wire.outbox.sendGoodbye(undefined, reason);
+    this.#incoming.refuseHeld();
     this.#outgoing.failQueued(
       new ConnectionClosedError("The channel closed before the call was sent"),
     );

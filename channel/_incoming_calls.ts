@@ -285,6 +285,28 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
   }
 
+  /**
+   * This side is closing: the calls still held are answered as refused, as the wire answers
+   * those that come now (nothing starts after close()); held notifications still run.
+   */
+  refuseHeld(): void {
+    const queue = this.#held;
+    for (let n = queue.length; n > 0; n--) {
+      const held = queue.shift()!;
+      if (held.notification) queue.push(held);
+      else if (!held.cancelled) {
+        const message = "The connection is closing";
+        this.wire.outbox.sendCallFailure(held.id, {
+          name: "ConnectionClosedError",
+          message,
+          code: "closing",
+        });
+        this.onRefused();
+      }
+    }
+    queue.calls.clear();
+  }
+
   /** Resolves when a call or a notification handler finishes, or the connection is gone. */
   async #waitForRoom(): Promise<void> {
     this.#room = Promise.withResolvers();

@@ -313,3 +313,39 @@ Deno.test("jsonrpc: a handler's call back is answered past a cancelled held requ
   await peer.close();
   assert.deepEqual(one.result, 11, `request 1 failed: ${JSON.stringify(one)}`);
 });
+
+Deno.test("jsonrpc: requests still held when close() starts are answered as refused", async () => {
+  // As requests that come while closing are: none is left without an answer.
+  const release = Promise.withResolvers<void>();
+  const { channel, peer } = await setup({
+    dialect: "lsp",
+    maxInFlight: 1,
+    handlers: {
+      block: async () => {
+        await release.promise;
+        return "released";
+      },
+      work: ([n]: [number]) => n,
+    },
+  });
+  await peer.send({ jsonrpc: "2.0", id: 1, method: "block" });
+  await peer.send({ jsonrpc: "2.0", id: 2, method: "work", params: [2] });
+  await peer.send({ jsonrpc: "2.0", id: 3, method: "work", params: [3] });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const closing = channel.close();
+  const refused = (id: number) => ({
+    jsonrpc: "2.0",
+    id,
+    error: {
+      code: -32603,
+      message: "The connection is closing",
+      data: { name: "ConnectionClosedError", code: "closing" },
+    },
+  });
+  assert.deepEqual(await peer.next(), refused(2));
+  assert.deepEqual(await peer.next(), refused(3));
+  release.resolve();
+  assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 1, result: "released" });
+  await closing;
+  await peer.close();
+});
