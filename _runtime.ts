@@ -119,6 +119,22 @@ export function timerDelay(ms: number): number {
 }
 
 /**
+ * Runs `fire` at `at` (a `performance.now()` time), however far off that is: a timer waits at
+ * most {@linkcode MAX_TIMER_DELAY}, so one that fires early waits again for the rest (a call's
+ * deadline of months). Returns what cancels it.
+ */
+export function fireAt(at: number, fire: () => void): () => void {
+  let timer: ReturnType<typeof setTimeout>;
+  const wait = (): void => {
+    const left = at - performance.now();
+    if (left > 1) timer = setTimeout(wait, timerDelay(left));
+    else fire();
+  };
+  timer = setTimeout(wait, timerDelay(at - performance.now()));
+  return () => clearTimeout(timer);
+}
+
+/**
  * `promise`'s value (or its rejection), or `late` once `ms` have passed first; leaves no
  * timer either way.
  */

@@ -12,7 +12,7 @@
 // made keeps them all until the caller is done with it.
 
 import { ConduitError } from "../errors.ts";
-import { timerDelay } from "../_runtime.ts";
+import { fireAt } from "../_runtime.ts";
 import { DeadlineExceededError } from "./errors.ts";
 import {
   type CallResult,
@@ -134,15 +134,10 @@ class InterceptedCall extends DualCall implements Overseeable {
       options: options ?? {},
     });
     // The caller's signal and deadline end the call while an interceptor holds it, too: the
-    // calls the chain makes later start cancelled. A timer waits at most MAX_TIMER_DELAY (see
-    // `timerDelay`): one that fires before the deadline waits again.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expire = (): void => {
-      const left = deadline - performance.now();
-      if (left > 1) timer = setTimeout(expire, timerDelay(left));
-      else this.#cancel.abort(new DeadlineExceededError(method, timeout!));
-    };
-    if (deadline !== Infinity) timer = setTimeout(expire, timerDelay(deadline - performance.now()));
+    // calls the chain makes later start cancelled.
+    const unarm = deadline === Infinity
+      ? undefined
+      : fireAt(deadline, () => this.#cancel.abort(new DeadlineExceededError(method, timeout!)));
     const stopped = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(signal.reason);
       else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
@@ -154,7 +149,7 @@ class InterceptedCall extends DualCall implements Overseeable {
     }).catch(() => {});
     this.#result = Promise.race([chained, stopped]);
     const settle = (ok: boolean, value: unknown): void => {
-      clearTimeout(timer);
+      unarm?.();
       this.#chain = { ok, value };
       this.#closeOne();
       if (!ok || !isStream(value)) this.#end();

@@ -23,7 +23,7 @@ import { activeContext, inContext, otelApi, type OtelContext } from "../channel/
 import { DualCall, type Overseeable } from "../channel/_remote.ts";
 import { ConduitError } from "../errors.ts";
 import { integerOption, numberOption, positiveOption } from "../_options.ts";
-import { timerDelay } from "../_runtime.ts";
+import { fireAt } from "../_runtime.ts";
 
 /** Something the dispatcher sends calls to: a worker slot, a channel to an instance. */
 export interface Target {
@@ -224,14 +224,14 @@ export class Dispatcher<T extends Target> {
     const onAbort = () => this.#dropQueued(call, signal!.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     const remaining = call.remainingTime();
-    const timer = remaining === Infinity ? undefined : setTimeout(
+    const unarm = remaining === Infinity ? undefined : fireAt(
+      performance.now() + remaining,
       () => this.#dropQueued(call, new DeadlineExceededError(method, options!.timeout!)),
-      timerDelay(remaining),
     );
     call.waiting = {
       unlisten: () => {
         signal?.removeEventListener("abort", onAbort);
-        clearTimeout(timer);
+        unarm?.();
       },
       drop: (reason) => this.#dropQueued(call, reason),
     };
