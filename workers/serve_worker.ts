@@ -189,7 +189,8 @@ async function serve<Parent extends object>(
   if (!thread) nodeQuietStdout(REAL_STDOUT_KEY);
   const restoreConsole = thread ? exitClosesThread() : consoleToStderr();
   const socketPath = thread ? undefined : workerSocketPath();
-  let transport: Transport;
+  let transport: Transport | undefined;
+  let channel: Channel<Parent>;
   try {
     // The thread and stdio transports load only when used. The Unix socket, a process worker's
     // default, is imported statically: a second module load after the first would delay the
@@ -199,14 +200,6 @@ async function serve<Parent extends object>(
       : socketPath === undefined
       ? (await import("../transports/stdio_child.ts")).stdioTransport()
       : await connectUnix(socketPath);
-  } catch (error) {
-    // No connection was made: a retry may make the one.
-    served = false;
-    restoreConsole();
-    throw error;
-  }
-  let channel: Channel<Parent>;
-  try {
     channel = new Channel<Parent>(transport, {
       trustPeer: DEFAULT_WORKER_TRUST_PEER,
       ...channelOptions,
@@ -216,11 +209,12 @@ async function serve<Parent extends object>(
       handlers,
     });
   } catch (error) {
-    // Options refused: the connection is let go, so the parent is not left waiting (over stdio
-    // it waits still: Deno keeps a process's stdin and stdout open until it exits).
+    // No channel was made (no connection, or options refused): a connection made is let go, so
+    // the parent is not left waiting (over stdio it waits still: Deno keeps a process's stdin
+    // and stdout open until it exits), and a retry may make the one.
     served = false;
     restoreConsole();
-    await transport.close().catch(() => {});
+    await transport?.close().catch(() => {});
     throw error;
   }
   // Over a socket, stdin carries nothing but still tells us when the parent is gone.
