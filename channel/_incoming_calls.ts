@@ -8,7 +8,7 @@ import type { MethodCodecs } from "../wires/codec_slots.ts";
 import { CallTable, type DeadlineTimer, type LifecycleView } from "./_outgoing_calls.ts";
 import type { StreamInbox } from "./_remote.ts";
 import type { IncomingEvents, Wire } from "../wires/types.ts";
-import { CallCancelledError, DeadlineExceededError } from "./errors.ts";
+import { CallCancelledError, ConnectionClosedError, DeadlineExceededError } from "./errors.ts";
 import type { IncomingCallInfo, Interceptor } from "./types.ts";
 import { IncomingCall, NotificationContext, type ServedCalls } from "./_call_context.ts";
 import { Fifo } from "../_fifo.ts";
@@ -53,13 +53,34 @@ interface HeldNotification {
  */
 const READ_AHEAD_BYTES = 1 << 20;
 
-/** The calls and notifications held back, in order, and the held calls by id (to cancel). */
+/**
+ * The calls and notifications held back, in order, and the held calls by id (to cancel): a
+ * call leaves the index as it leaves the queue (a queue cleared is a channel gone).
+ */
 class HeldQueue extends Fifo<HeldCall | HeldNotification> {
-  readonly calls = new Map<number, HeldCall>();
+  readonly #calls = new Map<number, HeldCall>();
   /** `bytesReceived` when the first of those held now was read; -1 while none is. */
   since = -1;
   /** The loop serving them, while it runs (see IncomingCalls.heldUntil). */
   serving: Promise<void> | undefined;
+
+  override push(held: HeldCall | HeldNotification): void {
+    if (!held.notification) this.#calls.set(held.id, held);
+    super.push(held);
+  }
+
+  override shift(): HeldCall | HeldNotification | undefined {
+    const held = super.shift();
+    if (held !== undefined && !held.notification) this.#calls.delete(held.id);
+    return held;
+  }
+
+  /** Marks held call `id` cancelled (it is skipped when its turn comes); undefined if not held. */
+  cancel(id: number): HeldCall | undefined {
+    const held = this.#calls.get(id);
+    if (held !== undefined) held.cancelled = this.#calls.delete(id);
+    return held;
+  }
 }
 
 /** What the registry needs from the channel. */
@@ -201,7 +222,6 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     for (const call of this.calls.values()) call.drop(error);
     this.calls.clear();
     this.#held.clear();
-    this.#held.calls.clear();
     this.#room?.resolve();
   }
 
@@ -258,7 +278,6 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
         }
         if (held.cancelled || this.calls.size + this.#unwritten < max) {
           queue.shift();
-          queue.calls.delete(held.id);
           if (held.cancelled) continue;
           this.#serve(
             held.id,
@@ -295,16 +314,19 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       const held = queue.shift()!;
       if (held.notification) queue.push(held);
       else if (!held.cancelled) {
-        const message = "The connection is closing";
-        this.wire.outbox.sendCallFailure(held.id, {
-          name: "ConnectionClosedError",
-          message,
-          code: "closing",
-        });
-        this.onRefused();
+        this.#refuse(held.id, new ConnectionClosedError("The connection is closing"), "closing");
       }
     }
-    queue.calls.clear();
+  }
+
+  /**
+   * Answers call `id`, never served, with `error`: an answer the wire made up, in effect, so it
+   * stops the read-ahead as theirs do (heldUntil), or a peer that reads nothing could make this
+   * side queue answers without bound.
+   */
+  #refuse(id: number, error: Error, code: string): void {
+    this.wire.outbox.sendCallFailure(id, { name: error.name, message: error.message, code });
+    this.onRefused();
   }
 
   /** Resolves when a call or a notification handler finishes, or the connection is gone. */
@@ -352,9 +374,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     ) {
       // Beyond what a peer that reads its answers can send: hold it (see heldUntil).
       const receivedAt = this.deadlines.receivedAt;
-      const held: HeldCall = { id, method, body, timeoutMs, streamParam, receivedAt, meta };
-      this.#hold(held);
-      this.#held.calls.set(id, held);
+      this.#hold({ id, method, body, timeoutMs, streamParam, receivedAt, meta });
       return;
     }
     this.#serve(id, method, body, timeoutMs, streamParam, this.deadlines.receivedAt, meta);
@@ -507,7 +527,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
 
   onCancel(id: number, reason: string | undefined, deadline: boolean): void {
     const call = this.#peerCall(id, this.wire.names.cancel);
-    const held = call === undefined ? this.#held.calls.get(id) : undefined;
+    const held = call === undefined ? this.#held.cancel(id) : undefined;
     const { method, timeoutMs } = call ?? held ?? {};
     if (method === undefined) return;
     // The caller's clock ran out first: report it as the deadline it is.
@@ -516,12 +536,7 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
       : [new CallCancelledError(method, reason), "cancelled"];
     if (call !== undefined) return call.stop(error, code);
     // Held, never served: answered as a served call that stopped so is (IncomingCall.stop).
-    held!.cancelled = true;
-    this.#held.calls.delete(id);
-    this.wire.outbox.sendCallFailure(id, { name: error.name, message: error.message, code });
-    // An answer the wire made up, in effect: it stops the read-ahead as theirs do (heldUntil),
-    // or a peer that reads nothing could queue answers without bound by cancelling.
-    this.onRefused();
+    this.#refuse(id, error, code);
   }
 
   // ---------------------------------------------------------------- helpers
