@@ -1,10 +1,11 @@
 // docs/jsonrpc.md's "Typing a remote from vscode-languageserver-protocol" block, type-checked and
 // run as a program: the package is locked in testdata/npm_programs.lock (not deno.lock, whose
 // every package a user's first `deno task` downloads), so the block runs in a subprocess with
-// that lock, from Deno's cache (.ci/run caches it).
+// that lock, from Deno's cache (.ci/run caches it). That subprocess reads no deno.json (see
+// _test_npm.ts), so an import map built from deno.json's `exports` resolves "@conduit/ipc/…".
 
 import assert from "node:assert/strict";
-import { cachedNpm, NPM_PROGRAMS_LOCK } from "./_test_npm.ts";
+import { cachedNpm, npmProgramArgs } from "./_test_npm.ts";
 
 const PROTOCOL = "npm:vscode-languageserver-protocol@3.17.5";
 const HEADING = "## Typing a remote from `vscode-languageserver-protocol`";
@@ -25,18 +26,36 @@ Deno.test({
     const docs = new URL("../docs/jsonrpc.md", import.meta.url);
     const code = blockAfter(await Deno.readTextFile(docs), HEADING);
     assert.match(code, new RegExp(`from "${PROTOCOL}"`));
-    // Inside the package, so that "@conduit/ipc/…" resolves as the docs' blocks do.
-    const file = new URL(`./_lsp_types_block_${crypto.randomUUID()}.ts`, import.meta.url);
-    await Deno.writeTextFile(file, code);
+    const dir = await Deno.makeTempDir({ prefix: "conduit-lsp-types" });
     try {
+      await Deno.writeTextFile(`${dir}/block.ts`, code);
+      await Deno.writeTextFile(`${dir}/import_map.json`, JSON.stringify(await packageImportMap()));
       const { code: status, stderr } = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "--check", "--cached-only", NPM_PROGRAMS_LOCK, file.pathname],
+        args: npmProgramArgs("run", [
+          "--check",
+          `--import-map=${dir}/import_map.json`,
+          `${dir}/block.ts`,
+        ]),
         stdout: "null",
         stderr: "piped",
       }).output();
       assert.equal(status, 0, new TextDecoder().decode(stderr));
     } finally {
-      await Deno.remove(file);
+      await Deno.remove(dir, { recursive: true });
     }
   },
 });
+
+/** "@conduit/ipc" and each of its subpaths, mapped to the files deno.json `exports` names. */
+async function packageImportMap(): Promise<{ imports: Record<string, string> }> {
+  const root = new URL("../", import.meta.url);
+  const { name, exports } = JSON.parse(await Deno.readTextFile(new URL("deno.json", root))) as {
+    name: string;
+    exports: Record<string, string>;
+  };
+  const imports: Record<string, string> = {};
+  for (const [subpath, file] of Object.entries(exports)) {
+    imports[`${name}${subpath.slice(1)}`] = new URL(file, root).href;
+  }
+  return { imports };
+}

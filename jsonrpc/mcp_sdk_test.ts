@@ -2,7 +2,7 @@
 // stdio) driven by the official MCP TypeScript SDK's client and stdio client transport.
 
 import assert from "node:assert/strict";
-import { cachedNpm, MCP_SDK, NPM_PROGRAMS_LOCK } from "./_test_npm.ts";
+import { cachedNpm, MCP_SDK, npmProgramArgs } from "./_test_npm.ts";
 
 const have = cachedNpm(`${MCP_SDK}/client/stdio.js`, "MCP SDK client");
 const client = new URL("./_test_mcp_sdk_client.ts", import.meta.url).pathname;
@@ -12,7 +12,7 @@ Deno.test({
   ignore: !have,
   async fn() {
     const { success, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--cached-only", NPM_PROGRAMS_LOCK, "-A", client],
+      args: npmProgramArgs("run", ["-A", client]),
       stdout: "inherit",
       stderr: "piped",
     }).output();

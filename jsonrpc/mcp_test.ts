@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
-import { cachedNpm, NPM_PROGRAMS_LOCK, SERVER_EVERYTHING } from "./_test_npm.ts";
+import { cachedNpm, npmProgramArgs, SERVER_EVERYTHING } from "./_test_npm.ts";
 import type { McpServer, ToolResult } from "./_test_mcp.ts";
 
 const have = cachedNpm(`${SERVER_EVERYTHING}/dist/tools/echo.js`, "MCP server-everything");
@@ -16,7 +16,7 @@ Deno.test({
     const protocolErrors: unknown[] = [];
     const mcp = await openJsonRpc<McpServer>(
       spawnTransport(Deno.execPath(), {
-        args: ["run", "--cached-only", NPM_PROGRAMS_LOCK, "-A", SERVER_EVERYTHING, "stdio"],
+        args: npmProgramArgs("run", ["-A", SERVER_EVERYTHING, "stdio"]),
         stderr: "discard",
       }),
       {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
-import { cachedNpm, NPM_PROGRAMS_LOCK, VSCODE_JSONRPC } from "./_test_npm.ts";
+import { cachedNpm, npmProgramArgs, VSCODE_JSONRPC } from "./_test_npm.ts";
 
 interface Scripted {
   items(p: { count: number; partialResultToken: string | number }): AsyncIterable<unknown[]>;
@@ -26,7 +26,7 @@ Deno.test({
     const stderr: string[] = [];
     const cancelSeen = Promise.withResolvers<void>();
     const child = spawnTransport(Deno.execPath(), {
-      args: ["run", "-A", "--cached-only", NPM_PROGRAMS_LOCK, server],
+      args: npmProgramArgs("run", ["-A", server]),
       stderr: (line) => {
         stderr.push(line);
         if (line === "endless: cancelled") cancelSeen.resolve();

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import type { Channel } from "../channel/mod.ts";
 import { openJsonRpc } from "./mod.ts";
 import { spawnTransport } from "../transports/stdio.ts";
-import { NPM_PROGRAMS_LOCK } from "./_test_npm.ts";
+import { cachedNpm, npmProgramArgs } from "./_test_npm.ts";
 
 /** The pinned pyright (.ci/run caches it; the tests never install). */
 const PYRIGHT = "npm:pyright@1.1.414";
@@ -49,7 +49,7 @@ interface Location {
   range: Range;
 }
 
-const have = pyrightCached();
+const have = cachedNpm(`${PYRIGHT}/package.json`, "pyright");
 
 Deno.test({
   name: "jsonrpc: pyright: initialize, diagnostics of a type error, hover, shutdown, exit",
@@ -189,37 +189,8 @@ async function shutDown(
 /** pyright's language server over stdio, run from Deno's npm cache. */
 function spawnPyright(cwd: string): ReturnType<typeof spawnTransport> {
   return spawnTransport(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      "--cached-only",
-      NPM_PROGRAMS_LOCK,
-      `${PYRIGHT}/langserver.index.js`,
-      "--stdio",
-    ],
+    args: npmProgramArgs("run", ["-A", `${PYRIGHT}/langserver.index.js`, "--stdio"]),
     cwd,
     stderr: "discard",
   });
-}
-
-/** Whether pyright is in Deno's cache; else says so, naming it. */
-function pyrightCached(): boolean {
-  const { success } = new Deno.Command(Deno.execPath(), {
-    args: [
-      "eval",
-      "--cached-only",
-      NPM_PROGRAMS_LOCK,
-      `import "${PYRIGHT}/package.json" with { type: "json" };`,
-    ],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).outputSync();
-  if (!success) {
-    console.warn(
-      `skipping the pyright tests: ${PYRIGHT} is not in Deno's cache ` +
-        `(run: deno cache ${PYRIGHT}/langserver.index.js, as .ci/run does)`,
-    );
-  }
-  return success;
 }
