@@ -201,7 +201,7 @@ export class ChannelCore implements LifecycleEvents {
 
   /** Settles once the channel closed and its transport was let go. */
   settled(): Promise<void> {
-    return this.#settled();
+    return this.closed.then(() => this.#shutdown, () => this.#shutdown);
   }
 
   /** Whether any bytes came from the peer. */
@@ -273,17 +273,15 @@ export class ChannelCore implements LifecycleEvents {
     } else if (this.#life.open) {
       this.#startClosing();
     }
-    return this.#settled();
+    return this.settled();
   }
 
   /** Closes at once: pending calls fail with ConnectionClosedError (cause: `reason`). */
   abort(reason: unknown): Promise<void> {
     this.#fail(
       new ConnectionClosedError("The channel was aborted", { cause: reason }),
-      undefined,
-      false,
     );
-    return this.#settled();
+    return this.settled();
   }
 
   /**
@@ -396,8 +394,6 @@ export class ChannelCore implements LifecycleEvents {
         : new ConnectionClosedError(`The peer closed the connection (${shown}): ${why}`);
       this.#fail(
         new ConnectionClosedError(`The peer closed the connection (${shown})`, { cause }),
-        undefined,
-        false,
       );
       return;
     }
@@ -454,25 +450,31 @@ export class ChannelCore implements LifecycleEvents {
       } else {
         this.#fail(
           new ConnectionClosedError("The transport failed", { cause: error }),
-          undefined,
-          false,
         );
       }
     }
   }
 
   #onEnd(): void {
-    if (this.#life.closing && this.#life.peerClosing) {
-      this.#maybeFinishClose();
-      if (this.#life.closed) return;
+    const life = this.#life;
+    if (life.closing && life.peerClosing) this.#maybeFinishClose();
+    if (life.closed) return;
+    const error = new ConnectionClosedError(
+      life.handshaking
+        ? "The peer closed the connection during the handshake"
+        : this.#wire.peerEnded?.() ??
+          (life.peerClosing
+            ? "The peer closed the connection after its GOODBYE with calls still in flight"
+            : "The peer closed the connection without a GOODBYE"),
+    );
+    // A peer without a GOODBYE to send (JSON-RPC) says goodbye by ending its input: a graceful
+    // close unless a call of this side's is unanswered, as after a conduit peer's GOODBYE. The
+    // answers to its own calls it will not read: their handlers stop.
+    if (this.#wire.endIsGoodbye && !life.handshaking && this.#outgoing.size === 0) {
+      this.#incoming.dropAll(error);
+      this.onGoodbye(undefined, undefined);
     }
-    const message = this.#life.handshaking
-      ? "The peer closed the connection during the handshake"
-      : this.#wire.peerEnded?.() ??
-        (this.#life.peerClosing
-          ? "The peer closed the connection after its GOODBYE with calls still in flight"
-          : "The peer closed the connection without a GOODBYE");
-    this.#fail(new ConnectionClosedError(message), undefined, false);
+    if (!life.closed) this.#fail(error);
   }
 
   #protocolFailure(error: ProtocolError): void {
@@ -578,10 +580,6 @@ export class ChannelCore implements LifecycleEvents {
   #stopTimers(): void {
     this.#deadlines.stop();
     this.#timers?.stop();
-  }
-
-  #settled(): Promise<void> {
-    return this.closed.then(() => this.#shutdown, () => this.#shutdown);
   }
 
   // A writer whose queue drains after close() started would resolve, yet notify would throw:

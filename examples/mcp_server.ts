@@ -62,4 +62,4 @@ const handlers = {
 
 const server = await openJsonRpc(stdioTransport(), { framing: "ndjson", handlers });
 // The client closing our stdin ends the connection; that is how MCP over stdio ends.
-await server.closed.catch(() => {});
+await server.closed;

@@ -1,11 +1,18 @@
 // How a JSON-RPC connection's end reads: the option a limit comes from, a message cut short,
-// and a peer that went away, in JSON-RPC's words.
+// and a peer that went away, in JSON-RPC's words; and when `closed` resolves (a peer ending its
+// input between messages, none of this side's calls unanswered) where conduit's wire rejects.
 
 import assert from "node:assert/strict";
 import { spawnTransport } from "../transports/stdio.ts";
 import { memoryPair } from "../transports/memory.ts";
 import { openJsonRpc } from "./mod.ts";
 import { setup } from "./_test_raw_peer.ts";
+import { RawPeer as ConduitPeer } from "../channel/_test_raw_peer.ts";
+import { openChannel } from "../channel/channel.ts";
+import { jsonCodec } from "../codecs/json.ts";
+import { ConnectionClosedError } from "../channel/errors.ts";
+import { TruncatedFrameError } from "../errors.ts";
+import type { CallContext } from "../channel/call_context.ts";
 
 Deno.test("jsonrpc close: an NDJSON line over the limit names maxFrameBytes, the option set", async () => {
   const { channel, peer } = await setup<{ wait(p: object): string }>({ maxFrameBytes: 1024 });
@@ -41,7 +48,7 @@ Deno.test("jsonrpc close: input ending inside an NDJSON line fails as Content-Le
         : "Protocol error: Stream ended mid-frame: 40 more byte(s) were expected",
     );
     assert.equal(error.cause.cause.name, "TruncatedFrameError");
-    await channel.closed.catch(() => {});
+    await assert.rejects(channel.closed, { name: "ConnectionClosedError", message: error.message });
   }
 });
 
@@ -65,7 +72,26 @@ Deno.test("jsonrpc close: a server that dies is named so, with its exit status",
     const error = await channel.remote.work({}).then(() => undefined, (error) => error);
     assert.equal(error.name, "ConnectionClosedError");
     assert.equal(error.message, `The server closed the connection: its process ${words}`);
-    await channel.closed.catch(() => {});
+    await assert.rejects(channel.closed, { name: "ConnectionClosedError", message: error.message });
+  }
+});
+
+Deno.test("jsonrpc close: a server process that fails between messages is no clean end", async () => {
+  // Nothing of ours is pending when it goes: its exit status alone says it did not end well.
+  for (
+    const [exit, words] of [
+      ["Deno.exit(3)", "exited with status 3"],
+      ['Deno.kill(Deno.pid, "SIGKILL")', "was killed by SIGKILL"],
+    ]
+  ) {
+    const channel = await openJsonRpc(
+      spawnTransport(Deno.execPath(), { args: ["eval", exit] }),
+      { framing: "ndjson" },
+    );
+    await assert.rejects(channel.closed, {
+      name: "ConnectionClosedError",
+      message: `The server closed the connection: its process ${words}`,
+    });
   }
 });
 
@@ -75,12 +101,84 @@ Deno.test("jsonrpc close: a peer that goes away is named by the role, without a 
     const work = channel.remote.work({});
     await peer.next();
     await peer.close();
-    await assert.rejects(work, {
-      name: "ConnectionClosedError",
-      message: `${words} closed the connection`,
-    });
-    await channel.closed.catch(() => {});
+    const closing = { name: "ConnectionClosedError", message: `${words} closed the connection` };
+    await assert.rejects(work, closing);
+    // A call of this side's left unanswered: the end was not a clean one.
+    await assert.rejects(channel.closed, closing);
   }
+});
+
+Deno.test("jsonrpc close: a client that ends its input between messages is a clean end: closed resolves", async () => {
+  const started = Promise.withResolvers<void>();
+  const stopped = Promise.withResolvers<unknown>();
+  const { channel, peer } = await setup<{ work(p: object): string }>({
+    role: "server",
+    handlers: {
+      echo: (params: object) => params,
+      hang: (_: object, ctx: CallContext) => {
+        ctx.signal.addEventListener("abort", () => stopped.resolve(ctx.signal.reason));
+        started.resolve();
+        return new Promise<never>(() => {});
+      },
+    },
+  });
+  await peer.send({ jsonrpc: "2.0", id: 1, method: "echo", params: { a: 1 } });
+  assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 1, result: { a: 1 } });
+  // The client's own request still being served is the client's to lose: its handler stops.
+  await peer.send({ jsonrpc: "2.0", id: 2, method: "hang", params: {} });
+  await started.promise;
+  await peer.close();
+  assert.equal(await channel.closed, undefined);
+  const reason = await stopped.promise;
+  assert.ok(reason instanceof ConnectionClosedError);
+  assert.equal(reason.message, "The client closed the connection");
+  await assert.rejects(channel.remote.work({}), { name: "ConnectionClosedError" });
+});
+
+Deno.test("jsonrpc close: input ending inside a message rejects closed, with no call pending", async () => {
+  for (const framing of ["ndjson", "content-length"] as const) {
+    const { channel, peer } = await setup({ framing });
+    await peer.raw(framing === "ndjson" ? `{"jsonrpc":"2.0"` : `Content-Length: 60\r\n\r\n{}`);
+    await peer.close();
+    await assert.rejects(channel.closed, (error: Error) => {
+      assert.equal(error.name, "ConnectionClosedError", framing);
+      assert.match(error.message, /^Protocol error: Stream ended mid-frame/);
+      assert.equal((error.cause as Error).cause?.constructor, TruncatedFrameError);
+      return true;
+    });
+  }
+});
+
+Deno.test("jsonrpc close: a server over stdio that awaits closed exits 0 when its client goes", async () => {
+  const server = `
+    const { openJsonRpc } = await import(${JSON.stringify(import.meta.resolve("./mod.ts"))});
+    const { stdioTransport } = await import(
+      ${JSON.stringify(import.meta.resolve("../transports/stdio.ts"))}
+    );
+    const server = await openJsonRpc(stdioTransport(), {
+      framing: "ndjson",
+      handlers: { ping: () => "pong" },
+    });
+    await server.closed;
+  `;
+  const child = spawnTransport(Deno.execPath(), { args: ["eval", server] });
+  const client = await openJsonRpc<{ ping(): string }>(child, { framing: "ndjson" });
+  assert.equal(await client.remote.ping(), "pong");
+  await client.close();
+  assert.equal((await child.status).code, 0);
+});
+
+Deno.test("jsonrpc close: conduit's own wire still fails a peer that ends without GOODBYE", async () => {
+  const [a, b] = memoryPair();
+  const peer = new ConduitPeer(b);
+  const opening = openChannel(a, { codec: jsonCodec() });
+  await peer.handshake();
+  const channel = await opening;
+  await peer.close();
+  await assert.rejects(channel.closed, {
+    name: "ConnectionClosedError",
+    message: "The peer closed the connection without a GOODBYE",
+  });
 });
 
 Deno.test("jsonrpc close: abort() and close() settle while a write waits on a peer that reads nothing", async () => {

@@ -18,7 +18,9 @@
  *   body ownership and backpressure. Streams are its {@linkcode StreamOutbox} half, absent
  *   for a wire without streams, where the engine refuses a stream param or result.
  * - **Lifecycle.** {@linkcode Wire.start} begins; the wire reports `onEstablished` (at once
- *   when it has no handshake) or `onRefused`; `Outbox.sendGoodbye` announces a close.
+ *   when it has no handshake) or `onRefused`; `Outbox.sendGoodbye` announces a close. A
+ *   protocol without a goodbye frame says its peer's end of input is one
+ *   ({@linkcode Wire.endIsGoodbye}).
  * - **Cancellation.** `Outbox.sendCancel` tells the peer to stop; {@linkcode Wire.answersCancelled}
  *   says whether the engine waits for a cancelled call's answer (keeping its handle); a wire
  *   whose peer may answer or not (JSON-RPC) says no and drops a late answer itself.
@@ -246,6 +248,13 @@ export interface Wire {
    * words (JSON-RPC has no goodbye to miss); absent, the engine says it missed a GOODBYE.
    */
   peerEnded?(): string;
+  /**
+   * Whether the peer's input ending between frames after the handshake is its goodbye, as in
+   * JSON-RPC, which has no other (read when the input ends): the channel then closes
+   * gracefully (`closed` resolves) unless a call of this side's is still unanswered. Absent,
+   * an end without a goodbye fails the channel.
+   */
+  readonly endIsGoodbye?: boolean;
   /**
    * Settles when what the wire loads on demand (conduit's authentication step) is there: the
    * engine reads no frame before. Absent when nothing is loaded.

@@ -98,6 +98,14 @@ export class JsonRpcWire implements Wire {
    * otherwise hold a call slot for the connection's life.
    */
   readonly answersCancelled = false;
+  /**
+   * A peer ends a JSON-RPC connection by ending its stream (vscode-jsonrpc's onClose), unless
+   * it is a child process that exited with a failure status or by a signal.
+   */
+  get endIsGoodbye(): boolean {
+    const status = this.#exit;
+    return status === undefined || (status.code === 0 && status.signal === null);
+  }
   readonly outbox: JsonRpcOutbox;
   readonly decoder: QueueSplitter;
   readonly #transport: Transport;
