@@ -2,7 +2,7 @@
  * The README's TCP quickstart: a server over TCP with `serve()` and shared-secret
  * authentication, a client that proves it holds the secret, and one that does not.
  *
- *   CONDUIT_SECRET=... deno run --allow-net --allow-env examples/quickstart_tcp.ts
+ *   CONDUIT_SECRET=... deno run --allow-net --allow-env=CONDUIT_SECRET examples/quickstart_tcp.ts
  *
  * @module
  */

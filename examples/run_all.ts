@@ -1,7 +1,8 @@
 /**
  * Runs every example in this directory (each `*.ts` file but this one and `_` helpers) as a
- * subprocess with `deno run -A`, one at a time, each with a timeout. Exits 1 if any example
- * fails or times out.
+ * subprocess with the permission flags its header's `deno run … examples/<name>` line gives
+ * (so that the line a reader copies is the one tested), one at a time, each with a timeout.
+ * Exits 1 if any example fails or times out.
  *
  *   deno run -A examples/run_all.ts [--timeout <ms>]
  *
@@ -38,12 +39,23 @@ if (examples.length === 0) {
   Deno.exit(1);
 }
 
+/** The flags of the `deno run` line in `name`'s header, between `run` and the file. */
+async function documentedFlags(name: string): Promise<string[]> {
+  const source = await Deno.readTextFile(new URL(name, dir));
+  const line = source.match(new RegExp(`^ \\*.*\\bdeno run (.*?)\\s*examples/${name}\\b`, "m"));
+  if (line === null) {
+    throw new Error(`examples/${name}: its header has no "deno run … examples/${name}" line`);
+  }
+  return line[1].split(/\s+/).filter((flag) => flag !== "");
+}
+
 const failures: string[] = [];
 for (const name of examples) {
-  console.log(`::: examples/${name}`);
+  const flags = await documentedFlags(name);
+  console.log(`::: examples/${name} (${flags.join(" ")})`);
   const started = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL(name, dir).pathname],
+    args: ["run", "--no-prompt", ...flags, new URL(name, dir).pathname],
     cwd: root,
     env: ENV[name] ?? {},
     stdin: "null",
