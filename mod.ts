@@ -97,6 +97,7 @@ export {
   CallCancelledError,
   ConnectionClosedError,
   DeadlineExceededError,
+  DrainTimeoutError,
   HandshakeError,
   MethodNotFoundError,
   ProtocolError,

@@ -18,7 +18,12 @@ import { IncomingCalls } from "./_incoming_calls.ts";
 import { isAsyncIterable, type OutgoingCall, OutgoingCalls } from "./_outgoing_calls.ts";
 import type { LifecycleEvents, Wire, WireAuth, WireFactory, WireTrace } from "../wires/types.ts";
 import type { ErrorClass } from "../wires/error_codec.ts";
-import { AuthenticationError, ConnectionClosedError, HandshakeError } from "./errors.ts";
+import {
+  AuthenticationError,
+  ConnectionClosedError,
+  DrainTimeoutError,
+  HandshakeError,
+} from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
 import { timerDelay, within } from "../_runtime.ts";
 import { printable } from "../_utf8.ts";
@@ -278,9 +283,7 @@ export class ChannelCore implements LifecycleEvents {
 
   /** Closes at once: pending calls fail with ConnectionClosedError (cause: `reason`). */
   abort(reason: unknown): Promise<void> {
-    this.#fail(
-      new ConnectionClosedError("The channel was aborted", { cause: reason }),
-    );
+    this.#fail(new ConnectionClosedError("The channel was aborted", { cause: reason }));
     return this.settled();
   }
 
@@ -392,8 +395,9 @@ export class ChannelCore implements LifecycleEvents {
       const cause = code === "protocol_error"
         ? new ProtocolError(`The peer reported a protocol error: ${why}`)
         : new ConnectionClosedError(`The peer closed the connection (${shown}): ${why}`);
+      const said = why === "" ? "" : `: ${why}`;
       this.#fail(
-        new ConnectionClosedError(`The peer closed the connection (${shown})`, { cause }),
+        new ConnectionClosedError(`The peer closed the connection (${shown})${said}`, { cause }),
       );
       return;
     }
@@ -448,9 +452,7 @@ export class ChannelCore implements LifecycleEvents {
       } else if (error instanceof FramingError) {
         this.#protocolFailure(new ProtocolError(error.message, { cause: error }));
       } else {
-        this.#fail(
-          new ConnectionClosedError("The transport failed", { cause: error }),
-        );
+        this.#fail(new ConnectionClosedError("The transport failed", { cause: error }));
       }
     }
   }
@@ -494,13 +496,8 @@ export class ChannelCore implements LifecycleEvents {
       CLOSING,
       setTimeout(() => {
         this.#life.timerFired();
-        this.#fail(
-          new ConnectionClosedError(
-            `In-flight calls did not finish within drainTimeout (${drain} ms)`,
-          ),
-          { code: "aborted", reason: "drain timeout" },
-          true,
-        );
+        const why = `drainTimeout (${drain} ms) passed with calls in flight`;
+        this.#fail(new DrainTimeoutError(drain), { code: "aborted", reason: why }, true);
       }, timerDelay(drain)),
     );
     this.#life.sayGoodbye(reason);

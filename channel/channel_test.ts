@@ -11,6 +11,7 @@ import {
   CallCancelledError,
   ConnectionClosedError,
   DeadlineExceededError,
+  DrainTimeoutError,
   MethodNotFoundError,
   RemoteError,
 } from "./errors.ts";
@@ -666,10 +667,17 @@ for (const kind of transportKinds) {
     await started.promise;
     await client.close();
     const error = await stuck;
+    // Its own typed error, still a ConnectionClosedError; the peer is told why in its GOODBYE.
+    assert.ok(error instanceof DrainTimeoutError);
     assert.ok(error instanceof ConnectionClosedError);
+    assert.equal(error.timeout, 30);
     assert.match(error.message, /drainTimeout \(30 ms\)/);
-    await assert.rejects(client.closed, ConnectionClosedError);
-    await assert.rejects(server.closed, ConnectionClosedError);
+    await assert.rejects(client.closed, DrainTimeoutError);
+    await assert.rejects(server.closed, {
+      name: "ConnectionClosedError",
+      message:
+        "The peer closed the connection (aborted): drainTimeout (30 ms) passed with calls in flight",
+    });
     await pair.cleanup();
   });
 

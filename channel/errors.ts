@@ -44,6 +44,44 @@ export { MethodNotFoundError, RemoteError, type RemoteErrorFields } from "../err
 export class ConnectionClosedError extends ConduitError {}
 
 /**
+ * This side's `close()` waited `drainTimeout` for the calls in flight, then cut them off: the
+ * error its own calls still pending fail with. It is a {@linkcode ConnectionClosedError}; the
+ * peer is told with a GOODBYE whose code is `aborted`.
+ *
+ * @example
+ * ```ts
+ * import { DrainTimeoutError, openChannel } from "@conduit/ipc/channel";
+ * import { memoryPair } from "@conduit/ipc/transports/memory";
+ * import assert from "node:assert/strict";
+ *
+ * const [a, b] = memoryPair();
+ * const handlers = { never: () => new Promise<never>(() => {}) };
+ * const [client, server] = await Promise.all([
+ *   openChannel<typeof handlers>(a, { drainTimeout: 20 }),
+ *   openChannel(b, { handlers }),
+ * ]);
+ * const pending = client.remote.never(undefined);
+ * await client.close();
+ * await assert.rejects(pending, DrainTimeoutError);
+ * await server.closed.catch(() => {});
+ * ```
+ */
+export class DrainTimeoutError extends ConnectionClosedError {
+  /** The drain timeout that passed, in milliseconds. */
+  readonly timeout: number;
+
+  /**
+   * Creates the error for calls a close cut off.
+   *
+   * @param timeout The drain timeout in milliseconds.
+   */
+  constructor(timeout: number) {
+    super(`In-flight calls did not finish within drainTimeout (${timeout} ms)`);
+    this.timeout = timeout;
+  }
+}
+
+/**
  * A call's deadline passed before it finished: its `timeout` (or the channel's
  * `defaultTimeout`) elapsed. The handler's signal fires with this error too.
  *
