@@ -4,6 +4,7 @@
 
 import { Channel, type ChannelOptions } from "../channel/channel.ts";
 import { DualCall, type OverListener, type Overseeable, remoteProxy } from "../channel/_remote.ts";
+import { DrainTimeoutError } from "../channel/errors.ts";
 import type { CallOptions, RemoteOf, RemoteStream } from "../channel/types.ts";
 import type { Transport } from "../transports/types.ts";
 import { DEFAULT_WORKER_CALL_TIMEOUT, DEFAULT_WORKER_TRUST_PEER } from "./worker_env.ts";
@@ -34,6 +35,22 @@ export function workerChannel<Api extends object>(
   });
   return { channel, remote };
 }
+
+/**
+ * Why this side cut the worker's channel off (its close() outlived `drainTimeout`), when
+ * `error` comes of that cut; `undefined` for any other failure, the worker's own included.
+ */
+export function drainCutReason(error: unknown): string | undefined {
+  let current = error;
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && current instanceof Error; depth++) {
+    if (current instanceof DrainTimeoutError) return current.message;
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/** How deep {@linkcode drainCutReason} looks in a cause chain. */
+const MAX_CAUSE_DEPTH = 8;
 
 /** A worker channel's options: the caller's, over the worker defaults (see worker_env.ts). */
 export function withWorkerDefaults(options: ChannelOptions): ChannelOptions {

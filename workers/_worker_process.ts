@@ -3,14 +3,20 @@
 // connection error while the worker lives kills it; once its exit is known, connection
 // errors become WorkerExitedError.
 
-import type { Channel, ChannelOptions } from "../channel/channel.ts";
+import type { ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { ChildProcessTransport, StderrLines } from "../transports/_child_process.ts";
 import { DEFAULT_PIPE_BUFFER_BYTES } from "../transports/stdio_child.ts";
 import type { ChildTransport } from "../transports/stdio_parent.ts";
 import type { Transport } from "../transports/types.ts";
-import { HeldWorker, KeepAlive, workerChannel } from "./_worker_channel.ts";
+import {
+  drainCutReason,
+  HeldWorker,
+  KeepAlive,
+  type WorkerChannel,
+  workerChannel,
+} from "./_worker_channel.ts";
 import type { Holdable, WorkerSocket } from "./_worker_socket.ts";
 import { WorkerExitedError, WorkerStdoutError } from "./errors.ts";
 import { permissionHint, withPermissionHint } from "./spawn_worker_options.ts";
@@ -63,7 +69,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
   readonly #status: Promise<Deno.CommandStatus>;
   #statusKnown = false;
   /** The channel to the worker and its remote, once opened. */
-  #link: { channel: Channel<Api>; remote: RemoteOf<Api> } | undefined;
+  #link: WorkerChannel<Api> | undefined;
   /** Set once close() was called: connection errors are then expected. */
   #closing = false;
   /** Why this side killed the worker, for WorkerExitedError. */
@@ -159,7 +165,7 @@ export class WorkerProcess<Api extends object> extends HeldWorker
 
   /** Opens the channel over `connection`; on failure stops the worker and throws why. */
   async open(connection: Transport, options: ChannelOptions): Promise<WorkerHandle<Api>> {
-    const { channel, remote } = workerChannel<Api>(
+    this.#link = workerChannel<Api>(
       new ProcessTransport(connection, this),
       options,
       {
@@ -167,9 +173,8 @@ export class WorkerProcess<Api extends object> extends HeldWorker
         translate: (error) => this.#translate(error),
       },
     );
-    this.#link = { channel, remote };
     try {
-      await channel.opened;
+      await this.#link.channel.opened;
     } catch (error) {
       throw await this.failStart(error);
     }
@@ -273,11 +278,11 @@ export class WorkerProcess<Api extends object> extends HeldWorker
   ): WorkerExitedError {
     const tail = this.#stderr.tail;
     const stdout = stdoutTextError(cause);
+    // Cut off by close() (drainTimeout), the worker exits with 1 once its channel is gone, or
+    // by the SIGTERM it got after exitTimeout when busy: the cut is why either way.
     let reason = stdout !== undefined
       ? `it wrote text to its stdout: ${JSON.stringify(stdout.text)}`
-      : status.signal !== null
-      ? this.#stopReason
-      : undefined;
+      : drainCutReason(cause) ?? (status.signal !== null ? this.#stopReason : undefined);
     // A worker that died of a denied permission says which flag Deno wanted; say which
     // spawnWorker option grants it (the last such line is the one that killed it).
     for (let i = tail.length - 1; i >= 0 && reason === undefined; i--) {

@@ -2,14 +2,20 @@
 // terminated as soon as its channel has closed, whichever way: close() (GOODBYE, drain), the
 // worker closing itself, an uncaught error (the Worker's `error` event), kill(). Its status
 // then reads as a process's would: code 1 after an uncaught error, SIGKILL after kill() or once
-// close() was cut short (`drainTimeout`), the code a Bun or Node thread gave `process.exit()`,
-// code 0 otherwise.
+// close() was cut short (`drainTimeout`: this side's cut, not the worker's own GOODBYE), the
+// code a Bun or Node thread gave `process.exit()`, code 0 otherwise.
 
-import type { Channel, ChannelOptions } from "../channel/channel.ts";
+import type { ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { workerTransport } from "../transports/web_worker.ts";
-import { HeldWorker, KeepAlive, workerChannel } from "./_worker_channel.ts";
+import {
+  drainCutReason,
+  HeldWorker,
+  KeepAlive,
+  type WorkerChannel,
+  workerChannel,
+} from "./_worker_channel.ts";
 import { withPermissionHint } from "./spawn_worker_options.ts";
 import { threadWorkerData, threadWorkerName } from "./worker_env.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -32,8 +38,8 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   readonly exited: Promise<Deno.CommandStatus>;
   readonly #worker: Worker;
   readonly #terminated = Promise.withResolvers<void>();
-  #channel: Channel<Api> | undefined;
-  #remote: RemoteOf<Api> | undefined;
+  /** The channel to the worker and its remote, once opening. */
+  #link: WorkerChannel<Api> | undefined;
   #ending = false;
   /** Set once close() was called: connection errors are then expected. */
   #closing = false;
@@ -52,8 +58,8 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   readonly #hint: (error: unknown) => unknown;
   protected readonly keepAlive: KeepAlive = new KeepAlive((hold) => {
     holdThread(this.#worker, hold && !this.#ending);
-    if (hold) this.#channel?.ref();
-    else this.#channel?.unref();
+    if (hold) this.#link?.channel.ref();
+    else this.#link?.channel.unref();
   });
 
   constructor(module: URL, options: ThreadOptions) {
@@ -71,7 +77,7 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
       if (!this.#ending) this.#exitCode ??= (event as Event & { code?: number }).code;
     });
     this.exited = this.#terminated.promise.then(async () => {
-      await this.#channel?.closed.catch((error: Error) => this.#cutShort(error));
+      await this.#link?.channel.closed.catch((error: Error) => this.#cutShort(error));
       return this.#status();
     });
   }
@@ -85,17 +91,16 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   }
 
   get remote(): RemoteOf<Api> {
-    return this.#remote!;
+    return this.#link!.remote;
   }
 
   /** Opens the channel; on failure ends the worker and throws why. */
   async open(options: ChannelOptions): Promise<WorkerHandle<Api>> {
-    const { channel, remote } = workerChannel<Api>(workerTransport(this.#worker), options, {
+    this.#link = workerChannel<Api>(workerTransport(this.#worker), options, {
       keepAlive: this.keepAlive,
       translate: (error) => this.#translate(error),
     });
-    this.#channel = channel;
-    this.#remote = remote;
+    const channel = this.#link.channel;
     const end = () => void this.#end();
     channel.closed.then(end, end);
     try {
@@ -107,12 +112,12 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   }
 
   notify<K extends MethodName<Api>>(method: K, param: RemoteArgs<Api[K]>[0]): void {
-    this.#channel!.notify(method, param);
+    this.#link!.channel.notify(method, param);
   }
 
   async close(): Promise<Deno.CommandStatus> {
     this.#closing = true;
-    await this.#channel?.close();
+    await this.#link?.channel.close();
     return await this.#end();
   }
 
@@ -170,14 +175,22 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   }
 
   /**
-   * This side ended a channel that failed (close()'s `drainTimeout`, a failed start): unless
-   * the worker went by itself (its transport says so), terminating it killed it.
+   * How the channel failed while this side was ending the worker. This side cut it off
+   * (close()'s `drainTimeout` passed, or the start failed): unless the worker went by itself
+   * (its transport says so), terminating it killed it. Otherwise the worker ended the channel
+   * (a GOODBYE with a code): its words are the reason, as outside close().
    */
   #cutShort(failure: Error): void {
     if (!this.#closing || failure.cause instanceof TransportClosedError) return;
     if (this.#thrown !== undefined || this.#exitCode !== undefined) return;
+    const started = this.#link?.channel.peer !== undefined;
+    const cut = started ? drainCutReason(failure) : failure.message;
+    if (cut === undefined) {
+      this.#stopReason ??= innermostMessage(failure);
+      return;
+    }
     this.#killed = true;
-    this.#stopReason ??= failure.message;
+    this.#stopReason ??= cut;
   }
 
   #status(): Deno.CommandStatus {

@@ -9,6 +9,7 @@ import {
 import { msgpackCodec } from "../codecs/msgpack.ts";
 import { leakFreeTest, testEnv, waitUntilGone } from "./_test_processes.ts";
 import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
+import { type GoodbyeApi, waitForCancel } from "./_testdata/goodbye_worker.ts";
 import {
   DEFAULT_WORKER_V8_FLAGS,
   spawnWorker as spawnWorkerUnmarked,
@@ -21,6 +22,7 @@ import {
 import { WorkerExitedError } from "./errors.ts";
 
 const ECHO = new URL("./_testdata/echo_worker.ts", import.meta.url);
+const GOODBYE = new URL("./_testdata/goodbye_worker.ts", import.meta.url);
 const STUBBORN = new URL("./_testdata/stubborn_worker.ts", import.meta.url);
 const ORPHAN_PARENT = new URL("./_testdata/orphan_parent.ts", import.meta.url);
 const PREFIX_PARENT = new URL("./_testdata/prefix_parent.ts", import.meta.url);
@@ -35,6 +37,8 @@ function spawnWorker<Api extends object>(
 }
 
 const parent: ParentApi = { double: (x) => 2 * x };
+/** The goodbye worker's parent: `wait` answers only once its call is cancelled. */
+const waitingParent = { wait: waitForCancel };
 
 /** Spawns the echo worker quietly (stderr kept for the tail only). */
 function spawnEcho(
@@ -182,6 +186,70 @@ leakFreeTest(
     assert.ok(error instanceof WorkerExitedError, String(error));
     // As outside close(): no reason this side made up.
     assert.match(error.message, /exited with code 3(;|$)/);
+    await waitUntilGone([worker.pid]);
+  },
+);
+
+for (const transport of ["stdio", "unix"] as const) {
+  leakFreeTest(
+    `spawnWorker/${transport}: close() cut short by drainTimeout says so in the calls' error`,
+    async () => {
+      // The worker, its channel cut, exits with code 1 by itself: the error says why.
+      const worker = await spawnWorker<EchoApi>(ECHO, {
+        transport,
+        stderr: "discard",
+        drainTimeout: 200,
+      });
+      const sleeping = worker.remote.sleep(60_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const status = await worker.close();
+      assert.deepEqual({ ...status }, { success: false, code: 1, signal: null });
+      const error = await rejection(sleeping);
+      assert.ok(error instanceof WorkerExitedError, String(error));
+      assert.match(error.message, /exited with code 1 \(.*drainTimeout \(200 ms\)\)/);
+      await waitUntilGone([worker.pid]);
+    },
+  );
+}
+
+leakFreeTest(
+  "spawnWorker: a busy worker cut short by drainTimeout, then SIGTERM, says why",
+  async () => {
+    const worker = await spawnWorker<EchoApi>(ECHO, {
+      stderr: "discard",
+      drainTimeout: 200,
+      exitTimeout: 200,
+    });
+    // Busy in synchronous code: it reads nothing until SIGTERM ends it.
+    const hanging = worker.remote.hang(60_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const status = await worker.close();
+    assert.equal(status.signal, "SIGTERM");
+    const error = await rejection(hanging);
+    assert.ok(error instanceof WorkerExitedError, String(error));
+    assert.match(error.message, /killed by SIGTERM \(.*drainTimeout \(200 ms\)\)/);
+    await waitUntilGone([worker.pid]);
+  },
+);
+
+leakFreeTest(
+  "spawnWorker: a worker that ends its channel itself during close() is not said to be cut off",
+  async () => {
+    // The worker's own drainTimeout (100 ms) ends its side with a coded GOODBYE long before
+    // the parent's (10 s): it exits with 1 of its own accord, as outside close().
+    const worker = await spawnWorker<GoodbyeApi>(GOODBYE, {
+      stderr: "discard",
+      drainTimeout: 10_000,
+      handlers: waitingParent,
+    });
+    const asking = worker.remote.askParent(null);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const status = await worker.close();
+    assert.deepEqual({ ...status }, { success: false, code: 1, signal: null });
+    const error = await rejection(asking);
+    assert.ok(error instanceof WorkerExitedError, String(error));
+    assert.match(error.message, /exited with code 1(;|$)/);
+    assert.doesNotMatch(error.message, /drainTimeout/);
     await waitUntilGone([worker.pid]);
   },
 );

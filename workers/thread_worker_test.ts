@@ -7,11 +7,13 @@ import { rejection } from "./_test_rejection.ts";
 import { HandshakeError, RemoteError } from "../channel/errors.ts";
 import type { EchoApi, ParentApi } from "./_testdata/echo_worker.ts";
 import type { SlowStartApi } from "./_testdata/slow_start_worker.ts";
+import { type GoodbyeApi, waitForCancel } from "./_testdata/goodbye_worker.ts";
 import { spawnWorker } from "./spawn_worker.ts";
 import { WorkerExitedError } from "./errors.ts";
 import { threadLeakFreeTest } from "./_test_threads.ts";
 
 const ECHO = new URL("./_testdata/echo_worker.ts", import.meta.url);
+const GOODBYE = new URL("./_testdata/goodbye_worker.ts", import.meta.url);
 const parent: ParentApi = { double: (x) => 2 * x };
 
 function spawnEcho() {
@@ -125,6 +127,30 @@ threadLeakFreeTest(
     const error = await rejection(sleeping);
     assert.ok(error instanceof WorkerExitedError, String(error));
     assert.match(error.message, /\(thread\) was terminated \(.*drainTimeout \(200 ms\)\)/);
+  },
+);
+
+threadLeakFreeTest(
+  "thread worker: a coded GOODBYE from the worker during close() reads as its own, not SIGKILL",
+  async () => {
+    // The worker's own drainTimeout (100 ms) ends its side with GOODBYE (aborted) long before
+    // the parent's (10 s): the thread went of its own accord, as it would outside close().
+    const worker = await spawnWorker<GoodbyeApi>(GOODBYE, {
+      thread: true,
+      handlers: { wait: waitForCancel },
+      drainTimeout: 10_000,
+    });
+    const asking = worker.remote.askParent(null);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const status = await worker.close();
+    assert.deepEqual({ ...status }, { success: true, code: 0, signal: null });
+    const error = await rejection(asking);
+    assert.ok(error instanceof WorkerExitedError, String(error));
+    assert.equal(error.signal, null);
+    assert.match(
+      error.message,
+      /\(thread\) exited with code 0 \(The peer closed the connection \(aborted\): drainTimeout \(100 ms\) passed with calls in flight\)/,
+    );
   },
 );
 

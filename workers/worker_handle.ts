@@ -59,7 +59,8 @@ export interface WorkerHandle<Api extends object> extends AsyncDisposable {
    * Stops the worker gracefully: GOODBYE, drain, wait for exit, then `SIGTERM`, then
    * `SIGKILL` (see the timeouts in {@linkcode SpawnWorkerOptions}). A thread worker is
    * terminated as soon as its channel has closed; one whose calls outlived `drainTimeout`
-   * then reads as killed (`SIGKILL`, code 137). Never rejects.
+   * then reads as killed (`SIGKILL`, code 137). The calls that outlived it fail with a
+   * {@linkcode WorkerExitedError} that names `drainTimeout`, for a process too. Never rejects.
    *
    * @returns The exit status, once everything is released.
    */
