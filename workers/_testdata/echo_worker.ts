@@ -6,6 +6,8 @@ import { serveWorker } from "../serve_worker.ts";
 
 export type { ParentApi } from "../../examples/_echo_worker.ts";
 
+let spinsStarted = 0;
+
 const handlers = {
   // echo, count, sleep, callParent and exit, as the documentation's example worker serves them.
   ...echoHandlers,
@@ -49,11 +51,16 @@ const handlers = {
   },
   /** Blocks the event loop (a cancel goes unseen), then answers with this worker's pid. */
   spin(ms: number): number {
+    spinsStarted++;
     const end = Date.now() + ms;
     while (Date.now() < end) {
       // Spinning on purpose.
     }
     return Deno.pid;
+  },
+  /** How many `spin` calls this worker began. */
+  spins(): number {
+    return spinsStarted;
   },
   /**
    * Counts and hashes an upload: the bytes it received, their SHA-256, who received them, and
