@@ -103,6 +103,7 @@ export {
   ProtocolError,
   RemoteError,
 } from "./channel/errors.ts";
+export type { PeerGoodbye } from "./channel/errors.ts";
 export {
   CallNotReplayableError,
   CrashLoopError,

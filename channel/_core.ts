@@ -395,10 +395,9 @@ export class ChannelCore implements LifecycleEvents {
       const cause = code === "protocol_error"
         ? new ProtocolError(`The peer reported a protocol error: ${why}`)
         : new ConnectionClosedError(`The peer closed the connection (${shown}): ${why}`);
-      const said = why === "" ? "" : `: ${why}`;
-      this.#fail(
-        new ConnectionClosedError(`The peer closed the connection (${shown})${said}`, { cause }),
-      );
+      const goodbye = { code, reason: reason ?? "" };
+      const said = `The peer closed the connection (${shown})${why === "" ? "" : `: ${why}`}`;
+      this.#fail(new ConnectionClosedError(said, { cause, goodbye }));
       return;
     }
     if (this.#life.open) this.#startClosing();
@@ -440,7 +439,9 @@ export class ChannelCore implements LifecycleEvents {
       }
       if (life.closed) return;
       decoder.end();
-      this.#onEnd();
+      // An end that is the peer's goodbye comes after what it sent, as a GOODBYE frame would.
+      if (wire.endIsGoodbye) await incoming.heldServed;
+      if (!life.closed) this.#onEnd();
     } catch (error) {
       if (life.closed) return;
       if (error instanceof ProtocolError) this.#protocolFailure(error);
@@ -461,22 +462,19 @@ export class ChannelCore implements LifecycleEvents {
     const life = this.#life;
     if (life.closing && life.peerClosing) this.#maybeFinishClose();
     if (life.closed) return;
-    const error = new ConnectionClosedError(
-      life.handshaking
-        ? "The peer closed the connection during the handshake"
-        : this.#wire.peerEnded?.() ??
-          (life.peerClosing
-            ? "The peer closed the connection after its GOODBYE with calls still in flight"
-            : "The peer closed the connection without a GOODBYE"),
-    );
     // A peer without a GOODBYE to send (JSON-RPC) says goodbye by ending its input: a graceful
-    // close unless a call of this side's is unanswered, as after a conduit peer's GOODBYE. The
-    // answers to its own calls it will not read: their handlers stop.
+    // close unless a call of this side's is unanswered, as after a conduit peer's GOODBYE. Its
+    // own calls are served and answered within drainTimeout: it may still read.
     if (this.#wire.endIsGoodbye && !life.handshaking && this.#outgoing.size === 0) {
-      this.#incoming.dropAll(error);
-      this.onGoodbye(undefined, undefined);
+      return this.onGoodbye(undefined, undefined);
     }
-    if (!life.closed) this.#fail(error);
+    const message = life.handshaking
+      ? "The peer closed the connection during the handshake"
+      : this.#wire.peerEnded?.() ??
+        (life.peerClosing
+          ? "The peer closed the connection after its GOODBYE with calls still in flight"
+          : "The peer closed the connection without a GOODBYE");
+    this.#fail(new ConnectionClosedError(message));
   }
 
   #protocolFailure(error: ProtocolError): void {

@@ -13,3 +13,4 @@ export type {
   ResultOf,
 } from "./channel.ts";
 export type { Codec } from "../codecs/types.ts";
+export type { PeerGoodbye } from "./errors.ts";

@@ -673,10 +673,11 @@ for (const kind of transportKinds) {
     assert.equal(error.timeout, 30);
     assert.match(error.message, /drainTimeout \(30 ms\)/);
     await assert.rejects(client.closed, DrainTimeoutError);
+    const reason = "drainTimeout (30 ms) passed with calls in flight";
     await assert.rejects(server.closed, {
       name: "ConnectionClosedError",
-      message:
-        "The peer closed the connection (aborted): drainTimeout (30 ms) passed with calls in flight",
+      message: `The peer closed the connection (aborted): ${reason}`,
+      goodbye: { code: "aborted", reason },
     });
     await pair.cleanup();
   });

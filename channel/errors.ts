@@ -27,6 +27,14 @@ export { ConduitError };
 // codecs and wires below the channel build them too.
 export { MethodNotFoundError, RemoteError, type RemoteErrorFields } from "../errors.ts";
 
+/** The code and reason of a GOODBYE the peer sent, as sent. */
+export interface PeerGoodbye {
+  /** Why it closed, as a code (`aborted`, `protocol_error`, `idle_timeout`, …). */
+  readonly code: string;
+  /** Its reason, in words (possibly empty). */
+  readonly reason: string;
+}
+
 /**
  * The connection ended (closed, aborted, the peer went away, or a protocol error) while a call
  * or stream was pending. `cause` says why: the transport error, a {@linkcode ProtocolError},
@@ -39,14 +47,33 @@ export { MethodNotFoundError, RemoteError, type RemoteErrorFields } from "../err
  *
  * const err = new ConnectionClosedError("Peer closed the connection");
  * assert.equal(err.name, "ConnectionClosedError");
+ * assert.equal(err.goodbye, undefined);
  * ```
  */
-export class ConnectionClosedError extends ConduitError {}
+export class ConnectionClosedError extends ConduitError {
+  /**
+   * The peer's GOODBYE, when a GOODBYE with a code from the peer ended the connection: its
+   * words verbatim (the message shows them escaped).
+   */
+  readonly goodbye?: PeerGoodbye;
+
+  /**
+   * Creates the error.
+   *
+   * @param message What ended the connection.
+   * @param options Standard error options (`cause`), and the peer's `goodbye` when it said one.
+   */
+  constructor(message: string, options?: ErrorOptions & { goodbye?: PeerGoodbye }) {
+    super(message, options);
+    if (options?.goodbye !== undefined) this.goodbye = options.goodbye;
+  }
+}
 
 /**
- * This side's `close()` waited `drainTimeout` for the calls in flight, then cut them off: the
- * error its own calls still pending fail with. It is a {@linkcode ConnectionClosedError}; the
- * peer is told with a GOODBYE whose code is `aborted`.
+ * This side's drain (after its `close()`, or after the peer's GOODBYE) waited `drainTimeout`
+ * for the calls in flight, then cut them off: the error its own calls still pending fail with.
+ * It is a {@linkcode ConnectionClosedError}; the peer is told with a GOODBYE whose code is
+ * `aborted`.
  *
  * @example
  * ```ts

@@ -12,6 +12,7 @@ import { memoryPair } from "../transports/memory.ts";
 import { json, RawPeer } from "./_test_raw_peer.ts";
 import type { CallContext } from "./call_context.ts";
 import { type Channel, openChannel } from "./channel.ts";
+import type { ConnectionClosedError } from "./errors.ts";
 
 /** What a terminal acts on rather than shows (line breaks, escapes, bidi overrides). */
 // deno-lint-ignore no-control-regex
@@ -71,7 +72,10 @@ Deno.test("peer text: a GOODBYE with a code fails pending calls with its reason 
   const pending = t.channel.call("slow", null).then(unexpected, (e: Error) => e);
   await t.peer.nextOf("call");
   await t.peer.send({ kind: "goodbye", body: goodbyeBody({ code: FORGED, reason: FORGED }) });
-  assertEscaped(await pending);
+  const error = await pending;
+  assertEscaped(error);
+  // Its words themselves, for a program to read, are the error's `goodbye`, as sent.
+  assert.deepEqual((error as ConnectionClosedError).goodbye, { code: FORGED, reason: FORGED });
 });
 
 Deno.test("peer text: a call after the peer's GOODBYE quotes its reason escaped", async () => {

@@ -18,7 +18,7 @@ const LOCK = new URL("../testdata/npm_programs.lock", import.meta.url).pathname;
 
 /**
  * The flags every Deno that resolves an npm program is started with (`.ci/run`'s `deno cache`
- * takes the same but `--cached-only`). `--no-config`: a Deno that finds deno.json (a cwd in the
+ * takes them all but `--cached-only`). `--no-config`: a Deno that finds deno.json (a cwd in the
  * repository) writes the workspace's dependencies into the lock it is given, and one that finds
  * none (pyright runs in a temporary directory) takes them out again, so runs from both places
  * rewrote the lock in turn. `--frozen`: a run that would change the lock fails instead of

@@ -46,6 +46,11 @@ export class RawPeer {
     return JSON.parse(decoder.decode(value));
   }
 
+  /** Ends what this side writes, still reading (a half-close, as `printf … | server` does). */
+  async endInput(): Promise<void> {
+    await this.#writer.close();
+  }
+
   async close(): Promise<void> {
     await this.#writer.close().catch(() => {});
     await this.#reader.cancel().catch(() => {});

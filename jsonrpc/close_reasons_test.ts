@@ -10,7 +10,7 @@ import { setup } from "./_test_raw_peer.ts";
 import { RawPeer as ConduitPeer } from "../channel/_test_raw_peer.ts";
 import { openChannel } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { ConnectionClosedError } from "../channel/errors.ts";
+import { DrainTimeoutError } from "../channel/errors.ts";
 import { TruncatedFrameError } from "../errors.ts";
 import type { CallContext } from "../channel/call_context.ts";
 
@@ -95,6 +95,19 @@ Deno.test("jsonrpc close: a server process that fails between messages is no cle
   }
 });
 
+Deno.test("jsonrpc close: a server process that ends its output but has not exited is no clean end", async () => {
+  // Its exit status is not known when its output ends (it exits with 3 later, or never): only
+  // a process seen to exit with 0 said goodbye.
+  const channel = await openJsonRpc(
+    spawnTransport("sh", { args: ["-c", "exec 1>&-; sleep 0.8; exit 3"] }),
+    { framing: "ndjson" },
+  );
+  await assert.rejects(channel.closed, {
+    name: "ConnectionClosedError",
+    message: "The server closed the connection",
+  });
+});
+
 Deno.test("jsonrpc close: a peer that goes away is named by the role, without a GOODBYE", async () => {
   for (const [role, words] of [[undefined, "The peer"], ["server", "The client"]] as const) {
     const { channel, peer } = await setup<{ work(p: object): string }>({ role });
@@ -109,12 +122,53 @@ Deno.test("jsonrpc close: a peer that goes away is named by the role, without a 
 });
 
 Deno.test("jsonrpc close: a client that ends its input between messages is a clean end: closed resolves", async () => {
-  const started = Promise.withResolvers<void>();
-  const stopped = Promise.withResolvers<unknown>();
+  // What it sent before its end is served and answered, held work too: it may still read.
+  const release = Promise.withResolvers<void>();
+  const noted: number[] = [];
   const { channel, peer } = await setup<{ work(p: object): string }>({
     role: "server",
+    maxInFlight: 2,
     handlers: {
-      echo: (params: object) => params,
+      work: async ({ n }: { n: number }) => {
+        await release.promise;
+        return n * 10;
+      },
+      note: async ({ n }: { n: number }) => {
+        await release.promise;
+        noted.push(n);
+      },
+    },
+  });
+  for (let n = 1; n <= 4; n++) await peer.send({ jsonrpc: "2.0", method: "note", params: { n } });
+  for (let id = 1; id <= 4; id++) {
+    await peer.send({ jsonrpc: "2.0", id, method: "work", params: { n: id } });
+  }
+  await peer.endInput();
+  release.resolve();
+  const answers = [await peer.next(), await peer.next(), await peer.next(), await peer.next()];
+  assert.deepEqual(
+    answers.map((answer) => (answer as { id: number }).id).sort(),
+    [1, 2, 3, 4],
+  );
+  assert.deepEqual(answers.map((answer) => (answer as { result: number }).result).sort(), [
+    10,
+    20,
+    30,
+    40,
+  ]);
+  assert.equal(await channel.closed, undefined);
+  assert.deepEqual(noted.sort(), [1, 2, 3, 4]);
+  await assert.rejects(channel.remote.work({}), { name: "ConnectionClosedError" });
+  await peer.close();
+});
+
+Deno.test("jsonrpc close: a client gone for good while its request runs: the drain cuts it", async () => {
+  const stopped = Promise.withResolvers<unknown>();
+  const started = Promise.withResolvers<void>();
+  const { channel, peer } = await setup({
+    role: "server",
+    drainTimeout: 50,
+    handlers: {
       hang: (_: object, ctx: CallContext) => {
         ctx.signal.addEventListener("abort", () => stopped.resolve(ctx.signal.reason));
         started.resolve();
@@ -122,17 +176,12 @@ Deno.test("jsonrpc close: a client that ends its input between messages is a cle
       },
     },
   });
-  await peer.send({ jsonrpc: "2.0", id: 1, method: "echo", params: { a: 1 } });
-  assert.deepEqual(await peer.next(), { jsonrpc: "2.0", id: 1, result: { a: 1 } });
-  // The client's own request still being served is the client's to lose: its handler stops.
-  await peer.send({ jsonrpc: "2.0", id: 2, method: "hang", params: {} });
+  await peer.send({ jsonrpc: "2.0", id: 1, method: "hang", params: {} });
   await started.promise;
   await peer.close();
-  assert.equal(await channel.closed, undefined);
-  const reason = await stopped.promise;
-  assert.ok(reason instanceof ConnectionClosedError);
-  assert.equal(reason.message, "The client closed the connection");
-  await assert.rejects(channel.remote.work({}), { name: "ConnectionClosedError" });
+  // Its answer was never written: not a clean end.
+  await assert.rejects(channel.closed, DrainTimeoutError);
+  assert.ok(await stopped.promise instanceof DrainTimeoutError);
 });
 
 Deno.test("jsonrpc close: input ending inside a message rejects closed, with no call pending", async () => {

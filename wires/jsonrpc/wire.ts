@@ -99,12 +99,13 @@ export class JsonRpcWire implements Wire {
    */
   readonly answersCancelled = false;
   /**
-   * A peer ends a JSON-RPC connection by ending its stream (vscode-jsonrpc's onClose), unless
-   * it is a child process that exited with a failure status or by a signal.
+   * A peer ends a JSON-RPC connection by ending its stream (vscode-jsonrpc's onClose); a child
+   * process, only by exiting with status 0 as it does (not later, nor by a signal).
    */
   get endIsGoodbye(): boolean {
     const status = this.#exit;
-    return status === undefined || (status.code === 0 && status.signal === null);
+    if (status === undefined) return !(childStatus(this.#transport) instanceof Promise);
+    return status.code === 0 && status.signal === null;
   }
   readonly outbox: JsonRpcOutbox;
   readonly decoder: QueueSplitter;
@@ -208,7 +209,7 @@ export class JsonRpcWire implements Wire {
    * so the wait is short, and bounded for one that closed its stdout and lives on.
    */
   #watchExit(reader: ChunkReader): ChunkReader {
-    const status = (this.#transport as { status?: unknown }).status;
+    const status = childStatus(this.#transport);
     if (!(status instanceof Promise)) return reader;
     const exited = (status as Promise<Deno.CommandStatus>).then((status) => {
       this.#exit = status;
@@ -563,4 +564,9 @@ function chunkReader(transport: Transport): ChunkReader {
     readBytes: () => reader.read().then((result) => result.done ? null : result.value),
     cancel: (reason?: unknown) => reader.cancel(reason),
   };
+}
+
+/** A child process transport's exit `status` (a promise); anything else for other transports. */
+function childStatus(transport: Transport): unknown {
+  return (transport as { status?: unknown }).status;
 }
