@@ -2,20 +2,14 @@
 // terminated as soon as its channel has closed, whichever way: close() (GOODBYE, drain), the
 // worker closing itself, an uncaught error (the Worker's `error` event), kill(). Its status
 // then reads as a process's would: code 1 after an uncaught error, SIGKILL after kill() or once
-// close() was cut short (`drainTimeout`: this side's cut, not the worker's own GOODBYE), the
-// code a Bun or Node thread gave `process.exit()`, code 0 otherwise.
+// this side ended its channel (close()'s `drainTimeout`, a heartbeat; not the worker's own
+// GOODBYE), the code a Bun or Node thread gave `process.exit()`, code 0 otherwise.
 
 import type { ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { workerTransport } from "../transports/web_worker.ts";
-import {
-  drainCutReason,
-  HeldWorker,
-  KeepAlive,
-  type WorkerChannel,
-  workerChannel,
-} from "./_worker_channel.ts";
+import { HeldWorker, KeepAlive, type WorkerChannel, workerChannel } from "./_worker_channel.ts";
 import { withPermissionHint } from "./spawn_worker_options.ts";
 import { threadWorkerData, threadWorkerName } from "./worker_env.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -175,22 +169,19 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
   }
 
   /**
-   * How the channel failed while this side was ending the worker. This side cut it off
-   * (close()'s `drainTimeout` passed, or the start failed): unless the worker went by itself
-   * (its transport says so), terminating it killed it. Otherwise the worker ended the channel
-   * (a GOODBYE with a code): its words are the reason, as outside close().
+   * This side ended a channel that failed (close()'s `drainTimeout`, a heartbeat, a protocol
+   * error, a failed start): unless the worker went by itself (its transport says so, or its
+   * GOODBYE with a code ended the channel), terminating it killed it.
    */
   #cutShort(failure: Error): void {
-    if (!this.#closing || failure.cause instanceof TransportClosedError) return;
+    if (failure.cause instanceof TransportClosedError) return;
     if (this.#thrown !== undefined || this.#exitCode !== undefined) return;
-    const started = this.#link?.channel.peer !== undefined;
-    const cut = started ? drainCutReason(failure) : failure.message;
-    if (cut === undefined) {
+    if (failure instanceof ConnectionClosedError && failure.goodbye !== undefined) {
       this.#stopReason ??= innermostMessage(failure);
       return;
     }
     this.#killed = true;
-    this.#stopReason ??= cut;
+    this.#stopReason ??= failure.message;
   }
 
   #status(): Deno.CommandStatus {

@@ -130,6 +130,29 @@ threadLeakFreeTest(
   },
 );
 
+for (const during of ["close()", "no close()"] as const) {
+  threadLeakFreeTest(
+    `thread worker: a hung thread the heartbeat ends reads as killed (${during})`,
+    async () => {
+      // This side ends the channel of a thread stuck in synchronous code and terminates it:
+      // not a thread that exited by itself.
+      const worker = await spawnWorker<EchoApi>(ECHO, {
+        thread: true,
+        drainTimeout: 10_000,
+        heartbeat: { interval: 50, timeout: 300 },
+      });
+      const hanging = worker.remote.hang(1_500);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const closing = during === "close()" ? worker.close() : undefined;
+      const error = await rejection(hanging);
+      assert.ok(error instanceof WorkerExitedError, String(error));
+      assert.match(error.message, /heartbeat timeout 300 ms/);
+      const status = await (closing ?? worker.close());
+      assert.deepEqual({ ...status }, { success: false, code: 137, signal: "SIGKILL" });
+    },
+  );
+}
+
 threadLeakFreeTest(
   "thread worker: a coded GOODBYE from the worker during close() reads as its own, not SIGKILL",
   async () => {
