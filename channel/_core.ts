@@ -439,9 +439,7 @@ export class ChannelCore implements LifecycleEvents {
       }
       if (life.closed) return;
       decoder.end();
-      // An end that is the peer's goodbye comes after what it sent, as a GOODBYE frame would.
-      if (wire.endIsGoodbye) await incoming.heldServed;
-      if (!life.closed) this.#onEnd();
+      this.#onEnd();
     } catch (error) {
       if (life.closed) return;
       if (error instanceof ProtocolError) this.#protocolFailure(error);
@@ -463,11 +461,13 @@ export class ChannelCore implements LifecycleEvents {
     if (life.closing && life.peerClosing) this.#maybeFinishClose();
     if (life.closed) return;
     // A peer without a GOODBYE to send (JSON-RPC) says goodbye by ending its input: a graceful
-    // close unless a call of this side's is unanswered, as after a conduit peer's GOODBYE. Its
-    // own calls are served and answered within drainTimeout: it may still read.
-    if (this.#wire.endIsGoodbye && !life.handshaking && this.#outgoing.size === 0) {
-      return this.onGoodbye(undefined, undefined);
-    }
+    // close when nothing is in flight either way. Else the end fails what is: its calls still
+    // running or held stop (their answers would wait on a peer that may read no more).
+    const incoming = this.#incoming;
+    if (
+      this.#wire.endIsGoodbye && !life.handshaking && this.#outgoing.size === 0 &&
+      incoming.size === 0 && !incoming.holding
+    ) return this.onGoodbye(undefined, undefined);
     const message = life.handshaking
       ? "The peer closed the connection during the handshake"
       : this.#wire.peerEnded?.() ??

@@ -304,11 +304,6 @@ export class IncomingCalls extends CallTable<IncomingCall> implements IncomingEv
     }
   }
 
-  /** Settles once every call and notification held now has started (undefined: none held). */
-  get heldServed(): Promise<void> | undefined {
-    return this.#held.serving;
-  }
-
   /**
    * This side is closing: the calls still held are answered as refused, as the wire answers
    * those that come now (nothing starts after close()); held notifications still run.

@@ -52,10 +52,11 @@ export interface PeerGoodbye {
  */
 export class ConnectionClosedError extends ConduitError {
   /**
-   * The peer's GOODBYE, when a GOODBYE with a code from the peer ended the connection: its
-   * words verbatim (the message shows them escaped).
+   * The peer's GOODBYE, when a GOODBYE with a code from the peer ended an open connection: its
+   * words verbatim (the message shows them escaped). One refusing the handshake is a
+   * {@linkcode HandshakeError} with its `code`.
    */
-  readonly goodbye?: PeerGoodbye;
+  declare readonly goodbye?: PeerGoodbye;
 
   /**
    * Creates the error.

@@ -18,9 +18,9 @@
  *   a message over `maxFrameBytes` ends it with a `FrameTooLargeError` as the cause, since
  *   the next message can no longer be found. When the peer goes away, pending calls reject
  *   with `The server closed the connection` (with a child's exit status when known). Going
- *   away between messages is how a JSON-RPC peer ends the connection: what it sent is still
- *   answered, and `closed` resolves, unless a call of this side's was left unanswered or a
- *   child process did not exit with 0.
+ *   away between messages with nothing in flight either way is how a JSON-RPC peer ends the
+ *   connection: `closed` resolves then (not with work still running or held, nor after a
+ *   child process that did not exit with 0).
  * - A batch received of more than `maxBatchMessages` requests and notifications is refused
  *   whole with one -32600 error (id null), and none of it runs.
  * - Aborting a call's `signal` (or its deadline passing) rejects it and sends the dialect's
