@@ -10,7 +10,6 @@ import { setup } from "./_test_raw_peer.ts";
 import { RawPeer as ConduitPeer } from "../channel/_test_raw_peer.ts";
 import { openChannel } from "../channel/channel.ts";
 import { jsonCodec } from "../codecs/json.ts";
-import { DrainTimeoutError } from "../channel/errors.ts";
 import { TruncatedFrameError } from "../errors.ts";
 import type { CallContext } from "../channel/call_context.ts";
 
