@@ -83,6 +83,11 @@ leakFreeTest(
     const plain = await worker.remote.grandchild(60);
     const guarded = await worker.remote.guardedGrandchild(60);
     try {
+      // setpriv sets the parent-death signal once it runs, then becomes `sleep`: a worker killed
+      // before then would leave its child to init (a loaded machine widens that window).
+      await until(async () =>
+        (await Deno.readTextFile(`/proc/${guarded}/comm`)).trim() === "sleep"
+      );
       assert.equal((await worker.kill()).signal, "SIGKILL");
       // docs/workers.md, "Children of a worker": only the kernel's parent-death signal ends it.
       await waitUntilGone([guarded]);
@@ -129,4 +134,12 @@ for (const how of ["cwd", "path"] as const) {
       }
     },
   );
+}
+
+/** Waits until `holds()` does (every 5 ms, up to 5 s), or throws. */
+async function until(holds: () => Promise<boolean>): Promise<void> {
+  for (const end = Date.now() + 5_000; !await holds();) {
+    if (Date.now() > end) throw new Error("waited 5 s in vain");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
