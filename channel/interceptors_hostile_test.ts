@@ -5,63 +5,13 @@
 
 import assert from "node:assert/strict";
 import { MAX_TIMER_DELAY, within } from "../_runtime.ts";
+import { DAY, fakeLongClock } from "../_test_clock.ts";
 import { memory, unix } from "../transports/_test_pairs.ts";
 import type { CallContext } from "./call_context.ts";
 import { openChannel } from "./channel.ts";
 import { DeadlineExceededError } from "./errors.ts";
 import type { Interceptor, RemoteStream } from "./types.ts";
 
-/** Timers this long are kept by the fake clock, shorter ones run for real. */
-const LONG = 3_600_000;
-const DAY = 86_400_000;
-
-/**
- * A fake clock for long timers: `performance.now()` is moved by `advance`, and a timer of
- * `LONG` or more fires only when the clock passes it, as a runtime fires it, capped or not.
- */
-function fakeLongClock() {
-  const global = globalThis as unknown as {
-    setTimeout(fire: (...args: unknown[]) => void, delay?: number, ...args: unknown[]): unknown;
-    clearTimeout(id?: unknown): void;
-  };
-  const realSet = global.setTimeout;
-  const realClear = global.clearTimeout;
-  const realNow = performance.now.bind(performance);
-  let skew = 0;
-  let nextId = 1e9;
-  const timers = new Map<unknown, { fire: () => void; at: number }>();
-  const now = () => realNow() + skew;
-  global.setTimeout = (fire, delay = 0, ...args) => {
-    if (delay < LONG) return realSet(fire, delay, ...args);
-    // A runtime fires a delay past the cap at once; conduit must never ask for one.
-    assert.ok(delay <= MAX_TIMER_DELAY, `a timer of ${delay} ms`);
-    const id = nextId++;
-    timers.set(id, { fire: () => fire(...args), at: now() + delay });
-    return id;
-  };
-  global.clearTimeout = (id) => {
-    if (!timers.delete(id)) realClear(id);
-  };
-  Object.defineProperty(performance, "now", { value: now, configurable: true, writable: true });
-  return {
-    /** Moves the clock by `ms` and fires the long timers it passes. */
-    advance(ms: number): void {
-      skew += ms;
-      for (const [id, timer] of [...timers]) {
-        if (timer.at > now()) continue;
-        timers.delete(id);
-        timer.fire();
-      }
-    },
-    restore(): void {
-      global.setTimeout = realSet;
-      global.clearTimeout = realClear;
-      delete (performance as { now?: unknown }).now;
-    },
-  };
-}
-
-/** Lets the event loop run for `ms` (real time). */
 const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
 
 for (const held of [true, false]) {
