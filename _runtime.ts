@@ -121,9 +121,10 @@ export function timerDelay(ms: number): number {
 /**
  * Runs `fire` at `at` (a `performance.now()` time), however far off that is: a timer waits at
  * most {@linkcode MAX_TIMER_DELAY}, so one that fires early waits again for the rest (a call's
- * deadline of months). Returns what cancels it.
+ * deadline of months); at `Infinity`, never (and no timer is armed). Returns what cancels it.
  */
 export function fireAt(at: number, fire: () => void): () => void {
+  if (at === Infinity) return () => {};
   let timer: ReturnType<typeof setTimeout>;
   const wait = (): void => {
     const left = at - performance.now();

@@ -20,6 +20,12 @@ Deno.test("fireAt: a time past the longest timer waits again, and fires once it 
     clock.advance(21 * DAY);
     assert.equal(fired, 1);
     assert.equal(clock.pending, 0);
+    // Never: no timer at all, which would hold the process for ever.
+    fireAt(Infinity, () => fired++)();
+    fireAt(Infinity, () => fired++);
+    assert.equal(clock.pending, 0);
+    clock.advance(100 * DAY);
+    assert.equal(fired, 1);
   } finally {
     clock.restore();
   }

@@ -25,7 +25,7 @@ import {
   HandshakeError,
 } from "./errors.ts";
 import type { CallOptions, Interceptor } from "./types.ts";
-import { timerDelay, within } from "../_runtime.ts";
+import { fireAt, within } from "../_runtime.ts";
 import { printable } from "../_utf8.ts";
 import { CLOSED, CLOSING, Lifecycle, OPEN } from "./_lifecycle.ts";
 import { Deadlines } from "./_deadlines.ts";
@@ -181,16 +181,14 @@ export class ChannelCore implements LifecycleEvents {
     wire.attach({ outgoing: this.#outgoing, incoming: this.#incoming, lifecycle: this });
     wire.start();
     const handshakeTimeout = config.handshakeTimeout;
-    this.#life.startHandshake(
-      handshakeTimeout === Infinity ? undefined : setTimeout(() => {
-        this.#life.timerFired();
-        this.onRefused(
-          "handshake_timeout",
-          `The handshake did not complete within handshakeTimeout (${handshakeTimeout} ms)`,
-          true,
-        );
-      }, timerDelay(handshakeTimeout)),
-    );
+    this.#life.startHandshake(fireAt(performance.now() + handshakeTimeout, () => {
+      this.#life.timerFired();
+      this.onRefused(
+        "handshake_timeout",
+        `The handshake did not complete within handshakeTimeout (${handshakeTimeout} ms)`,
+        true,
+      );
+    }));
     this.#reading = this.#readLoop();
   }
 
@@ -492,11 +490,11 @@ export class ChannelCore implements LifecycleEvents {
     const drain = this.#config.drainTimeout;
     this.#life.enter(
       CLOSING,
-      setTimeout(() => {
+      fireAt(performance.now() + drain, () => {
         this.#life.timerFired();
         const why = `drainTimeout (${drain} ms) passed with calls in flight`;
         this.#fail(new DrainTimeoutError(drain), { code: "aborted", reason: why }, true);
-      }, timerDelay(drain)),
+      }),
     );
     this.#life.sayGoodbye(reason);
     this.#wire.outbox.sendGoodbye(undefined, reason);

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { CLOSED, CLOSING, HANDSHAKE, Lifecycle, OPEN } from "./_lifecycle.ts";
-import { ConnectionClosedError } from "./errors.ts";
+import { ConnectionClosedError, DrainTimeoutError } from "./errors.ts";
+import { openChannel } from "./channel.ts";
+import { memoryPair } from "../transports/memory.ts";
+import { fireAt, MAX_TIMER_DELAY } from "../_runtime.ts";
+import { DAY, fakeLongClock } from "../_test_clock.ts";
 
 Deno.test("lifecycle: only the transitions of the diagram happen", () => {
   const allowed = new Set([
@@ -48,8 +52,44 @@ Deno.test("lifecycle: leaving OPEN ends the waits; a failure is kept; goodbye is
 Deno.test("lifecycle: the state's timer stops when the state is left", async () => {
   const life = new Lifecycle();
   let fired = false;
-  life.startHandshake(setTimeout(() => fired = true, 0));
+  life.startHandshake(fireAt(performance.now(), () => fired = true));
   life.enter(OPEN);
   await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(fired, false);
+});
+
+Deno.test("core: a drain timeout of 30 days does not cut at 24.8 days, nor one of Infinity", async () => {
+  // A runtime's timer waits at most 2^31 - 1 ms: past it the drain must wait again, not end.
+  for (const drainTimeout of [30 * DAY, Infinity]) {
+    const [a, b] = memoryPair();
+    const release = Promise.withResolvers<void>();
+    const handlers = { wait: () => release.promise.then(() => "done") };
+    const [server, client] = await Promise.all([
+      openChannel(a, { handlers }),
+      openChannel<typeof handlers>(b, { drainTimeout }),
+    ]);
+    const clock = fakeLongClock();
+    try {
+      const call = client.remote.wait(undefined);
+      let settled: unknown = "pending";
+      const outcome = () => settled;
+      call.then((value) => settled = value, (error) => settled = error);
+      const closing = client.close();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      clock.advance(MAX_TIMER_DELAY + 1_000);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(outcome(), "pending", `cut at the timer's cap (drainTimeout ${drainTimeout})`);
+      if (drainTimeout !== Infinity) {
+        clock.advance(30 * DAY - MAX_TIMER_DELAY);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        assert.ok(outcome() instanceof DrainTimeoutError, String(outcome()));
+      }
+      release.resolve();
+      await closing;
+    } finally {
+      clock.restore();
+      release.resolve();
+      await Promise.all([client.closed.catch(() => {}), server.closed.catch(() => {})]);
+    }
+  }
 });

@@ -135,9 +135,10 @@ class InterceptedCall extends DualCall implements Overseeable {
     });
     // The caller's signal and deadline end the call while an interceptor holds it, too: the
     // calls the chain makes later start cancelled.
-    const unarm = deadline === Infinity
-      ? undefined
-      : fireAt(deadline, () => this.#cancel.abort(new DeadlineExceededError(method, timeout!)));
+    const unarm = fireAt(
+      deadline,
+      () => this.#cancel.abort(new DeadlineExceededError(method, timeout!)),
+    );
     const stopped = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(signal.reason);
       else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
@@ -149,7 +150,7 @@ class InterceptedCall extends DualCall implements Overseeable {
     }).catch(() => {});
     this.#result = Promise.race([chained, stopped]);
     const settle = (ok: boolean, value: unknown): void => {
-      unarm?.();
+      unarm();
       this.#chain = { ok, value };
       this.#closeOne();
       if (!ok || !isStream(value)) this.#end();

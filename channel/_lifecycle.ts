@@ -9,10 +9,10 @@
 // Beside the state it keeps what both goodbyes were and what the channel failed with.
 
 import type { Goodbye } from "../protocol/handshake.ts";
-import { clearTimer } from "../_runtime.ts";
 import type { ConnectionClosedError } from "./errors.ts";
 
-type Timer = ReturnType<typeof setTimeout>;
+/** Cancels the state's timeout (see `fireAt`). */
+type Timer = () => void;
 
 /** Waiting for the peer's handshake. */
 export const HANDSHAKE = 0;
@@ -81,7 +81,7 @@ export class Lifecycle {
   /** The handshake began; `timer` is its timeout (none for an infinite one). */
   startHandshake(timer: Timer | undefined): void {
     if (this.#state === HANDSHAKE) this.#timer = timer;
-    else clearTimer(timer);
+    else timer?.();
   }
 
   /**
@@ -94,7 +94,7 @@ export class Lifecycle {
       this.#leftOpen?.resolve();
       this.#leftOpen = undefined;
     }
-    clearTimer(this.#timer);
+    this.#timer?.();
     this.#timer = timer;
     this.#state = next;
     return true;

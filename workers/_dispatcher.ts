@@ -224,14 +224,14 @@ export class Dispatcher<T extends Target> {
     const onAbort = () => this.#dropQueued(call, signal!.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     const remaining = call.remainingTime();
-    const unarm = remaining === Infinity ? undefined : fireAt(
+    const unarm = fireAt(
       performance.now() + remaining,
       () => this.#dropQueued(call, new DeadlineExceededError(method, options!.timeout!)),
     );
     call.waiting = {
       unlisten: () => {
         signal?.removeEventListener("abort", onAbort);
-        unarm?.();
+        unarm();
       },
       drop: (reason) => this.#dropQueued(call, reason),
     };
