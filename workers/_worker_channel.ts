@@ -41,16 +41,19 @@ export function workerChannel<Api extends object>(
  * `error` comes of that cut; `undefined` for any other failure, the worker's own included.
  */
 export function drainCutReason(error: unknown): string | undefined {
-  let current = error;
-  for (let depth = 0; depth < MAX_CAUSE_DEPTH && current instanceof Error; depth++) {
-    if (current instanceof DrainTimeoutError) return current.message;
-    current = current.cause;
+  for (const level of causeChain(error)) {
+    if (level instanceof DrainTimeoutError) return level.message;
   }
   return undefined;
 }
 
-/** How deep {@linkcode drainCutReason} looks in a cause chain. */
-const MAX_CAUSE_DEPTH = 8;
+/** `error` and its causes, outermost first: at most 8 (a reason given to abort() may loop). */
+export function* causeChain(error: unknown): Generator<Error> {
+  let level = error;
+  for (let depth = 0; depth < 8 && level instanceof Error; depth++, level = level.cause) {
+    yield level;
+  }
+}
 
 /** A worker channel's options: the caller's, over the worker defaults (see worker_env.ts). */
 export function withWorkerDefaults(options: ChannelOptions): ChannelOptions {

@@ -9,7 +9,13 @@ import type { ChannelOptions } from "../channel/channel.ts";
 import { ConnectionClosedError, HandshakeError } from "../channel/errors.ts";
 import type { MethodName, RemoteArgs, RemoteOf } from "../channel/types.ts";
 import { workerTransport } from "../transports/web_worker.ts";
-import { HeldWorker, KeepAlive, type WorkerChannel, workerChannel } from "./_worker_channel.ts";
+import {
+  causeChain,
+  HeldWorker,
+  KeepAlive,
+  type WorkerChannel,
+  workerChannel,
+} from "./_worker_channel.ts";
 import { withPermissionHint } from "./spawn_worker_options.ts";
 import { threadWorkerData, threadWorkerName } from "./worker_env.ts";
 import { WorkerExitedError } from "./errors.ts";
@@ -207,7 +213,5 @@ export class WorkerThread<Api extends object> extends HeldWorker implements Work
 
 /** The message of the error at the end of `error`'s cause chain: what first went wrong. */
 function innermostMessage(error: Error): string {
-  let inner = error;
-  while (inner.cause instanceof Error) inner = inner.cause;
-  return inner.message;
+  return [...causeChain(error)].at(-1)!.message;
 }
