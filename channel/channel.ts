@@ -460,7 +460,7 @@ export class Channel<Remote extends object = Record<string, never>> implements A
   /**
    * Settles when the connection is closed and its transport released: resolves after a
    * graceful close (GOODBYE both ways; over JSON-RPC, which has none, the peer ending its
-   * stream between messages with no call of this side's unanswered), rejects with
+   * stream between messages with nothing in flight either way), rejects with
    * `ConnectionClosedError` otherwise.
    */
   get closed(): Promise<void> {
